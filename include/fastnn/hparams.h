@@ -1,0 +1,286 @@
+// Hyperparameters: the typed struct every component reads, and the loader
+// for FastNN's `key=value` files and `--KEY=VALUE` command lines.
+// The key table (types, help, valid values, aliases) lives in
+// src/config/hparams_table.cc; the user reference is docs/hyperparameters.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fastnn {
+
+/// Every hyperparameter key, one field each, named exactly like the key.
+/// The in-class initializers are the defaults (FastNN's unless noted).
+/// Comma lists (worker_hosts, hooks, train_files, scopes) stay strings.
+/// A string that FastNN defaults to None is the empty string here.
+struct HParams {
+  // --- Cluster (FastNN "Machine" and "PAI-Soar" flags) ---
+  /// Rank of this process in worker_hosts; 0 is the chief.
+  int64_t task_index = 0;
+  /// Ignored (PAI platform task id).
+  std::string taskId;
+  /// Comma-separated host:port of every worker; empty: from the environment.
+  std::string worker_hosts;
+  /// Ignored (FastNN has no ps job).
+  std::string ps_hosts;
+  /// Ignored.
+  std::optional<int64_t> worker_count;
+  /// Ignored.
+  std::optional<int64_t> ps_count;
+  /// worker, localhost or chief.
+  std::string job_name = "worker";
+  /// Replicated training with all-reduced gradients (PAI-Soar's mode).
+  bool enable_paisoar = true;
+  /// Gradient bucketing policy name (PAI-Soar).
+  std::string tensor_fusion_policy = "default";
+  /// All-reduce algorithm name (PAI-Soar).
+  std::string communication_policy = "nccl_fullring";
+  /// Largest fused all-reduce bucket, bytes. REQUIRES: >= 1.
+  int64_t tensor_fusion_max_bytes = 8388608;
+
+  // --- Model (FastNN "Model base", loss, fine-tuning) ---
+  /// pretrain or finetune (restore trainable variables first).
+  std::string task_type = "pretrain";
+  /// TF-slim network name; checked by the model factory.
+  std::string model_name = "inception_resnet_v2";
+  /// Directory of the checkpoint to fine-tune from.
+  std::string model_dir;
+  /// Checkpoint file inside model_dir.
+  std::string ckpt_file_name;
+  /// Output classes; None: the dataset's count (FastNN's default is 100).
+  std::optional<int64_t> num_classes;
+  /// Passes over the training data. REQUIRES: >= 1.
+  int64_t num_epochs = 100;
+  /// L2 scale, loss += wd * sum(w^2) / 2. REQUIRES: >= 0.
+  double weight_decay = 4e-5;
+  /// Images per batch per device. REQUIRES: >= 1.
+  int64_t batch_size = 32;
+  /// Global-norm gradient clipping; None: off.
+  std::optional<double> max_gradient_norm;
+  /// Label smoothing in [0, 1).
+  double label_smoothing = 0.0;
+  /// Checkpoint (or directory) to initialize from when train_dir has none.
+  std::string checkpoint_path;
+  /// Comma-separated variable prefixes not restored from checkpoint_path.
+  std::string checkpoint_exclude_scopes;
+  /// Comma-separated variable prefixes to train; empty: all.
+  std::string trainable_scopes;
+  /// Skip variables missing from checkpoint_path.
+  bool ignore_missing_vars = false;
+  /// Seed for initialization, shuffling and augmentation.
+  int64_t seed = 0;
+
+  // --- Dataset ---
+  /// Dataset name; checked by the dataset factory.
+  std::string dataset_name = "mock";
+  /// Directory with the TFRecord shards and labels.txt.
+  std::string dataset_dir;
+  /// Ignored (unused in FastNN).
+  std::string file_pattern;
+  /// Ignored (unused in FastNN).
+  std::string reader;
+  /// Images per epoch, for TF-slim decay steps. REQUIRES: >= 1.
+  int64_t num_sample_per_epoch = 1000000;
+  /// Comma-separated files or globs overriding the training file list.
+  std::string train_files;
+  /// Comma-separated files or globs overriding the evaluation file list.
+  std::string eval_files;
+  /// Split to train on.
+  std::string dataset_split_name = "train";
+  /// Split to evaluate on.
+  std::string eval_split_name = "test";
+  /// Images per evaluation batch. REQUIRES: >= 1.
+  int64_t eval_batch_size = 100;
+  /// Skip and count undecodable records instead of failing (exit 3).
+  bool skip_corrupt_records = false;
+
+  // --- Preprocessing ---
+  /// Decode/preprocess threads. REQUIRES: >= 1.
+  int64_t num_preprocessing_threads = 16;
+  /// Preprocessing name; empty: the one of model_name.
+  std::string preprocessing_name;
+  /// Shuffle buffer, records. REQUIRES: >= 1.
+  int64_t shuffle_buffer_size = 1024;
+  /// Batches prepared ahead. REQUIRES: >= 0.
+  int64_t prefetch_buffer_size = 32;
+  /// Batches assembled in parallel. REQUIRES: >= 1.
+  int64_t num_parallel_batches = 8;
+  /// Keep raw records in memory after the first pass.
+  bool datasets_use_caching = false;
+  /// Subtracted from every label. REQUIRES: >= 0.
+  int64_t labels_offset = 0;
+  /// Training image side; None: the model's default size.
+  std::optional<int64_t> train_image_size;
+  /// Evaluation image side; None: the model's default size.
+  std::optional<int64_t> eval_image_size;
+
+  // --- Performance (fp16 + threads) ---
+  /// Mixed precision (fp16 autocast on CUDA, bf16 on capable CPUs).
+  bool use_fp16 = true;
+  /// Static loss scale. REQUIRES: > 0.
+  double loss_scale = 1.0;
+  /// Ignored (TF server transport).
+  std::string protocol = "grpc";
+  /// Ignored (TF inter-op pool).
+  int64_t inter_op_parallelism_threads = 256;
+  /// CPU threads for tensor ops; 0: LibTorch's default.
+  int64_t intra_op_parallelism_threads = 96;
+  /// Ignored (TF graph placement).
+  bool colocate_gradients_with_ops = true;
+
+  // --- Learning rate ---
+  /// fixed, exponential, polynomial or cosine.
+  std::string learning_rate_decay_type = "exponential";
+  /// Initial (peak) learning rate. REQUIRES: >= 0.
+  double learning_rate = 0.01;
+  /// Final rate of the polynomial schedule.
+  double end_learning_rate = 1e-4;
+  /// Multiplier per decay step, in (0, 1].
+  double learning_rate_decay_factor = 0.94;
+  /// Warmup length in steps.
+  int64_t warmup_steps = 0;
+  /// t2t, none or "".
+  std::string warmup_scheme = "t2t";
+  /// "", luong234, luong5 or luong10 (relative to stop_at_step).
+  std::string decay_scheme;
+  /// None: FastNN's decay_scheme rules; set: TF-slim's decay steps.
+  std::optional<double> num_epochs_per_decay;
+  /// Cosine floor as a fraction of learning_rate.
+  double min_lr_ratio = 0.0;
+
+  // --- Optimizer ---
+  /// adadelta, adagrad, adam, ftrl, momentum, rmsprop, sgd, adamweightdecay.
+  std::string optimizer = "rmsprop";
+  /// Adadelta decay.
+  double adadelta_rho = 0.95;
+  /// Adagrad accumulator start. REQUIRES: > 0.
+  double adagrad_initial_accumulator_value = 0.1;
+  /// Adam first-moment decay, in [0, 1).
+  double adam_beta1 = 0.9;
+  /// Adam second-moment decay, in [0, 1).
+  double adam_beta2 = 0.999;
+  /// Epsilon of adadelta/adam/rmsprop/adamweightdecay. REQUIRES: > 0.
+  double opt_epsilon = 1.0;
+  /// FTRL learning-rate power. REQUIRES: <= 0.
+  double ftrl_learning_rate_power = -0.5;
+  /// FTRL accumulator start.
+  double ftrl_initial_accumulator_value = 0.1;
+  /// FTRL L1 strength.
+  double ftrl_l1 = 0.0;
+  /// FTRL L2 strength.
+  double ftrl_l2 = 0.0;
+  /// Momentum of the momentum optimizer.
+  double momentum = 0.9;
+  /// RMSProp momentum.
+  double rmsprop_momentum = 0.9;
+  /// RMSProp mean-square decay.
+  double rmsprop_decay = 0.9;
+  /// Weight EMA decay; None: no EMA.
+  std::optional<double> moving_average_decay;
+
+  // --- Log ---
+  /// Absolute global step at which training stops.
+  int64_t stop_at_step = 100;
+  /// Logging period in steps; 0: off.
+  int64_t log_loss_every_n_iters = 10;
+  /// Profiling period in steps; 0: off.
+  int64_t profile_every_n_iters = 0;
+  /// task_index of the worker that profiles.
+  int64_t profile_at_task = 0;
+  /// Ignored (TF op placement logging).
+  bool log_device_placement = false;
+  /// Print trainable variables at start.
+  bool log_trainable_vars_statistics = false;
+  /// Print optimizer slot variables at start.
+  bool log_optimizer_vars_statistics = false;
+  /// Comma-separated hook names; checked by the hook factory.
+  std::string hooks =
+      "StopAtStepHook,ProfilerHook,LoggingTensorHook,CheckpointSaverHook";
+  /// Summary period in seconds; 0: off.
+  int64_t save_summaries_secs = 600;
+  /// Evaluation period in steps; 0: off.
+  int64_t eval_every_n_iters = 0;
+
+  // --- I/O ---
+  /// Ignored (PAI platform).
+  std::string tables;
+  /// Ignored (PAI platform).
+  std::string buckets;
+  /// Ignored (PAI platform).
+  std::string outputs;
+  /// Ignored (PAI platform).
+  std::string summaryDir;
+  /// Profiler output when train_dir is empty.
+  std::string output_dir = ".";
+  /// Checkpoints, summaries, config.cfg; empty: nothing is written.
+  std::string train_dir;
+  /// Checkpoint period in steps; 0: off.
+  int64_t save_checkpoints_steps = 1000;
+  /// Checkpoint period in seconds; 0: off.
+  int64_t save_interval_secs = 600;
+  /// Checkpoints kept; 0: all.
+  int64_t max_to_keep = 5;
+
+  /// Where each key that was set came from: "FILE:LINE" or "command line";
+  /// absent = default.
+  std::map<std::string, std::string> sources;
+  /// sources[key] or "default".
+  std::string where(const std::string& key) const;
+};
+
+/// Result of parsing a binary's command line.
+struct LoadResult {
+  /// The effective, validated hyperparameters.
+  HParams hp;
+  /// --help / -h was given (nothing else was parsed).
+  bool help = false;
+  /// --version was given (nothing else was parsed).
+  bool version = false;
+  /// --dry_run was given.
+  bool dry_run = false;
+  /// --print_cluster was given.
+  bool print_cluster = false;
+  /// The --config path; "" when none was given.
+  std::string config_path;
+  /// Alias uses, duplicate keys, ignored keys set; the caller prints each as
+  /// "warning: ...".
+  std::vector<std::string> warnings;
+  /// Values of the caller's `extra_keys` that were given, by key.
+  std::map<std::string, std::string> extras;
+};
+
+/// Parses argv: `--config FILE` / `--config=FILE`, `--KEY=VALUE`,
+/// `--KEY VALUE`, `--KEY` (bool true), `--noKEY` (bool false), `--help`/`-h`,
+/// `--version`, `--dry_run`, `--print_cluster`. The file is applied first,
+/// then the command line (command line wins). `extra_keys` are tool-specific
+/// flags that are not hparams (they shadow hparams of the same name); their
+/// values are returned in `extras`. Throws ConfigError naming the location,
+/// key, bad value and what is valid, before any work is done.
+LoadResult load_hparams(int argc,
+                        const char* const* argv,
+                        const std::vector<std::string>& extra_keys = {});
+
+/// Checks value ranges, valid values and cross-key constraints; throws
+/// ConfigError (prefixed with the key's source when known). load_hparams
+/// calls it; call it again after editing an HParams in code.
+void validate(const HParams& hp);
+
+/// Grouped help: usage line, general flags, then every key with its type,
+/// default and valid values; ignored keys are marked "(ignored)".
+std::string format_help(const std::string& program, const std::string& usage);
+
+/// The configuration as a re-loadable hparams file (grouped, every key, None
+/// printed as None); train_dir/config.cfg holds this.
+std::string format_hparams(const HParams& hp);
+
+/// Markdown tables of all keys, one per group (docs/hyperparameters.md).
+std::string format_hparams_markdown();
+
+/// The known key closest to `key` by edit distance (case-insensitive; an alias
+/// counts as its canonical key); "" if none is within distance 3.
+std::string closest_key(const std::string& key);
+
+}  // namespace fastnn

@@ -1,0 +1,88 @@
+// The multi-threaded input pipeline: TFRecord files -> (cache) -> shuffle
+// buffer -> parallel decode + preprocess -> batches -> prefetch.
+//
+// Deterministic: with the same options (seed included) the batches are
+// identical run to run, whatever the thread count, because the record order
+// comes from one reader thread and every image's random transforms are
+// seeded by (seed, batch index, position in batch).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "preprocessing/preprocessing_factory.h"
+
+namespace fastnn::datasets {
+
+struct PipelineOptions {
+  /// TFRecord files, read in this order.
+  std::vector<std::string> files;
+  /// Training: shuffle, repeat num_epochs, full batches only. Otherwise one
+  /// pass in file order with a partial last batch.
+  bool is_training = true;
+  int64_t batch_size = 32;
+  int64_t num_epochs = 1;
+  /// REQUIRES: >= 1. 1 disables shuffling.
+  int64_t shuffle_buffer_size = 1024;
+  /// Decoded batches held ready ahead of the consumer.
+  int64_t prefetch_batches = 32;
+  /// Decode + preprocess threads.
+  int num_threads = 4;
+  /// Batches being decoded at once.
+  int64_t num_parallel_batches = 8;
+  /// Keep encoded records in memory after the first pass.
+  bool cache = false;
+  /// Skip (and count) corrupt records and bad images instead of failing.
+  bool skip_corrupt = false;
+  uint64_t seed = 0;
+  /// Batches to drop at the start without decoding (resume position).
+  int64_t skip_batches = 0;
+  /// Images are decoded to this many channels.
+  int channels = 1;
+  int64_t num_classes = 10;
+  /// Subtracted from every label (TF-slim's labels_offset).
+  int64_t labels_offset = 0;
+  preprocessing::OutputShape shape;
+  preprocessing::PreprocessFn preprocess;
+};
+
+/// One batch: images [B, C, H, W] float32, labels [B] int64.
+struct Batch {
+  at::Tensor images;
+  at::Tensor labels;
+  /// Batch index since the start of the pipeline (skipped ones included).
+  int64_t index = 0;
+};
+
+/// Counters of the pipeline, readable at any time.
+struct PipelineStats {
+  int64_t records_read = 0;
+  int64_t images_decoded = 0;
+  int64_t records_skipped = 0;
+  int64_t epochs_started = 0;
+};
+
+class Pipeline {
+ public:
+  explicit Pipeline(PipelineOptions options);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  /// The next batch, or nullopt when the data is exhausted. Rethrows the
+  /// first error of a worker thread (DataError for bad data).
+  std::optional<Batch> next();
+
+  PipelineStats stats() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace fastnn::datasets

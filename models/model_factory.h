@@ -1,0 +1,31 @@
+// The model name table (TF-slim's networks_map): one row per network.
+#pragma once
+
+#include "models/classifier.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fastnn::models {
+
+struct ModelSpec {
+  std::string name;
+  /// TF-slim's default_image_size.
+  int64_t default_image_size;
+  /// TF-slim's preprocessing for this network (preprocessing_factory).
+  std::string preprocessing;
+  std::function<std::shared_ptr<ClassifierImpl>(const ModelOptions&)> create;
+};
+
+/// The row for `name`; throws ConfigError listing the valid names.
+const ModelSpec& find_model(const std::string& name);
+
+/// Every registered name, in table order.
+std::vector<std::string> model_names();
+
+/// Parameter count and a one-line summary for --dry_run.
+std::string describe_model(ClassifierImpl& model);
+
+}  // namespace fastnn::models

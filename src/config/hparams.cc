@@ -1,0 +1,516 @@
+// Loading hyperparameters from a FastNN key=value file and the command line,
+// validation, and the help / config.cfg / Markdown renderings of the table.
+#include "fastnn/hparams.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "fastnn/errors.h"
+#include "src/config/hparams_table.h"
+#include "src/config/value_parse.h"
+
+namespace fastnn {
+namespace {
+
+using config::KeySpec;
+
+constexpr int kMaxSuggestDistance = 3;
+constexpr size_t kHelpWidth = 80;
+
+// One key=value to apply, from the file or the command line.
+struct Setting {
+  const KeySpec* spec;
+  std::string value;
+  std::string written;  // the name as the user wrote it (maybe an alias)
+};
+
+// The canonical row for `name` (a key or an alias), or nullptr.
+const KeySpec* resolve(const std::string& name) {
+  if (const KeySpec* spec = config::find_key(name))
+    return spec;
+  if (const char* canonical = config::resolve_alias(name)) {
+    return config::find_key(canonical);
+  }
+  return nullptr;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+int edit_distance(const std::string& a, const std::string& b) {
+  std::vector<int> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    int diag = row[0];
+    row[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      int next = std::min(
+          {row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = row[j];
+      row[j] = next;
+    }
+  }
+  return row[b.size()];
+}
+
+// Closest of the keys, aliases (as their canonical key) and `extra` names.
+std::string closest(const std::string& key,
+                    const std::vector<std::string>& extra) {
+  std::vector<std::pair<std::string, std::string>> candidates;
+  for (const KeySpec& spec : config::key_table()) {
+    candidates.emplace_back(spec.name, spec.name);
+  }
+  for (const config::Alias& a : config::alias_table()) {
+    candidates.emplace_back(a.alias, a.canonical);
+  }
+  for (const std::string& e : extra)
+    candidates.emplace_back(e, e);
+  std::string best;
+  int best_distance = kMaxSuggestDistance + 1;
+  for (const auto& [name, answer] : candidates) {
+    int d = edit_distance(lower(key), lower(name));
+    if (d < best_distance) {
+      best_distance = d;
+      best = answer;
+    }
+  }
+  return best;
+}
+
+std::string unknown_key(const std::string& name,
+                        const std::vector<std::string>& extra) {
+  std::string guess = closest(name, extra);
+  std::string msg = "unknown key '" + name + "'";
+  return guess.empty() ? msg + " (--help lists the keys)"
+                       : msg + "; did you mean '" + guess + "'?";
+}
+
+// Sets one key; records its source; notes aliases and ignored keys.
+void apply(const Setting& s,
+           const std::string& location,
+           HParams* hp,
+           std::vector<std::string>* warnings) {
+  const KeySpec& spec = *s.spec;
+  if (s.written != spec.name) {
+    warnings->push_back(location + ": '" + s.written + "' is an alias of '" +
+                        spec.name + "'; use the canonical name");
+  }
+  std::string error = config::assign_value(spec, s.value, hp);
+  if (!error.empty())
+    throw ConfigError(location + ": " + error);
+  hp->sources[spec.name] = location;
+  if (spec.ignored() && !config::same_value(spec, *hp, HParams())) {
+    warnings->push_back(location + ": '" + spec.name +
+                        "' has no effect in FastNN-C++ (ignored key)");
+  }
+}
+
+// Splits a file line into key and raw value. Returns false for blank and
+// comment lines; throws for malformed ones.
+bool split_line(std::string_view line,
+                const std::string& location,
+                std::string* key,
+                std::string* value) {
+  std::string_view t = config::trim(line);
+  if (t.empty() || t.front() == '#')
+    return false;
+  size_t eq = t.find('=');
+  if (eq == std::string_view::npos) {
+    throw ConfigError(location + ": missing '=' (expected key=value)");
+  }
+  std::string_view k = config::trim(t.substr(0, eq));
+  if (k.substr(0, 2) == "--")
+    k.remove_prefix(2);
+  if (k.empty())
+    throw ConfigError(location + ": missing key before '='");
+  *key = std::string(k);
+  std::string_view v = config::trim(t.substr(eq + 1));
+  if (!v.empty() && (v.front() == '\'' || v.front() == '"')) {
+    // The closing quote is the one followed by the end or " # comment".
+    for (size_t i = v.find(v.front(), 1); i != std::string_view::npos;
+         i = v.find(v.front(), i + 1)) {
+      std::string_view rest = v.substr(i + 1);
+      std::string_view rest_trimmed = config::trim(rest);
+      if (rest.empty() ||
+          (rest.size() != rest_trimmed.size() &&
+           (rest_trimmed.empty() || rest_trimmed.front() == '#'))) {
+        *value = std::string(v.substr(0, i + 1));
+        return true;
+      }
+    }
+    throw ConfigError(location + ": " + *key + ": unterminated quote in " +
+                      std::string(v));
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '#' && (i == 0 || v[i - 1] == ' ' || v[i - 1] == '\t')) {
+      v = config::trim(v.substr(0, i));
+      break;
+    }
+  }
+  *value = std::string(v);
+  return true;
+}
+
+void load_file(const std::string& path,
+               HParams* hp,
+               std::vector<std::string>* warnings) {
+  std::ifstream in(path);
+  if (!in) {
+    throw ConfigError("cannot read config file '" + path +
+                      "': " + std::strerror(errno));
+  }
+  std::map<std::string, int> first_line;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    const std::string location = path + ":" + std::to_string(n);
+    if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0)
+      line.erase(0, 3);  // BOM
+    Setting s;
+    if (!split_line(line, location, &s.written, &s.value))
+      continue;
+    s.spec = resolve(s.written);
+    if (!s.spec)
+      throw ConfigError(location + ": " + unknown_key(s.written, {}));
+    auto [it, fresh] = first_line.emplace(s.spec->name, n);
+    if (!fresh) {
+      warnings->push_back(location + ": '" + s.spec->name +
+                          "' is set again (first set on line " +
+                          std::to_string(it->second) +
+                          "); the last value wins");
+    }
+    apply(s, location, hp, warnings);
+  }
+  if (in.bad()) {
+    throw ConfigError("cannot read config file '" + path +
+                      "': " + std::strerror(errno));
+  }
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+bool is_help_or_version(const std::string& arg) {
+  return arg == "-h" || arg == "--help" || arg == "-help" ||
+         arg == "--version" || arg == "-version";
+}
+
+std::string prefix(const HParams& hp, const std::string& key) {
+  auto it = hp.sources.find(key);
+  return it == hp.sources.end() ? "" : it->second + ": ";
+}
+
+std::string join_choices(const std::vector<std::string>& choices) {
+  std::string out;
+  for (const std::string& c : choices) {
+    out += (out.empty() ? "" : ", ") + (c.empty() ? "''" : c);
+  }
+  return out;
+}
+
+// "None (from the dataset; FastNN: 100)", "0.01", ...
+std::string default_text(const KeySpec& spec) {
+  std::string text = config::format_value(spec, HParams());
+  if (spec.default_note)
+    text += std::string(" (") + spec.default_note + ")";
+  return text;
+}
+
+// Word-wraps `text` to kHelpWidth; the first line is indented by `first`,
+// the others by `rest`.
+void append_wrapped(const std::string& text,
+                    size_t first,
+                    size_t rest,
+                    std::string* out) {
+  std::istringstream words(text);
+  std::string word;
+  std::string line(first, ' ');
+  size_t indent = first;
+  while (words >> word) {
+    if (line.size() > indent && line.size() + 1 + word.size() > kHelpWidth) {
+      *out += line + "\n";
+      indent = rest;
+      line.assign(indent, ' ');
+    }
+    line += (line.size() > indent ? " " : "") + word;
+  }
+  *out += line + "\n";
+}
+
+// The help's explanation of a key: its text, valid values and range.
+std::string long_help(const KeySpec& spec) {
+  std::string text = spec.help;
+  if (!spec.choices.empty()) {
+    text += " One of: " + join_choices(spec.choices) + ".";
+  }
+  std::string bound = spec.range.describe();
+  if (!bound.empty())
+    text += " Must be " + bound + ".";
+  return text;
+}
+
+}  // namespace
+
+std::string HParams::where(const std::string& key) const {
+  auto it = sources.find(key);
+  return it == sources.end() ? "default" : it->second;
+}
+
+LoadResult load_hparams(int argc,
+                        const char* const* argv,
+                        const std::vector<std::string>& extra_keys) {
+  LoadResult result;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (!is_help_or_version(arg))
+      continue;
+    if (arg.find("version") != std::string::npos) {
+      result.version = true;
+    } else {
+      result.help = true;
+    }
+    return result;
+  }
+  const std::string kCli = "command line";
+  std::vector<Setting> settings;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.size() < 2 || arg[0] != '-') {
+      throw ConfigError(kCli + ": unexpected argument '" + arg +
+                        "' (expected --KEY=VALUE)");
+    }
+    std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
+    std::string value;
+    size_t eq = name.find('=');
+    const bool has_value = eq != std::string::npos;
+    if (has_value) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    // The next argument as this flag's value, unless it is another flag.
+    auto take_next = [&]() -> bool {
+      if (i + 1 >= argc || std::string(argv[i + 1]).rfind("--", 0) == 0) {
+        return false;
+      }
+      value = argv[++i];
+      return true;
+    };
+    if (name == "dry_run" || name == "print_cluster") {
+      bool on = true;
+      if (has_value && !config::parse_bool(config::trim(value), &on)) {
+        throw ConfigError(kCli + ": " + arg + ": '" + value +
+                          "' is not a boolean (expected True or False)");
+      }
+      (name == "dry_run" ? result.dry_run : result.print_cluster) = on;
+      continue;
+    }
+    if (name == "config") {
+      if ((!has_value && !take_next()) || value.empty()) {
+        throw ConfigError(kCli + ": --config: missing file name");
+      }
+      if (!result.config_path.empty()) {
+        throw ConfigError(kCli + ": --config given more than once");
+      }
+      result.config_path = value;
+      continue;
+    }
+    if (contains(extra_keys, name)) {
+      if (!has_value && !take_next())
+        value = "True";
+      result.extras[name] = value;
+      continue;
+    }
+    Setting s{resolve(name), value, name};
+    if (!s.spec && name.rfind("no", 0) == 0 && !has_value) {
+      const KeySpec* negated = resolve(name.substr(2));
+      if (negated && std::holds_alternative<bool HParams::*>(negated->field)) {
+        settings.push_back({negated, "False", name.substr(2)});
+        continue;
+      }
+      if (negated) {
+        throw ConfigError(kCli + ": " + arg + ": '" + negated->name +
+                          "' is not a bool key, so it has no --no form");
+      }
+    }
+    if (!s.spec) {
+      throw ConfigError(kCli + ": " + arg + ": " +
+                        unknown_key(name, extra_keys));
+    }
+    if (!has_value) {
+      if (std::holds_alternative<bool HParams::*>(s.spec->field)) {
+        s.value = "True";
+      } else if (take_next()) {
+        s.value = value;
+      } else {
+        throw ConfigError(kCli + ": " + arg + ": missing value (expected " +
+                          arg + "=VALUE)");
+      }
+    }
+    settings.push_back(s);
+  }
+  if (!result.config_path.empty()) {
+    load_file(result.config_path, &result.hp, &result.warnings);
+  }
+  for (const Setting& s : settings) {
+    apply(s, kCli, &result.hp, &result.warnings);
+  }
+  validate(result.hp);
+  return result;
+}
+
+void validate(const HParams& hp) {
+  for (const KeySpec& spec : config::key_table()) {
+    const std::string head = prefix(hp, spec.name) + spec.name + ": ";
+    const std::string* text = config::string_value(spec, hp);
+    if (text && !spec.choices.empty() && !contains(spec.choices, *text)) {
+      throw ConfigError(head + "'" + *text + "' is not valid; valid values: " +
+                        join_choices(spec.choices));
+    }
+    std::optional<double> v = config::numeric_value(spec, hp);
+    if (v && !spec.range.contains(*v)) {
+      throw ConfigError(head + config::format_value(spec, hp) +
+                        " is out of range (must be " + spec.range.describe() +
+                        ")");
+    }
+  }
+  int64_t hosts = 0;
+  for (std::string_view rest = hp.worker_hosts; !rest.empty();) {
+    size_t comma = rest.find(',');
+    if (!config::trim(rest.substr(0, comma)).empty())
+      ++hosts;
+    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+  }
+  if (hosts > 0 && hp.task_index >= hosts) {
+    throw ConfigError(prefix(hp, "task_index") +
+                      "task_index: " + std::to_string(hp.task_index) +
+                      " is out of range (must be < " + std::to_string(hosts) +
+                      ", the number of worker_hosts)");
+  }
+  if (hp.learning_rate_decay_type == "cosine" &&
+      hp.stop_at_step <= hp.warmup_steps) {
+    throw ConfigError(
+        prefix(hp, "learning_rate_decay_type") +
+        "learning_rate_decay_type: 'cosine' needs stop_at_step (" +
+        std::to_string(hp.stop_at_step) + ") > warmup_steps (" +
+        std::to_string(hp.warmup_steps) + ")");
+  }
+  if (hp.task_type == "finetune" && hp.model_dir.empty() &&
+      hp.checkpoint_path.empty()) {
+    throw ConfigError(prefix(hp, "task_type") +
+                      "task_type: 'finetune' needs model_dir (with "
+                      "ckpt_file_name) or checkpoint_path");
+  }
+  if (hp.num_epochs_per_decay && !hp.decay_scheme.empty()) {
+    throw ConfigError(prefix(hp, "num_epochs_per_decay") +
+                      "num_epochs_per_decay: cannot be combined with "
+                      "decay_scheme '" +
+                      hp.decay_scheme + "'; set one of them");
+  }
+}
+
+std::string format_help(const std::string& program, const std::string& usage) {
+  std::string out = "usage: " + program + " " + usage + "\n\n";
+  append_wrapped(
+      "Hyperparameters come from the --config file (one key=value a line, # "
+      "comments) and from --KEY=VALUE flags; the command line wins. Values "
+      "are Python-style: True/False, None, numbers, strings (quotes "
+      "optional), comma-separated lists. See docs/hyperparameters.md.",
+      0,
+      0,
+      &out);
+  out +=
+      "\nGeneral flags:\n"
+      "  --config FILE     hyperparameter file\n"
+      "  --help, -h        print this help and exit\n"
+      "  --version         print the version and exit\n"
+      "  --dry_run         resolve and print the configuration, build, exit\n"
+      "  --print_cluster   print the resolved cluster and where it came from\n"
+      "  --KEY VALUE       same as --KEY=VALUE; a bare --KEY sets a bool key\n"
+      "  --noKEY           sets the bool KEY to False\n";
+  for (config::Group g : config::all_groups()) {
+    out += std::string("\n") + config::group_title(g) + ":\n";
+    for (const KeySpec& spec : config::key_table()) {
+      if (spec.group != g)
+        continue;
+      std::string head = "--" + std::string(spec.name) + " (" +
+                         config::type_name(spec) +
+                         "; default: " + default_text(spec) + ")";
+      if (spec.ignored())
+        head += " (ignored)";
+      append_wrapped(head, 2, 6, &out);
+      append_wrapped(long_help(spec), 6, 6, &out);
+    }
+  }
+  out += "\nAliases (accepted with a warning):\n";
+  for (const config::Alias& a : config::alias_table()) {
+    out += "  --" + std::string(a.alias) + " -> --" + a.canonical + "\n";
+  }
+  return out;
+}
+
+std::string format_hparams(const HParams& hp) {
+  std::string out =
+      "# FastNN-C++ hyperparameters; repeat the run with --config on this "
+      "file.\n"
+      "# A value that differs from the default is followed by the default.\n"
+      "# Keys marked (ignored) are accepted for FastNN compatibility only.\n";
+  const HParams defaults;
+  for (config::Group g : config::all_groups()) {
+    out += std::string("\n# --- ") + config::group_title(g) + " ---\n";
+    for (const KeySpec& spec : config::key_table()) {
+      if (spec.group != g)
+        continue;
+      std::string line =
+          std::string(spec.name) + "=" + config::format_value(spec, hp);
+      std::string note;
+      if (spec.ignored())
+        note = "(ignored)";
+      if (!config::same_value(spec, hp, defaults)) {
+        note += (note.empty() ? "" : " ") + std::string("default: ") +
+                config::format_value(spec, defaults);
+      }
+      out += line + (note.empty() ? "" : "  # " + note) + "\n";
+    }
+  }
+  return out;
+}
+
+std::string format_hparams_markdown() {
+  std::string out;
+  for (config::Group g : config::all_groups()) {
+    out += std::string("### ") + config::group_title(g) + "\n\n" +
+           "| key | type | default | meaning |\n|---|---|---|---|\n";
+    for (const KeySpec& spec : config::key_table()) {
+      if (spec.group != g)
+        continue;
+      std::string value = config::format_value(spec, HParams());
+      std::string def = "`" + value + "`";
+      if (spec.default_note)
+        def += std::string(" (") + spec.default_note + ")";
+      std::string meaning =
+          (spec.ignored() ? "**Ignored.** " : "") + long_help(spec);
+      out += "| `" + std::string(spec.name) + "` | " + config::type_name(spec) +
+             " | " + def + " | " + meaning + " |\n";
+    }
+    out += "\n";
+  }
+  out += "### Aliases\n\n| alias | canonical key |\n|---|---|\n";
+  for (const config::Alias& a : config::alias_table()) {
+    out += "| `" + std::string(a.alias) + "` | `" + a.canonical + "` |\n";
+  }
+  return out;
+}
+
+std::string closest_key(const std::string& key) {
+  return closest(key, {});
+}
+
+}  // namespace fastnn

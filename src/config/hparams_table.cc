@@ -1,0 +1,547 @@
+// The one table of hyperparameter keys. Adding a key: a field with its default
+// in include/fastnn/hparams.h, a row here, a line in docs/hyperparameters.md.
+#include "src/config/hparams_table.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "src/config/value_parse.h"
+
+namespace fastnn::config {
+
+// Keeps the key name and the field in one token, so they cannot drift apart.
+#define FASTNN_KEY(name) #name, &HParams::name
+
+namespace {
+
+using G = Group;
+
+std::vector<KeySpec> build_table() {
+  // clang-format off
+  return {
+    // --- Dataset ---
+    {FASTNN_KEY(dataset_name), G::kDataset,
+     "Dataset to read: mock (constant images, every label 1), mnist, "
+     "cifar10, flowers, imagenet, ..."},
+    {FASTNN_KEY(dataset_dir), G::kDataset,
+     "Directory holding the TFRecord shards and labels.txt."},
+    {FASTNN_KEY(dataset_split_name), G::kDataset,
+     "Split to train on, e.g. train."},
+    {FASTNN_KEY(eval_split_name), G::kDataset,
+     "Split to evaluate on, e.g. test or validation."},
+    {FASTNN_KEY(train_files), G::kDataset,
+     "Comma-separated TFRecord files or globs, relative to dataset_dir, "
+     "used instead of the dataset's own file list for training."},
+    {FASTNN_KEY(eval_files), G::kDataset,
+     "Like train_files, for evaluation."},
+    {FASTNN_KEY(num_sample_per_epoch), G::kDataset,
+     "Training images per epoch; only used for TF-slim decay steps "
+     "(num_epochs_per_decay). FastNN ignored it.", at_least(1)},
+    {FASTNN_KEY(eval_batch_size), G::kDataset,
+     "Images per evaluation batch.", at_least(1)},
+    {FASTNN_KEY(skip_corrupt_records), G::kDataset,
+     "Skip (and count) records that cannot be parsed or decoded instead of "
+     "stopping with exit code 3."},
+    {FASTNN_KEY(file_pattern), G::kDataset,
+     "Unused in FastNN as well; use train_files.", {}, {}, kIgnored},
+    {FASTNN_KEY(reader), G::kDataset,
+     "FastNN passed it along without using it.", {}, {}, kIgnored},
+
+    // --- Preprocessing ---
+    {FASTNN_KEY(preprocessing_name), G::kPreprocessing,
+     "Preprocessing: inception, vgg, cifarnet, lenet or a model name; "
+     "None: the one that belongs to model_name."},
+    {FASTNN_KEY(train_image_size), G::kPreprocessing,
+     "Side of the square training images; None: the model's default size.",
+     at_least(1), {}, 0, "the model's size"},
+    {FASTNN_KEY(eval_image_size), G::kPreprocessing,
+     "Side of the square evaluation images; None: the model's default size.",
+     at_least(1), {}, 0, "the model's size"},
+    {FASTNN_KEY(num_preprocessing_threads), G::kPreprocessing,
+     "Threads that decode and preprocess images.", at_least(1)},
+    {FASTNN_KEY(shuffle_buffer_size), G::kPreprocessing,
+     "Records held in the shuffle buffer.", at_least(1)},
+    {FASTNN_KEY(prefetch_buffer_size), G::kPreprocessing,
+     "Batches prepared ahead of the training step.", at_least(0)},
+    {FASTNN_KEY(num_parallel_batches), G::kPreprocessing,
+     "Batches assembled in parallel.", at_least(1)},
+    {FASTNN_KEY(datasets_use_caching), G::kPreprocessing,
+     "Keep the raw records in memory after the first pass."},
+    {FASTNN_KEY(labels_offset), G::kPreprocessing,
+     "Subtracted from every label, e.g. 1 for files whose class 0 is a "
+     "background class.", at_least(0)},
+
+    // --- Model ---
+    {FASTNN_KEY(model_name), G::kModel,
+     "Network, by its TF-slim name: lenet, cifarnet, inception_v3, "
+     "resnet_v1_50, mobilenet_v2, ..."},
+    {FASTNN_KEY(num_classes), G::kModel,
+     "Number of output classes. None: the dataset's class count.",
+     at_least(1), {}, 0, "from the dataset; FastNN: 100"},
+    {FASTNN_KEY(task_type), G::kModel,
+     "pretrain: start from fresh weights; finetune: first restore the "
+     "trainable variables of model_dir/ckpt_file_name (or checkpoint_path).",
+     {}, {"pretrain", "finetune"}},
+    {FASTNN_KEY(model_dir), G::kModel,
+     "Directory of the checkpoint that task_type=finetune starts from."},
+    {FASTNN_KEY(ckpt_file_name), G::kModel,
+     "Checkpoint inside model_dir, e.g. model.ckpt-1000."},
+    {FASTNN_KEY(checkpoint_path), G::kModel,
+     "Checkpoint (or a directory: its latest) to initialize from when "
+     "train_dir holds none yet."},
+    {FASTNN_KEY(checkpoint_exclude_scopes), G::kModel,
+     "Comma-separated variable-name prefixes not restored from "
+     "checkpoint_path, e.g. InceptionV3/Logits,InceptionV3/AuxLogits."},
+    {FASTNN_KEY(trainable_scopes), G::kModel,
+     "Comma-separated variable-name prefixes to train; None: all."},
+    {FASTNN_KEY(ignore_missing_vars), G::kModel,
+     "Skip variables that checkpoint_path lacks instead of failing."},
+    {FASTNN_KEY(batch_size), G::kModel,
+     "Images per training batch on each device.", at_least(1)},
+    {FASTNN_KEY(num_epochs), G::kModel,
+     "Passes over the training data; training ends when they are used up "
+     "or at stop_at_step, whichever comes first.", at_least(1)},
+    {FASTNN_KEY(weight_decay), G::kModel,
+     "L2 scale: the loss gains weight_decay * sum(w^2) / 2 over the "
+     "regularized weights.", at_least(0)},
+    {FASTNN_KEY(label_smoothing), G::kModel,
+     "Targets become onehot * (1 - x) + x / num_classes.",
+     between(0, 1, false, true)},
+    {FASTNN_KEY(max_gradient_norm), G::kModel,
+     "Clip the gradients to this global L2 norm; None: no clipping.",
+     above(0), {}, 0, "no clipping"},
+    {FASTNN_KEY(seed), G::kModel,
+     "Seed for weight initialization, shuffling and augmentation."},
+
+    // --- Learning rate ---
+    {FASTNN_KEY(learning_rate_decay_type), G::kLearningRate,
+     "Schedule shape; fixed ignores warmup.",
+     {}, {"fixed", "exponential", "polynomial", "cosine"}},
+    {FASTNN_KEY(learning_rate), G::kLearningRate,
+     "Initial (peak) learning rate.", at_least(0)},
+    {FASTNN_KEY(end_learning_rate), G::kLearningRate,
+     "Final learning rate of the polynomial schedule.", at_least(0)},
+    {FASTNN_KEY(learning_rate_decay_factor), G::kLearningRate,
+     "Multiplier per exponential decay step (the luong schemes use it "
+     "too).", between(0, 1, true, false)},
+    {FASTNN_KEY(warmup_steps), G::kLearningRate,
+     "Warmup steps at the start of training.", at_least(0)},
+    {FASTNN_KEY(warmup_scheme), G::kLearningRate,
+     "t2t: rise exponentially from learning_rate/100 over warmup_steps; "
+     "none or '': no warmup.", {}, {"t2t", "none", ""}},
+    {FASTNN_KEY(decay_scheme), G::kLearningRate,
+     "Decay start and step count, relative to stop_at_step: '': no decay; "
+     "luong234: from 2/3, 4 decays; luong5, luong10: from 1/2, 5 or 10 "
+     "decays.", {}, {"", "luong234", "luong5", "luong10"}},
+    {FASTNN_KEY(num_epochs_per_decay), G::kLearningRate,
+     "TF-slim decay: one decay every num_sample_per_epoch * this / "
+     "batch_size steps. None: decay_scheme decides.",
+     above(0), {}, 0, "decay_scheme decides"},
+    {FASTNN_KEY(min_lr_ratio), G::kLearningRate,
+     "Floor of the cosine schedule, as a fraction of learning_rate.",
+     between(0, 1)},
+
+    // --- Optimizer ---
+    {FASTNN_KEY(optimizer), G::kOptimizer,
+     "Update rule, as TensorFlow 1 computes it.",
+     {}, {"adadelta", "adagrad", "adam", "ftrl", "momentum", "rmsprop", "sgd",
+          "adamweightdecay"}},
+    {FASTNN_KEY(opt_epsilon), G::kOptimizer,
+     "Epsilon of adadelta, adam, rmsprop and adamweightdecay. FastNN's 1.0 "
+     "is very large for adam; 1e-8 is the usual value.", above(0)},
+    {FASTNN_KEY(adadelta_rho), G::kOptimizer,
+     "Adadelta decay rate.", between(0, 1)},
+    {FASTNN_KEY(adagrad_initial_accumulator_value), G::kOptimizer,
+     "Starting value of the Adagrad accumulators.", above(0)},
+    {FASTNN_KEY(adam_beta1), G::kOptimizer,
+     "Decay of the first moment (adam, adamweightdecay).",
+     between(0, 1, false, true)},
+    {FASTNN_KEY(adam_beta2), G::kOptimizer,
+     "Decay of the second moment (adam, adamweightdecay).",
+     between(0, 1, false, true)},
+    {FASTNN_KEY(ftrl_learning_rate_power), G::kOptimizer,
+     "FTRL learning-rate power.", at_most(0)},
+    {FASTNN_KEY(ftrl_initial_accumulator_value), G::kOptimizer,
+     "Starting value of the FTRL accumulators.", at_least(0)},
+    {FASTNN_KEY(ftrl_l1), G::kOptimizer,
+     "FTRL L1 regularization strength.", at_least(0)},
+    {FASTNN_KEY(ftrl_l2), G::kOptimizer,
+     "FTRL L2 regularization strength.", at_least(0)},
+    {FASTNN_KEY(momentum), G::kOptimizer,
+     "Momentum of the momentum optimizer; rmsprop does not use it.",
+     between(0, 1)},
+    {FASTNN_KEY(rmsprop_momentum), G::kOptimizer,
+     "RMSProp momentum.", between(0, 1)},
+    {FASTNN_KEY(rmsprop_decay), G::kOptimizer,
+     "RMSProp decay of the mean squared gradient (which starts at 1, as in "
+     "TF1).", between(0, 1)},
+    {FASTNN_KEY(moving_average_decay), G::kOptimizer,
+     "Keep an exponential moving average of the weights with this decay; "
+     "None: off.", between(0, 1), {}, 0, "off"},
+
+    // --- Log ---
+    {FASTNN_KEY(stop_at_step), G::kLog,
+     "Stop when the global step reaches this absolute value.", at_least(0)},
+    {FASTNN_KEY(log_loss_every_n_iters), G::kLog,
+     "Log loss, batch accuracy, learning rate and speed every N steps; "
+     "0: off.", at_least(0)},
+    {FASTNN_KEY(profile_every_n_iters), G::kLog,
+     "Write a Chrome-trace timeline every N steps; 0: off.", at_least(0)},
+    {FASTNN_KEY(profile_at_task), G::kLog,
+     "task_index of the worker that profiles.", at_least(0)},
+    {FASTNN_KEY(log_trainable_vars_statistics), G::kLog,
+     "Print the trainable variables with shapes and sizes at start."},
+    {FASTNN_KEY(log_optimizer_vars_statistics), G::kLog,
+     "Print the optimizer's slot variables at start."},
+    {FASTNN_KEY(hooks), G::kLog,
+     "Comma-separated hooks to run: StopAtStepHook, ProfilerHook, "
+     "LoggingTensorHook, CheckpointSaverHook, ..."},
+    {FASTNN_KEY(save_summaries_secs), G::kLog,
+     "Write TensorBoard summaries every this many seconds; 0: off.",
+     at_least(0)},
+    {FASTNN_KEY(eval_every_n_iters), G::kLog,
+     "Evaluate on eval_split_name every N steps; 0: off.", at_least(0)},
+    {FASTNN_KEY(log_device_placement), G::kLog,
+     "TensorFlow op-placement logging.", {}, {}, kIgnored},
+
+    // --- Performance ---
+    {FASTNN_KEY(use_fp16), G::kPerformance,
+     "Mixed precision: fp16 autocast with fp32 master weights on CUDA, "
+     "bf16 autocast on CPUs that support it."},
+    {FASTNN_KEY(loss_scale), G::kPerformance,
+     "Loss multiplier applied before backward for fp16; the gradients are "
+     "divided by it again.", above(0)},
+    {FASTNN_KEY(intra_op_parallelism_threads), G::kPerformance,
+     "Threads for CPU tensor operations; 0: LibTorch's default.",
+     at_least(0)},
+    {FASTNN_KEY(inter_op_parallelism_threads), G::kPerformance,
+     "TensorFlow inter-op thread pool.", {}, {}, kIgnored},
+    {FASTNN_KEY(protocol), G::kPerformance,
+     "TensorFlow server transport; gradients go through NCCL or Gloo here.",
+     {}, {"grpc", "grpc+verbs", "grpc+gdr"}, kIgnored},
+    {FASTNN_KEY(colocate_gradients_with_ops), G::kPerformance,
+     "TensorFlow graph placement; unused in FastNN as well.",
+     {}, {}, kIgnored},
+
+    // --- Cluster ---
+    {FASTNN_KEY(job_name), G::kCluster,
+     "Role of this process; chief is task 0 under another name.",
+     {}, {"worker", "localhost", "chief"}},
+    {FASTNN_KEY(task_index), G::kCluster,
+     "Rank of this process in worker_hosts; 0 is the chief.", at_least(0)},
+    {FASTNN_KEY(worker_hosts), G::kCluster,
+     "Comma-separated host:port of every worker; None: one process, or "
+     "the cluster comes from the environment (TF_CONFIG, torchrun, Slurm, "
+     "MPI)."},
+    {FASTNN_KEY(enable_paisoar), G::kCluster,
+     "PAI-Soar replicated training: every worker holds the whole model and "
+     "gradients are averaged by all-reduce."},
+    {FASTNN_KEY(tensor_fusion_policy), G::kCluster,
+     "How gradients are grouped into all-reduce buckets (PAI-Soar name)."},
+    {FASTNN_KEY(communication_policy), G::kCluster,
+     "All-reduce algorithm (PAI-Soar name); NCCL on CUDA, Gloo on CPU."},
+    {FASTNN_KEY(tensor_fusion_max_bytes), G::kCluster,
+     "Largest fused all-reduce bucket, in bytes.", at_least(1)},
+    {FASTNN_KEY(taskId), G::kCluster,
+     "PAI platform task id; unused in FastNN as well.", {}, {}, kIgnored},
+    {FASTNN_KEY(ps_hosts), G::kCluster,
+     "Parameter servers; FastNN never built a ps job.", {}, {}, kIgnored},
+    {FASTNN_KEY(worker_count), G::kCluster,
+     "Unused in FastNN as well; the count comes from worker_hosts or the "
+     "environment.", {}, {}, kIgnored},
+    {FASTNN_KEY(ps_count), G::kCluster,
+     "Unused in FastNN as well.", {}, {}, kIgnored},
+
+    // --- I/O ---
+    {FASTNN_KEY(train_dir), G::kIO,
+     "Directory for checkpoints, summaries, timelines, metrics.json and "
+     "config.cfg; a run resumes from it. None: nothing is written.",
+     {}, {}, 0, "nothing is written"},
+    {FASTNN_KEY(output_dir), G::kIO,
+     "Directory for profiler timelines when train_dir is None."},
+    {FASTNN_KEY(save_checkpoints_steps), G::kIO,
+     "Save a checkpoint every N steps; 0: off.", at_least(0)},
+    {FASTNN_KEY(save_interval_secs), G::kIO,
+     "Save a checkpoint every this many seconds; 0: off.", at_least(0)},
+    {FASTNN_KEY(max_to_keep), G::kIO,
+     "Newest checkpoints kept in train_dir; 0 keeps all.", at_least(0)},
+    {FASTNN_KEY(tables), G::kIO,
+     "PAI platform input tables; unused in FastNN as well.",
+     {}, {}, kIgnored},
+    {FASTNN_KEY(buckets), G::kIO,
+     "PAI platform OSS buckets; unused in FastNN as well.", {}, {}, kIgnored},
+    {FASTNN_KEY(outputs), G::kIO,
+     "PAI platform output tables; unused in FastNN as well.",
+     {}, {}, kIgnored},
+    {FASTNN_KEY(summaryDir), G::kIO,
+     "PAI platform summary directory; summaries go to train_dir.",
+     {}, {}, kIgnored},
+  };
+  // clang-format on
+}
+
+#undef FASTNN_KEY
+
+const HParams& defaults() {
+  static const HParams kDefaults;
+  return kDefaults;
+}
+
+std::string fmt_bound(double v) {
+  std::string s = format_double(v);
+  if (s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0) {
+    s.resize(s.size() - 2);
+  }
+  return s;
+}
+
+}  // namespace
+
+const std::vector<Group>& all_groups() {
+  static const std::vector<Group> kGroups = {G::kDataset,
+                                             G::kPreprocessing,
+                                             G::kModel,
+                                             G::kLearningRate,
+                                             G::kOptimizer,
+                                             G::kLog,
+                                             G::kPerformance,
+                                             G::kCluster,
+                                             G::kIO};
+  return kGroups;
+}
+
+const char* group_title(Group g) {
+  switch (g) {
+    case G::kDataset:
+      return "Dataset";
+    case G::kPreprocessing:
+      return "Preprocessing";
+    case G::kModel:
+      return "Model";
+    case G::kLearningRate:
+      return "Learning rate";
+    case G::kOptimizer:
+      return "Optimizer";
+    case G::kLog:
+      return "Log";
+    case G::kPerformance:
+      return "Performance";
+    case G::kCluster:
+      return "Cluster";
+    case G::kIO:
+      return "I/O";
+  }
+  return "?";
+}
+
+bool Range::contains(double v) const {
+  if (lo && (lo_open ? !(v > *lo) : !(v >= *lo)))
+    return false;
+  if (hi && (hi_open ? !(v < *hi) : !(v <= *hi)))
+    return false;
+  return true;
+}
+
+std::string Range::describe() const {
+  if (lo && hi) {
+    return std::string("in ") + (lo_open ? "(" : "[") + fmt_bound(*lo) + ", " +
+           fmt_bound(*hi) + (hi_open ? ")" : "]");
+  }
+  if (lo)
+    return (lo_open ? "> " : ">= ") + fmt_bound(*lo);
+  if (hi)
+    return (hi_open ? "< " : "<= ") + fmt_bound(*hi);
+  return "";
+}
+
+Range at_least(double lo) {
+  return Range{lo, std::nullopt};
+}
+
+Range above(double lo) {
+  return Range{lo, std::nullopt, true};
+}
+
+Range at_most(double hi) {
+  return Range{std::nullopt, hi};
+}
+
+Range between(double lo, double hi, bool lo_open, bool hi_open) {
+  return Range{lo, hi, lo_open, hi_open};
+}
+
+const std::vector<KeySpec>& key_table() {
+  static const std::vector<KeySpec> kTable = build_table();
+  return kTable;
+}
+
+const KeySpec* find_key(std::string_view name) {
+  for (const KeySpec& spec : key_table()) {
+    if (name == spec.name)
+      return &spec;
+  }
+  return nullptr;
+}
+
+const std::vector<Alias>& alias_table() {
+  static const std::vector<Alias> kAliases = {
+      {"enable_paisora", "enable_paisoar"},     // FastNN README spelling
+      {"checkpointDir", "train_dir"},           // FastNN's flag
+      {"max_number_of_steps", "stop_at_step"},  // TF-slim's flag
+      {"log_every_n_steps", "log_loss_every_n_iters"},  // TF-slim's flag
+  };
+  return kAliases;
+}
+
+const char* resolve_alias(std::string_view name) {
+  for (const Alias& a : alias_table()) {
+    if (name == a.alias)
+      return a.canonical;
+  }
+  return nullptr;
+}
+
+std::string type_name(const KeySpec& spec) {
+  return std::visit(
+      [](auto member) -> std::string {
+        using M = decltype(member);
+        if constexpr (std::is_same_v<M, int64_t HParams::*>)
+          return "int";
+        if constexpr (std::is_same_v<M, double HParams::*>)
+          return "float";
+        if constexpr (std::is_same_v<M, bool HParams::*>)
+          return "bool";
+        if constexpr (std::is_same_v<M, std::string HParams::*>)
+          return "str";
+        if constexpr (std::is_same_v<M, std::optional<int64_t> HParams::*>) {
+          return "int or None";
+        }
+        return "float or None";
+      },
+      spec.field);
+}
+
+std::string assign_value(const KeySpec& spec,
+                         std::string_view text,
+                         HParams* hp) {
+  text = trim(text);
+  const bool none = text == "None";  // 'None' in quotes is the string None
+  const std::string raw(strip_quotes(text));
+  const std::string head = std::string(spec.name) + ": ";
+  const std::string shown = none ? "None" : "'" + raw + "'";
+  const std::string example = format_value(spec, defaults());
+  return std::visit(
+      [&](auto member) -> std::string {
+        using M = decltype(member);
+        auto& slot = hp->*member;
+        if constexpr (std::is_same_v<M, std::string HParams::*>) {
+          slot = none ? std::string() : raw;
+          return "";
+        } else if constexpr (std::is_same_v<M, bool HParams::*>) {
+          if (!none && parse_bool(raw, &slot))
+            return "";
+          return head + shown + " is not a boolean (expected True or False)";
+        } else {
+          constexpr bool kOptional =
+              std::is_same_v<M, std::optional<int64_t> HParams::*> ||
+              std::is_same_v<M, std::optional<double> HParams::*>;
+          constexpr bool kInt =
+              std::is_same_v<M, int64_t HParams::*> ||
+              std::is_same_v<M, std::optional<int64_t> HParams::*>;
+          const std::string expected =
+              std::string(kInt ? "an integer" : "a float") +
+              (kOptional ? " or None" : ", e.g. " + example);
+          if (none) {
+            if constexpr (kOptional) {
+              slot.reset();
+              return "";
+            }
+            return head + "None is not allowed (expected " + expected + ")";
+          }
+          NumberStatus status;
+          if constexpr (kInt) {
+            int64_t v = 0;
+            status = parse_int(raw, &v);
+            if (status == NumberStatus::kOk)
+              slot = v;
+          } else {
+            double v = 0;
+            status = parse_double(raw, &v);
+            if (status == NumberStatus::kOk)
+              slot = v;
+          }
+          if (status == NumberStatus::kOk)
+            return "";
+          if (status == NumberStatus::kOutOfRange) {
+            return head + shown + " is out of range (expected " +
+                   (kInt ? "a 64-bit integer" : "a finite float") + ")";
+          }
+          return head + shown +
+                 (kInt ? " is not an integer" : " is not a number") +
+                 " (expected " + expected + ")";
+        }
+      },
+      spec.field);
+}
+
+std::string format_value(const KeySpec& spec, const HParams& hp) {
+  return std::visit(
+      [&](auto member) -> std::string {
+        using M = decltype(member);
+        const auto& v = hp.*member;
+        if constexpr (std::is_same_v<M, int64_t HParams::*>) {
+          return std::to_string(v);
+        } else if constexpr (std::is_same_v<M, double HParams::*>) {
+          return format_double(v);
+        } else if constexpr (std::is_same_v<M, bool HParams::*>) {
+          return format_bool(v);
+        } else if constexpr (std::is_same_v<M, std::string HParams::*>) {
+          bool empty_is_choice =
+              std::find(spec.choices.begin(), spec.choices.end(), "") !=
+              spec.choices.end();
+          return v.empty() && !empty_is_choice ? "None" : quote_if_needed(v);
+        } else if constexpr (std::is_same_v<
+                                 M,
+                                 std::optional<int64_t> HParams::*>) {
+          return v ? std::to_string(*v) : "None";
+        } else {
+          return v ? format_double(*v) : "None";
+        }
+      },
+      spec.field);
+}
+
+std::optional<double> numeric_value(const KeySpec& spec, const HParams& hp) {
+  return std::visit(
+      [&](auto member) -> std::optional<double> {
+        using M = decltype(member);
+        const auto& v = hp.*member;
+        if constexpr (std::is_same_v<M, int64_t HParams::*> ||
+                      std::is_same_v<M, double HParams::*>) {
+          return static_cast<double>(v);
+        } else if constexpr (std::is_same_v<
+                                 M,
+                                 std::optional<int64_t> HParams::*> ||
+                             std::is_same_v<M,
+                                            std::optional<double> HParams::*>) {
+          if (!v)
+            return std::nullopt;
+          return static_cast<double>(*v);
+        } else {
+          return std::nullopt;
+        }
+      },
+      spec.field);
+}
+
+const std::string* string_value(const KeySpec& spec, const HParams& hp) {
+  auto* member = std::get_if<std::string HParams::*>(&spec.field);
+  return member ? &(hp.**member) : nullptr;
+}
+
+bool same_value(const KeySpec& spec, const HParams& a, const HParams& b) {
+  return std::visit([&](auto member) { return a.*member == b.*member; },
+                    spec.field);
+}
+
+}  // namespace fastnn::config

@@ -1,0 +1,31 @@
+// eval_image_classifier --config FILE --checkpoint_path PATH [--KEY=VALUE ...]
+#include <cstdio>
+#include <iostream>
+
+#include "fastnn/errors.h"
+#include "src/train/evaluator.h"
+#include "src/train/tool_main.h"
+
+int main(int argc, char** argv) {
+  return fastnn::train::tool_main(
+      argc, argv, "eval_image_classifier",
+      "eval_image_classifier --config FILE --checkpoint_path PATH "
+      "[--eval_split_name=test] [--KEY=VALUE ...]",
+      [](fastnn::LoadResult& args) {
+        const auto& hp = args.hp;
+        std::string path = hp.checkpoint_path.empty() ? hp.train_dir : hp.checkpoint_path;
+        if (path.empty()) {
+          throw fastnn::ConfigError(
+              "checkpoint_path: not set (a checkpoint file or a train_dir)");
+        }
+        auto r = fastnn::train::evaluate(hp, path);
+        std::printf("eval %s: %lld samples, global_step %lld\n", r.split.c_str(),
+                    static_cast<long long>(r.samples),
+                    static_cast<long long>(r.global_step));
+        std::printf("Accuracy = %.4f (%lld/%lld)\nRecall_5 = %.4f\nLoss = %.4f\n",
+                    r.top1, static_cast<long long>(r.top1_correct),
+                    static_cast<long long>(r.samples), r.top5, r.loss);
+        std::printf("eval_result %s\n", fastnn::train::eval_result_json(r).c_str());
+        return 0;
+      });
+}

@@ -1,0 +1,117 @@
+#include "src/train/builder.h"
+
+#include <torch/torch.h>
+
+#include <thread>
+
+#include "fastnn/errors.h"
+
+namespace fastnn::train {
+
+Built build(const HParams& hp, const std::string& split) {
+  Built b;
+  try {
+    b.spec = &models::find_model(hp.model_name);
+  } catch (const ConfigError& e) {
+    throw ConfigError(hp.where("model_name") + ": " + e.what());
+  }
+  try {
+    b.dataset = datasets::get_dataset(hp, split);
+  } catch (const ConfigError& e) {
+    throw ConfigError(hp.where("dataset_name") + ": " + e.what());
+  }
+  const int64_t dataset_classes = b.dataset.num_classes - hp.labels_offset;
+  if (hp.num_classes) {
+    if (*hp.num_classes < dataset_classes) {
+      throw ConfigError(hp.where("num_classes") + ": num_classes: " +
+                        std::to_string(*hp.num_classes) + " is smaller than " +
+                        b.dataset.name + "'s " + std::to_string(dataset_classes) +
+                        " classes (after labels_offset)");
+    }
+    b.num_classes = *hp.num_classes;
+  } else {
+    b.num_classes = dataset_classes;
+  }
+  b.preprocessing_name =
+      hp.preprocessing_name.empty() ? b.spec->preprocessing : hp.preprocessing_name;
+  const int64_t size = hp.train_image_size.value_or(b.spec->default_image_size);
+  b.shape = {b.dataset.channels, static_cast<int>(size), static_cast<int>(size)};
+  try {
+    preprocessing::get_preprocessing(b.preprocessing_name, b.shape, true);
+  } catch (const ConfigError& e) {
+    throw ConfigError(hp.where("preprocessing_name") + ": " + e.what());
+  }
+  if (size != b.spec->default_image_size && hp.model_name == "lenet") {
+    throw ConfigError(hp.where("train_image_size") +
+                      ": train_image_size: lenet takes 28x28 images only");
+  }
+  models::ModelOptions mo;
+  mo.num_classes = b.num_classes;
+  mo.in_channels = b.dataset.channels;
+  b.model = b.spec->create(mo);
+  return b;
+}
+
+datasets::PipelineOptions pipeline_options(const HParams& hp,
+                                           const Built& b,
+                                           bool is_training) {
+  datasets::PipelineOptions o;
+  o.files = b.dataset.files;
+  o.is_training = is_training;
+  o.batch_size = is_training ? hp.batch_size : hp.eval_batch_size;
+  o.num_epochs = hp.num_epochs;
+  o.shuffle_buffer_size = hp.shuffle_buffer_size;
+  o.prefetch_batches = hp.prefetch_buffer_size;
+  o.num_threads = static_cast<int>(hp.num_preprocessing_threads);
+  o.num_parallel_batches = hp.num_parallel_batches;
+  o.cache = hp.datasets_use_caching;
+  o.skip_corrupt = hp.skip_corrupt_records;
+  o.seed = static_cast<uint64_t>(hp.seed);
+  o.channels = b.dataset.channels;
+  o.num_classes = b.num_classes;
+  o.labels_offset = hp.labels_offset;
+  o.shape = b.shape;
+  o.preprocess =
+      preprocessing::get_preprocessing(b.preprocessing_name, b.shape, is_training);
+  return o;
+}
+
+int configure_threads(const HParams& hp) {
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  // 0 means "LibTorch's default", which is one thread on some builds; use
+  // every core instead.
+  const int64_t asked = hp.intra_op_parallelism_threads;
+  const int intra = static_cast<int>(asked <= 0 ? cores : std::min<int64_t>(asked, cores));
+  torch::set_num_threads(intra);
+  return intra;
+}
+
+std::string model_key(const std::string& tf_name) {
+  return "model/" + tf_name;
+}
+
+void restore_model(models::ClassifierImpl& model,
+                   const std::map<std::string, torch::Tensor>& ckpt,
+                   const std::string& path) {
+  std::string problems;
+  torch::NoGradGuard no_grad;
+  for (auto& v : models::model_variables(model)) {
+    auto it = ckpt.find(model_key(v.name));
+    if (it == ckpt.end()) {
+      problems += "\n  missing: " + v.name;
+    } else if (it->second.sizes() != v.tensor.sizes()) {
+      std::ostringstream os;
+      os << "\n  shape mismatch: " << v.name << " is " << v.tensor.sizes()
+         << " in the model, " << it->second.sizes() << " in the checkpoint";
+      problems += os.str();
+    } else {
+      v.tensor.copy_(it->second);
+    }
+  }
+  if (!problems.empty()) {
+    throw ConfigError("checkpoint '" + path +
+                      "' does not match the model:" + problems);
+  }
+}
+
+}  // namespace fastnn::train

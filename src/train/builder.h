@@ -1,0 +1,45 @@
+// Builds what both training and evaluation need from the hyperparameters:
+// the dataset, the network and the input pipeline options. Every name is
+// resolved through its factory, so a bad name fails here, before any work.
+#pragma once
+
+#include <memory>
+
+#include "datasets/dataset_factory.h"
+#include "fastnn/hparams.h"
+#include "fastnn/pipeline.h"
+#include "models/model_factory.h"
+
+namespace fastnn::train {
+
+struct Built {
+  datasets::DatasetInfo dataset;
+  const models::ModelSpec* spec = nullptr;
+  std::shared_ptr<models::ClassifierImpl> model;
+  std::string preprocessing_name;
+  preprocessing::OutputShape shape;
+  int64_t num_classes = 0;
+};
+
+/// Resolves dataset split `split`, the model and the preprocessing.
+Built build(const HParams& hp, const std::string& split);
+
+/// Pipeline options for training (shuffle, repeat) or evaluation.
+datasets::PipelineOptions pipeline_options(const HParams& hp,
+                                           const Built& built,
+                                           bool is_training);
+
+/// Sets LibTorch's thread counts from the hyperparameters, capped at the
+/// machine's cores; returns the intra-op count used.
+int configure_threads(const HParams& hp);
+
+/// "model/<tf name>" for every model variable, for checkpoints.
+std::string model_key(const std::string& tf_name);
+
+/// Copies the "model/..." tensors of a checkpoint into `model`. Throws
+/// ConfigError naming every missing or mis-shaped variable.
+void restore_model(models::ClassifierImpl& model,
+                   const std::map<std::string, torch::Tensor>& ckpt,
+                   const std::string& path);
+
+}  // namespace fastnn::train

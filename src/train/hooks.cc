@@ -1,0 +1,201 @@
+#include "fastnn/hooks.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "fastnn/errors.h"
+#include "fastnn/hparams.h"
+
+namespace fastnn::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secs_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+/// Requests a stop once the global step reaches stop_at_step (absolute).
+class StopAtStepHook : public Hook {
+ public:
+  void begin(TrainControl& c) override {
+    check(c, c.global_step());
+  }
+  void after_step(TrainControl& c, const StepStats& s) override {
+    check(c, s.global_step);
+  }
+
+ private:
+  void check(TrainControl& c, int64_t step) {
+    if (step >= c.hparams().stop_at_step) {
+      c.request_stop("reached stop_at_step=" +
+                     std::to_string(c.hparams().stop_at_step));
+    }
+  }
+};
+
+/// FastNN's LoggingTensorHook line, every log_loss_every_n_iters steps.
+class LoggingTensorHook : public Hook {
+ public:
+  void begin(TrainControl& c) override {
+    last_time_ = Clock::now();
+    last_step_ = c.global_step();
+    last_samples_ = 0;
+  }
+  void after_step(TrainControl& c, const StepStats& s) override {
+    samples_ += s.batch_samples;
+    const int64_t every = c.hparams().log_loss_every_n_iters;
+    if (every <= 0 || s.global_step % every != 0) return;
+    const double elapsed = secs_since(last_time_);
+    const int64_t steps = s.global_step - last_step_;
+    const double per_step = steps > 0 ? elapsed / steps : 0.0;
+    const double per_sec = elapsed > 0 ? (samples_ - last_samples_) / elapsed : 0;
+    std::printf("[%.4f secs/step,\t%.4f samples/sec]\tloss = %.6g,\t"
+                "accuracy = %.6g,\tlrate = %.6g,\tglobal_step = %lld\n",
+                per_step, per_sec, s.loss, s.accuracy, s.learning_rate,
+                static_cast<long long>(s.global_step));
+    std::fflush(stdout);
+    last_time_ = Clock::now();
+    last_step_ = s.global_step;
+    last_samples_ = samples_;
+  }
+
+ private:
+  Clock::time_point last_time_;
+  int64_t last_step_ = 0;
+  int64_t samples_ = 0, last_samples_ = 0;
+};
+
+/// Saves every save_checkpoints_steps steps and every save_interval_secs
+/// seconds (either may be 0 = off), and at the end.
+class CheckpointSaverHook : public Hook {
+ public:
+  void begin(TrainControl& c) override {
+    last_time_ = Clock::now();
+    last_saved_ = c.global_step();
+  }
+  void after_step(TrainControl& c, const StepStats& s) override {
+    const auto& hp = c.hparams();
+    const bool by_steps = hp.save_checkpoints_steps > 0 &&
+                          s.global_step % hp.save_checkpoints_steps == 0;
+    const bool by_time = hp.save_interval_secs > 0 &&
+                         secs_since(last_time_) >= hp.save_interval_secs;
+    if (by_steps || by_time) save(c, s.global_step);
+  }
+  void end(TrainControl& c) override {
+    if (c.global_step() != last_saved_) save(c, c.global_step());
+  }
+
+ private:
+  void save(TrainControl& c, int64_t step) {
+    c.save_checkpoint();
+    last_saved_ = step;
+    last_time_ = Clock::now();
+  }
+  Clock::time_point last_time_;
+  int64_t last_saved_ = -1;
+};
+
+/// Every profile_every_n_iters steps on task profile_at_task, writes
+/// timeline-<step>.json (Chrome trace format) with the step's phases.
+class ProfilerHook : public Hook {
+ public:
+  void after_step(TrainControl& c, const StepStats& s) override {
+    const auto& hp = c.hparams();
+    if (hp.profile_every_n_iters <= 0 || hp.task_index != hp.profile_at_task ||
+        s.global_step % hp.profile_every_n_iters != 0) {
+      return;
+    }
+    std::string dir = !hp.train_dir.empty() ? hp.train_dir : hp.output_dir;
+    std::filesystem::create_directories(dir);
+    const auto path = std::filesystem::path(dir) /
+                      ("timeline-" + std::to_string(s.global_step) + ".json");
+    const auto& t = s.spans;
+    const struct {
+      const char* name;
+      double begin, end;
+    } events[] = {{"input_wait", t.input_begin, t.input_end},
+                  {"forward", t.input_end, t.forward_end},
+                  {"backward", t.forward_end, t.backward_end},
+                  {"optimizer", t.backward_end, t.optimizer_end}};
+    std::ofstream out(path);
+    out << "{\"traceEvents\": [";
+    bool first = true;
+    for (const auto& e : events) {
+      out << (first ? "" : ",") << "\n {\"name\": \"" << e.name
+          << "\", \"ph\": \"X\", \"pid\": " << hp.task_index
+          << ", \"tid\": 0, \"ts\": " << e.begin * 1e6
+          << ", \"dur\": " << (e.end - e.begin) * 1e6
+          << ", \"args\": {\"global_step\": " << s.global_step << "}}";
+      first = false;
+    }
+    out << "\n]}\n";
+  }
+};
+
+struct HookRow {
+  const char* name;
+  std::unique_ptr<Hook> (*make)();
+};
+
+template <typename H>
+std::unique_ptr<Hook> make() {
+  return std::make_unique<H>();
+}
+
+const HookRow kHooks[] = {
+    {"StopAtStepHook", make<StopAtStepHook>},
+    {"LoggingTensorHook", make<LoggingTensorHook>},
+    {"CheckpointSaverHook", make<CheckpointSaverHook>},
+    {"ProfilerHook", make<ProfilerHook>},
+};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> hook_names() {
+  std::vector<std::string> out;
+  for (const auto& r : kHooks) out.push_back(r.name);
+  return out;
+}
+
+std::vector<std::unique_ptr<Hook>> make_hooks(const HParams& hp) {
+  std::vector<std::unique_ptr<Hook>> hooks;
+  size_t start = 0;
+  const std::string& list = hp.hooks;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string name = list.substr(start, comma - start);
+    start = comma + 1;
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (name.empty()) continue;
+    bool found = false;
+    for (const auto& r : kHooks) {
+      if (lower(name) == lower(r.name)) {
+        hooks.push_back(r.make());
+        found = true;
+      }
+    }
+    if (!found) {
+      std::string valid;
+      for (const auto& n : hook_names()) valid += (valid.empty() ? "" : ", ") + n;
+      throw ConfigError(hp.where("hooks") + ": hooks: unknown hook '" + name +
+                        "'; valid: " + valid);
+    }
+  }
+  return hooks;
+}
+
+}  // namespace fastnn::train

@@ -1,0 +1,19 @@
+// The edge of every hparams-driven binary: parses the command line, prints
+// help/version/warnings, runs the body, and maps exceptions to exit codes.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "fastnn/hparams.h"
+
+namespace fastnn::train {
+
+/// Runs `body` with the loaded hyperparameters; returns the exit code.
+int tool_main(int argc,
+              char** argv,
+              const std::string& program,
+              const std::string& usage,
+              const std::function<int(LoadResult&)>& body);
+
+}  // namespace fastnn::train

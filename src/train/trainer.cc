@@ -1,0 +1,267 @@
+#include "fastnn/trainer.h"
+
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "fastnn/atomic_file.h"
+#include "fastnn/errors.h"
+#include "fastnn/hooks.h"
+#include "src/optim/learning_rate.h"
+#include "src/optim/optimizers.h"
+#include "src/train/builder.h"
+#include "src/train/checkpoint.h"
+#include "src/train/signals.h"
+
+namespace fastnn::train {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Trainer::Impl : TrainControl {
+  HParams hp;
+  Built built;
+  std::unique_ptr<optim::Optimizer> optimizer;
+  optim::ScheduleOptions schedule;
+  std::vector<std::unique_ptr<Hook>> hooks;
+  std::unique_ptr<CheckpointManager> checkpoints;
+  std::vector<torch::Tensor> regularized;
+  int intra_threads = 1;
+  int64_t step = 0;
+  int64_t batches_consumed = 0;
+  bool stop = false;
+  std::string stop_reason;
+
+  const HParams& hparams() const override {
+    return hp;
+  }
+  int64_t global_step() const override {
+    return step;
+  }
+  void request_stop(const std::string& why) override {
+    if (!stop) stop_reason = why;
+    stop = true;
+  }
+  std::string save_checkpoint() override;
+
+  TensorMap state();
+  void restore(const std::string& path);
+};
+
+TensorMap Trainer::Impl::state() {
+  TensorMap m;
+  for (const auto& v : models::model_variables(*built.model)) {
+    m[model_key(v.name)] = v.tensor;
+  }
+  for (const auto& s : optimizer->slots()) m["optimizer/" + s.name] = s.value;
+  m["global_step"] = torch::tensor(step, torch::kInt64);
+  m["input/batches_consumed"] = torch::tensor(batches_consumed, torch::kInt64);
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  m["rng/torch_cpu"] = gen.get_state();
+  return m;
+}
+
+std::string Trainer::Impl::save_checkpoint() {
+  if (!checkpoints) return "";
+  return checkpoints->save(step, state());
+}
+
+void Trainer::Impl::restore(const std::string& path) {
+  TensorMap ckpt = load_tensors(path);
+  restore_model(*built.model, ckpt, path);
+  std::string missing;
+  torch::NoGradGuard no_grad;
+  for (auto& s : optimizer->slots()) {
+    auto it = ckpt.find("optimizer/" + s.name);
+    if (it == ckpt.end() || it->second.sizes() != s.value.sizes()) {
+      missing += "\n  " + s.name;
+    } else {
+      s.value.copy_(it->second);
+    }
+  }
+  if (!missing.empty()) {
+    throw ConfigError("checkpoint '" + path + "' has no " + optimizer->name() +
+                      " slots for (was it written with another optimizer?):" +
+                      missing);
+  }
+  auto get = [&](const std::string& key) -> int64_t {
+    auto it = ckpt.find(key);
+    if (it == ckpt.end()) throw DataError("checkpoint '" + path + "' lacks " + key);
+    return it->second.item<int64_t>();
+  };
+  step = get("global_step");
+  batches_consumed = get("input/batches_consumed");
+  auto rng = ckpt.find("rng/torch_cpu");
+  if (rng != ckpt.end()) {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(rng->second);
+  }
+}
+
+Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.hp = std::move(hp);
+  const HParams& h = m.hp;
+  if (h.task_type == "finetune" || !h.checkpoint_path.empty()) {
+    throw ConfigError(h.where(h.task_type == "finetune" ? "task_type" : "checkpoint_path") +
+                      ": fine-tuning from a checkpoint is not available in this "
+                      "build yet; resume works by reusing train_dir");
+  }
+  torch::manual_seed(static_cast<uint64_t>(h.seed));
+  m.intra_threads = configure_threads(h);
+  m.built = build(h, h.dataset_split_name);
+  std::vector<optim::Variable> vars;
+  for (const auto& v : models::model_variables(*m.built.model)) {
+    if (v.trainable) vars.push_back({v.name, v.tensor});
+  }
+  m.optimizer = optim::create_optimizer(h, std::move(vars));
+  m.schedule = optim::schedule_from_hparams(h, m.built.dataset.num_samples, 1);
+  m.hooks = make_hooks(h);
+  if (h.weight_decay > 0) m.regularized = m.built.model->regularized_weights();
+  if (!h.train_dir.empty()) {
+    m.checkpoints = std::make_unique<CheckpointManager>(h.train_dir, h.max_to_keep);
+  }
+  pipeline_options(h, m.built, true);  // resolves the preprocessing name
+}
+
+Trainer::~Trainer() = default;
+
+std::string Trainer::describe() const {
+  const Impl& m = *impl_;
+  std::ostringstream os;
+  os << format_hparams(m.hp) << "\n";
+  os << "# dataset: " << m.built.dataset.name << " split "
+     << m.built.dataset.split << ", " << m.built.dataset.num_samples
+     << " samples, " << m.built.dataset.files.size() << " file(s), "
+     << m.built.num_classes << " classes\n";
+  os << "# preprocessing: " << m.built.preprocessing_name << " "
+     << m.built.shape.channels << "x" << m.built.shape.height << "x"
+     << m.built.shape.width << "\n";
+  os << "# model: " << models::describe_model(*m.built.model) << "\n";
+  os << "# optimizer: " << m.optimizer->name() << ", "
+     << m.optimizer->slots().size() << " slot tensors\n";
+  os << "# threads: " << m.intra_threads << " intra-op, "
+     << m.hp.num_preprocessing_threads << " preprocessing\n";
+  return os.str();
+}
+
+int Trainer::run() {
+  Impl& m = *impl_;
+  const HParams& h = m.hp;
+  if (h.use_fp16) {
+    std::cerr << "warning: use_fp16=True: mixed precision is not available on "
+                 "CPU in this build; training in fp32\n";
+  }
+  if (m.checkpoints) {
+    io::write_file_atomic((fs::path(h.train_dir) / "config.cfg").string(),
+                          format_hparams(h));
+    if (auto latest = m.checkpoints->latest()) {
+      m.restore(*latest);
+      std::cout << "Restored " << *latest << " (global_step " << m.step << ")\n";
+    }
+  } else {
+    std::cerr << "warning: train_dir is not set: no checkpoints, no "
+                 "config.cfg, no metrics.json\n";
+  }
+  install_stop_signals();
+
+  auto popts = pipeline_options(h, m.built, true);
+  popts.skip_batches = m.batches_consumed;
+  datasets::Pipeline pipeline(std::move(popts));
+  auto& model = *m.built.model;
+  model.train();
+
+  const auto t0 = Clock::now();
+  auto now = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  const int64_t start_step = m.step;
+  int64_t samples = 0;
+  double last_loss = 0, last_acc = 0, data_secs = 0;
+  for (auto& hook : m.hooks) hook->begin(m);
+  int exit_code = kExitOk;
+  while (!m.stop) {
+    if (int sig = stop_signal()) {
+      exit_code = sig == SIGINT ? kExitSigint : kExitSigterm;
+      m.request_stop(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+      break;
+    }
+    StepStats s;
+    s.spans.input_begin = now();
+    auto batch = pipeline.next();
+    s.spans.input_end = now();
+    data_secs += s.spans.input_end - s.spans.input_begin;
+    if (!batch) {
+      m.request_stop("input exhausted after num_epochs=" + std::to_string(h.num_epochs));
+      break;
+    }
+    s.learning_rate = optim::learning_rate_at(m.schedule, m.step);
+    auto out = model.forward(batch->images);
+    auto loss = torch::nn::functional::cross_entropy(out.logits, batch->labels);
+    if (out.aux_logits.defined()) {
+      loss = loss + 0.4 * torch::nn::functional::cross_entropy(out.aux_logits,
+                                                               batch->labels);
+    }
+    if (!m.regularized.empty()) {
+      auto l2 = torch::zeros({});
+      for (const auto& w : m.regularized) l2 = l2 + w.pow(2).sum();
+      loss = loss + (0.5 * h.weight_decay) * l2;
+    }
+    s.spans.forward_end = now();
+    model.zero_grad();
+    loss.backward();
+    s.spans.backward_end = now();
+    s.loss = loss.item<double>();
+    if (!std::isfinite(s.loss)) {
+      throw DivergedError("loss is " + std::to_string(s.loss) + " at global_step " +
+                          std::to_string(m.step) + " (lower learning_rate?)");
+    }
+    m.optimizer->step(s.learning_rate);
+    s.spans.optimizer_end = now();
+    ++m.step;
+    ++m.batches_consumed;
+    s.global_step = m.step;
+    s.batch_samples = batch->labels.size(0);
+    s.accuracy = out.logits.argmax(1).eq(batch->labels).to(torch::kFloat64).mean().item<double>();
+    samples += s.batch_samples;
+    last_loss = s.loss;
+    last_acc = s.accuracy;
+    for (auto& hook : m.hooks) hook->after_step(m, s);
+  }
+  std::string last_ckpt;
+  if (exit_code != kExitOk) {
+    last_ckpt = m.save_checkpoint();
+  } else {
+    for (auto& hook : m.hooks) hook->end(m);
+  }
+  const double wall = now();
+  const double ips = wall > 0 ? samples / wall : 0;
+  std::cout << "Stopped at global_step " << m.step << ": " << m.stop_reason << "; "
+            << (m.step - start_step) << " steps in " << wall << " s, " << ips
+            << " images/sec, data wait " << (wall > 0 ? 100 * data_secs / wall : 0)
+            << "%\n";
+  if (!last_ckpt.empty()) std::cout << "Saved " << last_ckpt << "\n";
+  if (m.checkpoints) {
+    const auto stats = pipeline.stats();
+    nlohmann::json j = {{"final_step", m.step},
+                        {"steps_this_run", m.step - start_step},
+                        {"loss", last_loss},
+                        {"train_accuracy", last_acc},
+                        {"images_per_sec", ips},
+                        {"wall_secs", wall},
+                        {"data_wait_secs", data_secs},
+                        {"records_skipped", stats.records_skipped},
+                        {"stop_reason", m.stop_reason},
+                        {"exit_status", exit_code}};
+    io::write_file_atomic((fs::path(h.train_dir) / "metrics.json").string(),
+                          j.dump(2) + "\n");
+  }
+  return exit_code;
+}
+
+}  // namespace fastnn::train

@@ -1,0 +1,572 @@
+// Tests for the hyperparameter file / command-line loader and its renderings.
+#include "fastnn/hparams.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "fastnn/errors.h"
+#include "src/config/hparams_table.h"
+#include "src/config/value_parse.h"
+
+#ifndef FASTNN_SOURCE_DIR
+#error "FASTNN_SOURCE_DIR must name the source tree"
+#endif
+
+namespace fastnn {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Every flag of FastNN's images/flags.py (reference/fastnn.md §1.3).
+const char* const kFastnnFlags[] = {"task_index",
+                                    "taskId",
+                                    "worker_hosts",
+                                    "ps_hosts",
+                                    "worker_count",
+                                    "ps_count",
+                                    "job_name",
+                                    "task_type",
+                                    "model_name",
+                                    "model_dir",
+                                    "ckpt_file_name",
+                                    "num_classes",
+                                    "num_epochs",
+                                    "weight_decay",
+                                    "batch_size",
+                                    "max_gradient_norm",
+                                    "dataset_name",
+                                    "dataset_dir",
+                                    "file_pattern",
+                                    "reader",
+                                    "num_sample_per_epoch",
+                                    "train_files",
+                                    "eval_files",
+                                    "num_preprocessing_threads",
+                                    "preprocessing_name",
+                                    "shuffle_buffer_size",
+                                    "prefetch_buffer_size",
+                                    "num_parallel_batches",
+                                    "datasets_use_caching",
+                                    "labels_offset",
+                                    "use_fp16",
+                                    "loss_scale",
+                                    "learning_rate_decay_type",
+                                    "learning_rate",
+                                    "end_learning_rate",
+                                    "learning_rate_decay_factor",
+                                    "warmup_steps",
+                                    "warmup_scheme",
+                                    "decay_scheme",
+                                    "optimizer",
+                                    "adadelta_rho",
+                                    "adagrad_initial_accumulator_value",
+                                    "adam_beta1",
+                                    "adam_beta2",
+                                    "opt_epsilon",
+                                    "ftrl_learning_rate_power",
+                                    "ftrl_initial_accumulator_value",
+                                    "ftrl_l1",
+                                    "ftrl_l2",
+                                    "momentum",
+                                    "rmsprop_momentum",
+                                    "rmsprop_decay",
+                                    "stop_at_step",
+                                    "log_loss_every_n_iters",
+                                    "profile_every_n_iters",
+                                    "profile_at_task",
+                                    "log_device_placement",
+                                    "log_trainable_vars_statistics",
+                                    "log_optimizer_vars_statistics",
+                                    "hooks",
+                                    "protocol",
+                                    "inter_op_parallelism_threads",
+                                    "intra_op_parallelism_threads",
+                                    "colocate_gradients_with_ops",
+                                    "tables",
+                                    "buckets",
+                                    "outputs",
+                                    "summaryDir",
+                                    "output_dir",
+                                    "checkpointDir",
+                                    "save_checkpoints_steps",
+                                    "enable_paisoar",
+                                    "tensor_fusion_policy",
+                                    "communication_policy",
+                                    "tensor_fusion_max_bytes"};
+
+class HParamsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hparams_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    fs::remove_all(dir_);
+  }
+
+  // Writes `text` to dir_/name and returns the path.
+  std::string write(const std::string& name, const std::string& text) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  static LoadResult load(std::vector<std::string> args,
+                         const std::vector<std::string>& extra = {}) {
+    std::vector<const char*> argv = {"prog"};
+    for (const std::string& a : args)
+      argv.push_back(a.c_str());
+    return load_hparams(static_cast<int>(argv.size()), argv.data(), extra);
+  }
+
+  // The ConfigError message of `fn`, or "" if it did not throw one.
+  static std::string error_of(const std::function<void()>& fn) {
+    try {
+      fn();
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  std::string load_error(const std::string& text) {
+    std::string path = write("flowers.cfg", text);
+    return error_of([&] { load({"--config", path}); });
+  }
+
+  std::string dir_;
+};
+
+TEST(ValueParseTest, Bool) {
+  bool v = false;
+  for (const char* t : {"True", "true", "1"}) {
+    EXPECT_TRUE(config::parse_bool(t, &v) && v) << t;
+  }
+  for (const char* t : {"False", "false", "0"}) {
+    EXPECT_TRUE(config::parse_bool(t, &v) && !v) << t;
+  }
+  for (const char* t : {"yes", "TRUE", "", "2", "None"}) {
+    EXPECT_FALSE(config::parse_bool(t, &v)) << t;
+  }
+}
+
+TEST(ValueParseTest, Int) {
+  using config::NumberStatus;
+  int64_t v = 0;
+  EXPECT_EQ(config::parse_int("42", &v), NumberStatus::kOk);
+  EXPECT_EQ(v, 42);
+  EXPECT_EQ(config::parse_int("-7", &v), NumberStatus::kOk);
+  EXPECT_EQ(v, -7);
+  EXPECT_EQ(config::parse_int("+8", &v), NumberStatus::kOk);
+  EXPECT_EQ(v, 8);
+  for (const char* t : {"1.5", "abc", "", "1e3", "0x10", "12abc", "+-1"}) {
+    EXPECT_EQ(config::parse_int(t, &v), NumberStatus::kNotANumber) << t;
+  }
+  EXPECT_EQ(config::parse_int("99999999999999999999", &v),
+            NumberStatus::kOutOfRange);
+}
+
+TEST(ValueParseTest, Double) {
+  using config::NumberStatus;
+  double v = 0;
+  EXPECT_EQ(config::parse_double("1e-4", &v), NumberStatus::kOk);
+  EXPECT_DOUBLE_EQ(v, 1e-4);
+  EXPECT_EQ(config::parse_double("3", &v), NumberStatus::kOk);
+  EXPECT_DOUBLE_EQ(v, 3.0);
+  EXPECT_EQ(config::parse_double(".5", &v), NumberStatus::kOk);
+  EXPECT_DOUBLE_EQ(v, 0.5);
+  for (const char* t :
+       {"nan", "inf", "-inf", "abc", "", "0.1x", "0x1p3", "1,5", "."}) {
+    EXPECT_NE(config::parse_double(t, &v), NumberStatus::kOk) << t;
+  }
+  EXPECT_EQ(config::parse_double("1e999", &v), NumberStatus::kOutOfRange);
+}
+
+TEST(ValueParseTest, FormatDoubleRoundTrips) {
+  EXPECT_EQ(config::format_double(1.0), "1.0");
+  EXPECT_EQ(config::format_double(0.01), "0.01");
+  EXPECT_EQ(config::format_double(4e-5), "4e-05");
+  for (double d : {0.1, 1.0 / 3, 123456789.125, -2.5e-300, 0.94}) {
+    double back = 0;
+    ASSERT_EQ(config::parse_double(config::format_double(d), &back),
+              config::NumberStatus::kOk);
+    EXPECT_EQ(back, d);
+  }
+}
+
+TEST(ValueParseTest, Quotes) {
+  EXPECT_EQ(config::strip_quotes("'a b'"), "a b");
+  EXPECT_EQ(config::strip_quotes("\"x\""), "x");
+  EXPECT_EQ(config::strip_quotes("'x\""), "'x\"");
+  EXPECT_EQ(config::quote_if_needed("plain"), "plain");
+  EXPECT_EQ(config::quote_if_needed("a #b"), "'a #b'");
+  EXPECT_EQ(config::quote_if_needed("None"), "'None'");
+  EXPECT_EQ(config::quote_if_needed(""), "''");
+}
+
+TEST_F(HParamsTest, DefaultsAreFastNNs) {
+  HParams hp;
+  EXPECT_EQ(hp.opt_epsilon, 1.0);
+  EXPECT_TRUE(hp.use_fp16);
+  EXPECT_TRUE(hp.enable_paisoar);
+  EXPECT_EQ(hp.rmsprop_decay, 0.9);
+  EXPECT_EQ(hp.stop_at_step, 100);
+  EXPECT_EQ(hp.tensor_fusion_max_bytes, 8388608);
+  EXPECT_EQ(hp.optimizer, "rmsprop");
+  EXPECT_EQ(hp.learning_rate, 0.01);
+  EXPECT_EQ(hp.batch_size, 32);
+  EXPECT_EQ(hp.weight_decay, 4e-5);
+  EXPECT_EQ(hp.model_name, "inception_resnet_v2");
+  EXPECT_EQ(hp.dataset_name, "mock");
+  EXPECT_EQ(hp.learning_rate_decay_factor, 0.94);
+  EXPECT_EQ(hp.job_name, "worker");
+  EXPECT_EQ(hp.output_dir, ".");
+  EXPECT_FALSE(hp.num_classes.has_value());  // FastNN: 100, documented
+  EXPECT_FALSE(hp.worker_count.has_value());
+  EXPECT_EQ(hp.where("batch_size"), "default");
+  EXPECT_NO_THROW(validate(hp));
+  EXPECT_NO_THROW(load({}));
+}
+
+TEST_F(HParamsTest, EveryFastNNFlagIsKnown) {
+  for (const char* name : kFastnnFlags) {
+    const char* canonical = config::resolve_alias(name);
+    EXPECT_NE(config::find_key(canonical ? canonical : name), nullptr) << name;
+  }
+}
+
+TEST_F(HParamsTest, LoadsFileWithCommentsQuotesAndDashes) {
+  std::string path = write("a.cfg",
+                           "# a comment\n"
+                           "\n"
+                           "  learning_rate = 0.1  # inline note\n"
+                           "--batch_size=64\n"
+                           "model_dir='/models/with #hash'  # note\n"
+                           "train_files=a#b,c\n"
+                           "dataset_dir=\"/data/x y\"\n"
+                           "use_fp16=False\n"
+                           "num_classes=5\n"
+                           "max_gradient_norm=None\n"
+                           "ckpt_file_name='it's'\n");
+  LoadResult r = load({"--config=" + path});
+  EXPECT_EQ(r.config_path, path);
+  EXPECT_EQ(r.hp.learning_rate, 0.1);
+  EXPECT_EQ(r.hp.batch_size, 64);
+  EXPECT_EQ(r.hp.model_dir, "/models/with #hash");
+  EXPECT_EQ(r.hp.train_files, "a#b,c");
+  EXPECT_EQ(r.hp.dataset_dir, "/data/x y");
+  EXPECT_FALSE(r.hp.use_fp16);
+  EXPECT_EQ(r.hp.num_classes, 5);
+  EXPECT_FALSE(r.hp.max_gradient_norm.has_value());
+  EXPECT_EQ(r.hp.ckpt_file_name, "it's");
+  EXPECT_EQ(r.hp.where("learning_rate"), path + ":3");
+  EXPECT_EQ(r.hp.where("optimizer"), "default");
+  EXPECT_TRUE(r.warnings.empty());
+}
+
+TEST_F(HParamsTest, FileErrors) {
+  std::string p = dir_ + "/flowers.cfg";
+  EXPECT_EQ(load_error("\nlearning_rate=abc\n"),
+            p + ":2: learning_rate: 'abc' is not a number (expected a float, "
+                "e.g. 0.01)");
+  EXPECT_EQ(load_error("optimizer=adamw\n"),
+            p + ":1: optimizer: 'adamw' is not valid; valid values: adadelta, "
+                "adagrad, adam, ftrl, momentum, rmsprop, sgd, adamweightdecay");
+  EXPECT_EQ(load_error("a=1\nbatch_size 3\n"),
+            p + ":1: unknown key 'a' (--help lists the keys)");
+  EXPECT_EQ(load_error("batch_size 3\n"),
+            p + ":1: missing '=' (expected key=value)");
+  EXPECT_EQ(load_error("learing_rate=0.1\n"),
+            p + ":1: unknown key 'learing_rate'; did you mean "
+                "'learning_rate'?");
+  EXPECT_EQ(load_error("batch_size=0\n"),
+            p + ":1: batch_size: 0 is out of range (must be >= 1)");
+  EXPECT_EQ(load_error("label_smoothing=1\n"),
+            p + ":1: label_smoothing: 1.0 is out of range (must be in [0, 1))");
+  EXPECT_EQ(load_error("batch_size=None\n"),
+            p + ":1: batch_size: None is not allowed (expected an integer, "
+                "e.g. 32)");
+  EXPECT_EQ(load_error("batch_size=1.5\n"),
+            p + ":1: batch_size: '1.5' is not an integer (expected an "
+                "integer, e.g. 32)");
+  EXPECT_EQ(load_error("num_classes=x\n"),
+            p + ":1: num_classes: 'x' is not an integer (expected an integer "
+                "or None)");
+  EXPECT_EQ(load_error("use_fp16=yes\n"),
+            p + ":1: use_fp16: 'yes' is not a boolean (expected True or "
+                "False)");
+  EXPECT_EQ(load_error("stop_at_step=99999999999999999999\n"),
+            p + ":1: stop_at_step: '99999999999999999999' is out of range "
+                "(expected a 64-bit integer)");
+  EXPECT_EQ(load_error("model_dir='abc\n"),
+            p + ":1: model_dir: unterminated quote in 'abc");
+  EXPECT_EQ(load_error("=3\n"), p + ":1: missing key before '='");
+  EXPECT_EQ(error_of([&] {
+              load({"--config", dir_ + "/x.cfg"});
+            }),
+            "cannot read config file '" + dir_ +
+                "/x.cfg': No such file or directory");
+}
+
+TEST_F(HParamsTest, CommandLineForms) {
+  LoadResult r = load({"--learning_rate=0.5",
+                       "--batch_size",
+                       "8",
+                       "--datasets_use_caching",
+                       "--nouse_fp16",
+                       "--end_learning_rate",
+                       "-0",
+                       "-seed=3"});
+  EXPECT_EQ(r.hp.learning_rate, 0.5);
+  EXPECT_EQ(r.hp.batch_size, 8);
+  EXPECT_TRUE(r.hp.datasets_use_caching);
+  EXPECT_FALSE(r.hp.use_fp16);
+  EXPECT_EQ(r.hp.seed, 3);
+  EXPECT_EQ(r.hp.where("batch_size"), "command line");
+  EXPECT_FALSE(r.dry_run || r.print_cluster || r.help || r.version);
+  r = load({"--dry_run", "--print_cluster", "--enable_paisoar=false"});
+  EXPECT_TRUE(r.dry_run && r.print_cluster);
+  EXPECT_FALSE(r.hp.enable_paisoar);
+  EXPECT_TRUE(load({"--bogus", "-h"}).help);
+  EXPECT_TRUE(load({"--help"}).help);
+  EXPECT_TRUE(load({"--version"}).version);
+}
+
+TEST_F(HParamsTest, CommandLineErrors) {
+  EXPECT_EQ(error_of([] { load({"--learing_rate=0.1"}); }),
+            "command line: --learing_rate=0.1: unknown key 'learing_rate'; "
+            "did you mean 'learning_rate'?");
+  EXPECT_EQ(error_of([] { load({"--learning_rate=abc"}); }),
+            "command line: learning_rate: 'abc' is not a number (expected a "
+            "float, e.g. 0.01)");
+  EXPECT_EQ(error_of([] { load({"--optimizer=adamw"}); }),
+            "command line: optimizer: 'adamw' is not valid; valid values: "
+            "adadelta, adagrad, adam, ftrl, momentum, rmsprop, sgd, "
+            "adamweightdecay");
+  EXPECT_EQ(error_of([] { load({"--batch_size=0"}); }),
+            "command line: batch_size: 0 is out of range (must be >= 1)");
+  EXPECT_EQ(error_of([] { load({"--batch_size"}); }),
+            "command line: --batch_size: missing value (expected "
+            "--batch_size=VALUE)");
+  EXPECT_EQ(error_of([] { load({"--nobatch_size"}); }),
+            "command line: --nobatch_size: 'batch_size' is not a bool key, so "
+            "it has no --no form");
+  EXPECT_EQ(error_of([] { load({"False"}); }),
+            "command line: unexpected argument 'False' (expected "
+            "--KEY=VALUE)");
+  EXPECT_EQ(error_of([] { load({"--config"}); }),
+            "command line: --config: missing file name");
+  EXPECT_EQ(error_of([] { load({"--config="}); }),
+            "command line: --config: missing file name");
+  EXPECT_EQ(error_of([] { load({"--dry_run=maybe"}); }),
+            "command line: --dry_run=maybe: 'maybe' is not a boolean "
+            "(expected True or False)");
+}
+
+TEST_F(HParamsTest, CommandLineWinsOverFile) {
+  std::string path = write("a.cfg", "batch_size=64\noptimizer=adam\n");
+  LoadResult r = load({"--batch_size=16", "--config", path});
+  EXPECT_EQ(r.hp.batch_size, 16);
+  EXPECT_EQ(r.hp.optimizer, "adam");
+  EXPECT_EQ(r.hp.where("batch_size"), "command line");
+  EXPECT_EQ(r.hp.where("optimizer"), path + ":2");
+  // A bad file value that the command line replaces is still reported.
+  path = write("b.cfg", "batch_size=abc\n");
+  EXPECT_NE(error_of([&] { load({"--config", path, "--batch_size=4"}); }), "");
+  // An out-of-range file value that the command line replaces is fine.
+  path = write("c.cfg", "batch_size=0\n");
+  EXPECT_EQ(load({"--config", path, "--batch_size=4"}).hp.batch_size, 4);
+}
+
+TEST_F(HParamsTest, AliasesWarnAndSetTheCanonicalKey) {
+  std::string path = write("flowers.cfg",
+                           "# c\n\n\nenable_paisora=False\n"
+                           "checkpointDir=/tmp/run\n");
+  LoadResult r = load({"--config",
+                       path,
+                       "--max_number_of_steps=7",
+                       "--log_every_n_steps",
+                       "3"});
+  EXPECT_FALSE(r.hp.enable_paisoar);
+  EXPECT_EQ(r.hp.train_dir, "/tmp/run");
+  EXPECT_EQ(r.hp.stop_at_step, 7);
+  EXPECT_EQ(r.hp.log_loss_every_n_iters, 3);
+  ASSERT_EQ(r.warnings.size(), 4u);
+  EXPECT_EQ(r.warnings[0],
+            path +
+                ":4: 'enable_paisora' is an alias of "
+                "'enable_paisoar'; use the canonical name");
+  EXPECT_EQ(r.warnings[2],
+            "command line: 'max_number_of_steps' is an alias "
+            "of 'stop_at_step'; use the canonical name");
+  EXPECT_TRUE(load({"--noenable_paisora"}).hp.enable_paisoar == false);
+}
+
+TEST_F(HParamsTest, IgnoredKeysAreAcceptedWithANote) {
+  std::string path = write("a.cfg",
+                           "ps_hosts=h1:2222\nprotocol=grpc\n"
+                           "inter_op_parallelism_threads=4\n");
+  LoadResult r = load({"--config", path});
+  EXPECT_EQ(r.hp.ps_hosts, "h1:2222");
+  ASSERT_EQ(r.warnings.size(), 2u);  // protocol=grpc is the default: silent
+  EXPECT_EQ(r.warnings[0],
+            path + ":1: 'ps_hosts' has no effect in FastNN-C++ (ignored key)");
+  EXPECT_NE(r.warnings[1].find("inter_op_parallelism_threads"),
+            std::string::npos);
+}
+
+TEST_F(HParamsTest, DuplicateKeyLastWinsWithWarning) {
+  std::string path =
+      write("a.cfg", "batch_size=8\nlearning_rate=0.1\nbatch_size=16\n");
+  LoadResult r = load({"--config", path});
+  EXPECT_EQ(r.hp.batch_size, 16);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_EQ(r.warnings[0],
+            path +
+                ":3: 'batch_size' is set again (first set "
+                "on line 1); the last value wins");
+}
+
+TEST_F(HParamsTest, ExtraKeys) {
+  LoadResult r = load({"--input", "/raw", "--dataset_name=mnist", "--force"},
+                      {"input", "force"});
+  EXPECT_EQ(r.extras.at("input"), "/raw");
+  EXPECT_EQ(r.extras.at("force"), "True");
+  EXPECT_EQ(r.hp.dataset_name, "mnist");
+  EXPECT_EQ(error_of([] { load({"--inptu=x"}, {"input"}); }),
+            "command line: --inptu=x: unknown key 'inptu'; did you mean "
+            "'input'?");
+}
+
+TEST_F(HParamsTest, CrossKeyValidation) {
+  HParams hp;
+  hp.worker_hosts = "a:1,b:2";
+  hp.task_index = 2;
+  EXPECT_EQ(error_of([&] { validate(hp); }),
+            "task_index: 2 is out of range (must be < 2, the number of "
+            "worker_hosts)");
+  hp.task_index = 1;
+  EXPECT_NO_THROW(validate(hp));
+  hp.learning_rate_decay_type = "cosine";
+  hp.warmup_steps = 100;
+  hp.sources["learning_rate_decay_type"] = "x.cfg:9";
+  EXPECT_EQ(error_of([&] { validate(hp); }),
+            "x.cfg:9: learning_rate_decay_type: 'cosine' needs stop_at_step "
+            "(100) > warmup_steps (100)");
+  hp = HParams();
+  hp.task_type = "finetune";
+  EXPECT_NE(error_of([&] { validate(hp); }), "");
+  hp.model_dir = "/m";
+  EXPECT_NO_THROW(validate(hp));
+  hp.num_epochs_per_decay = 2.0;
+  hp.decay_scheme = "luong5";
+  EXPECT_NE(error_of([&] { validate(hp); }), "");
+  hp.decay_scheme = "";
+  EXPECT_NO_THROW(validate(hp));
+  hp.opt_epsilon = 0;
+  EXPECT_EQ(error_of([&] { validate(hp); }),
+            "opt_epsilon: 0.0 is out of range (must be > 0)");
+}
+
+TEST_F(HParamsTest, FormatHparamsRoundTrips) {
+  HParams hp;
+  hp.model_dir = "/a #b";
+  hp.dataset_dir = " padded ";
+  hp.train_files = "'quoted'";
+  hp.ckpt_file_name = "None";
+  hp.hooks = "StopAtStepHook";
+  hp.num_classes = 17;
+  hp.moving_average_decay = 0.9999;
+  hp.learning_rate = 1.0 / 3;
+  hp.weight_decay = 0;
+  hp.use_fp16 = false;
+  hp.decay_scheme = "luong5";
+  hp.warmup_scheme = "";
+  hp.batch_size = 7;
+  hp.ps_hosts = "h:1";
+  hp.worker_count = 3;
+  std::string text = format_hparams(hp);
+  std::string path = write("config.cfg", text);
+  LoadResult r = load({"--config", path});
+  for (const config::KeySpec& spec : config::key_table()) {
+    EXPECT_TRUE(config::same_value(spec, hp, r.hp)) << spec.name;
+  }
+  EXPECT_EQ(format_hparams(r.hp), text);
+  EXPECT_NE(text.find("batch_size=7  # default: 32\n"), std::string::npos);
+  EXPECT_NE(text.find("num_epochs_per_decay=None\n"), std::string::npos);
+  EXPECT_NE(text.find("warmup_scheme=''  # default: t2t\n"), std::string::npos);
+  // Defaults round-trip too.
+  path = write("defaults.cfg", format_hparams(HParams()));
+  r = load({"--config", path});
+  EXPECT_TRUE(r.warnings.empty());
+  EXPECT_EQ(format_hparams(r.hp), format_hparams(HParams()));
+}
+
+TEST_F(HParamsTest, ClosestKey) {
+  EXPECT_EQ(closest_key("learing_rate"), "learning_rate");
+  EXPECT_EQ(closest_key("Batch_Size"), "batch_size");
+  EXPECT_EQ(closest_key("enable_paisra"), "enable_paisoar");
+  EXPECT_EQ(closest_key("checkpointdir"), "train_dir");  // via its alias
+  EXPECT_EQ(closest_key("completely_unrelated"), "");
+}
+
+TEST_F(HParamsTest, HelpListsEveryGroupAndKey) {
+  std::string help = format_help("train_image_classifier", "--config FILE");
+  EXPECT_EQ(help.rfind("usage: train_image_classifier --config FILE\n", 0), 0u);
+  for (const char* title : {"Dataset:",
+                            "Preprocessing:",
+                            "Model:",
+                            "Learning rate:",
+                            "Optimizer:",
+                            "Log:",
+                            "Performance:",
+                            "Cluster:",
+                            "I/O:"}) {
+    EXPECT_NE(help.find(std::string("\n") + title + "\n"), std::string::npos)
+        << title;
+  }
+  for (const config::KeySpec& spec : config::key_table()) {
+    EXPECT_NE(help.find("--" + std::string(spec.name) + " ("),
+              std::string::npos)
+        << spec.name;
+  }
+  EXPECT_NE(help.find("--ps_hosts (str; default: None) (ignored)"),
+            std::string::npos);
+  EXPECT_NE(help.find("default: None (from the dataset; FastNN: 100)"),
+            std::string::npos);
+  EXPECT_NE(help.find("--enable_paisora -> --enable_paisoar"),
+            std::string::npos);
+  std::istringstream lines(help);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_LE(line.size(), 80u) << line;
+  }
+}
+
+TEST_F(HParamsTest, MarkdownAndDocsMentionEveryKey) {
+  std::string md = format_hparams_markdown();
+  std::ifstream in(std::string(FASTNN_SOURCE_DIR) + "/docs/hyperparameters.md");
+  ASSERT_TRUE(in) << "docs/hyperparameters.md is missing";
+  std::stringstream docs;
+  docs << in.rdbuf();
+  for (const config::KeySpec& spec : config::key_table()) {
+    std::string cell = "`" + std::string(spec.name) + "`";
+    EXPECT_NE(md.find(cell), std::string::npos) << spec.name;
+    EXPECT_NE(docs.str().find(cell), std::string::npos) << spec.name;
+  }
+  for (const config::Alias& a : config::alias_table()) {
+    EXPECT_NE(docs.str().find("`" + std::string(a.alias) + "`"),
+              std::string::npos)
+        << a.alias;
+  }
+}
+
+}  // namespace
+}  // namespace fastnn

@@ -1,0 +1,270 @@
+// The input pipeline on small generated TFRecords: order, counts, shuffling,
+// determinism across thread counts, resume position, bad-data policies.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "datasets/convert_mnist.h"
+#include "fastnn/errors.h"
+#include "fastnn/example.h"
+#include "fastnn/image.h"
+#include "fastnn/pipeline.h"
+#include "fastnn/tfrecord.h"
+
+namespace fastnn::datasets {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr int kRecords = 96;
+
+fs::path tmp_dir(const std::string& name) {
+  fs::path d = fs::path(FASTNN_TEST_TMP) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Record i: a 28x28 gray image filled with value i, label i % 10.
+std::string make_record(int i, int64_t label) {
+  io::Image img;
+  img.height = img.width = 28;
+  img.channels = 1;
+  img.pixels.assign(28 * 28, static_cast<uint8_t>(i));
+  io::ImageRecord r;
+  r.encoded = io::encode_png(img);
+  r.format = "png";
+  r.label = label;
+  r.height = r.width = 28;
+  return io::encode_image_example(r);
+}
+
+std::string write_file(const fs::path& dir, int n, int bad_label_at = -1) {
+  const auto path = (dir / "mnist_train.tfrecord").string();
+  io::TFRecordWriter w(path);
+  for (int i = 0; i < n; ++i) w.write(make_record(i, i == bad_label_at ? 42 : i % 10));
+  w.close();
+  return path;
+}
+
+PipelineOptions base_options(const std::string& file) {
+  PipelineOptions o;
+  o.files = {file};
+  o.batch_size = 8;
+  o.channels = 1;
+  o.num_classes = 10;
+  o.shape = {1, 28, 28};
+  o.preprocess = preprocessing::get_preprocessing("lenet", o.shape, true);
+  o.num_threads = 2;
+  return o;
+}
+
+// The record id of each image in a batch (inverse of lenet scaling).
+std::vector<int> ids(const Batch& b) {
+  std::vector<int> out;
+  auto first = b.images.select(1, 0).select(1, 0).select(1, 0);
+  for (int64_t i = 0; i < first.size(0); ++i) {
+    out.push_back(static_cast<int>(std::lround(first[i].item<float>() * 128 + 128)));
+  }
+  return out;
+}
+
+std::vector<std::vector<int>> drain(Pipeline& p) {
+  std::vector<std::vector<int>> out;
+  while (auto b = p.next()) out.push_back(ids(*b));
+  return out;
+}
+
+TEST(Pipeline, EvalReadsEveryRecordInOrderWithPartialLastBatch) {
+  auto dir = tmp_dir("pipe_eval");
+  auto o = base_options(write_file(dir, 21));
+  o.is_training = false;
+  Pipeline p(o);
+  std::vector<int> seen;
+  std::vector<int64_t> sizes;
+  while (auto b = p.next()) {
+    sizes.push_back(b->labels.size(0));
+    for (int i : ids(*b)) seen.push_back(i);
+    for (int64_t k = 0; k < b->labels.size(0); ++k) {
+      EXPECT_EQ(b->labels[k].item<int64_t>(), ids(*b)[k] % 10);
+    }
+  }
+  EXPECT_EQ(sizes, (std::vector<int64_t>{8, 8, 5}));
+  std::vector<int> expected(21);
+  for (int i = 0; i < 21; ++i) expected[i] = i;
+  EXPECT_EQ(seen, expected);
+}
+
+TEST(Pipeline, TrainingShufflesRepeatsAndCoversEveryRecord) {
+  auto dir = tmp_dir("pipe_train");
+  auto o = base_options(write_file(dir, kRecords));
+  o.num_epochs = 2;
+  o.shuffle_buffer_size = 32;
+  Pipeline p(o);
+  auto batches = drain(p);
+  ASSERT_EQ(batches.size(), 2u * kRecords / 8);
+  std::map<int, int> count;
+  std::vector<int> order;
+  for (const auto& b : batches) {
+    EXPECT_EQ(b.size(), 8u);
+    for (int i : b) {
+      ++count[i];
+      order.push_back(i);
+    }
+  }
+  for (int i = 0; i < kRecords; ++i) EXPECT_EQ(count[i], 2) << i;
+  std::vector<int> sorted_first(order.begin(), order.begin() + kRecords);
+  std::vector<int> identity(kRecords);
+  for (int i = 0; i < kRecords; ++i) identity[i] = i;
+  EXPECT_NE(sorted_first, identity) << "no shuffling happened";
+}
+
+TEST(Pipeline, SameSeedSameBatchesWhateverTheThreadCount) {
+  auto dir = tmp_dir("pipe_det");
+  auto file = write_file(dir, kRecords);
+  auto o = base_options(file);
+  o.num_epochs = 2;
+  o.seed = 7;
+  o.num_threads = 1;
+  Pipeline a(o);
+  o.num_threads = 3;
+  o.num_parallel_batches = 2;
+  o.prefetch_batches = 1;
+  Pipeline b(o);
+  EXPECT_EQ(drain(a), drain(b));
+  o.seed = 8;
+  Pipeline c(o);
+  o.seed = 7;
+  Pipeline d(o);
+  EXPECT_NE(drain(c), drain(d));
+}
+
+TEST(Pipeline, SkipBatchesResumesAtTheSamePosition) {
+  auto dir = tmp_dir("pipe_skip");
+  auto o = base_options(write_file(dir, kRecords));
+  o.num_epochs = 3;
+  o.cache = true;
+  Pipeline full(o);
+  auto all = drain(full);
+  o.skip_batches = 13;
+  Pipeline resumed(o);
+  auto rest = drain(resumed);
+  ASSERT_EQ(rest.size(), all.size() - 13);
+  EXPECT_TRUE(std::equal(rest.begin(), rest.end(), all.begin() + 13));
+}
+
+TEST(Pipeline, BadLabelFailsWithLocationOrIsSkipped) {
+  auto dir = tmp_dir("pipe_label");
+  auto file = write_file(dir, 16, /*bad_label_at=*/5);
+  auto o = base_options(file);
+  o.is_training = false;
+  {
+    Pipeline p(o);
+    try {
+      drain(p);
+      FAIL() << "expected DataError";
+    } catch (const DataError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("mnist_train.tfrecord"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("record 5"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("label 42"), std::string::npos) << msg;
+    }
+  }
+  o.skip_corrupt = true;
+  Pipeline p(o);
+  int n = 0;
+  for (const auto& b : drain(p)) n += static_cast<int>(b.size());
+  EXPECT_EQ(n, 15);
+  EXPECT_EQ(p.stats().records_skipped, 1);
+}
+
+TEST(Pipeline, CorruptRecordFailsOrIsCounted) {
+  auto dir = tmp_dir("pipe_crc");
+  auto file = write_file(dir, 16);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);  // inside record 0's data
+    char c;
+    f.seekg(40);
+    f.get(c);
+    f.seekp(40);
+    f.put(static_cast<char>(c ^ 0x1));
+  }
+  auto o = base_options(file);
+  o.is_training = false;
+  {
+    Pipeline p(o);
+    EXPECT_THROW(drain(p), DataError);
+  }
+  o.skip_corrupt = true;
+  Pipeline p(o);
+  int n = 0;
+  for (const auto& b : drain(p)) n += static_cast<int>(b.size());
+  EXPECT_EQ(n, 15);
+  EXPECT_EQ(p.stats().records_skipped, 1);
+}
+
+TEST(Pipeline, MissingFileIsADataError) {
+  auto o = base_options((fs::path(FASTNN_TEST_TMP) / "nope.tfrecord").string());
+  Pipeline p(o);
+  EXPECT_THROW(p.next(), DataError);
+}
+
+TEST(ConvertMnist, IdxRoundTripAndMalformedInput) {
+  auto dir = tmp_dir("convert_idx");
+  // 3 images of 2x2 and their labels, written as plain idx files.
+  auto put_be32 = [](std::string& s, uint32_t v) {
+    for (int i = 3; i >= 0; --i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  std::string img = {0, 0, 8, 3}, lab = {0, 0, 8, 1};
+  put_be32(img, 3);
+  put_be32(img, 2);
+  put_be32(img, 2);
+  for (int i = 0; i < 12; ++i) img.push_back(static_cast<char>(i * 20));
+  put_be32(lab, 3);
+  lab += std::string("\x01\x02\x03", 3);
+  for (const char* stem : {"train", "t10k"}) {
+    std::ofstream(dir / (std::string(stem) + "-images-idx3-ubyte"), std::ios::binary) << img;
+    std::ofstream(dir / (std::string(stem) + "-labels-idx1-ubyte"), std::ios::binary) << lab;
+  }
+  ConvertOptions co;
+  co.input_dir = dir.string();
+  co.output_dir = (dir / "out").string();
+  co.class_names = {"a", "b", "c", "d"};
+  auto res = convert_mnist(co);
+  ASSERT_EQ(res.size(), 2u);
+  EXPECT_EQ(res[0].examples, 3);
+  io::TFRecordReader r(io::open_file((dir / "out" / "mnist_train.tfrecord").string()));
+  std::string rec;
+  int n = 0;
+  while (r.next(&rec)) {
+    auto ex = io::decode_image_example(rec);
+    EXPECT_EQ(ex.label, n + 1);
+    EXPECT_EQ(ex.format, "png");
+    auto im = io::decode_image(ex.encoded);
+    EXPECT_EQ(im.height, 2);
+    EXPECT_EQ(im.pixels[0], n * 4 * 20);
+    ++n;
+  }
+  EXPECT_EQ(n, 3);
+  std::ifstream labels(dir / "out" / "labels.txt");
+  std::string line;
+  std::getline(labels, line);
+  EXPECT_EQ(line, "0:a");
+  // Existing outputs are kept unless overwrite is asked for.
+  EXPECT_TRUE(convert_mnist(co)[0].skipped_existing);
+  // A truncated payload is a data error naming the file.
+  std::ofstream(dir / "train-labels-idx1-ubyte", std::ios::binary) << lab.substr(0, lab.size() - 1);
+  co.overwrite = true;
+  try {
+    convert_mnist(co);
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("train-labels-idx1-ubyte"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace fastnn::datasets

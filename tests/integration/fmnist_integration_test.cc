@@ -1,0 +1,202 @@
+// The real binaries on a slice of Fashion-MNIST (Debian's
+// dataset-fashion-mnist): convert, train, SIGKILL, resume, evaluate; resume
+// equivalence; SIGTERM; command-line errors and their exit codes.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "src/train/checkpoint.h"
+#include "tests/integration/process.h"
+
+namespace fastnn::testing {
+namespace {
+namespace fs = std::filesystem;
+
+const std::string kBin = FASTNN_BIN_DIR;
+const fs::path kTmp = fs::path(FASTNN_TEST_TMP) / "integration";
+
+std::string fmnist_source() {
+  const char* env = std::getenv("FASTNN_FMNIST_DIR");
+  return env ? env : "/usr/share/datasets/fashion-mnist";
+}
+
+class FashionMnist : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    fs::create_directories(kTmp);
+    ASSERT_TRUE(fs::exists(fs::path(fmnist_source()) / "train-images-idx3-ubyte.gz"))
+        << "Fashion-MNIST not found in " << fmnist_source()
+        << " (apt-get install dataset-fashion-mnist, or set FASTNN_FMNIST_DIR)";
+    auto r = run({kBin + "/convert_dataset", "--dataset_name", "fashion_mnist",
+                  "--input", fmnist_source(), "--dataset_dir", data_dir(),
+                  "--max_examples", "6000", "--overwrite"},
+                 (kTmp / "convert.log").string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::ofstream cfg(config());
+    cfg << "# integration test config\n"
+        << "model_name=lenet\ndataset_name=fashion_mnist\n"
+        << "dataset_dir=" << data_dir() << "\n"
+        << "optimizer=momentum\nlearning_rate=0.01\nmomentum=0.9\n"
+        << "batch_size=32\nweight_decay=0.00004\nuse_fp16=False\n"
+        << "enable_paisoar=False\nlog_loss_every_n_iters=50\n"
+        << "intra_op_parallelism_threads=1\nnum_preprocessing_threads=2\n"
+        << "shuffle_buffer_size=2048\n";
+  }
+  static std::string data_dir() {
+    return (kTmp / "fmnist").string();
+  }
+  static std::string config() {
+    return (kTmp / "test.cfg").string();
+  }
+  static std::string fresh(const std::string& name) {
+    fs::remove_all(kTmp / name);
+    return (kTmp / name).string();
+  }
+  static std::vector<std::string> train_args(const std::string& dir,
+                                             const std::string& stop) {
+    return {kBin + "/train_image_classifier", "--config", config(),
+            "--train_dir=" + dir, "--stop_at_step=" + stop};
+  }
+  static int64_t indexed_step(const std::string& dir) {
+    std::ifstream in(fs::path(dir) / "checkpoint");
+    std::string line;
+    std::getline(in, line);
+    std::smatch m;
+    if (std::regex_search(line, m, std::regex("model\\.ckpt-(\\d+)"))) {
+      return std::stoll(m[1]);
+    }
+    return -1;
+  }
+  static Child start_and_wait_for_checkpoint(const std::string& dir,
+                                             const std::string& log) {
+    auto args = train_args(dir, "1000000");
+    args.push_back("--save_checkpoints_steps=100");
+    Child c = spawn(args, log);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (indexed_step(dir) < 100 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return c;
+  }
+};
+
+TEST_F(FashionMnist, TrainKillResumeEvaluate) {
+  const auto dir = fresh("kill_resume");
+  Child c = start_and_wait_for_checkpoint(dir, (kTmp / "kill1.log").string());
+  ASSERT_GE(indexed_step(dir), 100) << "no checkpoint appeared";
+  kill(c.pid, SIGKILL);
+  auto killed = wait_for(c);
+  EXPECT_EQ(killed.exit_code, 128 + SIGKILL);
+  const int64_t saved = indexed_step(dir);
+  ASSERT_GE(saved, 100);
+  ASSERT_LT(saved, 500) << "trained past the planned stop before the kill";
+
+  auto r = run(train_args(dir, "500"), (kTmp / "kill2.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Restored"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(global_step " + std::to_string(saved) + ")"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("samples/sec]"), std::string::npos) << r.output;
+  nlohmann::json metrics;
+  std::ifstream(fs::path(dir) / "metrics.json") >> metrics;
+  EXPECT_EQ(metrics["final_step"], 500);
+  EXPECT_EQ(metrics["steps_this_run"], 500 - saved);
+  EXPECT_EQ(metrics["exit_status"], 0);
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "config.cfg"));
+
+  auto e = run({kBin + "/eval_image_classifier", "--config", config(),
+                "--checkpoint_path=" + dir},
+               (kTmp / "eval.log").string());
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(e.output, m, std::regex("eval_result (\\{.*\\})")))
+      << e.output;
+  auto j = nlohmann::json::parse(m[1].str());
+  EXPECT_EQ(j["samples"], 6000);
+  EXPECT_EQ(j["global_step"], 500);
+  EXPECT_GT(j["accuracy"].get<double>(), 0.65) << e.output;  // chance is 0.1
+  EXPECT_GE(j["recall_5"].get<double>(), j["accuracy"].get<double>());
+}
+
+TEST_F(FashionMnist, ResumedRunEndsBitForBitLikeAnUninterruptedOne) {
+  const auto a = fresh("equiv_a"), b = fresh("equiv_b");
+  ASSERT_EQ(run(train_args(a, "60"), (kTmp / "equiv_a.log").string()).exit_code, 0);
+  ASSERT_EQ(run(train_args(b, "30"), (kTmp / "equiv_b1.log").string()).exit_code, 0);
+  auto resumed = run(train_args(b, "60"), (kTmp / "equiv_b2.log").string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  ASSERT_NE(resumed.output.find("(global_step 30)"), std::string::npos);
+  auto ta = train::load_tensors((fs::path(a) / "model.ckpt-60").string());
+  auto tb = train::load_tensors((fs::path(b) / "model.ckpt-60").string());
+  ASSERT_EQ(ta.size(), tb.size());
+  int slots = 0;
+  for (const auto& [name, t] : ta) {
+    ASSERT_TRUE(tb.count(name)) << name;
+    EXPECT_TRUE(torch::equal(t, tb[name])) << name;
+    if (name.rfind("optimizer/", 0) == 0) ++slots;
+  }
+  EXPECT_EQ(slots, 8);  // one Momentum slot per LeNet variable
+}
+
+TEST_F(FashionMnist, SigtermWritesACheckpointAndExits143) {
+  const auto dir = fresh("sigterm");
+  Child c = start_and_wait_for_checkpoint(dir, (kTmp / "sigterm.log").string());
+  ASSERT_GE(indexed_step(dir), 100);
+  kill(c.pid, SIGTERM);
+  auto r = wait_for(c);
+  EXPECT_EQ(r.exit_code, 143) << r.output;
+  EXPECT_NE(r.output.find("received SIGTERM"), std::string::npos) << r.output;
+  nlohmann::json metrics;
+  std::ifstream(fs::path(dir) / "metrics.json") >> metrics;
+  EXPECT_EQ(metrics["exit_status"], 143);
+  EXPECT_EQ(indexed_step(dir), metrics["final_step"].get<int64_t>());
+}
+
+TEST_F(FashionMnist, ConfigErrorsExitTwoBeforeAnyWork) {
+  const auto dir = fresh("errors");
+  auto bad_value = run({kBin + "/train_image_classifier", "--config", config(),
+                        "--train_dir=" + dir, "--learning_rate=abc"},
+                       (kTmp / "err1.log").string());
+  EXPECT_EQ(bad_value.exit_code, 2);
+  EXPECT_NE(bad_value.output.find("learning_rate"), std::string::npos);
+  EXPECT_NE(bad_value.output.find("abc"), std::string::npos);
+  auto typo = run({kBin + "/train_image_classifier", "--config", config(),
+                   "--train_dir=" + dir, "--learing_rate=0.1"},
+                  (kTmp / "err2.log").string());
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.output.find("did you mean 'learning_rate'"), std::string::npos)
+      << typo.output;
+  auto bad_model = run({kBin + "/train_image_classifier", "--config", config(),
+                        "--train_dir=" + dir, "--model_name=lenet9"},
+                       (kTmp / "err3.log").string());
+  EXPECT_EQ(bad_model.exit_code, 2);
+  EXPECT_NE(bad_model.output.find("lenet9"), std::string::npos);
+  EXPECT_FALSE(fs::exists(fs::path(dir) / "config.cfg")) << "work started";
+  auto no_data = run({kBin + "/train_image_classifier", "--config", config(),
+                      "--train_dir=" + dir, "--dataset_dir=" + dir + "/none"},
+                     (kTmp / "err4.log").string());
+  EXPECT_EQ(no_data.exit_code, 3) << no_data.output;
+}
+
+TEST_F(FashionMnist, AliasRunsWithAWarningAndDryRunDescribesTheModel) {
+  const auto cfg = (kTmp / "alias.cfg").string();
+  std::ofstream(cfg) << "enable_paisora=True\nmodel_name=lenet\n"
+                     << "dataset_name=fashion_mnist\ndataset_dir=" << data_dir() << "\n";
+  auto r = run({kBin + "/train_image_classifier", "--config", cfg, "--dry_run"},
+               (kTmp / "alias.log").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("enable_paisoar"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("warning"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3274634 parameters"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace fastnn::testing

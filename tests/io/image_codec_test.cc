@@ -1,0 +1,319 @@
+#include <gtest/gtest.h>
+
+#include "fastnn/image.h"
+
+// clang-format off
+#include <cstdio>  // jpeglib.h needs FILE and size_t first
+#include <jpeglib.h>
+// clang-format on
+#include <png.h>
+#include <zlib.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fastnn/errors.h"
+
+namespace fastnn::io {
+namespace {
+
+Image make_image(int height, int width, int channels) {
+  Image img;
+  img.height = height;
+  img.width = width;
+  img.channels = channels;
+  img.pixels.resize(size_t(height) * width * channels);
+  for (size_t i = 0; i < img.pixels.size(); ++i) {
+    img.pixels[i] = static_cast<uint8_t>((i * 37 + i / 5) & 0xFF);
+  }
+  return img;
+}
+
+// An image of four flat quadrants, each 8x8, in the given colors.
+Image quadrants(const uint8_t colors[4][3], int channels) {
+  Image img = make_image(16, 16, channels);
+  for (int y = 0; y < 16; ++y) {
+    for (int x = 0; x < 16; ++x) {
+      const uint8_t* c = colors[(y / 8) * 2 + x / 8];
+      for (int k = 0; k < channels; ++k) {
+        img.pixels[(y * 16 + x) * channels + k] = c[k];
+      }
+    }
+  }
+  return img;
+}
+
+uint8_t at(const Image& img, int y, int x, int c) {
+  return img.pixels[(size_t(y) * img.width + x) * img.channels + c];
+}
+
+// Test-only JPEG writer: libjpeg compression into memory. in_space is
+// JCS_GRAYSCALE, JCS_RGB or JCS_CMYK with 1, 3 or 4 bytes per pixel.
+std::string encode_jpeg(const std::vector<uint8_t>& pixels,
+                        int height,
+                        int width,
+                        J_COLOR_SPACE in_space,
+                        int components) {
+  jpeg_compress_struct cinfo;
+  jpeg_error_mgr err;
+  cinfo.err = jpeg_std_error(&err);
+  jpeg_create_compress(&cinfo);
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&cinfo, &buffer, &size);
+  cinfo.image_width = width;
+  cinfo.image_height = height;
+  cinfo.input_components = components;
+  cinfo.in_color_space = in_space;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, 95, TRUE);
+  jpeg_start_compress(&cinfo, TRUE);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = const_cast<uint8_t*>(pixels.data()) +
+                   size_t(cinfo.next_scanline) * width * components;
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  std::string out(reinterpret_cast<char*>(buffer), size);
+  std::free(buffer);
+  return out;
+}
+
+std::string encode_jpeg(const Image& img) {
+  return encode_jpeg(img.pixels,
+                     img.height,
+                     img.width,
+                     img.channels == 1 ? JCS_GRAYSCALE : JCS_RGB,
+                     img.channels);
+}
+
+// Test-only PNG writer for formats encode_png does not produce.
+std::string write_png(png_uint_32 format,
+                      int height,
+                      int width,
+                      const std::vector<uint8_t>& buffer,
+                      const std::vector<uint8_t>& colormap = {}) {
+  png_image image;
+  std::memset(&image, 0, sizeof(image));
+  image.version = PNG_IMAGE_VERSION;
+  image.width = width;
+  image.height = height;
+  image.format = format;
+  image.colormap_entries = static_cast<png_uint_32>(colormap.size() / 3);
+  png_alloc_size_t size = 0;
+  const void* cmap = colormap.empty() ? nullptr : colormap.data();
+  EXPECT_TRUE(
+      png_image_write_get_memory_size(image, size, 0, buffer.data(), 0, cmap));
+  std::string out(size, '\0');
+  EXPECT_TRUE(png_image_write_to_memory(
+      &image, out.data(), &size, 0, buffer.data(), 0, cmap));
+  out.resize(size);
+  return out;
+}
+
+std::string error_of(const std::string& bytes, int channels = 0) {
+  try {
+    decode_image(bytes, channels);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+::testing::AssertionResult near(
+    const Image& img, int y, int x, std::vector<int> want, int tolerance) {
+  for (int c = 0; c < img.channels; ++c) {
+    int got = at(img, y, x, c);
+    if (std::abs(got - want[c]) > tolerance) {
+      return ::testing::AssertionFailure()
+             << "pixel (" << y << "," << x << ") channel " << c << " is " << got
+             << ", want " << want[c] << " +- " << tolerance;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(ImageCodecTest, SniffFormat) {
+  EXPECT_EQ(sniff_format("\x89PNG\r\n\x1a\n rest"), ImageFormat::kPng);
+  EXPECT_EQ(sniff_format("\xff\xd8\xff\xe0"), ImageFormat::kJpeg);
+  EXPECT_EQ(sniff_format("\x89PNG"), ImageFormat::kUnknown);
+  EXPECT_EQ(sniff_format("GIF89a"), ImageFormat::kUnknown);
+  EXPECT_EQ(sniff_format(""), ImageFormat::kUnknown);
+}
+
+TEST(ImageCodecTest, PngRoundTripGrayAndRgb) {
+  for (int channels : {1, 3}) {
+    Image img = make_image(7, 5, channels);
+    std::string png = encode_png(img);
+    EXPECT_EQ(sniff_format(png), ImageFormat::kPng);
+    Image back = decode_image(png);
+    EXPECT_EQ(back.height, 7);
+    EXPECT_EQ(back.width, 5);
+    EXPECT_EQ(back.channels, channels);
+    EXPECT_EQ(back.pixels, img.pixels) << "channels " << channels;
+  }
+}
+
+TEST(ImageCodecTest, PngMnistSized) {
+  Image img = make_image(28, 28, 1);
+  Image back = decode_image(encode_png(img), 1);
+  EXPECT_EQ(back.pixels, img.pixels);
+}
+
+TEST(ImageCodecTest, PngForcedChannels) {
+  Image gray = make_image(4, 6, 1);
+  Image rgb = decode_image(encode_png(gray), 3);
+  ASSERT_EQ(rgb.channels, 3);
+  for (int y = 0; y < 4; ++y) {
+    for (int x = 0; x < 6; ++x) {
+      int v = at(gray, y, x, 0);
+      EXPECT_TRUE(near(rgb, y, x, {v, v, v}, 0));
+    }
+  }
+
+  const uint8_t colors[4][3] = {
+      {0, 0, 0}, {255, 255, 255}, {128, 128, 128}, {255, 0, 0}};
+  Image back = decode_image(encode_png(quadrants(colors, 3)), 1);
+  ASSERT_EQ(back.channels, 1);
+  EXPECT_TRUE(near(back, 0, 0, {0}, 0));
+  EXPECT_TRUE(near(back, 0, 15, {255}, 0));
+  EXPECT_TRUE(near(back, 15, 0, {128}, 1));
+  // Pure red is dark but not black in every luminance formula.
+  EXPECT_GT(at(back, 15, 15, 0), 40);
+  EXPECT_LT(at(back, 15, 15, 0), 140);
+}
+
+TEST(ImageCodecTest, PngAlphaIsDroppedNotComposited) {
+  std::vector<uint8_t> rgba = {10, 20, 30, 0, 200, 150, 100, 128};
+  Image rgb = decode_image(write_png(PNG_FORMAT_RGBA, 1, 2, rgba));
+  EXPECT_EQ(rgb.channels, 3);
+  EXPECT_EQ(rgb.pixels, (std::vector<uint8_t>{10, 20, 30, 200, 150, 100}));
+
+  std::vector<uint8_t> ga = {90, 0, 250, 255};
+  Image gray = decode_image(write_png(PNG_FORMAT_GA, 1, 2, ga));
+  EXPECT_EQ(gray.channels, 1);
+  EXPECT_EQ(gray.pixels, (std::vector<uint8_t>{90, 250}));
+}
+
+TEST(ImageCodecTest, PaletteDecodesAsRgb) {
+  std::vector<uint8_t> colormap = {255, 0, 0, 0, 0, 255};
+  std::vector<uint8_t> indices = {0, 1, 1, 0};
+  std::string png = write_png(PNG_FORMAT_RGB_COLORMAP, 2, 2, indices, colormap);
+  Image img = decode_image(png);
+  ASSERT_EQ(img.channels, 3);
+  EXPECT_EQ(img.pixels,
+            (std::vector<uint8_t>{255, 0, 0, 0, 0, 255, 0, 0, 255, 255, 0, 0}));
+}
+
+TEST(ImageCodecTest, GarbageAndCorruptPng) {
+  EXPECT_EQ(error_of("hello"),
+            "undecodable image: neither PNG nor JPEG (5 bytes, starting 68 65 "
+            "6c 6c)");
+  EXPECT_EQ(error_of(""), "undecodable image: neither PNG nor JPEG (0 bytes)");
+  std::string png = encode_png(make_image(16, 16, 3));
+  for (size_t cut :
+       {size_t{8}, size_t{20}, size_t{40}, png.size() / 2, png.size() - 13}) {
+    std::string msg = error_of(png.substr(0, cut));
+    EXPECT_EQ(msg.rfind("undecodable PNG: ", 0), 0u) << cut << ": " << msg;
+  }
+  std::string flipped = png;
+  flipped[png.size() / 2] ^= 0x55;  // inside IDAT: chunk CRC mismatch
+  EXPECT_EQ(error_of(flipped).rfind("undecodable PNG: ", 0), 0u);
+  std::string junk = "\x89PNG\r\n\x1a\n" + std::string(100, 'j');
+  EXPECT_EQ(error_of(junk).rfind("undecodable PNG: ", 0), 0u);
+}
+
+TEST(ImageCodecTest, PngHeaderClaimingHugeSizeIsRejected) {
+  std::string png = encode_png(make_image(1, 1, 1));
+  // IHDR data starts at byte 16 (8 signature + 4 length + 4 type); patch
+  // width and height to 100000 (0x000186A0) and fix the chunk CRC, which
+  // covers the type and data (bytes 12..28).
+  const unsigned char big[4] = {0x00, 0x01, 0x86, 0xA0};
+  std::memcpy(&png[16], big, 4);
+  std::memcpy(&png[20], big, 4);
+  uLong crc = crc32(0, reinterpret_cast<const Bytef*>(&png[12]), 17);
+  for (int i = 0; i < 4; ++i) {
+    png[29 + i] = static_cast<char>(crc >> (24 - 8 * i));
+  }
+  EXPECT_EQ(error_of(png),
+            "undecodable PNG: size 100000x100000 is empty or too large");
+}
+
+TEST(ImageCodecTest, JpegDecodeRgb) {
+  const uint8_t colors[4][3] = {
+      {255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {200, 200, 40}};
+  std::string jpeg = encode_jpeg(quadrants(colors, 3));
+  ASSERT_EQ(sniff_format(jpeg), ImageFormat::kJpeg);
+  Image img = decode_image(jpeg);
+  ASSERT_EQ(img.height, 16);
+  ASSERT_EQ(img.width, 16);
+  ASSERT_EQ(img.channels, 3);
+  // Block centres, away from chroma-subsampling bleed at the edges.
+  EXPECT_TRUE(near(img, 3, 3, {255, 0, 0}, 12));
+  EXPECT_TRUE(near(img, 3, 12, {0, 255, 0}, 12));
+  EXPECT_TRUE(near(img, 12, 3, {0, 0, 255}, 12));
+  EXPECT_TRUE(near(img, 12, 12, {200, 200, 40}, 12));
+
+  Image gray = decode_image(jpeg, 1);
+  ASSERT_EQ(gray.channels, 1);
+  // Y = 0.299 R + 0.587 G + 0.114 B.
+  EXPECT_TRUE(near(gray, 3, 3, {76}, 6));
+  EXPECT_TRUE(near(gray, 3, 12, {150}, 6));
+  EXPECT_TRUE(near(gray, 12, 3, {29}, 6));
+}
+
+TEST(ImageCodecTest, JpegDecodeGray) {
+  const uint8_t colors[4][3] = {{0}, {255}, {100}, {180}};
+  std::string jpeg = encode_jpeg(quadrants(colors, 1));
+  Image img = decode_image(jpeg);
+  ASSERT_EQ(img.channels, 1);
+  EXPECT_TRUE(near(img, 3, 3, {0}, 4));
+  EXPECT_TRUE(near(img, 3, 12, {255}, 4));
+  EXPECT_TRUE(near(img, 12, 3, {100}, 4));
+  EXPECT_TRUE(near(img, 12, 12, {180}, 4));
+  Image rgb = decode_image(jpeg, 3);
+  ASSERT_EQ(rgb.channels, 3);
+  EXPECT_TRUE(near(rgb, 12, 3, {100, 100, 100}, 4));
+}
+
+TEST(ImageCodecTest, JpegCmykIsConvertedToRgb) {
+  // libjpeg writes CMYK with an Adobe marker, whose convention stores inverted
+  // ink: (255, 0, 255, 255) means no cyan, full magenta, no yellow, no black.
+  std::vector<uint8_t> cmyk;
+  for (int i = 0; i < 16 * 16; ++i) {
+    cmyk.insert(cmyk.end(), {255, 0, 255, 255});
+  }
+  std::string jpeg = encode_jpeg(cmyk, 16, 16, JCS_CMYK, 4);
+  Image img = decode_image(jpeg);
+  ASSERT_EQ(img.channels, 3);
+  EXPECT_TRUE(near(img, 8, 8, {255, 0, 255}, 8));
+}
+
+TEST(ImageCodecTest, CorruptJpegIsDataError) {
+  std::string jpeg = encode_jpeg(make_image(32, 32, 3));
+  for (size_t cut :
+       {size_t{3}, size_t{10}, size_t{100}, jpeg.size() / 2, jpeg.size() - 2}) {
+    std::string msg = error_of(jpeg.substr(0, cut));
+    EXPECT_EQ(msg.rfind("undecodable JPEG: ", 0), 0u) << cut << ": " << msg;
+  }
+  std::string junk = "\xff\xd8\xff" + std::string(200, '\x42');
+  EXPECT_EQ(error_of(junk).rfind("undecodable JPEG: ", 0), 0u);
+}
+
+TEST(ImageCodecTest, BadArguments) {
+  std::string png = encode_png(make_image(2, 2, 1));
+  EXPECT_THROW(decode_image(png, 2), std::invalid_argument);
+  EXPECT_THROW(decode_image(png, 4), std::invalid_argument);
+  Image bad = make_image(2, 2, 3);
+  bad.pixels.pop_back();
+  EXPECT_THROW(encode_png(bad), std::invalid_argument);
+  EXPECT_THROW(encode_png(make_image(2, 2, 4)), std::invalid_argument);
+  EXPECT_THROW(encode_png(Image{}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fastnn::io
