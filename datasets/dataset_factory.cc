@@ -22,12 +22,6 @@ const std::vector<DatasetSpec>& table() {
   return kTable;
 }
 
-std::string join_names(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 }  // namespace
 
 std::vector<std::string> dataset_names() {
@@ -42,7 +36,7 @@ const DatasetSpec& find_dataset(const std::string& name) {
   }
   throw ConfigError("dataset_name: '" + name +
                     "' is not an available dataset; available: " +
-                    join_names(dataset_names()));
+                    join_list(dataset_names()));
 }
 
 std::vector<std::string> read_labels_file(const std::string& path) {
@@ -64,15 +58,7 @@ std::vector<std::string> read_labels_file(const std::string& path) {
 std::vector<std::string> expand_file_list(const std::string& list,
                                           const std::string& dir) {
   std::vector<std::string> files;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    std::string item = list.substr(start, comma - start);
-    start = comma + 1;
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (item.empty()) continue;
+  for (std::string item : split_list(list)) {
     if (!dir.empty() && fs::path(item).is_relative()) {
       item = (fs::path(dir) / item).string();
     }
@@ -108,7 +94,7 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
   }
   if (!known_split) {
     throw ConfigError("dataset_split_name: '" + split + "' is not a split of " +
-                      spec.name + "; valid: " + join_names(split_names));
+                      spec.name + "; valid: " + join_list(split_names));
   }
   if (hp.dataset_dir.empty() && (split != "train" || hp.train_files.empty())) {
     throw ConfigError(hp.where("dataset_dir") + ": dataset_dir: not set (the "

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "fastnn/errors.h"
+#include "fastnn/hparams.h"
 #include "models/lenet.h"
 
 namespace fastnn::models {
@@ -34,10 +35,9 @@ const ModelSpec& find_model(const std::string& name) {
   for (const auto& m : table()) {
     if (m.name == name) return m;
   }
-  std::string valid;
-  for (const auto& n : model_names()) valid += (valid.empty() ? "" : ", ") + n;
   throw ConfigError("model_name: '" + name +
-                    "' is not an available model; available: " + valid);
+                    "' is not an available model; available: " +
+                    join_list(model_names()));
 }
 
 std::string describe_model(ClassifierImpl& model) {

@@ -1,6 +1,7 @@
 #include "preprocessing/preprocessing_factory.h"
 
 #include "fastnn/errors.h"
+#include "fastnn/hparams.h"
 #include "preprocessing/lenet_preprocessing.h"
 
 namespace fastnn::preprocessing {
@@ -35,12 +36,9 @@ PreprocessFn get_preprocessing(const std::string& name,
   for (const auto& r : kTable) {
     if (name == r.name) return r.make(shape, is_training);
   }
-  std::string valid;
-  for (const auto& n : preprocessing_names()) {
-    valid += (valid.empty() ? "" : ", ") + n;
-  }
   throw ConfigError("preprocessing_name: '" + name +
-                    "' is not an available preprocessing; available: " + valid);
+                    "' is not an available preprocessing; available: " +
+                    join_list(preprocessing_names()));
 }
 
 }  // namespace fastnn::preprocessing

@@ -283,4 +283,11 @@ std::string format_hparams_markdown();
 /// counts as its canonical key); "" if none is within distance 3.
 std::string closest_key(const std::string& key);
 
+/// Splits a comma-separated list value (hooks, scopes, files), trimming
+/// blanks around items and dropping empty ones.
+std::vector<std::string> split_list(const std::string& list);
+
+/// "a, b, c": names for "valid values" messages.
+std::string join_list(const std::vector<std::string>& items);
+
 }  // namespace fastnn

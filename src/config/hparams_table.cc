@@ -35,8 +35,9 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(eval_files), G::kDataset,
      "Like train_files, for evaluation."},
     {FASTNN_KEY(num_sample_per_epoch), G::kDataset,
-     "Training images per epoch; only used for TF-slim decay steps "
-     "(num_epochs_per_decay). FastNN ignored it.", at_least(1)},
+     "Training images per epoch for TF-slim decay steps "
+     "(num_epochs_per_decay); when not set, the split's size from the "
+     "dataset is used. FastNN ignored it.", at_least(1)},
     {FASTNN_KEY(eval_batch_size), G::kDataset,
      "Images per evaluation batch.", at_least(1)},
     {FASTNN_KEY(skip_corrupt_records), G::kDataset,
@@ -134,7 +135,7 @@ std::vector<KeySpec> build_table() {
      "luong234: from 2/3, 4 decays; luong5, luong10: from 1/2, 5 or 10 "
      "decays.", {}, {"", "luong234", "luong5", "luong10"}},
     {FASTNN_KEY(num_epochs_per_decay), G::kLearningRate,
-     "TF-slim decay: one decay every num_sample_per_epoch * this / "
+     "TF-slim decay: one decay every samples_per_epoch * this / "
      "batch_size steps. None: decay_scheme decides.",
      above(0), {}, 0, "decay_scheme decides"},
     {FASTNN_KEY(min_lr_ratio), G::kLearningRate,

@@ -100,13 +100,9 @@ std::unique_ptr<Optimizer> create_optimizer(const HParams& hp,
                                      hp.rmsprop_momentum,
                                      hp.opt_epsilon);
   }
-  std::string valid;
-  for (const auto& n : optimizer_names()) {
-    valid += (valid.empty() ? "" : ", ") + n;
-  }
   throw ConfigError(hp.where("optimizer") + ": optimizer: '" + name +
                     "' is not implemented in this build yet; available: " +
-                    valid);
+                    join_list(optimizer_names()));
 }
 
 }  // namespace fastnn::optim

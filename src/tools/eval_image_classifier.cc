@@ -9,8 +9,8 @@
 int main(int argc, char** argv) {
   return fastnn::train::tool_main(
       argc, argv, "eval_image_classifier",
-      "eval_image_classifier --config FILE --checkpoint_path PATH "
-      "[--eval_split_name=test] [--KEY=VALUE ...]",
+      "--config FILE --checkpoint_path PATH [--eval_split_name=test] "
+      "[--KEY=VALUE ...]",
       [](fastnn::LoadResult& args) {
         const auto& hp = args.hp;
         std::string path = hp.checkpoint_path.empty() ? hp.train_dir : hp.checkpoint_path;

@@ -7,7 +7,7 @@
 int main(int argc, char** argv) {
   return fastnn::train::tool_main(
       argc, argv, "train_image_classifier",
-      "train_image_classifier --config FILE [--KEY=VALUE ...] [--dry_run]",
+      "--config FILE [--KEY=VALUE ...] [--dry_run]",
       [](fastnn::LoadResult& args) {
         fastnn::train::Trainer trainer(args.hp);
         if (args.dry_run) {

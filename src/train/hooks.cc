@@ -171,16 +171,7 @@ std::vector<std::string> hook_names() {
 
 std::vector<std::unique_ptr<Hook>> make_hooks(const HParams& hp) {
   std::vector<std::unique_ptr<Hook>> hooks;
-  size_t start = 0;
-  const std::string& list = hp.hooks;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    std::string name = list.substr(start, comma - start);
-    start = comma + 1;
-    name.erase(0, name.find_first_not_of(" \t"));
-    name.erase(name.find_last_not_of(" \t") + 1);
-    if (name.empty()) continue;
+  for (const std::string& name : split_list(hp.hooks)) {
     bool found = false;
     for (const auto& r : kHooks) {
       if (lower(name) == lower(r.name)) {
@@ -189,10 +180,8 @@ std::vector<std::unique_ptr<Hook>> make_hooks(const HParams& hp) {
       }
     }
     if (!found) {
-      std::string valid;
-      for (const auto& n : hook_names()) valid += (valid.empty() ? "" : ", ") + n;
       throw ConfigError(hp.where("hooks") + ": hooks: unknown hook '" + name +
-                        "'; valid: " + valid);
+                        "'; valid: " + join_list(hook_names()));
     }
   }
   return hooks;

@@ -17,6 +17,7 @@
 #include "src/optim/optimizers.h"
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
+#include "src/train/loss.h"
 #include "src/train/signals.h"
 
 namespace fastnn::train {
@@ -105,24 +106,57 @@ void Trainer::Impl::restore(const std::string& path) {
   }
 }
 
+namespace {
+
+// Keys whose feature this build does not have yet: setting one is an exit-2
+// error rather than a silently different run.
+void reject_unavailable(const HParams& h) {
+  auto fail = [&](const std::string& key, const std::string& what) {
+    throw ConfigError(h.where(key) + ": " + key + ": " + what +
+                      " is not available in this build yet");
+  };
+  if (h.task_type == "finetune") fail("task_type", "fine-tuning");
+  if (!h.checkpoint_path.empty()) {
+    fail("checkpoint_path", "initialising from another checkpoint (resume works "
+                            "by reusing train_dir)");
+  }
+  if (!h.checkpoint_exclude_scopes.empty()) fail("checkpoint_exclude_scopes", "fine-tuning");
+  if (h.moving_average_decay) fail("moving_average_decay", "the moving average of weights");
+  if (h.eval_every_n_iters > 0) fail("eval_every_n_iters", "evaluation during training");
+  if (h.worker_hosts.find(',') != std::string::npos) {
+    fail("worker_hosts", "multi-worker training");
+  }
+}
+
+}  // namespace
+
 Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.hp = std::move(hp);
   const HParams& h = m.hp;
-  if (h.task_type == "finetune" || !h.checkpoint_path.empty()) {
-    throw ConfigError(h.where(h.task_type == "finetune" ? "task_type" : "checkpoint_path") +
-                      ": fine-tuning from a checkpoint is not available in this "
-                      "build yet; resume works by reusing train_dir");
-  }
+  reject_unavailable(h);
   torch::manual_seed(static_cast<uint64_t>(h.seed));
   m.intra_threads = configure_threads(h);
   m.built = build(h, h.dataset_split_name);
   std::vector<optim::Variable> vars;
   for (const auto& v : models::model_variables(*m.built.model)) {
-    if (v.trainable) vars.push_back({v.name, v.tensor});
+    if (!v.trainable) continue;
+    if (in_scopes(v.name, h.trainable_scopes)) {
+      vars.push_back({v.name, v.tensor});
+    } else {
+      v.tensor.requires_grad_(false);
+    }
+  }
+  if (vars.empty()) {
+    throw ConfigError(h.where("trainable_scopes") + ": trainable_scopes: '" +
+                      h.trainable_scopes + "' matches no variable of " +
+                      m.built.model->scope());
   }
   m.optimizer = optim::create_optimizer(h, std::move(vars));
-  m.schedule = optim::schedule_from_hparams(h, m.built.dataset.num_samples, 1);
+  const int64_t samples_per_epoch = h.sources.count("num_sample_per_epoch")
+                                        ? h.num_sample_per_epoch
+                                        : m.built.dataset.num_samples;
+  m.schedule = optim::schedule_from_hparams(h, samples_per_epoch, 1);
   m.hooks = make_hooks(h);
   if (h.weight_decay > 0) m.regularized = m.built.model->regularized_weights();
   if (!h.train_dir.empty()) {
@@ -170,6 +204,23 @@ int Trainer::run() {
     std::cerr << "warning: train_dir is not set: no checkpoints, no "
                  "config.cfg, no metrics.json\n";
   }
+  if (h.log_trainable_vars_statistics) {
+    int64_t total = 0;
+    for (const auto& v : m.optimizer->variables()) {
+      std::cout << "trainable " << v.name << " " << v.var.sizes() << "\n";
+      total += v.var.numel();
+    }
+    std::cout << "trainable variables: " << m.optimizer->variables().size()
+              << " tensors, " << total << " parameters\n";
+  }
+  if (h.log_optimizer_vars_statistics) {
+    int64_t total = 0;
+    for (const auto& s : m.optimizer->slots()) {
+      std::cout << "optimizer " << s.name << " " << s.value.sizes() << "\n";
+      total += s.value.numel();
+    }
+    std::cout << "optimizer slots: " << total << " values\n";
+  }
   install_stop_signals();
 
   auto popts = pipeline_options(h, m.built, true);
@@ -202,15 +253,13 @@ int Trainer::run() {
     }
     s.learning_rate = optim::learning_rate_at(m.schedule, m.step);
     auto out = model.forward(batch->images);
-    auto loss = torch::nn::functional::cross_entropy(out.logits, batch->labels);
+    auto loss = classification_loss(out.logits, batch->labels, h.label_smoothing);
     if (out.aux_logits.defined()) {
-      loss = loss + 0.4 * torch::nn::functional::cross_entropy(out.aux_logits,
-                                                               batch->labels);
+      loss = loss + 0.4 * classification_loss(out.aux_logits, batch->labels,
+                                              h.label_smoothing);
     }
     if (!m.regularized.empty()) {
-      auto l2 = torch::zeros({});
-      for (const auto& w : m.regularized) l2 = l2 + w.pow(2).sum();
-      loss = loss + (0.5 * h.weight_decay) * l2;
+      loss = loss + l2_regularization(m.regularized, h.weight_decay);
     }
     s.spans.forward_end = now();
     model.zero_grad();
@@ -220,6 +269,9 @@ int Trainer::run() {
     if (!std::isfinite(s.loss)) {
       throw DivergedError("loss is " + std::to_string(s.loss) + " at global_step " +
                           std::to_string(m.step) + " (lower learning_rate?)");
+    }
+    if (h.max_gradient_norm) {
+      clip_by_global_norm(m.optimizer->variables(), *h.max_gradient_norm);
     }
     m.optimizer->step(s.learning_rate);
     s.spans.optimizer_end = now();

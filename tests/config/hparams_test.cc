@@ -566,6 +566,9 @@ TEST_F(HParamsTest, MarkdownAndDocsMentionEveryKey) {
               std::string::npos)
         << a.alias;
   }
+  EXPECT_NE(docs.str().find(md), std::string::npos)
+      << "docs/hyperparameters.md's key tables are out of date: run "
+         "scripts/update_hparams_doc.sh";
 }
 
 }  // namespace

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Training throughput on Fashion-MNIST beside the PyTorch peer, same run.
+#
+# Peer:  ../shared/bench/peer_pytorch.py fmnist EPOCHS 2  (LeNet-style net, batch
+#        128, SGD momentum, data preloaded as tensors, 2 threads)
+# Ours:  train_image_classifier on configs/quickstart.cfg with the peer's batch
+#        size (128) for the same number of epochs, reading TFRecords through
+#        the full pipeline (PNG decode + lenet preprocessing), 2 threads.
+# Prints both images/sec, both test accuracies and the ratio.
+# Usage: bench/fmnist_vs_pytorch.sh [EPOCHS=1]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+EPOCHS=${1:-1}
+BIN=${BUILD_DIR:-build}/bin
+PEER=${PEER:-../shared/bench/peer_pytorch.py}
+DATA=data/fashion_mnist
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c "import torch" 2>/dev/null || {
+  echo "bench: the peer needs Debian's PyTorch: apt-get install python3-torch" >&2; exit 2; }
+"$BIN/convert_dataset" --dataset_name fashion_mnist \
+  --input /usr/share/datasets/fashion-mnist --dataset_dir "$DATA" >/dev/null
+
+peer=$(/usr/bin/python3 "$PEER" fmnist "$EPOCHS" 2 | tail -1)
+echo "peer: $peer"
+steps=$((60000 / 128 * EPOCHS))
+"$BIN/train_image_classifier" --config configs/quickstart.cfg --dataset_dir="$DATA" \
+  --train_dir="$OUT/run" --batch_size=128 --learning_rate=0.02 \
+  --num_epochs_per_decay=1 --stop_at_step=$steps --log_loss_every_n_iters=0 \
+  | grep '^Stopped'
+ours=$(sed -n 's/.*"images_per_sec": \([0-9.]*\).*/\1/p' "$OUT/run/metrics.json")
+acc=$("$BIN/eval_image_classifier" --config configs/quickstart.cfg --dataset_dir="$DATA" \
+  --checkpoint_path="$OUT/run" | sed -n 's/^Accuracy = \([0-9.]*\).*/\1/p')
+peer_ips=$(echo "$peer" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p')
+peer_acc=$(echo "$peer" | sed -n 's/.*test_acc=\([0-9.]*\).*/\1/p')
+ratio=$(awk -v a="$ours" -v b="$peer_ips" 'BEGIN { printf "%.2f", a / b }')
+echo "ours: images_per_sec=$ours test_acc=$acc (epochs=$EPOCHS batch=128 threads=2)"
+echo "ratio: fastnn-cpp / pytorch images/sec = $ratio; test accuracy $acc vs $peer_acc"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"

@@ -1,0 +1,32 @@
+// The pieces of the training objective and gradient handling that follow
+// TF-slim's definitions exactly.
+#pragma once
+
+#include <torch/types.h>
+
+#include <string>
+#include <vector>
+
+#include "src/optim/optimizers.h"
+
+namespace fastnn::train {
+
+/// Mean sparse softmax cross-entropy; with smoothing > 0 the targets are
+/// TF's onehot * (1 - smoothing) + smoothing / num_classes.
+torch::Tensor classification_loss(const torch::Tensor& logits,
+                                  const torch::Tensor& labels,
+                                  double smoothing);
+
+/// TF-slim's L2 regularizer summed over `weights`: decay * sum(w^2) / 2.
+torch::Tensor l2_regularization(const std::vector<torch::Tensor>& weights,
+                                double decay);
+
+/// TF's clip_by_global_norm over the variables' gradients: each scaled by
+/// clip / max(global_norm, clip). Returns the norm before clipping.
+double clip_by_global_norm(const std::vector<optim::Variable>& vars, double clip);
+
+/// True when `name` starts with one of the comma-separated scopes, or the
+/// list is empty (TF-slim's trainable_scopes).
+bool in_scopes(const std::string& name, const std::string& scopes);
+
+}  // namespace fastnn::train

@@ -1,0 +1,48 @@
+// Loss pieces against hand-derived values.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "src/train/loss.h"
+
+namespace fastnn::train {
+namespace {
+
+TEST(Loss, CrossEntropyWithAndWithoutSmoothing) {
+  // Two classes, logits (0, ln 3): p = (1/4, 3/4).
+  auto logits = torch::tensor({{0.0, std::log(3.0)}}, torch::kFloat64);
+  auto label = torch::tensor({1}, torch::kInt64);
+  EXPECT_NEAR(classification_loss(logits, label, 0).item<double>(),
+              -std::log(0.75), 1e-12);
+  // ls = 0.2: targets (0.1, 0.9) -> -(0.1 ln 1/4 + 0.9 ln 3/4).
+  EXPECT_NEAR(classification_loss(logits, label, 0.2).item<double>(),
+              -(0.1 * std::log(0.25) + 0.9 * std::log(0.75)), 1e-12);
+}
+
+TEST(Loss, L2IsHalfTheSumOfSquaresTimesDecay) {
+  auto a = torch::tensor({1.0, 2.0}), b = torch::tensor({{3.0}});
+  EXPECT_NEAR(l2_regularization({a, b}, 0.1).item<double>(), 0.1 * 14 / 2, 1e-6);
+}
+
+TEST(Loss, ClipByGlobalNorm) {
+  auto a = torch::zeros({2}, torch::kFloat64).requires_grad_();
+  auto b = torch::zeros({1}, torch::kFloat64).requires_grad_();
+  a.mutable_grad() = torch::tensor({3.0, 0.0}, torch::kFloat64);
+  b.mutable_grad() = torch::tensor({4.0}, torch::kFloat64);
+  std::vector<optim::Variable> vars = {{"a", a}, {"b", b}};
+  EXPECT_DOUBLE_EQ(clip_by_global_norm(vars, 10.0), 5.0);  // below: unchanged
+  EXPECT_DOUBLE_EQ(b.grad().item<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(clip_by_global_norm(vars, 1.0), 5.0);
+  EXPECT_NEAR(a.grad()[0].item<double>(), 0.6, 1e-12);
+  EXPECT_NEAR(b.grad().item<double>(), 0.8, 1e-12);
+}
+
+TEST(Loss, TrainableScopesMatchPrefixes) {
+  EXPECT_TRUE(in_scopes("LeNet/fc4/weights", ""));
+  EXPECT_TRUE(in_scopes("LeNet/fc4/weights", "LeNet/fc3, LeNet/fc4"));
+  EXPECT_FALSE(in_scopes("LeNet/conv1/weights", "LeNet/fc3,LeNet/fc4"));
+}
+
+}  // namespace
+}  // namespace fastnn::train
