@@ -29,7 +29,8 @@ steps=$((60000 / 128 * EPOCHS))
   --train_dir="$OUT/run" --batch_size=128 --learning_rate=0.02 \
   --num_epochs_per_decay=1 --stop_at_step=$steps --log_loss_every_n_iters=0 \
   | grep '^Stopped'
-ours=$(sed -n 's/.*"images_per_sec": \([0-9.]*\).*/\1/p' "$OUT/run/metrics.json")
+ours=$(sed -n 's/.*"images_per_sec": \([0-9.]*\).*/\1/p' "$OUT/run/metrics.json" |
+  awk '{ printf "%.1f", $1 }')
 acc=$("$BIN/eval_image_classifier" --config configs/quickstart.cfg --dataset_dir="$DATA" \
   --checkpoint_path="$OUT/run" | sed -n 's/^Accuracy = \([0-9.]*\).*/\1/p')
 peer_ips=$(echo "$peer" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p')

@@ -196,6 +196,14 @@ TEST_F(FashionMnist, AliasRunsWithAWarningAndDryRunDescribesTheModel) {
   EXPECT_NE(r.output.find("enable_paisoar"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("warning"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("3274634 parameters"), std::string::npos) << r.output;
+  const auto dir = fresh("alias_run");
+  auto trained = run({kBin + "/train_image_classifier", "--config", cfg,
+                      "--train_dir=" + dir, "--stop_at_step=5"},
+                     (kTmp / "alias_run.log").string());
+  EXPECT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_NE(trained.output.find("'enable_paisora' is an alias of 'enable_paisoar'"),
+            std::string::npos) << trained.output;
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-5"));
 }
 
 }  // namespace
