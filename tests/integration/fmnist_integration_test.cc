@@ -196,6 +196,14 @@ TEST_F(FashionMnist, AliasRunsWithAWarningAndDryRunDescribesTheModel) {
   EXPECT_NE(r.output.find("enable_paisoar"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("warning"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("3274634 parameters"), std::string::npos) << r.output;
+  auto cluster = run({kBin + "/train_image_classifier", "--config", cfg,
+                      "--print_cluster", "--task_index=0"},
+                     (kTmp / "cluster.log").string());
+  EXPECT_EQ(cluster.exit_code, 0) << cluster.output;
+  EXPECT_NE(cluster.output.find("world_size = 1, rank = 0 (chief)"), std::string::npos)
+      << cluster.output;
+  EXPECT_NE(cluster.output.find("task_index = 0  (command line)"), std::string::npos)
+      << cluster.output;
   const auto dir = fresh("alias_run");
   auto trained = run({kBin + "/train_image_classifier", "--config", cfg,
                       "--train_dir=" + dir, "--stop_at_step=5"},
