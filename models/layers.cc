@@ -1,0 +1,143 @@
+#include "models/layers.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "models/classifier.h"
+
+namespace fastnn::models {
+
+TfBatchNormImpl::TfBatchNormImpl(int64_t channels, const BatchNormOptions& o)
+    : options_(o) {
+  if (o.center) beta_ = register_parameter("beta", torch::zeros({channels}));
+  if (o.scale) gamma_ = register_parameter("gamma", torch::ones({channels}));
+  moving_mean_ = register_buffer("moving_mean", torch::zeros({channels}));
+  moving_variance_ = register_buffer("moving_variance", torch::ones({channels}));
+}
+
+torch::Tensor TfBatchNormImpl::forward(const torch::Tensor& x) {
+  return torch::batch_norm(x, gamma_, beta_, moving_mean_, moving_variance_,
+                           is_training(), 1.0 - options_.decay, options_.epsilon,
+                           /*cudnn_enabled=*/true);
+}
+
+void init_weight(torch::Tensor w, const Init& init) {
+  torch::NoGradGuard no_grad;
+  const int64_t receptive = w.dim() > 2 ? w[0][0].numel() : 1;
+  const int64_t fan_in = w.size(1) * receptive;
+  const int64_t fan_out = w.size(0) * receptive;
+  switch (init.kind) {
+    case Init::kZeros:
+      w.zero_();
+      break;
+    case Init::kTruncatedNormal:
+      truncated_normal_(w, init.value);
+      break;
+    case Init::kXavier: {
+      const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+      w.uniform_(-limit, limit);
+      break;
+    }
+    case Init::kVarianceScaling:
+      truncated_normal_(w, std::sqrt(1.3 * init.value / static_cast<double>(fan_in)));
+      break;
+  }
+}
+
+SlimConvImpl::SlimConvImpl(const ConvOptions& o) : options_(o) {
+  const int64_t out = o.depthwise ? o.in_channels : o.out_channels;
+  const int64_t in_per_group = o.depthwise ? 1 : o.in_channels;
+  auto w = torch::empty({out, in_per_group, o.kernel_h, o.kernel_w});
+  if (o.depthwise) {
+    // Fan-in of a depthwise filter is its spatial size, as in TF.
+    init_weight(w, o.init);
+    weight_ = register_parameter("depthwise_weights", w);
+  } else {
+    init_weight(w, o.init);
+    weight_ = register_parameter("weight", w);
+  }
+  if (o.batch_norm) {
+    bn_ = register_module("BatchNorm", TfBatchNorm(out, o.bn));
+  } else {
+    bias_ = register_parameter("bias", torch::full({out}, o.bias_init));
+  }
+}
+
+std::pair<int64_t, int64_t> same_padding(int64_t size, int64_t kernel,
+                                         int64_t stride, int64_t dilation) {
+  const int64_t effective = (kernel - 1) * dilation + 1;
+  const int64_t out = (size + stride - 1) / stride;
+  const int64_t total = std::max<int64_t>((out - 1) * stride + effective - size, 0);
+  return {total / 2, total - total / 2};
+}
+
+torch::Tensor SlimConvImpl::forward(torch::Tensor x) {
+  const auto& o = options_;
+  std::vector<int64_t> pad = {0, 0};
+  if (o.padding == Padding::kSame) {
+    auto [top, bottom] = same_padding(x.size(2), o.kernel_h, o.stride, o.dilation);
+    auto [left, right] = same_padding(x.size(3), o.kernel_w, o.stride, o.dilation);
+    if (top == bottom && left == right) {
+      pad = {top, left};
+    } else {
+      x = torch::constant_pad_nd(x, {left, right, top, bottom});
+    }
+  }
+  const int64_t groups = o.depthwise ? o.in_channels : 1;
+  x = torch::conv2d(x, weight_, bias_, {o.stride, o.stride}, pad,
+                    {o.dilation, o.dilation}, groups);
+  if (bn_) x = bn_->forward(x);
+  switch (o.activation) {
+    case Activation::kRelu:
+      return torch::relu(x);
+    case Activation::kRelu6:
+      return torch::clamp(x, 0, 6);
+    case Activation::kNone:
+      return x;
+  }
+  return x;
+}
+
+ConvOptions conv(int64_t in, int64_t out, int64_t k, int64_t stride,
+                 Padding padding) {
+  ConvOptions o;
+  o.in_channels = in;
+  o.out_channels = out;
+  o.kernel_h = o.kernel_w = k;
+  o.stride = stride;
+  o.padding = padding;
+  return o;
+}
+
+torch::Tensor max_pool(const torch::Tensor& x, int64_t kernel, int64_t stride,
+                       Padding padding) {
+  if (padding == Padding::kValid) return torch::max_pool2d(x, kernel, stride);
+  auto [top, bottom] = same_padding(x.size(2), kernel, stride);
+  auto [left, right] = same_padding(x.size(3), kernel, stride);
+  auto padded = torch::constant_pad_nd(x, {left, right, top, bottom},
+                                       -std::numeric_limits<float>::infinity());
+  return torch::max_pool2d(padded, kernel, stride);
+}
+
+torch::Tensor avg_pool(const torch::Tensor& x, int64_t kernel, int64_t stride,
+                       Padding padding) {
+  if (padding == Padding::kValid) return torch::avg_pool2d(x, kernel, stride);
+  auto [top, bottom] = same_padding(x.size(2), kernel, stride);
+  auto [left, right] = same_padding(x.size(3), kernel, stride);
+  if (top == bottom && left == right && top <= kernel / 2) {
+    return torch::avg_pool2d(x, kernel, stride, {top, left},
+                             /*ceil_mode=*/false, /*count_include_pad=*/false);
+  }
+  // Asymmetric: sum over the zero-padded input, divided by the number of
+  // real (unpadded) elements under each window.
+  const std::vector<int64_t> pad = {left, right, top, bottom};
+  auto sums = torch::avg_pool2d(torch::constant_pad_nd(x, pad), kernel, stride) *
+              static_cast<double>(kernel * kernel);
+  auto ones = torch::ones({1, 1, x.size(2), x.size(3)}, x.options());
+  auto counts = torch::avg_pool2d(torch::constant_pad_nd(ones, pad), kernel, stride) *
+                static_cast<double>(kernel * kernel);
+  return sums / counts;
+}
+
+}  // namespace fastnn::models
