@@ -23,6 +23,8 @@ struct ModelOptions {
   int64_t in_channels = 3;
   /// TF-slim's dropout_keep_prob; 1.0 disables dropout.
   double dropout_keep_prob = 0.5;
+  /// Side of the square input; 0 = the network's default_image_size.
+  int64_t image_size = 0;
 };
 
 /// A network built from TF-slim's definition. Images are NCHW float.

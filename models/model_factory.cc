@@ -7,6 +7,9 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "models/lenet.h"
+// zoo-A includes
+// zoo-B includes
+// zoo-C includes
 
 namespace fastnn::models {
 namespace {
@@ -19,6 +22,9 @@ std::shared_ptr<ClassifierImpl> make(const ModelOptions& o) {
 const std::vector<ModelSpec>& table() {
   static const std::vector<ModelSpec> kModels = {
       {"lenet", 28, "lenet", make<LeNetImpl>},
+      // zoo-A rows
+      // zoo-B rows
+      // zoo-C rows
   };
   return kModels;
 }
