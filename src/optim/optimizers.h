@@ -103,6 +103,106 @@ class RMSProp : public Optimizer {
   std::vector<torch::Tensor> ms_, mom_;
 };
 
+/// TF1 Adadelta: slots accum ("Adadelta") and accum_update ("Adadelta_1")
+/// start at 0. `accum = rho*accum + (1-rho)*g^2;
+/// upd = sqrt(accum_update+eps)/sqrt(accum+eps)*g; var -= lr*upd;
+/// accum_update = rho*accum_update + (1-rho)*upd^2`.
+class Adadelta : public Optimizer {
+ public:
+  Adadelta(std::vector<Variable> vars, double rho, double epsilon);
+  void step(double lr) override;
+  std::vector<Slot> slots() override;
+  std::string name() const override {
+    return "Adadelta";
+  }
+
+ private:
+  double rho_, epsilon_;
+  std::vector<torch::Tensor> accum_, accum_update_;
+};
+
+/// TF1 Adagrad: the "Adagrad" slot starts at initial_accumulator_value.
+/// `accum += g^2; var -= lr*g/sqrt(accum)` (no epsilon).
+class Adagrad : public Optimizer {
+ public:
+  Adagrad(std::vector<Variable> vars, double initial_accumulator_value);
+  void step(double lr) override;
+  std::vector<Slot> slots() override;
+  std::string name() const override {
+    return "Adagrad";
+  }
+
+ private:
+  std::vector<torch::Tensor> accum_;
+};
+
+/// TF1 Adam: m ("Adam") and v ("Adam_1") start at 0; beta1_power and
+/// beta2_power start at beta1, beta2 and are multiplied after each step.
+/// `lr_t = lr*sqrt(1-b2^t)/(1-b1^t); var -= lr_t*m/(sqrt(v)+eps)` with
+/// epsilon outside the bias correction.
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Variable> vars, double beta1, double beta2, double epsilon);
+  void step(double lr) override;
+  std::vector<Slot> slots() override;
+  std::string name() const override {
+    return "Adam";
+  }
+
+ private:
+  double beta1_, beta2_, epsilon_;
+  std::vector<torch::Tensor> m_, v_;
+  torch::Tensor beta1_power_, beta2_power_;
+};
+
+/// TF1 FTRL-proximal, following the training_ops kernel (note the minus):
+/// `accum_new = accum + g^2;
+/// linear += g - (accum_new^-p - accum^-p)/lr * var;
+/// quadratic = accum_new^-p/lr + 2*l2;
+/// var = |linear| > l1 ? (sign(linear)*l1 - linear)/quadratic : 0`.
+/// Slots "Ftrl" (accum, starts at initial_accumulator_value) and "Ftrl_1"
+/// (linear, starts at 0).
+class Ftrl : public Optimizer {
+ public:
+  Ftrl(std::vector<Variable> vars,
+       double learning_rate_power,
+       double initial_accumulator_value,
+       double l1,
+       double l2);
+  void step(double lr) override;
+  std::vector<Slot> slots() override;
+  std::string name() const override {
+    return "Ftrl";
+  }
+
+ private:
+  double power_, l1_, l2_;
+  std::vector<torch::Tensor> accum_, linear_;
+};
+
+/// FastNN's BERT-style AdamWeightDecay: no bias correction;
+/// `upd = m/(sqrt(v)+eps) + 0.01*var` unless the variable name contains
+/// "LayerNorm", "layer_norm" or "bias"; `var -= lr*upd`. Slots "adam_m",
+/// "adam_v".
+class AdamWeightDecay : public Optimizer {
+ public:
+  AdamWeightDecay(std::vector<Variable> vars,
+                  double beta1,
+                  double beta2,
+                  double epsilon,
+                  double weight_decay_rate = 0.01);
+  void step(double lr) override;
+  std::vector<Slot> slots() override;
+  std::string name() const override {
+    return "AdamWeightDecay";
+  }
+
+ private:
+  double beta1_, beta2_, epsilon_, decay_;
+  std::vector<torch::Tensor> m_, v_;
+  std::vector<bool> decayed_;
+};
+
 /// The optimizer named by `hp.optimizer` with FastNN's keys; throws
 /// ConfigError for a name this build does not implement.
 std::unique_ptr<Optimizer> create_optimizer(const HParams& hp,
