@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "fastnn/errors.h"
+#include "fastnn/event_writer.h"
 #include "fastnn/hparams.h"
 
 namespace fastnn::train {
@@ -138,6 +139,53 @@ class ProfilerHook : public Hook {
   }
 };
 
+/// TensorBoard scalars (loss, accuracy, learning rate, images/sec,
+/// global_step/sec) into train_dir/events.out.tfevents.*: after the first
+/// step, every save_summaries_secs seconds, and at the end.
+class SummarySaverHook : public Hook {
+ public:
+  void begin(TrainControl& c) override {
+    if (c.hparams().train_dir.empty()) return;
+    writer_ = std::make_unique<io::EventWriter>(c.hparams().train_dir);
+    last_time_ = Clock::now();
+    last_step_ = c.global_step();
+  }
+  void after_step(TrainControl& c, const StepStats& s) override {
+    if (!writer_) return;
+    samples_ += s.batch_samples;
+    last_ = s;
+    have_last_ = true;
+    const auto secs = c.hparams().save_summaries_secs;
+    if (!written_ || (secs > 0 && secs_since(last_time_) >= secs)) write(s);
+  }
+  void end(TrainControl&) override {
+    if (writer_ && have_last_ && last_.global_step != last_step_) write(last_);
+  }
+
+ private:
+  void write(const StepStats& s) {
+    const double elapsed = std::max(secs_since(last_time_), 1e-9);
+    const int64_t steps = s.global_step - last_step_;
+    writer_->add_scalars(s.global_step,
+                         {{"loss", s.loss},
+                          {"accuracy", s.accuracy},
+                          {"learning_rate", s.learning_rate},
+                          {"images_per_sec", samples_ / elapsed},
+                          {"global_step/sec", steps / elapsed}});
+    writer_->flush();
+    written_ = true;
+    samples_ = 0;
+    last_step_ = s.global_step;
+    last_time_ = Clock::now();
+  }
+  std::unique_ptr<io::EventWriter> writer_;
+  Clock::time_point last_time_;
+  int64_t last_step_ = 0;
+  int64_t samples_ = 0;
+  bool written_ = false, have_last_ = false;
+  StepStats last_;
+};
+
 struct HookRow {
   const char* name;
   std::unique_ptr<Hook> (*make)();
@@ -153,6 +201,7 @@ const HookRow kHooks[] = {
     {"LoggingTensorHook", make<LoggingTensorHook>},
     {"CheckpointSaverHook", make<CheckpointSaverHook>},
     {"ProfilerHook", make<ProfilerHook>},
+    {"SummarySaverHook", make<SummarySaverHook>},
 };
 
 std::string lower(std::string s) {
@@ -183,6 +232,12 @@ std::vector<std::unique_ptr<Hook>> make_hooks(const HParams& hp) {
       throw ConfigError(hp.where("hooks") + ": hooks: unknown hook '" + name +
                         "'; valid: " + join_list(hook_names()));
     }
+  }
+  // As TF's MonitoredTrainingSession with a summary_dir: summaries are
+  // written whenever there is a train_dir, listed or not.
+  const bool listed = lower(hp.hooks).find("summarysaverhook") != std::string::npos;
+  if (!listed && !hp.train_dir.empty() && hp.save_summaries_secs > 0) {
+    hooks.push_back(std::make_unique<SummarySaverHook>());
   }
   return hooks;
 }
