@@ -8,8 +8,20 @@
 #include "fastnn/hparams.h"
 #include "models/lenet.h"
 // zoo-A includes
+#include "models/alexnet.h"
+#include "models/cifarnet.h"
+#include "models/overfeat.h"
+#include "models/resnet.h"
+#include "models/vgg.h"
 // zoo-B includes
+#include "models/inception_v1.h"
+#include "models/inception_v2.h"
+#include "models/inception_v3.h"
+#include "models/mobilenet_v1.h"
+#include "models/mobilenet_v2.h"
 // zoo-C includes
+#include "models/inception_resnet_v2.h"
+#include "models/inception_v4.h"
 
 namespace fastnn::models {
 namespace {
@@ -23,8 +35,42 @@ const std::vector<ModelSpec>& table() {
   static const std::vector<ModelSpec> kModels = {
       {"lenet", 28, "lenet", make<LeNetImpl>},
       // zoo-A rows
+      {"alexnet_v2", 224, "inception", make<AlexNetV2Impl>},
+      {"cifarnet", 32, "cifarnet", make<CifarNetImpl>},
+      {"overfeat", 231, "inception", make<OverFeatImpl>},
+      {"vgg_a", 224, "vgg", make_vgg<11>},
+      {"vgg_16", 224, "vgg", make_vgg<16>},
+      {"vgg_19", 224, "vgg", make_vgg<19>},
+      {"resnet_v1_50", 224, "vgg", make_resnet<1, 50>},
+      {"resnet_v1_101", 224, "vgg", make_resnet<1, 101>},
+      {"resnet_v1_152", 224, "vgg", make_resnet<1, 152>},
+      {"resnet_v1_200", 224, "vgg", make_resnet<1, 200>},
+      {"resnet_v2_50", 224, "vgg", make_resnet<2, 50>},
+      {"resnet_v2_101", 224, "vgg", make_resnet<2, 101>},
+      {"resnet_v2_152", 224, "vgg", make_resnet<2, 152>},
+      {"resnet_v2_200", 224, "vgg", make_resnet<2, 200>},
       // zoo-B rows
+      {"inception_v1", 224, "inception", make<InceptionV1Impl>},
+      {"inception_v2", 224, "inception", make<InceptionV2Impl>},
+      {"inception_v3", 299, "inception", make<InceptionV3Impl>},
+      {"mobilenet_v1", 224, "inception",
+       [](const ModelOptions& o) { return mobilenet_v1(o, 1.0); }},
+      {"mobilenet_v1_075", 224, "inception",
+       [](const ModelOptions& o) { return mobilenet_v1(o, 0.75); }},
+      {"mobilenet_v1_050", 224, "inception",
+       [](const ModelOptions& o) { return mobilenet_v1(o, 0.5); }},
+      {"mobilenet_v1_025", 224, "inception",
+       [](const ModelOptions& o) { return mobilenet_v1(o, 0.25); }},
+      {"mobilenet_v2", 224, "inception",
+       [](const ModelOptions& o) { return mobilenet_v2(o, 1.0); }},
+      {"mobilenet_v2_140", 224, "inception",
+       [](const ModelOptions& o) { return mobilenet_v2(o, 1.4); }},
+      {"mobilenet_v2_035", 224, "inception",
+       [](const ModelOptions& o) { return mobilenet_v2(o, 0.35, true); }},
       // zoo-C rows
+      {"inception_v4", 299, "inception", make<InceptionV4Impl>},
+      {"inception_resnet_v2", 299, "inception",
+       make<InceptionResnetV2Impl>},
   };
   return kModels;
 }

@@ -1,0 +1,235 @@
+// inception_resnet_v2: shapes, parameter count, TF-slim names (slim.repeat
+// scopes), residual scales, regularized variables, initializers, the
+// smallest input, one training step and a save/load round trip.
+#include "models/inception_resnet_v2.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+
+#include "models/model_factory.h"
+#include "src/optim/optimizers.h"
+
+namespace fastnn::models {
+namespace {
+
+// TF-slim's ImageNet checkpoints for this network have 1001 classes.
+constexpr int64_t kClasses = 1001;
+// Smallest side whose last block17 map (5x5) still fits the AuxLogits 5x5
+// pool: 107 -> 53 -> 51 -> 25 (MaxPool_3a) -> 23 (4a) -> 11 (5a) -> 5 (6a).
+constexpr int64_t kMinSize = 107;
+
+std::shared_ptr<ClassifierImpl> make(int64_t size = 0, double keep = 0.8) {
+  ModelOptions o;
+  o.num_classes = kClasses;
+  o.dropout_keep_prob = keep;
+  o.image_size = size;
+  return find_model("inception_resnet_v2").create(o);
+}
+
+class InceptionResnetV2 : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    torch::manual_seed(0);
+    model_ = make();
+  }
+  static void TearDownTestSuite() {
+    model_.reset();
+  }
+  static std::map<std::string, torch::Tensor> variables() {
+    std::map<std::string, torch::Tensor> out;
+    for (const auto& v : model_variables(*model_))
+      out[v.name] = v.tensor;
+    return out;
+  }
+  static std::shared_ptr<ClassifierImpl> model_;
+};
+std::shared_ptr<ClassifierImpl> InceptionResnetV2::model_;
+
+TEST_F(InceptionResnetV2, OutputShapesAtDefaultSize) {
+  EXPECT_EQ(find_model("inception_resnet_v2").default_image_size, 299);
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  auto out = model_->forward(torch::randn({1, 3, 299, 299}));
+  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, kClasses}));
+  ASSERT_TRUE(out.aux_logits.defined());
+  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{1, kClasses}));
+}
+
+TEST_F(InceptionResnetV2, ParameterCountMatchesTFSlim) {
+  int64_t n = 0;
+  for (const auto& p : model_->parameters())
+    n += p.numel();
+  // Trainable variables by hand: conv k_h*k_w*in*out + out (BatchNorm/beta,
+  // no gamma, or biases for the blocks' Conv2d_1x1); fc in*out + out.
+  //   stem Conv2d_1a/2a/2b/3b/4a                    172,272
+  //   Mixed_5b (192 -> 320)                         267,792
+  //   block35 (320; up 128->320)    122,928 x 10 = 1,229,280
+  //   Mixed_6a (320 -> 1088)                      2,663,680
+  //   block17 (1088; up 384->1088) 1,126,112 x 20 = 22,522,240
+  //   Mixed_7a (1088 -> 2080)                     3,878,912
+  //   block8 (2080; up 448->2080) 2,034,560 x 10 = 20,345,600 (9 + Block8)
+  //   Conv2d_7b_1x1 (2080 -> 1536)                3,196,416
+  //   AuxLogits 1x1 1088->128, 5x5 128->768, fc 768->1001   3,367,529
+  //   Logits fc 1536->1001                        1,538,537
+  // Total 59,182,258. Without AuxLogits 55,814,729: the published ~55.9M
+  // (Keras' InceptionResNetV2 lists 55,813,192 trainable for 1000 classes,
+  // 1,537 fewer).
+  EXPECT_EQ(n, 59182258);
+}
+
+TEST_F(InceptionResnetV2, TFSlimVariableNames) {
+  auto vars = variables();
+  const std::string s = "InceptionResnetV2/";
+  // TF-slim shapes are [kh, kw, in, out] for conv, [in, out] for fc.
+  const std::map<std::string, std::vector<int64_t>> expected = {
+      {"Conv2d_1a_3x3/weights", {32, 3, 3, 3}},
+      {"Conv2d_1a_3x3/BatchNorm/beta", {32}},
+      {"Conv2d_4a_3x3/BatchNorm/moving_variance", {192}},
+      {"Mixed_5b/Branch_1/Conv2d_0b_5x5/weights", {64, 48, 5, 5}},
+      {"Repeat/block35_1/Branch_2/Conv2d_0c_3x3/weights", {64, 48, 3, 3}},
+      {"Repeat/block35_10/Conv2d_1x1/weights", {320, 128, 1, 1}},
+      {"Repeat/block35_10/Conv2d_1x1/biases", {320}},
+      {"Mixed_6a/Branch_1/Conv2d_1a_3x3/weights", {384, 256, 3, 3}},
+      {"Repeat_1/block17_20/Branch_1/Conv2d_0b_1x7/weights", {160, 128, 1, 7}},
+      {"Repeat_1/block17_20/Conv2d_1x1/weights", {1088, 384, 1, 1}},
+      {"Mixed_7a/Branch_2/Conv2d_1a_3x3/weights", {320, 288, 3, 3}},
+      {"Repeat_2/block8_9/Branch_1/Conv2d_0c_3x1/weights", {256, 224, 3, 1}},
+      {"Block8/Conv2d_1x1/weights", {2080, 448, 1, 1}},
+      {"Block8/Conv2d_1x1/biases", {2080}},
+      {"Conv2d_7b_1x1/weights", {1536, 2080, 1, 1}},
+      {"AuxLogits/Conv2d_1b_1x1/weights", {128, 1088, 1, 1}},
+      {"AuxLogits/Conv2d_2a_5x5/weights", {768, 128, 5, 5}},
+      {"AuxLogits/Logits/weights", {kClasses, 768}},
+      {"Logits/Logits/weights", {kClasses, 1536}},
+      {"Logits/Logits/biases", {kClasses}}};
+  for (const auto& [name, shape] : expected) {
+    ASSERT_TRUE(vars.count(s + name)) << name;
+    EXPECT_EQ(vars[s + name].sizes(), shape) << name;
+  }
+  for (const auto& bad : {"Repeat/block35_11/Conv2d_1x1/weights",
+                          "Repeat_2/block8_10/Conv2d_1x1/weights",
+                          "Block8/Conv2d_1x1/BatchNorm/beta"}) {
+    EXPECT_FALSE(vars.count(s + bad)) << bad;
+  }
+  int64_t convs = 0;
+  for (const auto& [name, t] : vars) {
+    EXPECT_EQ(name.find("gamma"), std::string::npos) << name;
+    if (t.dim() == 4)
+      ++convs;
+  }
+  // stem 5, Mixed_5b 7, block35 7 x 10, Mixed_6a 4, block17 5 x 20,
+  // Mixed_7a 7, block8 5 x 10, Conv2d_7b_1x1, AuxLogits 2.
+  EXPECT_EQ(convs, 246);
+  // The arg_scope sets weights_ and biases_regularizer on conv2d and
+  // fully_connected: 246 + 2 weights, 40 block biases + 2 fc biases.
+  EXPECT_EQ(model_->regularized_weights().size(), 248u + 42);
+}
+
+TEST_F(InceptionResnetV2, XavierInitializers) {
+  auto vars = variables();
+  // No initializer in the arg_scope: slim's Xavier-uniform,
+  // U(-b, b), b = sqrt(6 / (fan_in + fan_out)).
+  auto w = vars["InceptionResnetV2/Conv2d_7b_1x1/weights"];
+  const double bound = std::sqrt(6.0 / (2080 + 1536));
+  EXPECT_LE(w.abs().max().item<double>(), bound);
+  EXPECT_NEAR(w.std().item<double>(), bound / std::sqrt(3.0), 0.01 * bound);
+  EXPECT_EQ(vars["InceptionResnetV2/Block8/Conv2d_1x1/biases"]
+                .abs()
+                .max()
+                .item<float>(),
+            0.0f);
+}
+
+// A block's output with Conv2d_1x1 zeroed except its biases (1): ReLU(x +
+// scale) for the repeated blocks, x + 1 for the final Block8.
+TEST_F(InceptionResnetV2, ResidualScalesAndFinalActivation) {
+  auto modules = model_->named_modules();
+  struct Case {
+    std::string path;
+    int64_t channels, side;
+    float input, expected;
+  };
+  const std::vector<Case> cases = {{"Repeat.block35_4", 320, 5, 0.f, 0.17f},
+                                   {"Repeat_1.block17_7", 1088, 3, 0.f, 0.10f},
+                                   {"Repeat_2.block8_2", 2080, 2, 0.f, 0.20f},
+                                   {"Repeat_2.block8_2", 2080, 2, -5.f, 0.f},
+                                   {"Block8", 2080, 2, -5.f, -4.f}};
+  torch::NoGradGuard no_grad;
+  for (const auto& c : cases) {
+    auto block =
+        std::dynamic_pointer_cast<InceptionResnetBlockImpl>(modules[c.path]);
+    ASSERT_TRUE(block) << c.path;
+    auto params = block->named_parameters(/*recurse=*/true);
+    auto saved_w = params["Conv2d_1x1.weight"].clone();
+    auto saved_b = params["Conv2d_1x1.bias"].clone();
+    params["Conv2d_1x1.weight"].zero_();
+    params["Conv2d_1x1.bias"].fill_(1.0);
+    block->eval();
+    auto y =
+        block->forward(torch::full({1, c.channels, c.side, c.side}, c.input));
+    EXPECT_TRUE(torch::allclose(y, torch::full_like(y, c.expected)))
+        << c.path << " input " << c.input;
+    params["Conv2d_1x1.weight"].copy_(saved_w);
+    params["Conv2d_1x1.bias"].copy_(saved_b);
+  }
+}
+
+TEST(InceptionResnetV2Small, SmallestInput) {
+  EXPECT_THROW(make(kMinSize - 1), c10::Error);
+  auto m = make(kMinSize);
+  EXPECT_THROW(m->forward(torch::randn({2, 3, 299, 299})), c10::Error);
+}
+
+TEST(InceptionResnetV2Small, OneTrainingStepLowersTheLoss) {
+  torch::manual_seed(0);
+  auto m = make(kMinSize, 1.0);
+  m->train();
+  std::vector<optim::Variable> vars;
+  for (const auto& v : model_variables(*m)) {
+    if (v.trainable)
+      vars.push_back({v.name, v.tensor});
+  }
+  optim::GradientDescent opt(vars);
+  auto x = torch::randn({4, 3, kMinSize, kMinSize});
+  auto y = torch::randint(0, kClasses, {4}, torch::kInt64);
+  auto loss_of = [&] {
+    auto out = m->forward(x);
+    namespace F = torch::nn::functional;
+    return F::cross_entropy(out.logits, y) +
+           0.4 * F::cross_entropy(out.aux_logits, y);
+  };
+  auto loss0 = loss_of();
+  m->zero_grad();
+  loss0.backward();
+  opt.step(0.01);
+  auto loss1 = loss_of();
+  EXPECT_LT(loss1.item<double>(), loss0.item<double>());
+}
+
+TEST(InceptionResnetV2Small, SaveLoadRoundTrip) {
+  auto a = make(kMinSize);
+  auto b = make(kMinSize);
+  a->train();
+  a->forward(torch::randn({2, 3, kMinSize, kMinSize}));  // Moves BN stats.
+  auto va = model_variables(*a), vb = model_variables(*b);
+  ASSERT_EQ(va.size(), vb.size());
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < va.size(); ++i) {
+      ASSERT_EQ(va[i].name, vb[i].name);
+      vb[i].tensor.copy_(va[i].tensor);
+    }
+  }
+  a->eval();
+  b->eval();
+  torch::NoGradGuard no_grad;
+  auto x = torch::randn({2, 3, kMinSize, kMinSize});
+  auto oa = a->forward(x), ob = b->forward(x);
+  EXPECT_TRUE(torch::equal(oa.logits, ob.logits));
+  EXPECT_TRUE(torch::equal(oa.aux_logits, ob.aux_logits));
+}
+
+}  // namespace
+}  // namespace fastnn::models

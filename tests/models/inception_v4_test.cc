@@ -1,0 +1,191 @@
+// inception_v4: shapes, parameter count, TF-slim names, initializers, the
+// smallest input, one training step and a save/load round trip.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+
+#include "models/model_factory.h"
+#include "src/optim/optimizers.h"
+
+namespace fastnn::models {
+namespace {
+
+// TF-slim's ImageNet checkpoints for this network have 1001 classes.
+constexpr int64_t kClasses = 1001;
+// Smallest side whose Mixed_6h map (5x5) still fits the AuxLogits 5x5 pool:
+// 107 -> 53 -> 51 -> 25 (Mixed_3a) -> 23 (4a) -> 11 (5a) -> 5 (6a).
+constexpr int64_t kMinSize = 107;
+
+std::shared_ptr<ClassifierImpl> make(int64_t size = 0, double keep = 0.8) {
+  ModelOptions o;
+  o.num_classes = kClasses;
+  o.dropout_keep_prob = keep;
+  o.image_size = size;
+  return find_model("inception_v4").create(o);
+}
+
+class InceptionV4 : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    torch::manual_seed(0);
+    model_ = make();
+  }
+  static void TearDownTestSuite() {
+    model_.reset();
+  }
+  static std::map<std::string, torch::Tensor> variables() {
+    std::map<std::string, torch::Tensor> out;
+    for (const auto& v : model_variables(*model_))
+      out[v.name] = v.tensor;
+    return out;
+  }
+  static std::shared_ptr<ClassifierImpl> model_;
+};
+std::shared_ptr<ClassifierImpl> InceptionV4::model_;
+
+TEST_F(InceptionV4, OutputShapesAtDefaultSize) {
+  EXPECT_EQ(find_model("inception_v4").default_image_size, 299);
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  auto out = model_->forward(torch::randn({1, 3, 299, 299}));
+  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, kClasses}));
+  ASSERT_TRUE(out.aux_logits.defined());
+  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{1, kClasses}));
+}
+
+TEST_F(InceptionV4, ParameterCountMatchesTFSlim) {
+  int64_t n = 0;
+  for (const auto& p : model_->parameters())
+    n += p.numel();
+  // Trainable variables by hand: conv k_h*k_w*in*out + out (BatchNorm/beta,
+  // no gamma); fc in*out + out. Per block:
+  //   stem Conv2d_1a/2a/2b                       28,640
+  //   Mixed_3a 55,392; Mixed_4a 188,864; Mixed_5a 331,968
+  //   Inception-A (in 384)      317,024 x 4 =  1,268,096
+  //   Reduction-A Mixed_6a                    2,305,056
+  //   Inception-B (in 1024)   2,933,984 x 7 = 20,537,888
+  //   Reduction-B Mixed_7a                    2,745,856
+  //   Inception-C (in 1536)   4,549,824 x 3 = 13,649,472
+  //   AuxLogits 1x1 1024->128, 5x5 128->768, fc 768->1001   3,359,337
+  //   Logits fc 1536->1001                    1,538,537
+  // Total 46,009,106; without AuxLogits 42,649,769 (the ~42.7M usually
+  // quoted for Inception-v4).
+  EXPECT_EQ(n, 46009106);
+}
+
+TEST_F(InceptionV4, TFSlimVariableNames) {
+  auto vars = variables();
+  // TF-slim shapes are [kh, kw, in, out] for conv, [in, out] for fc.
+  const std::map<std::string, std::vector<int64_t>> expected = {
+      {"InceptionV4/Conv2d_1a_3x3/weights", {32, 3, 3, 3}},
+      {"InceptionV4/Conv2d_1a_3x3/BatchNorm/beta", {32}},
+      {"InceptionV4/Conv2d_1a_3x3/BatchNorm/moving_mean", {32}},
+      {"InceptionV4/Conv2d_1a_3x3/BatchNorm/moving_variance", {32}},
+      {"InceptionV4/Mixed_3a/Branch_1/Conv2d_0a_3x3/weights", {96, 64, 3, 3}},
+      {"InceptionV4/Mixed_4a/Branch_1/Conv2d_0b_1x7/weights", {64, 64, 1, 7}},
+      {"InceptionV4/Mixed_5e/Branch_3/Conv2d_0b_1x1/weights", {96, 384, 1, 1}},
+      {"InceptionV4/Mixed_6a/Branch_1/Conv2d_1a_3x3/weights", {256, 224, 3, 3}},
+      {"InceptionV4/Mixed_6h/Branch_2/Conv2d_0e_1x7/weights", {256, 224, 1, 7}},
+      {"InceptionV4/Mixed_7a/Branch_1/Conv2d_0c_7x1/weights", {320, 256, 7, 1}},
+      {"InceptionV4/Mixed_7d/Branch_1/Conv2d_0c_3x1/weights", {256, 384, 3, 1}},
+      {"InceptionV4/Mixed_7d/Branch_2/Conv2d_0e_3x1/weights", {256, 512, 3, 1}},
+      {"InceptionV4/AuxLogits/Conv2d_1b_1x1/weights", {128, 1024, 1, 1}},
+      {"InceptionV4/AuxLogits/Conv2d_2a/weights", {768, 128, 5, 5}},
+      {"InceptionV4/AuxLogits/Aux_logits/weights", {kClasses, 768}},
+      {"InceptionV4/AuxLogits/Aux_logits/biases", {kClasses}},
+      {"InceptionV4/Logits/Logits/weights", {kClasses, 1536}},
+      {"InceptionV4/Logits/Logits/biases", {kClasses}}};
+  for (const auto& [name, shape] : expected) {
+    ASSERT_TRUE(vars.count(name)) << name;
+    EXPECT_EQ(vars[name].sizes(), shape) << name;
+  }
+  int64_t convs = 0;
+  for (const auto& [name, t] : vars) {
+    EXPECT_EQ(name.find("gamma"), std::string::npos) << name;
+    EXPECT_EQ(name.find("Mixed_6i"), std::string::npos) << name;
+    if (t.dim() == 4)
+      ++convs;
+  }
+  // 149 convs in the body + 2 in AuxLogits; each has weights and beta,
+  // moving_mean, moving_variance.
+  EXPECT_EQ(convs, 151);
+  EXPECT_EQ(vars.size(), 151u * 4 + 4);
+  // inception_arg_scope regularizes conv and fc weights only.
+  EXPECT_EQ(model_->regularized_weights().size(), 151u + 2);
+}
+
+TEST_F(InceptionV4, Initializers) {
+  auto vars = variables();
+  // variance_scaling_initializer(): truncated normal (2 sigma) with
+  // sigma = sqrt(1.3 * 2 / fan_in); its std is 0.8796 sigma.
+  auto w = vars["InceptionV4/Mixed_6b/Branch_0/Conv2d_0a_1x1/weights"];
+  const double sigma = std::sqrt(1.3 * 2.0 / 1024);
+  EXPECT_NEAR(w.std().item<double>(), 0.8796 * sigma, 0.02 * sigma);
+  EXPECT_LE(w.abs().max().item<double>(), 2 * sigma + 1e-6);
+  // fully_connected keeps Xavier-uniform: U(-b, b), b = sqrt(6/(in+out)).
+  auto fc = vars["InceptionV4/Logits/Logits/weights"];
+  const double bound = std::sqrt(6.0 / (1536 + kClasses));
+  EXPECT_LE(fc.abs().max().item<double>(), bound);
+  EXPECT_NEAR(fc.std().item<double>(), bound / std::sqrt(3.0), 0.01 * bound);
+  EXPECT_EQ(vars["InceptionV4/Logits/Logits/biases"].abs().max().item<float>(),
+            0.0f);
+}
+
+TEST(InceptionV4Small, SmallestInput) {
+  EXPECT_THROW(make(kMinSize - 1), c10::Error);
+  auto m = make(kMinSize);
+  EXPECT_THROW(m->forward(torch::randn({2, 3, 299, 299})), c10::Error);
+}
+
+TEST(InceptionV4Small, OneTrainingStepLowersTheLoss) {
+  torch::manual_seed(0);
+  auto m = make(kMinSize, 1.0);
+  m->train();
+  std::vector<optim::Variable> vars;
+  for (const auto& v : model_variables(*m)) {
+    if (v.trainable)
+      vars.push_back({v.name, v.tensor});
+  }
+  optim::GradientDescent opt(vars);
+  auto x = torch::randn({4, 3, kMinSize, kMinSize});
+  auto y = torch::randint(0, kClasses, {4}, torch::kInt64);
+  auto loss_of = [&] {
+    auto out = m->forward(x);
+    namespace F = torch::nn::functional;
+    return F::cross_entropy(out.logits, y) +
+           0.4 * F::cross_entropy(out.aux_logits, y);
+  };
+  auto loss0 = loss_of();
+  m->zero_grad();
+  loss0.backward();
+  opt.step(0.01);
+  auto loss1 = loss_of();
+  EXPECT_LT(loss1.item<double>(), loss0.item<double>());
+}
+
+TEST(InceptionV4Small, SaveLoadRoundTrip) {
+  auto a = make(kMinSize);
+  auto b = make(kMinSize);
+  a->train();
+  a->forward(torch::randn({2, 3, kMinSize, kMinSize}));  // Moves BN stats.
+  auto va = model_variables(*a), vb = model_variables(*b);
+  ASSERT_EQ(va.size(), vb.size());
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < va.size(); ++i) {
+      ASSERT_EQ(va[i].name, vb[i].name);
+      vb[i].tensor.copy_(va[i].tensor);
+    }
+  }
+  a->eval();
+  b->eval();
+  torch::NoGradGuard no_grad;
+  auto x = torch::randn({2, 3, kMinSize, kMinSize});
+  auto oa = a->forward(x), ob = b->forward(x);
+  EXPECT_TRUE(torch::equal(oa.logits, ob.logits));
+  EXPECT_TRUE(torch::equal(oa.aux_logits, ob.aux_logits));
+}
+
+}  // namespace
+}  // namespace fastnn::models

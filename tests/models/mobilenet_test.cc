@@ -1,0 +1,168 @@
+// mobilenet_v1 (+ _075, _050, _025) and mobilenet_v2 (+ _140, _035): output
+// shapes, parameter counts against TF-slim, variable names and shapes,
+// depth rounding, one training step and a save/load round trip.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "models/mobilenet_v2.h"
+#include "tests/models/zoo_b_checks.h"
+
+namespace fastnn::models::zoo_b {
+namespace {
+
+// Counts use num_classes = 1001, the class count of TF-slim's ImageNet
+// MobileNet checkpoints (mobilenet_v2's default). Per conv: kh * kw * in *
+// out weights (depthwise 3 * 3 * C) plus BatchNorm beta and gamma (the
+// MobileNet scopes set scale=True); logits in * 1001 + 1001.
+
+const char* const kV1Names[] = {
+    "mobilenet_v1", "mobilenet_v1_075", "mobilenet_v1_050", "mobilenet_v1_025"};
+const char* const kV2Names[] = {
+    "mobilenet_v2", "mobilenet_v2_140", "mobilenet_v2_035"};
+
+TEST(MobileNet, OutputShapes) {
+  for (const char* name : kV1Names) {
+    auto out = eval_forward(*build(name, 1001), 2, 224);
+    EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 1001})) << name;
+    EXPECT_FALSE(out.aux_logits.defined());
+  }
+  for (const char* name : kV2Names) {
+    auto out = eval_forward(*build(name, 1001), 2, 224);
+    EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 1001})) << name;
+  }
+}
+
+// Depths d(x) = max(int(x * multiplier), 8) for the layer list 32, then
+// (3x3 depthwise on C, 1x1 to D) for D in 64, 128, 128, 256, 256, 512,
+// 512 x 5, 1024, 1024. For 1.0: conv weights 3,185,088 (TF-slim's layer
+// table) + 2 x 10,944 BatchNorm channels + logits 1024 * 1001 + 1001.
+TEST(MobileNetV1, ParameterCountsMatchTFSlim) {
+  EXPECT_EQ(count_parameters(*build("mobilenet_v1", 1001)),
+            3185088 + 2 * 10944 + 1026025);  // 4,233,001
+  // 0.75: conv weights 1,800,144 (TF-slim's table), 8,208 BN channels,
+  // logits 768 * 1001 + 1001.
+  EXPECT_EQ(count_parameters(*build("mobilenet_v1_075", 1001)),
+            1800144 + 2 * 8208 + 769769);  // 2,586,329
+  // 0.5: conv weights 807,648; 5,472 BN channels; logits 512 * 1001 + 1001.
+  EXPECT_EQ(count_parameters(*build("mobilenet_v1_050", 1001)),
+            807648 + 2 * 5472 + 513513);  // 1,332,105
+  // 0.25: conv weights 207,600; 2,736 BN channels; logits 256 * 1001 + 1001.
+  EXPECT_EQ(count_parameters(*build("mobilenet_v1_025", 1001)),
+            207600 + 2 * 2736 + 257257);  // 470,329
+}
+
+TEST(MobileNetV1, TFSlimVariables) {
+  auto m = build("mobilenet_v1", 1001);
+  expect_variables(
+      *m,
+      {{"MobilenetV1/Conv2d_0/weights", {3, 3, 3, 32}},
+       {"MobilenetV1/Conv2d_0/BatchNorm/gamma", {32}},
+       {"MobilenetV1/Conv2d_0/BatchNorm/beta", {32}},
+       {"MobilenetV1/Conv2d_0/BatchNorm/moving_variance", {32}},
+       {"MobilenetV1/Conv2d_1_depthwise/depthwise_weights", {3, 3, 32, 1}},
+       {"MobilenetV1/Conv2d_1_depthwise/BatchNorm/gamma", {32}},
+       {"MobilenetV1/Conv2d_1_pointwise/weights", {1, 1, 32, 64}},
+       {"MobilenetV1/Conv2d_12_depthwise/depthwise_weights", {3, 3, 512, 1}},
+       {"MobilenetV1/Conv2d_13_pointwise/weights", {1, 1, 1024, 1024}},
+       {"MobilenetV1/Logits/Conv2d_1c_1x1/weights", {1, 1, 1024, 1001}},
+       {"MobilenetV1/Logits/Conv2d_1c_1x1/biases", {1001}}});
+  // Conv2d_0 + 13 pointwise + logits; depthwise filters are not regularized.
+  EXPECT_EQ(m->regularized_weights().size(), 15u);
+  torch::manual_seed(3);
+  auto w = variable(*m, "MobilenetV1/Conv2d_13_pointwise/weights");
+  EXPECT_NEAR(w.std().item<double>(), truncated_std(0.09), 2e-3);
+
+  auto q = build("mobilenet_v1_025", 1001);
+  expect_variables(
+      *q,
+      {{"MobilenetV1/Conv2d_0/weights", {3, 3, 3, 8}},
+       {"MobilenetV1/Conv2d_1_pointwise/weights", {1, 1, 8, 16}},
+       {"MobilenetV1/Conv2d_13_pointwise/weights", {1, 1, 256, 256}},
+       {"MobilenetV1/Logits/Conv2d_1c_1x1/weights", {1, 1, 256, 1001}}});
+}
+
+TEST(MobileNetV2, MakeDivisibleFollowsTFSlim) {
+  EXPECT_EQ(make_divisible(32 * 0.35, 8), 16);  // 8 would lose > 10%
+  EXPECT_EQ(make_divisible(16 * 0.35, 8), 8);
+  EXPECT_EQ(make_divisible(16 * 1.4, 8), 24);
+  EXPECT_EQ(make_divisible(96 * 1.4, 8), 136);
+  EXPECT_EQ(make_divisible(1280 * 1.4, 8), 1792);
+}
+
+// Per block (expand 1x1 when wider than the input, depthwise 3x3, project
+// 1x1; expansion _make_divisible(6 * in, 8)), every conv with BN gamma and
+// beta. Depth lists after rounding:
+//   1.0:  32 | 16 24 24 32 32 32 64 64 64 64 96 96 96 160 160 160 320 | 1280
+//   1.4:  48 | 24 32 32 48 48 48 88 88 88 88 136 136 136 224 224 224 448 | 1792
+//   0.35: 16 | 8 8 8 16 16 16 24 24 24 24 32 32 32 56 56 56 112 | 1280
+// (finegrain_classification_mode keeps 1280).
+TEST(MobileNetV2, ParameterCountsMatchTFSlim) {
+  // 3,504,872 at 1000 classes (the published trainable count of
+  // MobileNetV2 1.0) + 1281 for the 1001st class.
+  EXPECT_EQ(count_parameters(*build("mobilenet_v2", 1001)),
+            3504872 + 1281);  // 3,506,153
+  // Body 4,315,776 (summed from the 1.4 depth list) + 1792 * 1001 + 1001.
+  EXPECT_EQ(count_parameters(*build("mobilenet_v2_140", 1001)),
+            4315776 + 1794793);  // 6,110,569
+  // Body 396,128 (from the 0.35 depth list) + 1280 * 1001 + 1001.
+  EXPECT_EQ(count_parameters(*build("mobilenet_v2_035", 1001)),
+            396128 + 1282281);  // 1,678,409
+}
+
+TEST(MobileNetV2, TFSlimVariables) {
+  auto m = build("mobilenet_v2", 1001);
+  expect_variables(
+      *m,
+      {{"MobilenetV2/Conv/weights", {3, 3, 3, 32}},
+       {"MobilenetV2/Conv/BatchNorm/gamma", {32}},
+       {"MobilenetV2/expanded_conv/depthwise/depthwise_weights", {3, 3, 32, 1}},
+       {"MobilenetV2/expanded_conv/depthwise/BatchNorm/beta", {32}},
+       {"MobilenetV2/expanded_conv/project/weights", {1, 1, 32, 16}},
+       {"MobilenetV2/expanded_conv_1/expand/weights", {1, 1, 16, 96}},
+       {"MobilenetV2/expanded_conv_1/depthwise/depthwise_weights",
+        {3, 3, 96, 1}},
+       {"MobilenetV2/expanded_conv_16/project/weights", {1, 1, 960, 320}},
+       {"MobilenetV2/expanded_conv_16/project/BatchNorm/moving_mean", {320}},
+       {"MobilenetV2/Conv_1/weights", {1, 1, 320, 1280}},
+       {"MobilenetV2/Logits/Conv2d_1c_1x1/weights", {1, 1, 1280, 1001}},
+       {"MobilenetV2/Logits/Conv2d_1c_1x1/biases", {1001}}});
+  // The first block has no expand conv (expansion factor 1).
+  EXPECT_EQ(count_named(*m, "expanded_conv/expand/weights"), 0);
+  // Conv + 16 expand + 17 project + Conv_1 + logits.
+  EXPECT_EQ(m->regularized_weights().size(), 36u);
+
+  expect_variables(
+      *build("mobilenet_v2_140", 1001),
+      {{"MobilenetV2/Conv/weights", {3, 3, 3, 48}},
+       {"MobilenetV2/Conv_1/weights", {1, 1, 448, 1792}},
+       {"MobilenetV2/Logits/Conv2d_1c_1x1/weights", {1, 1, 1792, 1001}}});
+  expect_variables(
+      *build("mobilenet_v2_035", 1001),
+      {{"MobilenetV2/Conv/weights", {3, 3, 3, 16}},
+       {"MobilenetV2/expanded_conv/project/weights", {1, 1, 16, 8}},
+       {"MobilenetV2/expanded_conv_16/project/weights", {1, 1, 336, 112}},
+       {"MobilenetV2/Conv_1/weights", {1, 1, 112, 1280}}});
+}
+
+TEST(MobileNet, OneTrainingStepLowersTheLoss) {
+  for (const char* name : {"mobilenet_v1",
+                           "mobilenet_v1_025",
+                           "mobilenet_v2",
+                           "mobilenet_v2_140",
+                           "mobilenet_v2_035",
+                           "mobilenet_v1_075",
+                           "mobilenet_v1_050"}) {
+    auto [before, after] = sgd_step(name, 64, 1e-6);
+    EXPECT_LT(after, before) << name;
+  }
+}
+
+TEST(MobileNet, SaveLoadRoundTrip) {
+  for (const char* name : kV1Names)
+    expect_round_trip(name, 64);
+  for (const char* name : kV2Names)
+    expect_round_trip(name, 64);
+}
+
+}  // namespace
+}  // namespace fastnn::models::zoo_b
