@@ -19,9 +19,10 @@ int main(int argc, char** argv) {
               "checkpoint_path: not set (a checkpoint file or a train_dir)");
         }
         auto r = fastnn::train::evaluate(hp, path);
-        std::printf("eval %s: %lld samples, global_step %lld\n", r.split.c_str(),
+        std::printf("eval %s: %lld samples, global_step %lld%s\n", r.split.c_str(),
                     static_cast<long long>(r.samples),
-                    static_cast<long long>(r.global_step));
+                    static_cast<long long>(r.global_step),
+                    r.moving_averages ? ", moving-average weights" : "");
         std::printf("Accuracy = %.4f (%lld/%lld)\nRecall_5 = %.4f\nLoss = %.4f\n",
                     r.top1, static_cast<long long>(r.top1_correct),
                     static_cast<long long>(r.samples), r.top5, r.loss);

@@ -123,15 +123,29 @@ std::string model_key(const std::string& tf_name) {
   return "model/" + tf_name;
 }
 
-void restore_model(models::ClassifierImpl& model,
-                   const std::map<std::string, torch::Tensor>& ckpt,
-                   const std::string& path) {
+std::string ema_key(const std::string& tf_name) {
+  return model_key(tf_name) + "/ExponentialMovingAverage";
+}
+
+int restore_model(models::ClassifierImpl& model,
+                  const std::map<std::string, torch::Tensor>& ckpt,
+                  const std::string& path,
+                  const RestoreOptions& options) {
   std::string problems;
+  int restored = 0;
   torch::NoGradGuard no_grad;
+  const auto excluded = split_list(options.exclude_scopes);
   for (auto& v : models::model_variables(model)) {
-    auto it = ckpt.find(model_key(v.name));
+    bool skip = false;
+    for (const auto& scope : excluded) {
+      if (v.name.rfind(scope, 0) == 0) skip = true;
+    }
+    if (skip) continue;
+    auto it = ckpt.end();
+    if (options.use_moving_averages) it = ckpt.find(ema_key(v.name));
+    if (it == ckpt.end()) it = ckpt.find(model_key(v.name));
     if (it == ckpt.end()) {
-      problems += "\n  missing: " + v.name;
+      if (!options.ignore_missing) problems += "\n  missing: " + v.name;
     } else if (it->second.sizes() != v.tensor.sizes()) {
       std::ostringstream os;
       os << "\n  shape mismatch: " << v.name << " is " << v.tensor.sizes()
@@ -139,12 +153,17 @@ void restore_model(models::ClassifierImpl& model,
       problems += os.str();
     } else {
       v.tensor.copy_(it->second);
+      ++restored;
     }
   }
   if (!problems.empty()) {
-    throw ConfigError("checkpoint '" + path +
-                      "' does not match the model:" + problems);
+    throw ConfigError("checkpoint '" + path + "' does not match the model:" +
+                      problems +
+                      "\n(checkpoint_exclude_scopes leaves variables out, e.g. "
+                      "the logits when num_classes differs; ignore_missing_vars "
+                      "skips missing ones)");
   }
+  return restored;
 }
 
 }  // namespace fastnn::train

@@ -19,7 +19,14 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {
   r.checkpoint = resolve_checkpoint(checkpoint_path);
   Built b = build(hp, hp.eval_split_name);
   const TensorMap ckpt = load_tensors(r.checkpoint);
-  restore_model(*b.model, ckpt, r.checkpoint);
+  RestoreOptions ro;
+  for (const auto& [key, t] : ckpt) {
+    if (key.size() > 25 && key.compare(key.size() - 25, 25, "/ExponentialMovingAverage") == 0) {
+      ro.use_moving_averages = true;
+    }
+  }
+  r.moving_averages = ro.use_moving_averages;
+  restore_model(*b.model, ckpt, r.checkpoint, ro);
   if (auto it = ckpt.find("global_step"); it != ckpt.end()) {
     r.global_step = it->second.item<int64_t>();
   }
@@ -53,6 +60,7 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {
 std::string eval_result_json(const EvalResult& r) {
   nlohmann::json j = {{"checkpoint", r.checkpoint},   {"split", r.split},
                       {"global_step", r.global_step}, {"samples", r.samples},
+                      {"moving_averages", r.moving_averages},
                       {"top1_correct", r.top1_correct},
                       {"top5_correct", r.top5_correct},
                       {"accuracy", r.top1},           {"recall_5", r.top5},

@@ -13,6 +13,8 @@ struct EvalResult {
   std::string checkpoint;
   std::string split;
   int64_t global_step = 0;
+  /// The checkpoint's moving averages (moving_average_decay) were used.
+  bool moving_averages = false;
   int64_t samples = 0;
   int64_t top1_correct = 0;
   int64_t top5_correct = 0;

@@ -32,6 +32,8 @@ struct Trainer::Impl : TrainControl {
   std::vector<std::unique_ptr<Hook>> hooks;
   std::unique_ptr<CheckpointManager> checkpoints;
   std::vector<torch::Tensor> regularized;
+  /// moving_average_decay: (variable, shadow) for every model variable.
+  std::vector<std::pair<models::NamedVariable, torch::Tensor>> ema;
   int intra_threads = 1;
   int64_t step = 0;
   int64_t batches_consumed = 0;
@@ -52,6 +54,8 @@ struct Trainer::Impl : TrainControl {
 
   TensorMap state();
   void restore(const std::string& path);
+  void init_from_checkpoint();
+  void update_moving_averages(int64_t step);
 };
 
 TensorMap Trainer::Impl::state() {
@@ -60,6 +64,7 @@ TensorMap Trainer::Impl::state() {
     m[model_key(v.name)] = v.tensor;
   }
   for (const auto& s : optimizer->slots()) m["optimizer/" + s.name] = s.value;
+  for (const auto& [v, shadow] : ema) m[ema_key(v.name)] = shadow;
   m["global_step"] = torch::tensor(step, torch::kInt64);
   m["input/batches_consumed"] = torch::tensor(batches_consumed, torch::kInt64);
   at::Generator gen = at::detail::getDefaultCPUGenerator();
@@ -96,6 +101,14 @@ void Trainer::Impl::restore(const std::string& path) {
     if (it == ckpt.end()) throw DataError("checkpoint '" + path + "' lacks " + key);
     return it->second.item<int64_t>();
   };
+  for (auto& [v, shadow] : ema) {
+    auto it = ckpt.find(ema_key(v.name));
+    if (it != ckpt.end() && it->second.sizes() == shadow.sizes()) {
+      shadow.copy_(it->second);
+    } else {
+      shadow.copy_(v.tensor);
+    }
+  }
   step = get("global_step");
   batches_consumed = get("input/batches_consumed");
   auto rng = ckpt.find("rng/torch_cpu");
@@ -115,13 +128,6 @@ void reject_unavailable(const HParams& h) {
     throw ConfigError(h.where(key) + ": " + key + ": " + what +
                       " is not available in this build yet");
   };
-  if (h.task_type == "finetune") fail("task_type", "fine-tuning");
-  if (!h.checkpoint_path.empty()) {
-    fail("checkpoint_path", "initialising from another checkpoint (resume works "
-                            "by reusing train_dir)");
-  }
-  if (!h.checkpoint_exclude_scopes.empty()) fail("checkpoint_exclude_scopes", "fine-tuning");
-  if (h.moving_average_decay) fail("moving_average_decay", "the moving average of weights");
   if (h.eval_every_n_iters > 0) fail("eval_every_n_iters", "evaluation during training");
   if (h.worker_hosts.find(',') != std::string::npos) {
     fail("worker_hosts", "multi-worker training");
@@ -129,6 +135,29 @@ void reject_unavailable(const HParams& h) {
 }
 
 }  // namespace
+
+void Trainer::Impl::init_from_checkpoint() {
+  std::string source = hp.checkpoint_path;
+  if (source.empty() && hp.task_type == "finetune") {
+    source = (fs::path(hp.model_dir) / hp.ckpt_file_name).string();
+  }
+  if (source.empty()) return;
+  const std::string path = resolve_checkpoint(source);
+  RestoreOptions o;
+  o.exclude_scopes = hp.checkpoint_exclude_scopes;
+  o.ignore_missing = hp.ignore_missing_vars;
+  const int n = restore_model(*built.model, load_tensors(path), path, o);
+  std::cout << "Initialized " << n << " variables from " << path
+            << (o.exclude_scopes.empty() ? "" : " (excluded: " + o.exclude_scopes + ")")
+            << "\n";
+}
+
+void Trainer::Impl::update_moving_averages(int64_t num_updates) {
+  if (ema.empty()) return;
+  const double d = moving_average_decay_at(*hp.moving_average_decay, num_updates);
+  torch::NoGradGuard no_grad;
+  for (auto& [v, shadow] : ema) shadow.mul_(d).add_(v.tensor, 1.0 - d);
+}
 
 Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
@@ -196,11 +225,23 @@ int Trainer::run() {
   if (m.checkpoints) {
     io::write_file_atomic((fs::path(h.train_dir) / "config.cfg").string(),
                           format_hparams(h));
-    if (auto latest = m.checkpoints->latest()) {
-      m.restore(*latest);
-      std::cout << "Restored " << *latest << " (global_step " << m.step << ")\n";
+  }
+  const auto latest = m.checkpoints ? m.checkpoints->latest() : std::nullopt;
+  if (!latest) m.init_from_checkpoint();
+  if (h.moving_average_decay) {
+    for (const auto& v : models::model_variables(*m.built.model)) {
+      m.ema.push_back({v, v.tensor.detach().clone()});
     }
-  } else {
+  }
+  if (latest) {
+    if (!h.checkpoint_path.empty() || h.task_type == "finetune") {
+      std::cout << "train_dir has a checkpoint: resuming from it; the "
+                   "fine-tuning source is not used\n";
+    }
+    m.restore(*latest);
+    std::cout << "Restored " << *latest << " (global_step " << m.step << ")\n";
+  }
+  if (!m.checkpoints) {
     std::cerr << "warning: train_dir is not set: no checkpoints, no "
                  "config.cfg, no metrics.json\n";
   }
@@ -274,6 +315,7 @@ int Trainer::run() {
       clip_by_global_norm(m.optimizer->variables(), *h.max_gradient_norm);
     }
     m.optimizer->step(s.learning_rate);
+    m.update_moving_averages(m.step);
     s.spans.optimizer_end = now();
     ++m.step;
     ++m.batches_consumed;
