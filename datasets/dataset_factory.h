@@ -39,7 +39,9 @@ struct DatasetSpec {
   int channels;
 };
 
-/// Resolves dataset `hp.dataset_name`, split `split`. Throws ConfigError for
+/// Resolves dataset `hp.dataset_name`, split `split`; train_files replaces
+/// the files of the training split (dataset_split_name), eval_files those
+/// of eval_split_name. Throws ConfigError for
 /// an unknown name or split, DataError when no file exists.
 DatasetInfo get_dataset(const HParams& hp, const std::string& split);
 

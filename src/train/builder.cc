@@ -12,7 +12,7 @@
 
 namespace fastnn::train {
 
-Built build(const HParams& hp, const std::string& split) {
+Built build(const HParams& hp, const std::string& split, bool create_model) {
   Built b;
   try {
     b.spec = &models::find_model(hp.model_name);
@@ -49,9 +49,12 @@ Built build(const HParams& hp, const std::string& split) {
     throw ConfigError(hp.where("train_image_size") +
                       ": train_image_size: lenet takes 28x28 images only");
   }
+  if (!create_model) return b;
   models::ModelOptions mo;
   mo.num_classes = b.num_classes;
   mo.in_channels = b.dataset.channels;
+  mo.image_size = size;
+  mo.dropout_keep_prob = b.spec->dropout_keep_prob;
   b.model = b.spec->create(mo);
   return b;
 }

@@ -21,8 +21,9 @@ struct Built {
   int64_t num_classes = 0;
 };
 
-/// Resolves dataset split `split`, the model and the preprocessing.
-Built build(const HParams& hp, const std::string& split);
+/// Resolves dataset split `split`, the model and the preprocessing; the
+/// model itself is created only when `create_model`.
+Built build(const HParams& hp, const std::string& split, bool create_model = true);
 
 /// Pipeline options for training (shuffle, repeat) or evaluation.
 datasets::PipelineOptions pipeline_options(const HParams& hp,

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
+#include <optional>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -17,6 +19,7 @@
 #include "src/optim/optimizers.h"
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
+#include "src/train/evaluator.h"
 #include "src/train/loss.h"
 #include "src/train/signals.h"
 
@@ -27,6 +30,9 @@ using Clock = std::chrono::steady_clock;
 struct Trainer::Impl : TrainControl {
   HParams hp;
   Built built;
+  /// eval_every_n_iters > 0: the evaluation split, sharing built.model.
+  std::optional<Built> eval_built;
+  std::optional<EvalResult> last_eval;
   std::unique_ptr<optim::Optimizer> optimizer;
   optim::ScheduleOptions schedule;
   std::vector<std::unique_ptr<Hook>> hooks;
@@ -56,6 +62,7 @@ struct Trainer::Impl : TrainControl {
   void restore(const std::string& path);
   void init_from_checkpoint();
   void update_moving_averages(int64_t step);
+  void evaluate_now();
 };
 
 TensorMap Trainer::Impl::state() {
@@ -128,7 +135,6 @@ void reject_unavailable(const HParams& h) {
     throw ConfigError(h.where(key) + ": " + key + ": " + what +
                       " is not available in this build yet");
   };
-  if (h.eval_every_n_iters > 0) fail("eval_every_n_iters", "evaluation during training");
   if (h.worker_hosts.find(',') != std::string::npos) {
     fail("worker_hosts", "multi-worker training");
   }
@@ -159,6 +165,16 @@ void Trainer::Impl::update_moving_averages(int64_t num_updates) {
   for (auto& [v, shadow] : ema) shadow.mul_(d).add_(v.tensor, 1.0 - d);
 }
 
+void Trainer::Impl::evaluate_now() {
+  last_eval = evaluate_model(hp, *eval_built);
+  const auto& r = *last_eval;
+  std::printf("eval %s at global_step %lld: accuracy = %.4f, recall_5 = %.4f, "
+              "loss = %.4f (%lld samples, %.1f s)\n",
+              r.split.c_str(), static_cast<long long>(step), r.top1, r.top5, r.loss,
+              static_cast<long long>(r.samples), r.wall_secs);
+  std::fflush(stdout);
+}
+
 Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.hp = std::move(hp);
@@ -187,6 +203,11 @@ Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
                                         : m.built.dataset.num_samples;
   m.schedule = optim::schedule_from_hparams(h, samples_per_epoch, 1);
   m.hooks = make_hooks(h);
+  if (h.eval_every_n_iters > 0) {
+    m.eval_built = build(h, h.eval_split_name, /*create_model=*/false);
+    m.eval_built->model = m.built.model;
+    m.eval_built->num_classes = m.built.num_classes;
+  }
   if (h.weight_decay > 0) m.regularized = m.built.model->regularized_weights();
   if (!h.train_dir.empty()) {
     m.checkpoints = std::make_unique<CheckpointManager>(h.train_dir, h.max_to_keep);
@@ -326,6 +347,11 @@ int Trainer::run() {
     last_loss = s.loss;
     last_acc = s.accuracy;
     for (auto& hook : m.hooks) hook->after_step(m, s);
+    if (m.eval_built && m.step % h.eval_every_n_iters == 0) m.evaluate_now();
+  }
+  if (m.eval_built && exit_code == kExitOk && m.step > start_step &&
+      m.step % h.eval_every_n_iters != 0) {
+    m.evaluate_now();
   }
   std::string last_ckpt;
   if (exit_code != kExitOk) {
@@ -351,6 +377,10 @@ int Trainer::run() {
                         {"data_wait_secs", data_secs},
                         {"records_skipped", stats.records_skipped},
                         {"stop_reason", m.stop_reason},
+                        {"eval_accuracy", m.last_eval ? nlohmann::json(m.last_eval->top1)
+                                                      : nlohmann::json()},
+                        {"eval_recall_5", m.last_eval ? nlohmann::json(m.last_eval->top5)
+                                                      : nlohmann::json()},
                         {"exit_status", exit_code}};
     io::write_file_atomic((fs::path(h.train_dir) / "metrics.json").string(),
                           j.dump(2) + "\n");

@@ -125,6 +125,15 @@ TEST_F(FashionMnist, TrainKillResumeEvaluate) {
   EXPECT_EQ(j["global_step"], 500);
   EXPECT_GT(j["accuracy"].get<double>(), 0.65) << e.output;  // chance is 0.1
   EXPECT_GE(j["recall_5"].get<double>(), j["accuracy"].get<double>());
+  // Per-class counts add up to the totals.
+  int64_t correct = 0, total = 0;
+  for (size_t c = 0; c < 10; ++c) {
+    correct += j["class_correct"][c].get<int64_t>();
+    total += j["class_total"][c].get<int64_t>();
+  }
+  EXPECT_EQ(total, 6000);
+  EXPECT_EQ(correct, j["top1_correct"].get<int64_t>());
+  EXPECT_NE(e.output.find("class 1 Trouser"), std::string::npos) << e.output;
 }
 
 TEST_F(FashionMnist, ResumedRunEndsBitForBitLikeAnUninterruptedOne) {
@@ -253,6 +262,21 @@ TEST_F(FashionMnist, FineTuneIntoMoreClassesWithExcludedScopes) {
   EXPECT_EQ(again.exit_code, 0) << again.output;
   EXPECT_NE(again.output.find("fine-tuning source is not used"), std::string::npos)
       << again.output;
+}
+
+TEST_F(FashionMnist, EvaluatesDuringTraining) {
+  const auto dir = fresh("periodic_eval");
+  auto args = train_args(dir, "50");
+  args.push_back("--eval_every_n_iters=20");
+  auto r = run(args, (kTmp / "periodic.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* step : {"global_step 20:", "global_step 40:", "global_step 50:"}) {
+    EXPECT_NE(r.output.find(std::string("eval test at ") + step), std::string::npos)
+        << step << "\n" << r.output;
+  }
+  nlohmann::json metrics;
+  std::ifstream(fs::path(dir) / "metrics.json") >> metrics;
+  EXPECT_GT(metrics["eval_accuracy"].get<double>(), 0.3);
 }
 
 TEST_F(FashionMnist, MovingAveragesAreSavedAndUsedByEvaluation) {
