@@ -38,6 +38,12 @@ Built build(const HParams& hp, const std::string& split, bool create_model) {
   }
   b.preprocessing_name =
       hp.preprocessing_name.empty() ? b.spec->preprocessing : hp.preprocessing_name;
+  for (const auto& name : models::model_names()) {
+    // TF-slim's factory also accepts a network name ("inception_v3").
+    if (name == b.preprocessing_name) {
+      b.preprocessing_name = models::find_model(name).preprocessing;
+    }
+  }
   const int64_t size = hp.train_image_size.value_or(b.spec->default_image_size);
   b.shape = {b.dataset.channels, static_cast<int>(size), static_cast<int>(size)};
   try {
