@@ -1,5 +1,6 @@
 #include "fastnn/trainer.h"
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +42,7 @@ struct Trainer::Impl : TrainControl {
   /// moving_average_decay: (variable, shadow) for every model variable.
   std::vector<std::pair<models::NamedVariable, torch::Tensor>> ema;
   int intra_threads = 1;
+  bool bf16 = false;
   int64_t step = 0;
   int64_t batches_consumed = 0;
   bool stop = false;
@@ -127,6 +129,31 @@ void Trainer::Impl::restore(const std::string& path) {
 }
 
 namespace {
+
+// use_fp16 on CPU: bfloat16 autocast for the forward pass (weights, loss
+// and optimizer stay fp32), as torch.autocast("cpu") does.
+class CpuAutocast {
+ public:
+  explicit CpuAutocast(bool on) : on_(on) {
+    if (!on_) return;
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+    at::autocast::increment_nesting();
+  }
+  ~CpuAutocast() {
+    if (!on_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_cpu_enabled(false);
+  }
+
+ private:
+  bool on_;
+};
+
+bool cpu_has_bf16() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16");
+}
 
 // Keys whose feature this build does not have yet: setting one is an exit-2
 // error rather than a silently different run.
@@ -240,8 +267,13 @@ int Trainer::run() {
   Impl& m = *impl_;
   const HParams& h = m.hp;
   if (h.use_fp16) {
-    std::cerr << "warning: use_fp16=True: mixed precision is not available on "
-                 "CPU in this build; training in fp32\n";
+    m.bf16 = cpu_has_bf16();
+    if (m.bf16) {
+      std::cout << "use_fp16=True: bfloat16 autocast on CPU (fp32 weights)\n";
+    } else {
+      std::cerr << "warning: use_fp16=True but this CPU has no bfloat16 "
+                   "instructions (AVX512_BF16); training in fp32\n";
+    }
   }
   if (m.checkpoints) {
     io::write_file_atomic((fs::path(h.train_dir) / "config.cfg").string(),
@@ -314,7 +346,13 @@ int Trainer::run() {
       break;
     }
     s.learning_rate = optim::learning_rate_at(m.schedule, m.step);
-    auto out = model.forward(batch->images);
+    models::ModelOutput out;
+    {
+      CpuAutocast autocast(m.bf16);
+      out = model.forward(batch->images);
+    }
+    out.logits = out.logits.to(torch::kFloat32);
+    if (out.aux_logits.defined()) out.aux_logits = out.aux_logits.to(torch::kFloat32);
     auto loss = classification_loss(out.logits, batch->labels, h.label_smoothing);
     if (out.aux_logits.defined()) {
       loss = loss + 0.4 * classification_loss(out.aux_logits, batch->labels,
