@@ -28,6 +28,8 @@ struct DatasetInfo {
   int channels = 3;
   /// Class names from labels.txt (empty when absent).
   std::vector<std::string> labels;
+  /// Synthetic data (dataset "mock"): no files, images made in memory.
+  bool synthetic = false;
 };
 
 /// Static facts of one dataset (one row of the name table).
@@ -37,6 +39,8 @@ struct DatasetSpec {
   std::vector<std::pair<std::string, int64_t>> splits;
   int64_t num_classes;
   int channels;
+  /// Images are generated, not read (FastNN's mock dataset).
+  bool synthetic = false;
 };
 
 /// Resolves dataset `hp.dataset_name`, split `split`; train_files replaces

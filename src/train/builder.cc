@@ -26,7 +26,7 @@ Built build(const HParams& hp, const std::string& split, bool create_model) {
   }
   const int64_t dataset_classes = b.dataset.num_classes - hp.labels_offset;
   if (hp.num_classes) {
-    if (*hp.num_classes < dataset_classes) {
+    if (*hp.num_classes < dataset_classes && !b.dataset.synthetic) {
       throw ConfigError(hp.where("num_classes") + ": num_classes: " +
                         std::to_string(*hp.num_classes) + " is smaller than " +
                         b.dataset.name + "'s " + std::to_string(dataset_classes) +
@@ -70,6 +70,7 @@ datasets::PipelineOptions pipeline_options(const HParams& hp,
                                            bool is_training) {
   datasets::PipelineOptions o;
   o.files = b.dataset.files;
+  if (b.dataset.synthetic) o.synthetic_samples = b.dataset.num_samples;
   o.is_training = is_training;
   o.batch_size = is_training ? hp.batch_size : hp.eval_batch_size;
   o.num_epochs = hp.num_epochs;
