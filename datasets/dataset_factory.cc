@@ -16,6 +16,9 @@ namespace {
 
 const std::vector<DatasetSpec>& table() {
   static const std::vector<DatasetSpec> kTable = {
+      // FastNN's mock: synthetic images at the model's size, no I/O.
+      {"mock", "", {{"train", 1000000}, {"validation", 10000}, {"test", 10000}},
+       1000, 3, true},
       mnist_spec(),
       fashion_mnist_spec(),
   };
@@ -83,6 +86,7 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
   info.split = split;
   info.num_classes = spec.num_classes;
   info.channels = spec.channels;
+  info.synthetic = spec.synthetic;
   bool known_split = false;
   std::vector<std::string> split_names;
   for (const auto& [name, n] : spec.splits) {
@@ -96,13 +100,17 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
     throw ConfigError("dataset_split_name: '" + split + "' is not a split of " +
                       spec.name + "; valid: " + join_list(split_names));
   }
-  if (hp.dataset_dir.empty() && (split != "train" || hp.train_files.empty())) {
+  if (spec.synthetic) return info;
+  const std::string& files_override = split == hp.dataset_split_name ? hp.train_files
+                                     : split == hp.eval_split_name  ? hp.eval_files
+                                                                    : std::string();
+  if (hp.dataset_dir.empty() && files_override.empty()) {
     throw ConfigError(hp.where("dataset_dir") + ": dataset_dir: not set (the "
                       "folder holding " + spec.file_prefix + "_" + split +
                       ".tfrecord)");
   }
-  if (split == "train" && !hp.train_files.empty()) {
-    info.files = expand_file_list(hp.train_files, hp.dataset_dir);
+  if (!files_override.empty()) {
+    info.files = expand_file_list(files_override, hp.dataset_dir);
   } else {
     const std::string shard = "_[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]";
     const std::string pattern = spec.file_prefix + "_" + split + ".tfrecord or " +

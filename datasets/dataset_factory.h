@@ -28,6 +28,8 @@ struct DatasetInfo {
   int channels = 3;
   /// Class names from labels.txt (empty when absent).
   std::vector<std::string> labels;
+  /// Synthetic data (dataset "mock"): no files, images made in memory.
+  bool synthetic = false;
 };
 
 /// Static facts of one dataset (one row of the name table).
@@ -37,9 +39,13 @@ struct DatasetSpec {
   std::vector<std::pair<std::string, int64_t>> splits;
   int64_t num_classes;
   int channels;
+  /// Images are generated, not read (FastNN's mock dataset).
+  bool synthetic = false;
 };
 
-/// Resolves dataset `hp.dataset_name`, split `split`. Throws ConfigError for
+/// Resolves dataset `hp.dataset_name`, split `split`; train_files replaces
+/// the files of the training split (dataset_split_name), eval_files those
+/// of eval_split_name. Throws ConfigError for
 /// an unknown name or split, DataError when no file exists.
 DatasetInfo get_dataset(const HParams& hp, const std::string& split);
 

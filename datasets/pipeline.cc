@@ -123,6 +123,14 @@ void Pipeline::State::read_loop() {
       if (stop) return;
       stats.epochs_started = epoch + 1;
     }
+    if (opt.synthetic_samples > 0) {
+      for (int64_t i = 0; i < opt.synthetic_samples; ++i) {
+        Record r;
+        r.index = i;
+        if (!feed(std::move(r))) return;
+      }
+      continue;
+    }
     if (opt.cache && epoch > 0) {
       for (const auto& r : cache) {
         if (!feed(Record(r))) return;
@@ -174,6 +182,14 @@ Decoded Pipeline::State::decode(RawBatch& rb) {
   int64_t kept = 0, skipped = 0;
   for (int64_t i = 0; i < n; ++i) {
     const Record& r = rb.records[i];
+    if (opt.synthetic_samples > 0) {
+      std::mt19937_64 rng(mix_seed(opt.seed, rb.index, i));
+      std::uniform_real_distribution<float> pixel(-1.0f, 1.0f);
+      float* dst = out + kept * shape.numel();
+      for (int64_t k = 0; k < shape.numel(); ++k) dst[k] = pixel(rng);
+      lab[kept++] = static_cast<int64_t>(rng() % static_cast<uint64_t>(opt.num_classes));
+      continue;
+    }
     try {
       io::ImageRecord ex = io::decode_image_example(r.data);
       io::Image img = io::decode_image(ex.encoded, opt.channels);
@@ -240,7 +256,9 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_unique<State>()) 
   State& s = *state_;
   s.opt = std::move(options);
   if (s.opt.batch_size < 1) throw ConfigError("batch_size must be >= 1");
-  if (s.opt.files.empty()) throw DataError("input pipeline: no files to read");
+  if (s.opt.files.empty() && s.opt.synthetic_samples <= 0) {
+    throw DataError("input pipeline: no files to read");
+  }
   s.opt.num_parallel_batches = std::max<int64_t>(1, s.opt.num_parallel_batches);
   s.opt.prefetch_batches = std::max<int64_t>(1, s.opt.prefetch_batches);
   s.next_index = s.opt.skip_batches;

@@ -17,6 +17,8 @@ struct ModelSpec {
   /// TF-slim's preprocessing for this network (preprocessing_factory).
   std::string preprocessing;
   std::function<std::shared_ptr<ClassifierImpl>(const ModelOptions&)> create;
+  /// TF-slim's dropout_keep_prob default for this network (training).
+  double dropout_keep_prob = 0.5;
 };
 
 /// The row for `name`; throws ConfigError listing the valid names.

@@ -3,6 +3,7 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "preprocessing/lenet_preprocessing.h"
+#include "preprocessing/slim_preprocessing.h"
 
 namespace fastnn::preprocessing {
 namespace {
@@ -18,7 +19,23 @@ PreprocessFn make_lenet(const OutputShape& shape, bool) {
   };
 }
 
+template <void (*Train)(const io::Image&, const OutputShape&, std::mt19937_64&, float*),
+          void (*Eval)(const io::Image&, const OutputShape&, float*)>
+PreprocessFn make_slim(const OutputShape& shape, bool is_training) {
+  if (is_training) {
+    return [shape](const io::Image& in, std::mt19937_64& rng, float* out) {
+      Train(in, shape, rng, out);
+    };
+  }
+  return [shape](const io::Image& in, std::mt19937_64&, float* out) {
+    Eval(in, shape, out);
+  };
+}
+
 const Row kTable[] = {
+    {"inception", make_slim<inception_train, inception_eval>},
+    {"vgg", make_slim<vgg_train, vgg_eval>},
+    {"cifarnet", make_slim<cifarnet_train, cifarnet_eval>},
     {"lenet", make_lenet},
 };
 

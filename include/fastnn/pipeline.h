@@ -49,6 +49,9 @@ struct PipelineOptions {
   int64_t labels_offset = 0;
   preprocessing::OutputShape shape;
   preprocessing::PreprocessFn preprocess;
+  /// > 0: no files; each epoch is this many synthetic images (uniform in
+  /// [-1, 1], labels uniform in [0, num_classes)), seeded like the rest.
+  int64_t synthetic_samples = 0;
 };
 
 /// One batch: images [B, C, H, W] float32, labels [B] int64.

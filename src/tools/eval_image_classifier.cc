@@ -19,12 +19,21 @@ int main(int argc, char** argv) {
               "checkpoint_path: not set (a checkpoint file or a train_dir)");
         }
         auto r = fastnn::train::evaluate(hp, path);
-        std::printf("eval %s: %lld samples, global_step %lld\n", r.split.c_str(),
+        std::printf("eval %s: %lld samples, global_step %lld%s\n", r.split.c_str(),
                     static_cast<long long>(r.samples),
-                    static_cast<long long>(r.global_step));
+                    static_cast<long long>(r.global_step),
+                    r.moving_averages ? ", moving-average weights" : "");
         std::printf("Accuracy = %.4f (%lld/%lld)\nRecall_5 = %.4f\nLoss = %.4f\n",
                     r.top1, static_cast<long long>(r.top1_correct),
                     static_cast<long long>(r.samples), r.top5, r.loss);
+        for (size_t c = 0; c < r.class_total.size(); ++c) {
+          if (r.class_total[c] == 0) continue;
+          const std::string name = c < r.class_names.size() ? r.class_names[c] : "";
+          std::printf("  class %zu %-12s %.4f (%lld/%lld)\n", c, name.c_str(),
+                      static_cast<double>(r.class_correct[c]) / r.class_total[c],
+                      static_cast<long long>(r.class_correct[c]),
+                      static_cast<long long>(r.class_total[c]));
+        }
         std::printf("eval_result %s\n", fastnn::train::eval_result_json(r).c_str());
         return 0;
       });

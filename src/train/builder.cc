@@ -12,7 +12,7 @@
 
 namespace fastnn::train {
 
-Built build(const HParams& hp, const std::string& split) {
+Built build(const HParams& hp, const std::string& split, bool create_model) {
   Built b;
   try {
     b.spec = &models::find_model(hp.model_name);
@@ -26,7 +26,7 @@ Built build(const HParams& hp, const std::string& split) {
   }
   const int64_t dataset_classes = b.dataset.num_classes - hp.labels_offset;
   if (hp.num_classes) {
-    if (*hp.num_classes < dataset_classes) {
+    if (*hp.num_classes < dataset_classes && !b.dataset.synthetic) {
       throw ConfigError(hp.where("num_classes") + ": num_classes: " +
                         std::to_string(*hp.num_classes) + " is smaller than " +
                         b.dataset.name + "'s " + std::to_string(dataset_classes) +
@@ -38,6 +38,12 @@ Built build(const HParams& hp, const std::string& split) {
   }
   b.preprocessing_name =
       hp.preprocessing_name.empty() ? b.spec->preprocessing : hp.preprocessing_name;
+  for (const auto& name : models::model_names()) {
+    // TF-slim's factory also accepts a network name ("inception_v3").
+    if (name == b.preprocessing_name) {
+      b.preprocessing_name = models::find_model(name).preprocessing;
+    }
+  }
   const int64_t size = hp.train_image_size.value_or(b.spec->default_image_size);
   b.shape = {b.dataset.channels, static_cast<int>(size), static_cast<int>(size)};
   try {
@@ -49,9 +55,12 @@ Built build(const HParams& hp, const std::string& split) {
     throw ConfigError(hp.where("train_image_size") +
                       ": train_image_size: lenet takes 28x28 images only");
   }
+  if (!create_model) return b;
   models::ModelOptions mo;
   mo.num_classes = b.num_classes;
   mo.in_channels = b.dataset.channels;
+  mo.image_size = size;
+  mo.dropout_keep_prob = b.spec->dropout_keep_prob;
   b.model = b.spec->create(mo);
   return b;
 }
@@ -61,6 +70,7 @@ datasets::PipelineOptions pipeline_options(const HParams& hp,
                                            bool is_training) {
   datasets::PipelineOptions o;
   o.files = b.dataset.files;
+  if (b.dataset.synthetic) o.synthetic_samples = b.dataset.num_samples;
   o.is_training = is_training;
   o.batch_size = is_training ? hp.batch_size : hp.eval_batch_size;
   o.num_epochs = hp.num_epochs;
@@ -123,15 +133,29 @@ std::string model_key(const std::string& tf_name) {
   return "model/" + tf_name;
 }
 
-void restore_model(models::ClassifierImpl& model,
-                   const std::map<std::string, torch::Tensor>& ckpt,
-                   const std::string& path) {
+std::string ema_key(const std::string& tf_name) {
+  return model_key(tf_name) + "/ExponentialMovingAverage";
+}
+
+int restore_model(models::ClassifierImpl& model,
+                  const std::map<std::string, torch::Tensor>& ckpt,
+                  const std::string& path,
+                  const RestoreOptions& options) {
   std::string problems;
+  int restored = 0;
   torch::NoGradGuard no_grad;
+  const auto excluded = split_list(options.exclude_scopes);
   for (auto& v : models::model_variables(model)) {
-    auto it = ckpt.find(model_key(v.name));
+    bool skip = false;
+    for (const auto& scope : excluded) {
+      if (v.name.rfind(scope, 0) == 0) skip = true;
+    }
+    if (skip) continue;
+    auto it = ckpt.end();
+    if (options.use_moving_averages) it = ckpt.find(ema_key(v.name));
+    if (it == ckpt.end()) it = ckpt.find(model_key(v.name));
     if (it == ckpt.end()) {
-      problems += "\n  missing: " + v.name;
+      if (!options.ignore_missing) problems += "\n  missing: " + v.name;
     } else if (it->second.sizes() != v.tensor.sizes()) {
       std::ostringstream os;
       os << "\n  shape mismatch: " << v.name << " is " << v.tensor.sizes()
@@ -139,12 +163,17 @@ void restore_model(models::ClassifierImpl& model,
       problems += os.str();
     } else {
       v.tensor.copy_(it->second);
+      ++restored;
     }
   }
   if (!problems.empty()) {
-    throw ConfigError("checkpoint '" + path +
-                      "' does not match the model:" + problems);
+    throw ConfigError("checkpoint '" + path + "' does not match the model:" +
+                      problems +
+                      "\n(checkpoint_exclude_scopes leaves variables out, e.g. "
+                      "the logits when num_classes differs; ignore_missing_vars "
+                      "skips missing ones)");
   }
+  return restored;
 }
 
 }  // namespace fastnn::train

@@ -21,8 +21,9 @@ struct Built {
   int64_t num_classes = 0;
 };
 
-/// Resolves dataset split `split`, the model and the preprocessing.
-Built build(const HParams& hp, const std::string& split);
+/// Resolves dataset split `split`, the model and the preprocessing; the
+/// model itself is created only when `create_model`.
+Built build(const HParams& hp, const std::string& split, bool create_model = true);
 
 /// Pipeline options for training (shuffle, repeat) or evaluation.
 datasets::PipelineOptions pipeline_options(const HParams& hp,
@@ -40,10 +41,26 @@ std::string describe_cluster(const HParams& hp);
 /// "model/<tf name>" for every model variable, for checkpoints.
 std::string model_key(const std::string& tf_name);
 
-/// Copies the "model/..." tensors of a checkpoint into `model`. Throws
-/// ConfigError naming every missing or mis-shaped variable.
-void restore_model(models::ClassifierImpl& model,
-                   const std::map<std::string, torch::Tensor>& ckpt,
-                   const std::string& path);
+/// How restore_model treats the checkpoint.
+struct RestoreOptions {
+  /// Variables whose name starts with one of these (comma list) are left
+  /// as initialized (TF-slim's checkpoint_exclude_scopes).
+  std::string exclude_scopes;
+  /// Skip variables the checkpoint lacks instead of failing.
+  bool ignore_missing = false;
+  /// Read "<var>/ExponentialMovingAverage" where the checkpoint has it.
+  bool use_moving_averages = false;
+};
+
+/// Copies the "model/..." tensors of a checkpoint into `model`; returns the
+/// number restored. Throws ConfigError naming every missing or mis-shaped
+/// variable (with a hint about checkpoint_exclude_scopes).
+int restore_model(models::ClassifierImpl& model,
+                  const std::map<std::string, torch::Tensor>& ckpt,
+                  const std::string& path,
+                  const RestoreOptions& options = {});
+
+/// Checkpoint key of a variable's moving average (TF's slot name).
+std::string ema_key(const std::string& tf_name);
 
 }  // namespace fastnn::train

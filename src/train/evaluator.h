@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fastnn/hparams.h"
 
@@ -13,6 +14,8 @@ struct EvalResult {
   std::string checkpoint;
   std::string split;
   int64_t global_step = 0;
+  /// The checkpoint's moving averages (moving_average_decay) were used.
+  bool moving_averages = false;
   int64_t samples = 0;
   int64_t top1_correct = 0;
   int64_t top5_correct = 0;
@@ -20,7 +23,17 @@ struct EvalResult {
   double top5 = 0;
   double loss = 0;
   double wall_secs = 0;
+  /// Per class (index = label): correct top-1 predictions and samples.
+  std::vector<int64_t> class_correct, class_total;
+  /// Class names from labels.txt (may be empty).
+  std::vector<std::string> class_names;
 };
+
+struct Built;
+
+/// Evaluates `built.model` as it is (eval mode for the pass, then back)
+/// on built.dataset; used by evaluate() and by evaluation during training.
+EvalResult evaluate_model(const HParams& hp, const Built& built);
 
 /// Evaluates `checkpoint_path` (a file, or a train_dir for its latest) on
 /// hp.eval_split_name with hp.eval_batch_size.

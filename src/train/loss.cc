@@ -40,6 +40,11 @@ double clip_by_global_norm(const std::vector<optim::Variable>& vars, double clip
   return norm;
 }
 
+double moving_average_decay_at(double decay, int64_t num_updates) {
+  const double n = static_cast<double>(num_updates);
+  return std::min(decay, (1.0 + n) / (10.0 + n));
+}
+
 bool in_scopes(const std::string& name, const std::string& scopes) {
   const auto list = split_list(scopes);
   if (list.empty()) return true;

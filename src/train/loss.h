@@ -25,6 +25,10 @@ torch::Tensor l2_regularization(const std::vector<torch::Tensor>& weights,
 /// clip / max(global_norm, clip). Returns the norm before clipping.
 double clip_by_global_norm(const std::vector<optim::Variable>& vars, double clip);
 
+/// TF's ExponentialMovingAverage decay with num_updates:
+/// min(decay, (1 + n) / (10 + n)).
+double moving_average_decay_at(double decay, int64_t num_updates);
+
 /// True when `name` starts with one of the comma-separated scopes, or the
 /// list is empty (TF-slim's trainable_scopes).
 bool in_scopes(const std::string& name, const std::string& scopes);

@@ -1,10 +1,13 @@
 #include "fastnn/trainer.h"
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
+#include <optional>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -17,6 +20,7 @@
 #include "src/optim/optimizers.h"
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
+#include "src/train/evaluator.h"
 #include "src/train/loss.h"
 #include "src/train/signals.h"
 
@@ -27,12 +31,18 @@ using Clock = std::chrono::steady_clock;
 struct Trainer::Impl : TrainControl {
   HParams hp;
   Built built;
+  /// eval_every_n_iters > 0: the evaluation split, sharing built.model.
+  std::optional<Built> eval_built;
+  std::optional<EvalResult> last_eval;
   std::unique_ptr<optim::Optimizer> optimizer;
   optim::ScheduleOptions schedule;
   std::vector<std::unique_ptr<Hook>> hooks;
   std::unique_ptr<CheckpointManager> checkpoints;
   std::vector<torch::Tensor> regularized;
+  /// moving_average_decay: (variable, shadow) for every model variable.
+  std::vector<std::pair<models::NamedVariable, torch::Tensor>> ema;
   int intra_threads = 1;
+  bool bf16 = false;
   int64_t step = 0;
   int64_t batches_consumed = 0;
   bool stop = false;
@@ -52,6 +62,9 @@ struct Trainer::Impl : TrainControl {
 
   TensorMap state();
   void restore(const std::string& path);
+  void init_from_checkpoint();
+  void update_moving_averages(int64_t step);
+  void evaluate_now();
 };
 
 TensorMap Trainer::Impl::state() {
@@ -60,6 +73,7 @@ TensorMap Trainer::Impl::state() {
     m[model_key(v.name)] = v.tensor;
   }
   for (const auto& s : optimizer->slots()) m["optimizer/" + s.name] = s.value;
+  for (const auto& [v, shadow] : ema) m[ema_key(v.name)] = shadow;
   m["global_step"] = torch::tensor(step, torch::kInt64);
   m["input/batches_consumed"] = torch::tensor(batches_consumed, torch::kInt64);
   at::Generator gen = at::detail::getDefaultCPUGenerator();
@@ -96,6 +110,14 @@ void Trainer::Impl::restore(const std::string& path) {
     if (it == ckpt.end()) throw DataError("checkpoint '" + path + "' lacks " + key);
     return it->second.item<int64_t>();
   };
+  for (auto& [v, shadow] : ema) {
+    auto it = ckpt.find(ema_key(v.name));
+    if (it != ckpt.end() && it->second.sizes() == shadow.sizes()) {
+      shadow.copy_(it->second);
+    } else {
+      shadow.copy_(v.tensor);
+    }
+  }
   step = get("global_step");
   batches_consumed = get("input/batches_consumed");
   auto rng = ckpt.find("rng/torch_cpu");
@@ -108,6 +130,31 @@ void Trainer::Impl::restore(const std::string& path) {
 
 namespace {
 
+// use_fp16 on CPU: bfloat16 autocast for the forward pass (weights, loss
+// and optimizer stay fp32), as torch.autocast("cpu") does.
+class CpuAutocast {
+ public:
+  explicit CpuAutocast(bool on) : on_(on) {
+    if (!on_) return;
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+    at::autocast::increment_nesting();
+  }
+  ~CpuAutocast() {
+    if (!on_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_cpu_enabled(false);
+  }
+
+ private:
+  bool on_;
+};
+
+bool cpu_has_bf16() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16");
+}
+
 // Keys whose feature this build does not have yet: setting one is an exit-2
 // error rather than a silently different run.
 void reject_unavailable(const HParams& h) {
@@ -115,20 +162,45 @@ void reject_unavailable(const HParams& h) {
     throw ConfigError(h.where(key) + ": " + key + ": " + what +
                       " is not available in this build yet");
   };
-  if (h.task_type == "finetune") fail("task_type", "fine-tuning");
-  if (!h.checkpoint_path.empty()) {
-    fail("checkpoint_path", "initialising from another checkpoint (resume works "
-                            "by reusing train_dir)");
-  }
-  if (!h.checkpoint_exclude_scopes.empty()) fail("checkpoint_exclude_scopes", "fine-tuning");
-  if (h.moving_average_decay) fail("moving_average_decay", "the moving average of weights");
-  if (h.eval_every_n_iters > 0) fail("eval_every_n_iters", "evaluation during training");
   if (h.worker_hosts.find(',') != std::string::npos) {
     fail("worker_hosts", "multi-worker training");
   }
 }
 
 }  // namespace
+
+void Trainer::Impl::init_from_checkpoint() {
+  std::string source = hp.checkpoint_path;
+  if (source.empty() && hp.task_type == "finetune") {
+    source = (fs::path(hp.model_dir) / hp.ckpt_file_name).string();
+  }
+  if (source.empty()) return;
+  const std::string path = resolve_checkpoint(source);
+  RestoreOptions o;
+  o.exclude_scopes = hp.checkpoint_exclude_scopes;
+  o.ignore_missing = hp.ignore_missing_vars;
+  const int n = restore_model(*built.model, load_tensors(path), path, o);
+  std::cout << "Initialized " << n << " variables from " << path
+            << (o.exclude_scopes.empty() ? "" : " (excluded: " + o.exclude_scopes + ")")
+            << "\n";
+}
+
+void Trainer::Impl::update_moving_averages(int64_t num_updates) {
+  if (ema.empty()) return;
+  const double d = moving_average_decay_at(*hp.moving_average_decay, num_updates);
+  torch::NoGradGuard no_grad;
+  for (auto& [v, shadow] : ema) shadow.mul_(d).add_(v.tensor, 1.0 - d);
+}
+
+void Trainer::Impl::evaluate_now() {
+  last_eval = evaluate_model(hp, *eval_built);
+  const auto& r = *last_eval;
+  std::printf("eval %s at global_step %lld: accuracy = %.4f, recall_5 = %.4f, "
+              "loss = %.4f (%lld samples, %.1f s)\n",
+              r.split.c_str(), static_cast<long long>(step), r.top1, r.top5, r.loss,
+              static_cast<long long>(r.samples), r.wall_secs);
+  std::fflush(stdout);
+}
 
 Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
@@ -158,6 +230,11 @@ Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
                                         : m.built.dataset.num_samples;
   m.schedule = optim::schedule_from_hparams(h, samples_per_epoch, 1);
   m.hooks = make_hooks(h);
+  if (h.eval_every_n_iters > 0) {
+    m.eval_built = build(h, h.eval_split_name, /*create_model=*/false);
+    m.eval_built->model = m.built.model;
+    m.eval_built->num_classes = m.built.num_classes;
+  }
   if (h.weight_decay > 0) m.regularized = m.built.model->regularized_weights();
   if (!h.train_dir.empty()) {
     m.checkpoints = std::make_unique<CheckpointManager>(h.train_dir, h.max_to_keep);
@@ -190,17 +267,34 @@ int Trainer::run() {
   Impl& m = *impl_;
   const HParams& h = m.hp;
   if (h.use_fp16) {
-    std::cerr << "warning: use_fp16=True: mixed precision is not available on "
-                 "CPU in this build; training in fp32\n";
+    m.bf16 = cpu_has_bf16();
+    if (m.bf16) {
+      std::cout << "use_fp16=True: bfloat16 autocast on CPU (fp32 weights)\n";
+    } else {
+      std::cerr << "warning: use_fp16=True but this CPU has no bfloat16 "
+                   "instructions (AVX512_BF16); training in fp32\n";
+    }
   }
   if (m.checkpoints) {
     io::write_file_atomic((fs::path(h.train_dir) / "config.cfg").string(),
                           format_hparams(h));
-    if (auto latest = m.checkpoints->latest()) {
-      m.restore(*latest);
-      std::cout << "Restored " << *latest << " (global_step " << m.step << ")\n";
+  }
+  const auto latest = m.checkpoints ? m.checkpoints->latest() : std::nullopt;
+  if (!latest) m.init_from_checkpoint();
+  if (h.moving_average_decay) {
+    for (const auto& v : models::model_variables(*m.built.model)) {
+      m.ema.push_back({v, v.tensor.detach().clone()});
     }
-  } else {
+  }
+  if (latest) {
+    if (!h.checkpoint_path.empty() || h.task_type == "finetune") {
+      std::cout << "train_dir has a checkpoint: resuming from it; the "
+                   "fine-tuning source is not used\n";
+    }
+    m.restore(*latest);
+    std::cout << "Restored " << *latest << " (global_step " << m.step << ")\n";
+  }
+  if (!m.checkpoints) {
     std::cerr << "warning: train_dir is not set: no checkpoints, no "
                  "config.cfg, no metrics.json\n";
   }
@@ -252,7 +346,13 @@ int Trainer::run() {
       break;
     }
     s.learning_rate = optim::learning_rate_at(m.schedule, m.step);
-    auto out = model.forward(batch->images);
+    models::ModelOutput out;
+    {
+      CpuAutocast autocast(m.bf16);
+      out = model.forward(batch->images);
+    }
+    out.logits = out.logits.to(torch::kFloat32);
+    if (out.aux_logits.defined()) out.aux_logits = out.aux_logits.to(torch::kFloat32);
     auto loss = classification_loss(out.logits, batch->labels, h.label_smoothing);
     if (out.aux_logits.defined()) {
       loss = loss + 0.4 * classification_loss(out.aux_logits, batch->labels,
@@ -274,6 +374,7 @@ int Trainer::run() {
       clip_by_global_norm(m.optimizer->variables(), *h.max_gradient_norm);
     }
     m.optimizer->step(s.learning_rate);
+    m.update_moving_averages(m.step);
     s.spans.optimizer_end = now();
     ++m.step;
     ++m.batches_consumed;
@@ -284,6 +385,11 @@ int Trainer::run() {
     last_loss = s.loss;
     last_acc = s.accuracy;
     for (auto& hook : m.hooks) hook->after_step(m, s);
+    if (m.eval_built && m.step % h.eval_every_n_iters == 0) m.evaluate_now();
+  }
+  if (m.eval_built && exit_code == kExitOk && m.step > start_step &&
+      m.step % h.eval_every_n_iters != 0) {
+    m.evaluate_now();
   }
   std::string last_ckpt;
   if (exit_code != kExitOk) {
@@ -309,6 +415,10 @@ int Trainer::run() {
                         {"data_wait_secs", data_secs},
                         {"records_skipped", stats.records_skipped},
                         {"stop_reason", m.stop_reason},
+                        {"eval_accuracy", m.last_eval ? nlohmann::json(m.last_eval->top1)
+                                                      : nlohmann::json()},
+                        {"eval_recall_5", m.last_eval ? nlohmann::json(m.last_eval->top5)
+                                                      : nlohmann::json()},
                         {"exit_status", exit_code}};
     io::write_file_atomic((fs::path(h.train_dir) / "metrics.json").string(),
                           j.dump(2) + "\n");

@@ -268,3 +268,32 @@ TEST(ConvertMnist, IdxRoundTripAndMalformedInput) {
 
 }  // namespace
 }  // namespace fastnn::datasets
+
+namespace fastnn::datasets {
+namespace {
+
+TEST(Pipeline, SyntheticDataIsDeterministicAndInRange) {
+  PipelineOptions o;
+  o.synthetic_samples = 64;
+  o.batch_size = 16;
+  o.num_epochs = 2;
+  o.num_classes = 7;
+  o.shape = {3, 8, 8};
+  o.num_threads = 2;
+  Pipeline a(o), b(o);
+  int batches = 0;
+  while (auto x = a.next()) {
+    auto y = b.next();
+    ASSERT_TRUE(y.has_value());
+    EXPECT_TRUE(torch::equal(x->images, y->images));
+    EXPECT_TRUE(torch::equal(x->labels, y->labels));
+    EXPECT_LE(x->images.abs().max().item<float>(), 1.0f);
+    EXPECT_GE(x->labels.min().item<int64_t>(), 0);
+    EXPECT_LT(x->labels.max().item<int64_t>(), 7);
+    ++batches;
+  }
+  EXPECT_EQ(batches, 8);  // 2 epochs of 64 in batches of 16
+}
+
+}  // namespace
+}  // namespace fastnn::datasets

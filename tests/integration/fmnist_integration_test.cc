@@ -125,6 +125,15 @@ TEST_F(FashionMnist, TrainKillResumeEvaluate) {
   EXPECT_EQ(j["global_step"], 500);
   EXPECT_GT(j["accuracy"].get<double>(), 0.65) << e.output;  // chance is 0.1
   EXPECT_GE(j["recall_5"].get<double>(), j["accuracy"].get<double>());
+  // Per-class counts add up to the totals.
+  int64_t correct = 0, total = 0;
+  for (size_t c = 0; c < 10; ++c) {
+    correct += j["class_correct"][c].get<int64_t>();
+    total += j["class_total"][c].get<int64_t>();
+  }
+  EXPECT_EQ(total, 6000);
+  EXPECT_EQ(correct, j["top1_correct"].get<int64_t>());
+  EXPECT_NE(e.output.find("class 1 Trouser"), std::string::npos) << e.output;
 }
 
 TEST_F(FashionMnist, ResumedRunEndsBitForBitLikeAnUninterruptedOne) {
@@ -212,6 +221,79 @@ TEST_F(FashionMnist, AliasRunsWithAWarningAndDryRunDescribesTheModel) {
   EXPECT_NE(trained.output.find("'enable_paisora' is an alias of 'enable_paisoar'"),
             std::string::npos) << trained.output;
   EXPECT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-5"));
+}
+
+TEST_F(FashionMnist, FineTuneIntoMoreClassesWithExcludedScopes) {
+  const auto src = fresh("ft_source");
+  ASSERT_EQ(run(train_args(src, "60"), (kTmp / "ft_src.log").string()).exit_code, 0);
+  auto ft_args = [&](const std::string& dir) {
+    auto a = train_args(dir, "20");
+    a.push_back("--checkpoint_path=" + src);
+    a.push_back("--num_classes=12");
+    return a;
+  };
+  const auto bad = fresh("ft_mismatch");
+  auto mismatch = run(ft_args(bad), (kTmp / "ft_bad.log").string());
+  EXPECT_EQ(mismatch.exit_code, 2) << mismatch.output;
+  EXPECT_NE(mismatch.output.find("shape mismatch: LeNet/fc4/weights"), std::string::npos)
+      << mismatch.output;
+  EXPECT_NE(mismatch.output.find("checkpoint_exclude_scopes"), std::string::npos);
+
+  const auto dir = fresh("ft_ok");
+  auto args = ft_args(dir);
+  args.push_back("--checkpoint_exclude_scopes=LeNet/fc4");
+  args.push_back("--trainable_scopes=LeNet/fc4");
+  auto r = run(args, (kTmp / "ft_ok.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Initialized 6 variables"), std::string::npos) << r.output;
+  auto before = train::load_tensors((fs::path(src) / "model.ckpt-60").string());
+  auto after = train::load_tensors((fs::path(dir) / "model.ckpt-20").string());
+  // Restored and frozen (outside trainable_scopes): unchanged.
+  EXPECT_TRUE(torch::equal(before["model/LeNet/conv1/weights"],
+                           after["model/LeNet/conv1/weights"]));
+  EXPECT_TRUE(torch::equal(before["model/LeNet/fc3/weights"],
+                           after["model/LeNet/fc3/weights"]));
+  EXPECT_EQ(after["model/LeNet/fc4/weights"].size(0), 12);
+  EXPECT_EQ(after.count("optimizer/LeNet/conv1/weights/Momentum"), 0u);
+  EXPECT_EQ(after["global_step"].item<int64_t>(), 20);
+
+  // A train_dir with a checkpoint wins over the fine-tuning source.
+  auto again = run(args, (kTmp / "ft_again.log").string());
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("fine-tuning source is not used"), std::string::npos)
+      << again.output;
+}
+
+TEST_F(FashionMnist, EvaluatesDuringTraining) {
+  const auto dir = fresh("periodic_eval");
+  auto args = train_args(dir, "50");
+  args.push_back("--eval_every_n_iters=20");
+  auto r = run(args, (kTmp / "periodic.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* step : {"global_step 20:", "global_step 40:", "global_step 50:"}) {
+    EXPECT_NE(r.output.find(std::string("eval test at ") + step), std::string::npos)
+        << step << "\n" << r.output;
+  }
+  nlohmann::json metrics;
+  std::ifstream(fs::path(dir) / "metrics.json") >> metrics;
+  EXPECT_GT(metrics["eval_accuracy"].get<double>(), 0.3);
+}
+
+TEST_F(FashionMnist, MovingAveragesAreSavedAndUsedByEvaluation) {
+  const auto dir = fresh("ema");
+  auto args = train_args(dir, "50");
+  args.push_back("--moving_average_decay=0.99");
+  ASSERT_EQ(run(args, (kTmp / "ema.log").string()).exit_code, 0);
+  auto ckpt = train::load_tensors((fs::path(dir) / "model.ckpt-50").string());
+  const std::string w = "model/LeNet/fc4/weights";
+  ASSERT_TRUE(ckpt.count(w + "/ExponentialMovingAverage"));
+  EXPECT_FALSE(torch::equal(ckpt[w], ckpt[w + "/ExponentialMovingAverage"]));
+  auto e = run({kBin + "/eval_image_classifier", "--config", config(),
+                "--checkpoint_path=" + dir},
+               (kTmp / "ema_eval.log").string());
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_NE(e.output.find("moving-average weights"), std::string::npos) << e.output;
+  EXPECT_NE(e.output.find("\"moving_averages\":true"), std::string::npos) << e.output;
 }
 
 }  // namespace

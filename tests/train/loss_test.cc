@@ -38,6 +38,12 @@ TEST(Loss, ClipByGlobalNorm) {
   EXPECT_NEAR(b.grad().item<double>(), 0.8, 1e-12);
 }
 
+TEST(Loss, MovingAverageDecayWarmsUpLikeTF) {
+  EXPECT_DOUBLE_EQ(moving_average_decay_at(0.999, 0), 0.1);
+  EXPECT_DOUBLE_EQ(moving_average_decay_at(0.999, 90), 91.0 / 100.0);
+  EXPECT_DOUBLE_EQ(moving_average_decay_at(0.999, 100000), 0.999);
+}
+
 TEST(Loss, TrainableScopesMatchPrefixes) {
   EXPECT_TRUE(in_scopes("LeNet/fc4/weights", ""));
   EXPECT_TRUE(in_scopes("LeNet/fc4/weights", "LeNet/fc3, LeNet/fc4"));

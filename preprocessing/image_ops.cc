@@ -1,0 +1,218 @@
+#include "preprocessing/image_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fastnn::preprocessing {
+
+FloatImage to_float(const io::Image& in, float scale) {
+  FloatImage out{in.height, in.width, in.channels, {}};
+  out.data.resize(in.pixels.size());
+  for (size_t i = 0; i < in.pixels.size(); ++i) out.data[i] = in.pixels[i] * scale;
+  return out;
+}
+
+FloatImage crop(const FloatImage& in, int top, int left, int height, int width) {
+  FloatImage out{height, width, in.channels, {}};
+  out.data.resize(size_t(height) * width * in.channels);
+  const size_t row = size_t(width) * in.channels;
+  for (int y = 0; y < height; ++y) {
+    const float* src = &in.data[(size_t(top + y) * in.width + left) * in.channels];
+    std::copy(src, src + row, out.data.begin() + y * row);
+  }
+  return out;
+}
+
+FloatImage resize_bilinear(const FloatImage& in, int height, int width) {
+  FloatImage out{height, width, in.channels, {}};
+  out.data.resize(size_t(height) * width * in.channels);
+  const float sy = static_cast<float>(in.height) / height;
+  const float sx = static_cast<float>(in.width) / width;
+  std::vector<int> x0(width), x1(width);
+  std::vector<float> fx(width);
+  for (int x = 0; x < width; ++x) {
+    const float src = x * sx;
+    x0[x] = static_cast<int>(std::floor(src));
+    x1[x] = std::min(x0[x] + 1, in.width - 1);
+    fx[x] = src - x0[x];
+  }
+  for (int y = 0; y < height; ++y) {
+    const float src = y * sy;
+    const int y0 = static_cast<int>(std::floor(src));
+    const int y1 = std::min(y0 + 1, in.height - 1);
+    const float fy = src - y0;
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < in.channels; ++c) {
+        const float top = in.at(y0, x0[x], c) +
+                          (in.at(y0, x1[x], c) - in.at(y0, x0[x], c)) * fx[x];
+        const float bottom = in.at(y1, x0[x], c) +
+                             (in.at(y1, x1[x], c) - in.at(y1, x0[x], c)) * fx[x];
+        out.at(y, x, c) = top + (bottom - top) * fy;
+      }
+    }
+  }
+  return out;
+}
+
+FloatImage central_crop(const FloatImage& in, double fraction) {
+  // As tf.image.central_crop: the start offset is int((size - size*f)/2).
+  const int off_h = static_cast<int>((in.height - in.height * fraction) / 2);
+  const int off_w = static_cast<int>((in.width - in.width * fraction) / 2);
+  return crop(in, off_h, off_w, in.height - 2 * off_h, in.width - 2 * off_w);
+}
+
+FloatImage crop_or_pad(const FloatImage& in, int height, int width) {
+  FloatImage out{height, width, in.channels, {}};
+  out.data.assign(size_t(height) * width * in.channels, 0.0f);
+  const int dy = (in.height - height) / 2, dx = (in.width - width) / 2;
+  for (int y = 0; y < height; ++y) {
+    const int sy = y + dy;
+    if (sy < 0 || sy >= in.height) continue;
+    for (int x = 0; x < width; ++x) {
+      const int sx = x + dx;
+      if (sx < 0 || sx >= in.width) continue;
+      for (int c = 0; c < in.channels; ++c) out.at(y, x, c) = in.at(sy, sx, c);
+    }
+  }
+  return out;
+}
+
+FloatImage pad(const FloatImage& in, int p) {
+  FloatImage out{in.height + 2 * p, in.width + 2 * p, in.channels, {}};
+  out.data.assign(size_t(out.height) * out.width * in.channels, 0.0f);
+  for (int y = 0; y < in.height; ++y) {
+    for (int x = 0; x < in.width; ++x) {
+      for (int c = 0; c < in.channels; ++c) out.at(y + p, x + p, c) = in.at(y, x, c);
+    }
+  }
+  return out;
+}
+
+void flip_left_right(FloatImage& img) {
+  for (int y = 0; y < img.height; ++y) {
+    for (int x = 0; x < img.width / 2; ++x) {
+      for (int c = 0; c < img.channels; ++c) {
+        std::swap(img.at(y, x, c), img.at(y, img.width - 1 - x, c));
+      }
+    }
+  }
+}
+
+void adjust_saturation(FloatImage& img, float factor) {
+  if (img.channels != 3) return;
+  for (size_t i = 0; i < img.data.size(); i += 3) {
+    const float r = img.data[i], g = img.data[i + 1], b = img.data[i + 2];
+    const float v = std::max({r, g, b});
+    const float mn = std::min({r, g, b});
+    const float range = v - mn;
+    float s = v > 0 ? range / v : 0.0f;
+    float h = 0;
+    if (range > 0) {
+      if (v == r) {
+        h = (g - b) / range;
+      } else if (v == g) {
+        h = 2.0f + (b - r) / range;
+      } else {
+        h = 4.0f + (r - g) / range;
+      }
+      h /= 6.0f;
+      if (h < 0) h += 1.0f;
+    }
+    s = std::clamp(s * factor, 0.0f, 1.0f);
+    // HSV -> RGB.
+    const float hh = h * 6.0f;
+    const int sector = static_cast<int>(std::floor(hh)) % 6;
+    const float f = hh - std::floor(hh);
+    const float p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
+    float out[3];
+    switch (sector) {
+      case 0: out[0] = v; out[1] = t; out[2] = p; break;
+      case 1: out[0] = q; out[1] = v; out[2] = p; break;
+      case 2: out[0] = p; out[1] = v; out[2] = t; break;
+      case 3: out[0] = p; out[1] = q; out[2] = v; break;
+      case 4: out[0] = t; out[1] = p; out[2] = v; break;
+      default: out[0] = v; out[1] = p; out[2] = q; break;
+    }
+    std::copy(out, out + 3, img.data.begin() + i);
+  }
+}
+
+void adjust_contrast(FloatImage& img, float factor) {
+  const size_t pixels = size_t(img.height) * img.width;
+  for (int c = 0; c < img.channels; ++c) {
+    double sum = 0;
+    for (size_t i = 0; i < pixels; ++i) sum += img.data[i * img.channels + c];
+    const float mean = static_cast<float>(sum / pixels);
+    for (size_t i = 0; i < pixels; ++i) {
+      float& v = img.data[i * img.channels + c];
+      v = (v - mean) * factor + mean;
+    }
+  }
+}
+
+void per_image_standardization(FloatImage& img) {
+  const double n = static_cast<double>(img.data.size());
+  double sum = 0, sq = 0;
+  for (float v : img.data) {
+    sum += v;
+    sq += double(v) * v;
+  }
+  const double mean = sum / n;
+  const double var = std::max(0.0, sq / n - mean * mean);
+  const double adjusted = std::max(std::sqrt(var), 1.0 / std::sqrt(n));
+  for (float& v : img.data) v = static_cast<float>((v - mean) / adjusted);
+}
+
+void adjust_brightness(FloatImage& img, float delta) {
+  for (float& v : img.data) v += delta;
+}
+
+void clip(FloatImage& img, float lo, float hi) {
+  for (float& v : img.data) v = std::clamp(v, lo, hi);
+}
+
+void affine(FloatImage& img, float add, float mul) {
+  for (float& v : img.data) v = (v + add) * mul;
+}
+
+void subtract_means(FloatImage& img, const std::vector<float>& means) {
+  for (size_t i = 0; i < img.data.size(); ++i) img.data[i] -= means[i % img.channels];
+}
+
+float uniform(std::mt19937_64& rng, float lo, float hi) {
+  return std::uniform_real_distribution<float>(lo, hi)(rng);
+}
+
+Window sample_distorted_box(int height, int width, std::mt19937_64& rng,
+                            double min_covered, double min_aspect,
+                            double max_aspect, double min_area, double max_area,
+                            int max_attempts) {
+  const double area = double(height) * width;
+  for (int attempt = 0; attempt < max_attempts; ++attempt) {
+    const double aspect = std::uniform_real_distribution<double>(min_aspect, max_aspect)(rng);
+    const double target =
+        area * std::uniform_real_distribution<double>(min_area, max_area)(rng);
+    const int h = static_cast<int>(std::lround(std::sqrt(target / aspect)));
+    const int w = static_cast<int>(std::lround(h * aspect));
+    if (h < 1 || w < 1 || h > height || w > width) continue;
+    if (double(h) * w < min_covered * area) continue;
+    Window win;
+    win.height = h;
+    win.width = w;
+    win.top = std::uniform_int_distribution<int>(0, height - h)(rng);
+    win.left = std::uniform_int_distribution<int>(0, width - w)(rng);
+    return win;
+  }
+  return {0, 0, height, width};
+}
+
+void write_chw(const FloatImage& img, float* out) {
+  const size_t plane = size_t(img.height) * img.width;
+  for (size_t i = 0; i < plane; ++i) {
+    for (int c = 0; c < img.channels; ++c) {
+      out[c * plane + i] = img.data[i * img.channels + c];
+    }
+  }
+}
+
+}  // namespace fastnn::preprocessing

@@ -1,0 +1,88 @@
+// Float image operations with TensorFlow 1.x semantics, used by the
+// TF-slim preprocessing functions. Images are HWC float; no LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "fastnn/image.h"
+#include "preprocessing/preprocessing_factory.h"
+
+namespace fastnn::preprocessing {
+
+/// HWC float image.
+struct FloatImage {
+  int height = 0, width = 0, channels = 0;
+  std::vector<float> data;
+  float& at(int y, int x, int c) {
+    return data[(size_t(y) * width + x) * channels + c];
+  }
+  float at(int y, int x, int c) const {
+    return data[(size_t(y) * width + x) * channels + c];
+  }
+};
+
+/// uint8 -> float times `scale` (1/255 for convert_image_dtype, 1 for
+/// tf.to_float).
+FloatImage to_float(const io::Image& in, float scale);
+
+/// tf.image.crop_to_bounding_box (REQUIRES: inside the image).
+FloatImage crop(const FloatImage& in, int top, int left, int height, int width);
+
+/// TF1 resize_bilinear, align_corners=False, half_pixel_centers=False:
+/// source coordinate = destination * (in / out).
+FloatImage resize_bilinear(const FloatImage& in, int height, int width);
+
+/// tf.image.central_crop(image, fraction).
+FloatImage central_crop(const FloatImage& in, double fraction);
+
+/// tf.image.resize_image_with_crop_or_pad: centred crop / zero padding.
+FloatImage crop_or_pad(const FloatImage& in, int height, int width);
+
+/// Zero padding of `pad` pixels on every side.
+FloatImage pad(const FloatImage& in, int pad);
+
+void flip_left_right(FloatImage& img);
+
+/// tf.image.adjust_saturation: RGB -> HSV, S *= factor (clipped), back.
+void adjust_saturation(FloatImage& img, float factor);
+
+/// tf.image.adjust_contrast: per channel (x - mean) * factor + mean.
+void adjust_contrast(FloatImage& img, float factor);
+
+/// tf.image.per_image_standardization: (x - mean) / max(std, 1/sqrt(N)).
+void per_image_standardization(FloatImage& img);
+
+/// Adds `delta` to every value.
+void adjust_brightness(FloatImage& img, float delta);
+
+void clip(FloatImage& img, float lo, float hi);
+
+/// y = (x + add) * mul on every value.
+void affine(FloatImage& img, float add, float mul);
+
+/// Per-channel subtraction (VGG means).
+void subtract_means(FloatImage& img, const std::vector<float>& means);
+
+/// A crop window: top, left, height, width.
+struct Window {
+  int top = 0, left = 0, height = 0, width = 0;
+};
+
+/// TF's sample_distorted_bounding_box with the whole image as the box:
+/// aspect ratio uniform in [min_aspect, max_aspect], area fraction in
+/// [min_area, max_area], covering at least min_covered of the image;
+/// the whole image after max_attempts failures.
+Window sample_distorted_box(int height, int width, std::mt19937_64& rng,
+                            double min_covered = 0.1, double min_aspect = 0.75,
+                            double max_aspect = 1.33, double min_area = 0.05,
+                            double max_area = 1.0, int max_attempts = 100);
+
+/// Writes HWC `img` as CHW floats to `out`. REQUIRES: shape matches.
+void write_chw(const FloatImage& img, float* out);
+
+/// Uniform float in [lo, hi).
+float uniform(std::mt19937_64& rng, float lo, float hi);
+
+}  // namespace fastnn::preprocessing

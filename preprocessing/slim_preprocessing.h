@@ -1,0 +1,35 @@
+// TF-slim's inception, vgg and cifarnet preprocessing (research/slim/
+// preprocessing/*_preprocessing.py), train and eval variants, as FastNN
+// calls them (inception with fast_mode=True).
+//
+// inception train: to [0,1]; distorted bounding-box crop (cover >= 0.1,
+//   aspect [0.75, 1.33], area [0.05, 1]); bilinear resize; random flip;
+//   brightness +-32/255 then saturation [0.5, 1.5]; clip; (x - 0.5) * 2.
+// inception eval: to [0,1]; central crop 0.875; bilinear resize; (x-0.5)*2.
+// vgg train: smallest side to a random int in [256, 512]; random crop;
+//   random flip; subtract the RGB means 123.68, 116.78, 103.94.
+// vgg eval: smallest side to 256; central crop; subtract the means.
+// cifarnet train: pad 4; random crop; random flip; brightness +-63;
+//   contrast [0.2, 1.8]; per-image standardization.
+// cifarnet eval: crop or pad to size; per-image standardization.
+#pragma once
+
+#include "preprocessing/image_ops.h"
+
+namespace fastnn::preprocessing {
+
+void inception_train(const io::Image& in, const OutputShape& s,
+                     std::mt19937_64& rng, float* out);
+void inception_eval(const io::Image& in, const OutputShape& s, float* out);
+void vgg_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng,
+               float* out);
+void vgg_eval(const io::Image& in, const OutputShape& s, float* out);
+void cifarnet_train(const io::Image& in, const OutputShape& s,
+                    std::mt19937_64& rng, float* out);
+void cifarnet_eval(const io::Image& in, const OutputShape& s, float* out);
+
+/// VGG's smallest-side resize: the shorter side becomes `side`, the other
+/// keeps the aspect ratio (TF-slim's _aspect_preserving_resize).
+FloatImage aspect_preserving_resize(const FloatImage& in, int side);
+
+}  // namespace fastnn::preprocessing
