@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 namespace fastnn::models {
 
 std::vector<torch::Tensor> ClassifierImpl::regularized_weights() {
@@ -56,17 +58,12 @@ std::vector<NamedVariable> model_variables(ClassifierImpl& model) {
 }
 
 void truncated_normal_(torch::Tensor t, double stddev) {
+  // One pass: a uniform draw between the normal CDF at -2 and +2, mapped
+  // back through the inverse CDF, is exactly N(0, 1) truncated at 2 sigma.
   torch::NoGradGuard no_grad;
-  t.normal_(0.0, stddev);
-  const double bound = 2.0 * stddev;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    auto outside = t.abs() > bound;
-    int64_t n = outside.sum().item<int64_t>();
-    if (n == 0) return;
-    auto fresh = torch::empty({n}, t.options()).normal_(0.0, stddev);
-    t.masked_scatter_(outside, fresh);
-  }
-  t.clamp_(-bound, bound);
+  const double lo = 0.5 * std::erfc(2.0 / std::sqrt(2.0));  // Phi(-2)
+  t.uniform_(2.0 * lo - 1.0, 1.0 - 2.0 * lo);                // 2u - 1
+  t.erfinv_().mul_(std::sqrt(2.0) * stddev).clamp_(-2.0 * stddev, 2.0 * stddev);
 }
 
 }  // namespace fastnn::models
