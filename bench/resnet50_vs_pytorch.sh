@@ -2,6 +2,8 @@
 # resnet_v1_50 training throughput and peak memory beside the PyTorch peer,
 # same run, same machine: batch 32 on synthetic data, 2 threads, 2 warm-up
 # steps then STEPS timed steps; fp32 and use_fp16 (bf16 autocast on CPU).
+# Ours prefetches 2 batches (FastNN's default of 32 batches holds ~600 MB
+# of 224x224 images; the peer holds one batch).
 #
 # Peer: ../shared/bench/peer_pytorch.py train resnet50 32 STEPS 2
 #       (torchvision resnet50, SGD momentum, weight decay, random tensors)
@@ -25,7 +27,8 @@ for fp16 in False True; do
     --dataset_name=mock --model_name=resnet_v1_50 --num_classes=1000 \
     --batch_size=32 --optimizer=momentum --learning_rate=0.01 --weight_decay=0.00004 \
     --stop_at_step=$((STEPS + 2)) --log_loss_every_n_iters=1 --use_fp16=$fp16 \
-    --intra_op_parallelism_threads=2 --num_preprocessing_threads=1 > "$OUT/ours.txt" 2>&1
+    --intra_op_parallelism_threads=2 --num_preprocessing_threads=1 \
+    --prefetch_buffer_size=2 --num_parallel_batches=1 > "$OUT/ours.txt" 2>&1
   # Seconds of the timed steps (global_step 3 .. STEPS+2), from the log lines.
   secs=$(awk -F'[[ ]' '/global_step = / { n = $NF; if (n > 2) s += $2 } END { print s }' \
     "$OUT/ours.txt")

@@ -20,6 +20,8 @@
 #include "models/mobilenet_v1.h"
 #include "models/mobilenet_v2.h"
 // zoo-C includes
+// zoo-D includes
+// zoo-E includes
 #include "models/inception_resnet_v2.h"
 #include "models/inception_v4.h"
 
@@ -68,6 +70,8 @@ const std::vector<ModelSpec>& table() {
       {"mobilenet_v2_035", 224, "inception",
        [](const ModelOptions& o) { return mobilenet_v2(o, 0.35, true); }, 0.8},
       // zoo-C rows
+      // zoo-D rows
+      // zoo-E rows
       {"inception_v4", 299, "inception", make<InceptionV4Impl>, 0.8},
       {"inception_resnet_v2", 299, "inception",
        make<InceptionResnetV2Impl>, 0.8},
