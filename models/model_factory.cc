@@ -96,6 +96,32 @@ const ModelSpec& find_model(const std::string& name) {
                     join_list(model_names()));
 }
 
+std::string model_statistics_table(ClassifierImpl& model) {
+  std::ostringstream os;
+  os << "---------\nVariables: name (type shape) [size]\n---------\n";
+  int64_t total = 0, bytes = 0;
+  for (const auto& v : model_variables(model)) {
+    // TF's layouts: conv [kh, kw, in, out], fc [in, out].
+    std::vector<int64_t> shape = v.tensor.sizes().vec();
+    if (shape.size() == 4) {
+      shape = {shape[2], shape[3], shape[1], shape[0]};
+    } else if (shape.size() == 2) {
+      shape = {shape[1], shape[0]};
+    }
+    std::string dims;
+    for (int64_t d : shape) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+    const int64_t n = v.tensor.numel();
+    const int64_t b = n * static_cast<int64_t>(v.tensor.element_size());
+    os << v.name << ":0 (float32_ref " << dims << ") [" << n << ", bytes: " << b
+       << "]" << (v.trainable ? "" : " (not trainable)") << "\n";
+    total += n;
+    bytes += b;
+  }
+  os << "Total size of variables: " << total << "\nTotal bytes of variables: "
+     << bytes << "\n";
+  return os.str();
+}
+
 std::string describe_model(ClassifierImpl& model) {
   int64_t params = 0, tensors = 0;
   for (const auto& p : model.parameters()) {

@@ -27,6 +27,10 @@ const ModelSpec& find_model(const std::string& name);
 /// Every registered name, in table order.
 std::vector<std::string> model_names();
 
+/// TF-slim's model_analyzer table: one line per variable (name, shape in
+/// TF's order, size, bytes) and the totals.
+std::string model_statistics_table(ClassifierImpl& model);
+
 /// Parameter count and a one-line summary for --dry_run.
 std::string describe_model(ClassifierImpl& model);
 

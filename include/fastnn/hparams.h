@@ -194,6 +194,8 @@ struct HParams {
   bool log_device_placement = false;
   /// Print trainable variables at start.
   bool log_trainable_vars_statistics = false;
+  /// Print TF-slim's model_analyzer table (name, shape, size) and totals.
+  bool print_model_statistics = false;
   /// Print optimizer slot variables at start.
   bool log_optimizer_vars_statistics = false;
   /// Comma-separated hook names; checked by the hook factory.

@@ -190,6 +190,9 @@ std::vector<KeySpec> build_table() {
      "Write a Chrome-trace timeline every N steps; 0: off.", at_least(0)},
     {FASTNN_KEY(profile_at_task), G::kLog,
      "task_index of the worker that profiles.", at_least(0)},
+    {FASTNN_KEY(print_model_statistics), G::kLog,
+     "Print every model variable (TF-slim name, shape, size) and the totals, "
+     "as TF-slim's model_analyzer does."},
     {FASTNN_KEY(log_trainable_vars_statistics), G::kLog,
      "Print the trainable variables with shapes and sizes at start."},
     {FASTNN_KEY(log_optimizer_vars_statistics), G::kLog,

@@ -18,11 +18,20 @@ torch::Tensor classification_loss(const torch::Tensor& logits,
   return ((1.0 - smoothing) * nll + smoothing * uniform).mean();
 }
 
-torch::Tensor l2_regularization(const std::vector<torch::Tensor>& weights,
-                                double decay) {
-  auto sum = torch::zeros({});
-  for (const auto& w : weights) sum = sum + w.pow(2).sum();
-  return (0.5 * decay) * sum;
+double apply_l2_regularization(const std::vector<torch::Tensor>& weights,
+                               double decay) {
+  torch::NoGradGuard no_grad;
+  double sum = 0;
+  for (const auto& w : weights) {
+    sum += w.pow(2).sum().item<double>();
+    if (!w.requires_grad()) continue;
+    if (w.grad().defined()) {
+      w.mutable_grad().add_(w, decay);
+    } else {
+      w.mutable_grad() = w.detach() * decay;
+    }
+  }
+  return 0.5 * decay * sum;
 }
 
 double clip_by_global_norm(const std::vector<optim::Variable>& vars, double clip) {

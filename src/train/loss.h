@@ -17,9 +17,13 @@ torch::Tensor classification_loss(const torch::Tensor& logits,
                                   const torch::Tensor& labels,
                                   double smoothing);
 
-/// TF-slim's L2 regularizer summed over `weights`: decay * sum(w^2) / 2.
-torch::Tensor l2_regularization(const std::vector<torch::Tensor>& weights,
-                                double decay);
+/// TF-slim's L2 regularizer over `weights`, applied after backward: adds
+/// its gradient decay * w to each weight's gradient (allocating the
+/// gradient for a trainable weight that has none) and returns its value
+/// decay * sum(w^2) / 2 for the logged total loss. Same result as adding
+/// the term to the loss, without growing the autograd graph.
+double apply_l2_regularization(const std::vector<torch::Tensor>& weights,
+                               double decay);
 
 /// TF's clip_by_global_norm over the variables' gradients: each scaled by
 /// clip / max(global_norm, clip). Returns the norm before clipping.

@@ -256,6 +256,9 @@ std::string Trainer::describe() const {
      << m.built.shape.channels << "x" << m.built.shape.height << "x"
      << m.built.shape.width << "\n";
   os << "# model: " << models::describe_model(*m.built.model) << "\n";
+  if (m.hp.print_model_statistics) {
+    os << models::model_statistics_table(*m.built.model);
+  }
   os << "# optimizer: " << m.optimizer->name() << ", "
      << m.optimizer->slots().size() << " slot tensors\n";
   os << "# threads: " << m.intra_threads << " intra-op, "
@@ -297,6 +300,9 @@ int Trainer::run() {
   if (!m.checkpoints) {
     std::cerr << "warning: train_dir is not set: no checkpoints, no "
                  "config.cfg, no metrics.json\n";
+  }
+  if (h.print_model_statistics) {
+    std::cout << models::model_statistics_table(*m.built.model);
   }
   if (h.log_trainable_vars_statistics) {
     int64_t total = 0;
@@ -358,14 +364,14 @@ int Trainer::run() {
       loss = loss + 0.4 * classification_loss(out.aux_logits, batch->labels,
                                               h.label_smoothing);
     }
-    if (!m.regularized.empty()) {
-      loss = loss + l2_regularization(m.regularized, h.weight_decay);
-    }
     s.spans.forward_end = now();
     model.zero_grad();
     loss.backward();
-    s.spans.backward_end = now();
     s.loss = loss.item<double>();
+    if (!m.regularized.empty()) {
+      s.loss += apply_l2_regularization(m.regularized, h.weight_decay);
+    }
+    s.spans.backward_end = now();
     if (!std::isfinite(s.loss)) {
       throw DivergedError("loss is " + std::to_string(s.loss) + " at global_step " +
                           std::to_string(m.step) + " (lower learning_rate?)");

@@ -96,6 +96,16 @@ TEST(LeNet, SaveLoadRoundTrip) {
   EXPECT_TRUE(torch::equal(a->forward(x).logits, b->forward(x).logits));
 }
 
+TEST(ModelFactory, StatisticsTableFollowsTFSlim) {
+  auto m = make_lenet();
+  const std::string t = model_statistics_table(*m);
+  EXPECT_NE(t.find("LeNet/conv1/weights:0 (float32_ref 5x5x1x32) [800, bytes: 3200]"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("LeNet/fc3/weights:0 (float32_ref 3136x1024) [3211264"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("Total size of variables: 3274634"), std::string::npos) << t;
+}
+
 TEST(ModelFactory, UnknownNameListsValidOnes) {
   try {
     find_model("lenet5");

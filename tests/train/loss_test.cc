@@ -20,9 +20,17 @@ TEST(Loss, CrossEntropyWithAndWithoutSmoothing) {
               -(0.1 * std::log(0.25) + 0.9 * std::log(0.75)), 1e-12);
 }
 
-TEST(Loss, L2IsHalfTheSumOfSquaresTimesDecay) {
-  auto a = torch::tensor({1.0, 2.0}), b = torch::tensor({{3.0}});
-  EXPECT_NEAR(l2_regularization({a, b}, 0.1).item<double>(), 0.1 * 14 / 2, 1e-6);
+TEST(Loss, L2ValueAndGradientMatchTheLossTerm) {
+  auto a = torch::tensor({1.0, 2.0}, torch::kFloat64).requires_grad_();
+  auto b = torch::tensor({{3.0}}, torch::kFloat64).requires_grad_();
+  auto frozen = torch::tensor({4.0}, torch::kFloat64);  // not trainable
+  a.mutable_grad() = torch::tensor({0.5, 0.5}, torch::kFloat64);
+  // decay * sum(w^2) / 2 over all three, trainable or not.
+  EXPECT_NEAR(apply_l2_regularization({a, b, frozen}, 0.1), 0.1 * 30 / 2, 1e-12);
+  // d/dw = decay * w, added to an existing gradient or as a new one.
+  EXPECT_TRUE(torch::allclose(a.grad(), torch::tensor({0.6, 0.7}, torch::kFloat64)));
+  EXPECT_TRUE(torch::allclose(b.grad(), torch::tensor({{0.3}}, torch::kFloat64)));
+  EXPECT_FALSE(frozen.grad().defined());
 }
 
 TEST(Loss, ClipByGlobalNorm) {
