@@ -40,9 +40,10 @@ std::string tf_variable_name(const std::string& scope,
   } else if (leaf == "running_var") {
     leaf = "moving_variance";
   }
+  // NASNet and PNASNet have no outer scope in TF-slim.
   std::string name = scope;
-  if (!path.empty()) name += "/" + path;
-  return name + "/" + leaf;
+  if (!path.empty()) name += (name.empty() ? "" : "/") + path;
+  return name + (name.empty() ? "" : "/") + leaf;
 }
 
 std::vector<NamedVariable> model_variables(ClassifierImpl& model) {

@@ -39,6 +39,10 @@ class ClassifierImpl : public torch::nn::Module {
     return scope_;
   }
 
+  /// The global step before each training step, for networks whose
+  /// training depends on it (NASNet's drop-path schedule). Default: unused.
+  virtual void set_global_step(int64_t) {}
+
   /// Weights covered by the arg_scope's L2 regularizer. Default: every
   /// conv and fully-connected weight (rank >= 2).
   virtual std::vector<torch::Tensor> regularized_weights();

@@ -110,6 +110,15 @@ ConvOptions conv(int64_t in, int64_t out, int64_t k, int64_t stride,
   return o;
 }
 
+ConvOptions biased_conv(int64_t in, int64_t out, int64_t k, Init init,
+                        double bias, int64_t stride, Padding padding) {
+  ConvOptions o = conv(in, out, k, stride, padding);
+  o.batch_norm = false;
+  o.init = init;
+  o.bias_init = bias;
+  return o;
+}
+
 torch::Tensor max_pool(const torch::Tensor& x, int64_t kernel, int64_t stride,
                        Padding padding) {
   if (padding == Padding::kValid) return torch::max_pool2d(x, kernel, stride);

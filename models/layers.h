@@ -81,6 +81,12 @@ TORCH_MODULE(SlimConv);
 ConvOptions conv(int64_t in, int64_t out, int64_t k, int64_t stride = 1,
                  Padding padding = Padding::kSame);
 
+/// slim.conv2d without a normalizer: weights from `init`, biases filled
+/// with `bias`, ReLU (alexnet, overfeat and vgg style).
+ConvOptions biased_conv(int64_t in, int64_t out, int64_t k, Init init,
+                        double bias, int64_t stride = 1,
+                        Padding padding = Padding::kSame);
+
 /// TF's padding amounts (before, after) for one spatial dimension.
 std::pair<int64_t, int64_t> same_padding(int64_t size, int64_t kernel,
                                          int64_t stride, int64_t dilation = 1);

@@ -21,7 +21,9 @@
 #include "models/mobilenet_v2.h"
 // zoo-C includes
 // zoo-D includes
+#include "models/nasnet.h"
 // zoo-E includes
+#include "models/pnasnet.h"
 #include "models/inception_resnet_v2.h"
 #include "models/inception_v4.h"
 
@@ -71,7 +73,15 @@ const std::vector<ModelSpec>& table() {
        [](const ModelOptions& o) { return mobilenet_v2(o, 0.35, true); }, 0.8},
       // zoo-C rows
       // zoo-D rows
+      {"nasnet_cifar", 32, "cifarnet",
+       [](const ModelOptions& o) { return nasnet(o, "nasnet_cifar"); }, 1.0},
+      {"nasnet_mobile", 224, "inception",
+       [](const ModelOptions& o) { return nasnet(o, "nasnet_mobile"); }, 0.5},
+      {"nasnet_large", 331, "inception",
+       [](const ModelOptions& o) { return nasnet(o, "nasnet_large"); }, 0.5},
       // zoo-E rows
+      {"pnasnet_large", 331, "inception", make_pnasnet_large, 0.5},
+      {"pnasnet_mobile", 224, "inception", make_pnasnet_mobile, 0.5},
       {"inception_v4", 299, "inception", make<InceptionV4Impl>, 0.8},
       {"inception_resnet_v2", 299, "inception",
        make<InceptionResnetV2Impl>, 0.8},
@@ -129,7 +139,7 @@ std::string describe_model(ClassifierImpl& model) {
     ++tensors;
   }
   std::ostringstream os;
-  os << model.scope() << ": " << tensors << " parameter tensors, " << params
+  os << (model.scope().empty() ? "(no outer scope)" : model.scope()) << ": " << tensors << " parameter tensors, " << params
      << " parameters (" << params * 4 / (1024.0 * 1024.0) << " MiB fp32)";
   return os.str();
 }

@@ -5,18 +5,10 @@
 namespace fastnn::models {
 namespace {
 
-ConvOptions layer(int64_t in,
-                  int64_t out,
-                  int64_t k,
-                  Init init,
-                  double bias = 0.0,
-                  int64_t stride = 1,
+ConvOptions layer(int64_t in, int64_t out, int64_t k, Init init,
+                  double bias = 0.0, int64_t stride = 1,
                   Padding padding = Padding::kSame) {
-  ConvOptions o = conv(in, out, k, stride, padding);
-  o.batch_norm = false;
-  o.init = init;
-  o.bias_init = bias;
-  return o;
+  return biased_conv(in, out, k, init, bias, stride, padding);
 }
 
 const Init kXavier{Init::kXavier};

@@ -355,6 +355,7 @@ int Trainer::run() {
     models::ModelOutput out;
     {
       CpuAutocast autocast(m.bf16);
+      model.set_global_step(m.step);
       out = model.forward(batch->images);
     }
     out.logits = out.logits.to(torch::kFloat32);

@@ -1,0 +1,342 @@
+// nasnet_cifar, nasnet_mobile, nasnet_large: shapes, parameter counts,
+// TF-slim names, drop path, one training step and a save/load round trip.
+#include "models/nasnet.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+
+#include "models/model_factory.h"
+#include "src/optim/optimizers.h"
+
+namespace fastnn::models {
+namespace {
+
+std::shared_ptr<ClassifierImpl> make(const std::string& name,
+                                     int64_t classes,
+                                     int64_t size = 0,
+                                     double keep = 1.0) {
+  ModelOptions o;
+  o.num_classes = classes;
+  o.image_size = size;
+  o.dropout_keep_prob = keep;
+  return find_model(name).create(o);
+}
+
+int64_t count(ClassifierImpl& m, const std::string& skip = "") {
+  int64_t n = 0;
+  for (const auto& p : m.named_parameters()) {
+    if (skip.empty() || p.key().rfind(skip, 0) != 0)
+      n += p.value().numel();
+  }
+  return n;
+}
+
+// TF-slim opens no outer scope for NASNet; tf_variable_name() joins the
+// empty scope with a '/', which is dropped here.
+std::map<std::string, std::vector<int64_t>> tf_shapes(ClassifierImpl& m) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const auto& v : model_variables(m)) {
+    auto t = v.tensor;
+    // TF layout: conv [kh, kw, in, out], depthwise [kh, kw, in, 1].
+    const bool dw = v.name.find("depthwise_weights") != std::string::npos;
+    if (t.dim() == 4)
+      t = t.permute({2, 3, dw ? 0 : 1, dw ? 1 : 0});
+    if (t.dim() == 2)
+      t = t.t();  // [in, out]
+    const auto name = v.name[0] == '/' ? v.name.substr(1) : v.name;
+    out[name] = t.sizes().vec();
+  }
+  return out;
+}
+
+void expect_variables(
+    ClassifierImpl& m,
+    const std::vector<std::pair<std::string, std::vector<int64_t>>>& want) {
+  const auto have = tf_shapes(m);
+  for (const auto& [name, shape] : want) {
+    auto it = have.find(name);
+    ASSERT_NE(it, have.end()) << name;
+    EXPECT_EQ(it->second, shape) << name;
+  }
+}
+
+// Trainable parameters, derived by hand and tallied by a short script that
+// walks the cell definitions (nasnet_utils' operations and
+// hiddenstate_indices): per conv k*k*in*out, per separable conv
+// k*k*in + in*out, per batch norm 2*channels (beta, gamma), fc in*out +
+// out. A separable_KxK_2 op from c to F channels is
+// (k*k*c + c*F + 2F) + (k*k*F + F*F + 2F); a cell adds its 1x1 + bn
+// (in*F + 2F), prev_1x1 (c*F + 2F) or a stride-2 factorized reduction
+// (2 * c*F/2 + 2F), and cell_output reductions likewise. Stem: 3*3*3*c +
+// 2c. Aux head: c*128 + 256 + k*k*128*768 + 1536 + 768*classes + classes.
+// Cross-check: without the aux head and with 1000 classes the ImageNet
+// variants give 5,289,978 (mobile) and 88,753,150 (large), the trainable
+// counts Keras reports for its port of these checkpoints (NASNetMobile
+// 5,326,716 total / NASNetLarge 88,949,818 total, i.e. the published
+// ~5.3M and ~88.9M with moving statistics).
+constexpr int64_t kCifarParams = 3346538;      // 10 classes, final 768
+constexpr int64_t kCifarAuxParams = 1631498;   // 384 -> 128, 4x4 conv
+constexpr int64_t kMobileParams = 5291035;     // 1001 classes, final 1056
+constexpr int64_t kMobileAuxParams = 2412009;  // 352 -> 128, 4x4 conv
+constexpr int64_t kLargeParams = 88757183;     // 1001 classes, final 4032
+constexpr int64_t kLargeAuxParams = 4568553;   // 2016 -> 128, 6x6 conv
+
+TEST(NasNet, Registered) {
+  EXPECT_EQ(find_model("nasnet_cifar").default_image_size, 32);
+  EXPECT_EQ(find_model("nasnet_mobile").default_image_size, 224);
+  EXPECT_EQ(find_model("nasnet_large").default_image_size, 331);
+  // dense_dropout_keep_prob of cifar_config / *_imagenet_config.
+  EXPECT_EQ(find_model("nasnet_cifar").dropout_keep_prob, 1.0);
+  EXPECT_EQ(find_model("nasnet_mobile").dropout_keep_prob, 0.5);
+  EXPECT_EQ(find_model("nasnet_large").dropout_keep_prob, 0.5);
+}
+
+TEST(NasNet, CifarShapesNamesAndCount) {
+  torch::manual_seed(0);
+  auto m = make("nasnet_cifar", 10);
+  auto x = torch::randn({2, 3, 32, 32});
+  m->train();
+  auto out = m->forward(x);
+  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 10}));
+  ASSERT_TRUE(out.aux_logits.defined());
+  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{2, 10}));
+  m->eval();
+  torch::NoGradGuard no_grad;
+  out = m->forward(x);
+  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 10}));
+  EXPECT_FALSE(out.aux_logits.defined());  // aux head only in training
+  EXPECT_THROW(m->forward(torch::randn({1, 3, 33, 33})), c10::Error);
+
+  expect_variables(
+      *m,
+      {{"l1_stem_3x3/weights", {3, 3, 3, 96}},
+       {"l1_stem_bn/gamma", {96}},
+       {"cell_0/1x1/weights", {1, 1, 96, 32}},
+       {"cell_0/beginning_bn/beta", {32}},
+       {"cell_0/comb_iter_0/left/separable_5x5_1/depthwise_weights",
+        {5, 5, 32, 1}},
+       {"cell_0/comb_iter_0/left/separable_5x5_1/pointwise_weights",
+        {1, 1, 32, 32}},
+       {"cell_0/comb_iter_0/left/bn_sep_5x5_1/moving_variance", {32}},
+       // The first cell's previous state is the 96-channel stem.
+       {"cell_0/comb_iter_0/right/separable_3x3_1/depthwise_weights",
+        {3, 3, 96, 1}},
+       {"cell_0/comb_iter_2/right/1x1/weights", {1, 1, 96, 32}},
+       {"cell_0/comb_iter_2/right/bn_1/beta", {32}},
+       {"cell_0/cell_output/reduction_1/path_conv/weights", {1, 1, 96, 32}},
+       {"cell_1/prev_1x1/weights", {1, 1, 96, 32}},
+       {"cell_1/prev_bn/gamma", {32}},
+       {"reduction_cell_0/comb_iter_1/right/separable_7x7_2/depthwise_weights",
+        {7, 7, 64, 1}},
+       {"reduction_cell_0/1x1/weights", {1, 1, 192, 64}},
+       {"cell_6/path1_conv/weights", {1, 1, 192, 32}},
+       {"cell_6/path2_conv/weights", {1, 1, 192, 32}},
+       {"cell_6/final_path_bn/beta", {64}},
+       // Cell 11 (16x16) -> 5x5/3 VALID pool: 4x4.
+       {"aux_11/aux_logits/proj/weights", {1, 1, 384, 128}},
+       {"aux_11/aux_logits/aux_bn0/gamma", {128}},
+       {"aux_11/aux_logits/Conv/weights", {4, 4, 128, 768}},
+       {"aux_11/aux_logits/aux_bn1/moving_mean", {768}},
+       {"aux_11/aux_logits/FC/weights", {768, 10}},
+       {"aux_11/aux_logits/FC/biases", {10}},
+       {"final_layer/FC/weights", {768, 10}},
+       {"final_layer/FC/biases", {10}}});
+  const auto shapes = tf_shapes(*m);
+  EXPECT_EQ(shapes.count("cell_17/1x1/weights"), 1u);
+  EXPECT_EQ(shapes.count("cell_18/1x1/weights"), 0u);
+  EXPECT_EQ(shapes.count("reduction_cell_2/1x1/weights"), 0u);
+  for (const auto& [name, shape] : shapes) {
+    const bool bias =
+        name.size() > 7 && name.substr(name.size() - 7) == "/biases";
+    if (bias)
+      EXPECT_NE(name.find("/FC/"), std::string::npos) << name;
+  }
+  // Every conv/separable/fc weight is regularized; biases and BN are not.
+  int64_t weights = 0;
+  for (const auto& p : m->parameters())
+    weights += p.dim() >= 2;
+  EXPECT_EQ(m->regularized_weights().size(), static_cast<size_t>(weights));
+  // Paper: NASNet-A (6 @ 768) on CIFAR-10 has 3.3M parameters (no aux).
+  EXPECT_EQ(count(*m, "aux_"), kCifarParams);
+  EXPECT_EQ(count(*m) - count(*m, "aux_"), kCifarAuxParams);
+}
+
+TEST(NasNet, MobileShapesNamesAndCount) {
+  torch::manual_seed(0);
+  // TF-slim's ImageNet checkpoints have 1001 classes.
+  auto m = make("nasnet_mobile", 1001);
+  auto x = torch::randn({2, 3, 224, 224});
+  m->train();
+  auto out = m->forward(x);
+  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 1001}));
+  ASSERT_TRUE(out.aux_logits.defined());
+  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{2, 1001}));
+  m->eval();
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_EQ(m->forward(x.slice(0, 0, 1)).logits.sizes(),
+              (std::vector<int64_t>{1, 1001}));
+  }
+  expect_variables(
+      *m,
+      {{"conv0/weights", {3, 3, 3, 32}},
+       {"conv0_bn/gamma", {32}},
+       {"cell_stem_0/1x1/weights", {1, 1, 32, 11}},
+       {"cell_stem_0/comb_iter_0/right/separable_7x7_1/depthwise_weights",
+        {7, 7, 32, 1}},
+       {"cell_stem_0/comb_iter_0/right/separable_7x7_1/pointwise_weights",
+        {1, 1, 32, 11}},
+       {"cell_stem_1/path1_conv/weights", {1, 1, 32, 11}},
+       {"cell_stem_1/final_path_bn/gamma", {22}},
+       {"cell_0/path2_conv/weights", {1, 1, 44, 22}},
+       {"cell_0/comb_iter_4/left/bn_sep_3x3_2/beta", {44}},
+       {"reduction_cell_0/prev_1x1/weights", {1, 1, 264, 88}},
+       {"cell_4/path1_conv/weights", {1, 1, 264, 44}},
+       {"reduction_cell_1/comb_iter_4/left/separable_3x3_2/pointwise_weights",
+        {1, 1, 176, 176}},
+       {"aux_7/aux_logits/proj/weights", {1, 1, 528, 128}},
+       {"aux_7/aux_logits/Conv/weights", {4, 4, 128, 768}},
+       {"final_layer/FC/weights", {1056, 1001}}});
+  EXPECT_EQ(tf_shapes(*m).count("cell_11/1x1/weights"), 1u);
+  EXPECT_EQ(tf_shapes(*m).count("cell_12/1x1/weights"), 0u);
+  EXPECT_EQ(count(*m, "aux_"), kMobileParams);
+  EXPECT_EQ(count(*m) - count(*m, "aux_"), kMobileAuxParams);
+  // Moving mean and variance: Keras' 36,738 non-trainable for the net
+  // without aux, plus aux_bn0 and aux_bn1 (2 * (128 + 768)).
+  int64_t stats = 0;
+  for (const auto& b : m->buffers())
+    stats += b.numel();
+  EXPECT_EQ(stats, 36738 + 1792);
+}
+
+TEST(NasNet, LargeShapesNamesAndCount) {
+  torch::manual_seed(0);
+  auto m = make("nasnet_large", 1001);
+  m->eval();
+  {
+    torch::NoGradGuard no_grad;
+    auto out = m->forward(torch::randn({1, 3, 331, 331}));
+    EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 1001}));
+  }
+  expect_variables(*m,
+                   {{"conv0/weights", {3, 3, 3, 96}},
+                    {"cell_stem_0/1x1/weights", {1, 1, 96, 42}},
+                    {"cell_stem_1/1x1/weights", {1, 1, 168, 84}},
+                    // skip_reduction_layer_input: cell_6 pairs reduction_cell_0
+                    // (21x21) with cell_4 (42x42), not cell_5.
+                    {"cell_6/path1_conv/weights", {1, 1, 1008, 168}},
+                    {"cell_7/prev_1x1/weights", {1, 1, 1344, 336}},
+                    {"cell_8/prev_1x1/weights", {1, 1, 2016, 336}},
+                    // Cell 11 (21x21) -> 5x5/3 VALID pool: 6x6.
+                    {"aux_11/aux_logits/Conv/weights", {6, 6, 128, 768}},
+                    {"final_layer/FC/weights", {4032, 1001}}});
+  EXPECT_EQ(count(*m, "aux_"), kLargeParams);
+  EXPECT_EQ(count(*m) - count(*m, "aux_"), kLargeAuxParams);
+  // Moving statistics: Keras' 196,668 plus the aux head's 1792.
+  int64_t stats = 0;
+  for (const auto& b : m->buffers())
+    stats += b.numel();
+  EXPECT_EQ(stats, 196668 + 1792);
+}
+
+TEST(NasNet, DropPathOnlyInTrainingAndAfterWarmUp) {
+  torch::manual_seed(0);
+  auto m = make("nasnet_cifar", 10, 16);
+  auto* net = dynamic_cast<NasNetImpl*>(m.get());
+  ASSERT_NE(net, nullptr);
+  torch::NoGradGuard no_grad;
+  auto x = torch::randn({8, 3, 16, 16});
+  m->train();
+  // Step 0: keep probability 1 everywhere; training BN is deterministic.
+  EXPECT_TRUE(torch::equal(m->forward(x).logits, m->forward(x).logits));
+  net->set_global_step(937500);  // total_training_steps: full drop path
+  EXPECT_FALSE(torch::equal(m->forward(x).logits, m->forward(x).logits));
+  m->eval();
+  EXPECT_TRUE(torch::equal(m->forward(x).logits, m->forward(x).logits));
+}
+
+// One SGD step (logits + 0.4 * aux, dropout off, BN in training mode)
+// sized to lower the loss by 1% to first order, as in inception_v4_test.
+void expect_training_step_lowers_loss(const std::string& name, int64_t size) {
+  torch::manual_seed(0);
+  auto m = make(name, 5, size, 1.0);
+  m->to(torch::kFloat64);
+  m->train();
+  std::vector<optim::Variable> vars;
+  for (const auto& v : model_variables(*m)) {
+    if (v.trainable)
+      vars.push_back({v.name, v.tensor});
+  }
+  optim::GradientDescent opt(vars);
+  auto x = torch::randn({4, 3, size, size}, torch::kFloat64);
+  auto y = torch::arange(4, torch::kInt64) % 5;
+  auto loss_of = [&] {
+    auto out = m->forward(x);
+    namespace F = torch::nn::functional;
+    return F::cross_entropy(out.logits, y) +
+           0.4 * F::cross_entropy(out.aux_logits, y);
+  };
+  auto loss0 = loss_of();
+  m->zero_grad();
+  loss0.backward();
+  double g2 = 0;
+  for (const auto& v : vars) {
+    if (v.var.grad().defined())
+      g2 += v.var.grad().pow(2).sum().item<double>();
+  }
+  opt.step(0.01 * loss0.item<double>() / g2);
+  torch::NoGradGuard no_grad;
+  EXPECT_LT(loss_of().item<double>(), loss0.item<double>()) << name;
+}
+
+// Copies every variable (moving statistics moved by a training forward)
+// into a fresh model; eval logits must match.
+void expect_round_trip(const std::string& name, int64_t size) {
+  torch::NoGradGuard no_grad;
+  auto a = make(name, 7, size), b = make(name, 7, size);
+  auto x = torch::randn({2, 3, size, size});
+  a->train();
+  a->forward(x);
+  auto va = model_variables(*a), vb = model_variables(*b);
+  ASSERT_EQ(va.size(), vb.size());
+  for (size_t i = 0; i < va.size(); ++i) {
+    ASSERT_EQ(va[i].name, vb[i].name);
+    vb[i].tensor.copy_(va[i].tensor);
+  }
+  a->eval();
+  b->eval();
+  EXPECT_TRUE(torch::equal(a->forward(x).logits, b->forward(x).logits)) << name;
+}
+
+// Smallest ImageNet input: the aux cell's map must hold the 5x5 pool:
+// 67 -> 33 (conv0) -> 17 -> 9 (stem cells) -> 5 (reduction_cell_0).
+constexpr int64_t kMinImagenetSize = 67;
+
+TEST(NasNet, SmallestImagenetInput) {
+  EXPECT_THROW(make("nasnet_mobile", 5, kMinImagenetSize - 2), c10::Error);
+  auto m = make("nasnet_mobile", 5, kMinImagenetSize);
+  m->train();
+  auto out =
+      m->forward(torch::randn({2, 3, kMinImagenetSize, kMinImagenetSize}));
+  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{2, 5}));
+}
+
+TEST(NasNet, CifarTrainingStepAndRoundTrip) {
+  expect_training_step_lowers_loss("nasnet_cifar", 16);
+  expect_round_trip("nasnet_cifar", 16);
+}
+
+TEST(NasNet, MobileTrainingStepAndRoundTrip) {
+  expect_training_step_lowers_loss("nasnet_mobile", kMinImagenetSize);
+  expect_round_trip("nasnet_mobile", kMinImagenetSize);
+}
+
+TEST(NasNet, LargeTrainingStepAndRoundTrip) {
+  expect_training_step_lowers_loss("nasnet_large", kMinImagenetSize);
+  expect_round_trip("nasnet_large", kMinImagenetSize);
+}
+
+}  // namespace
+}  // namespace fastnn::models

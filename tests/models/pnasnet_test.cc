@@ -1,0 +1,321 @@
+// pnasnet_large and pnasnet_mobile: shapes, parameter counts, TF-slim
+// names, initializer, drop path, one training step and a save/load round
+// trip.
+#include "models/pnasnet.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+
+#include "models/model_factory.h"
+#include "src/optim/optimizers.h"
+
+namespace fastnn::models {
+namespace {
+
+// TF-slim's ImageNet checkpoints for these networks have 1001 classes.
+constexpr int64_t kClasses = 1001;
+// Smallest side whose aux tap (1/16 of the input after conv0's VALID /2 and
+// three stride-2 cells) is still 5x5: 67 -> 33 -> 17 -> 9 -> 5.
+constexpr int64_t kMinSize = 67;
+
+std::shared_ptr<ClassifierImpl> make(const std::string& name,
+                                     int64_t size = 0,
+                                     double keep = 0.5,
+                                     int64_t classes = kClasses) {
+  ModelOptions o;
+  o.num_classes = classes;
+  o.dropout_keep_prob = keep;
+  o.image_size = size;
+  return find_model(name).create(o);
+}
+
+// TF-slim's variable names have no outer model scope. tf_variable_name()
+// joins an empty scope with '/', so the leading one is dropped here.
+std::string tf_name(const std::string& name) {
+  return !name.empty() && name[0] == '/' ? name.substr(1) : name;
+}
+
+// TF-slim name -> shape in TF's layout: conv [kh, kw, in, out] (depthwise
+// [kh, kw, in, 1]), fully connected [in, out].
+std::map<std::string, std::vector<int64_t>> tf_shapes(ClassifierImpl& m) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const auto& v : model_variables(m)) {
+    auto t = v.tensor;
+    if (t.dim() == 4)
+      t = t.permute({2, 3, 0, 1});
+    if (t.dim() == 4 && v.name.find("depthwise") == std::string::npos)
+      t = t.permute({0, 1, 3, 2});
+    if (t.dim() == 2)
+      t = t.t();
+    out[tf_name(v.name)] = t.sizes().vec();
+  }
+  return out;
+}
+
+struct Counts {
+  int64_t all = 0, without_aux = 0;
+};
+
+Counts trainable(ClassifierImpl& m) {
+  Counts c;
+  for (const auto& v : model_variables(m)) {
+    if (!v.trainable)
+      continue;
+    c.all += v.tensor.numel();
+    if (tf_name(v.name).rfind("aux_", 0) != 0)
+      c.without_aux += v.tensor.numel();
+  }
+  return c;
+}
+
+void expect_shapes(
+    ClassifierImpl& m,
+    const std::vector<std::pair<std::string, std::vector<int64_t>>>& want) {
+  const auto have = tf_shapes(m);
+  for (const auto& [name, shape] : want) {
+    auto it = have.find(name);
+    ASSERT_NE(it, have.end()) << name;
+    EXPECT_EQ(it->second, shape) << name;
+  }
+}
+
+TEST(Pnasnet, Registered) {
+  EXPECT_EQ(find_model("pnasnet_large").default_image_size, 331);
+  EXPECT_EQ(find_model("pnasnet_mobile").default_image_size, 224);
+  EXPECT_EQ(find_model("pnasnet_large").dropout_keep_prob, 0.5);
+  EXPECT_EQ(find_model("pnasnet_mobile").dropout_keep_prob, 0.5);
+}
+
+// Trainable variables by hand, with F the cell's filters, P the channels of
+// the reduced previous output, sep(K, c) = K*K*c + c*F (depthwise and
+// pointwise) + K*K*F + F*F + 4F (two BatchNorms with beta and gamma):
+//   prev: factorized 2*C_prev*(F/2) + 2*2*(F/2), or prev_1x1 C_prev*F + 2F;
+//   1x1 C_in*F + 2F; blocks sep(5,P) [+ P*F + 2F if the pool's P != F],
+//   sep(7,F), sep(5,F) + sep(3,F), sep(3,F), sep(3,P) [+ F*F + 2F: the
+//   strided "none" 1x1 of a stride-2 cell].
+// pnasnet_large (F: stem 54, 108; cells 216 x4, 432 x4, 864 x4):
+//   conv0 2,784; cell_stem_0 63,504; cell_stem_1 221,616;
+//   cell_0..3 795,312 970,272 1,086,912 1,086,912;
+//   cell_4..7 3,481,056 3,760,128 4,226,688 4,226,688;
+//   cell_8..11 13,680,576 14,798,592 16,664,832 16,664,832;
+//   final_layer/FC 4320*1001 + 1001 = 4,325,321
+//   -> 86,056,025 (the published ~86.1M);
+//   aux_7 (on 21x21 -> 6x6): 2160*128 + 256 + 6*6*128*768 + 1536 +
+//   768*1001 + 1001 = 4,586,985 -> 90,643,010 in the training graph.
+TEST(PnasnetLarge, ParameterCountAndNames) {
+  auto m = make("pnasnet_large");
+  const auto n = trainable(*m);
+  EXPECT_EQ(n.without_aux, 86056025);
+  EXPECT_EQ(n.all, 90643010);
+  expect_shapes(
+      *m,
+      {{"conv0/weights", {3, 3, 3, 96}},
+       {"conv0_bn/gamma", {96}},
+       {"conv0_bn/moving_variance", {96}},
+       {"cell_stem_0/prev_1x1/weights", {1, 1, 96, 54}},
+       {"cell_stem_0/1x1/weights", {1, 1, 96, 54}},
+       {"cell_stem_0/beginning_bn/beta", {54}},
+       {"cell_stem_0/comb_iter_0/left/separable_5x5_1/depthwise_weights",
+        {5, 5, 54, 1}},
+       {"cell_stem_0/comb_iter_0/left/separable_5x5_1/pointwise_weights",
+        {1, 1, 54, 54}},
+       {"cell_stem_0/comb_iter_0/left/bn_sep_5x5_2/gamma", {54}},
+       {"cell_stem_0/comb_iter_4/right/1x1/weights", {1, 1, 54, 54}},
+       {"cell_stem_0/comb_iter_4/right/bn_1/moving_mean", {54}},
+       {"cell_stem_1/path1_conv/weights", {1, 1, 96, 54}},
+       {"cell_stem_1/path2_conv/weights", {1, 1, 96, 54}},
+       {"cell_stem_1/final_path_bn/gamma", {108}},
+       {"cell_0/path1_conv/weights", {1, 1, 270, 108}},
+       {"cell_1/prev_1x1/weights", {1, 1, 540, 216}},
+       {"cell_4/prev_1x1/weights", {1, 1, 1080, 432}},
+       {"cell_4/1x1/weights", {1, 1, 1080, 432}},
+       {"cell_4/comb_iter_1/left/separable_7x7_1/depthwise_weights",
+        {7, 7, 432, 1}},
+       {"cell_4/comb_iter_1/left/separable_7x7_2/depthwise_weights",
+        {7, 7, 432, 1}},
+       {"cell_11/comb_iter_3/left/separable_3x3_2/pointwise_weights",
+        {1, 1, 864, 864}},
+       {"aux_7/aux_logits/proj/weights", {1, 1, 2160, 128}},
+       {"aux_7/aux_logits/aux_bn0/beta", {128}},
+       {"aux_7/aux_logits/Conv/weights", {6, 6, 128, 768}},
+       {"aux_7/aux_logits/aux_bn1/gamma", {768}},
+       {"aux_7/aux_logits/FC/weights", {768, kClasses}},
+       {"aux_7/aux_logits/FC/biases", {kClasses}},
+       {"final_layer/FC/weights", {4320, kClasses}},
+       {"final_layer/FC/biases", {kClasses}}});
+  const auto shapes = tf_shapes(*m);
+  EXPECT_EQ(shapes.count("cell_12/1x1/weights"), 0u);
+  // Normal cells keep the pools' inputs at F channels: no pool projection.
+  EXPECT_EQ(shapes.count("cell_5/comb_iter_0/right/1x1/weights"), 0u);
+  EXPECT_EQ(shapes.count("cell_5/comb_iter_4/right/1x1/weights"), 0u);
+  for (const auto& [name, shape] : shapes) {  // Only the fcs have biases.
+    if (name.find("biases") != std::string::npos)
+      EXPECT_NE(name.find("FC/biases"), std::string::npos) << name;
+  }
+  // nasnet_large_arg_scope regularizes every conv, separable and fc weight.
+  int64_t weights = 0;
+  for (const auto& [name, shape] : shapes) {
+    if (name.find("weights") != std::string::npos)
+      ++weights;
+  }
+  EXPECT_EQ(m->regularized_weights().size(), static_cast<size_t>(weights));
+}
+
+// pnasnet_mobile (F: stem 13, 27; cells 54 x3, 108 x3, 216 x3). cell_stem_1
+// reduces conv0's 32 channels to 2 * (27 / 2) = 26 (factorized_reduction
+// rounds each path down), so its pool on that state needs a 1x1 to 27:
+//   conv0 928; cell_stem_0 6,695; cell_stem_1 20,344;
+//   cell_0..2 60,912 71,982 79,272; cell_3..5 240,408 257,688 286,848;
+//   cell_6..8 900,720 970,272 1,086,912; final_layer/FC 1080*1001 + 1001
+//   = 1,082,081 -> 5,065,062 (the published ~5.1M);
+//   aux_5 (on 14x14 -> 4x4): 540*128 + 256 + 4*4*128*768 + 1536 +
+//   768*1001 + 1001 = 2,413,545 -> 7,478,607 in the training graph.
+TEST(PnasnetMobile, ParameterCountAndNames) {
+  auto m = make("pnasnet_mobile");
+  const auto n = trainable(*m);
+  EXPECT_EQ(n.without_aux, 5065062);
+  EXPECT_EQ(n.all, 7478607);
+  expect_shapes(
+      *m,
+      {{"conv0/weights", {3, 3, 3, 32}},
+       {"cell_stem_0/prev_1x1/weights", {1, 1, 32, 13}},
+       {"cell_stem_1/path1_conv/weights", {1, 1, 32, 13}},
+       {"cell_stem_1/final_path_bn/beta", {26}},
+       {"cell_stem_1/comb_iter_0/left/separable_5x5_1/depthwise_weights",
+        {5, 5, 26, 1}},
+       {"cell_stem_1/comb_iter_0/right/1x1/weights", {1, 1, 26, 27}},
+       {"cell_stem_1/comb_iter_0/right/bn_1/gamma", {27}},
+       {"cell_3/comb_iter_4/right/1x1/weights", {1, 1, 108, 108}},
+       {"aux_5/aux_logits/proj/weights", {1, 1, 540, 128}},
+       {"aux_5/aux_logits/Conv/weights", {4, 4, 128, 768}},
+       {"final_layer/FC/weights", {1080, kClasses}}});
+  EXPECT_EQ(tf_shapes(*m).count("cell_9/1x1/weights"), 0u);
+}
+
+TEST(PnasnetMobile, OutputShapesAndInitializer) {
+  torch::manual_seed(0);
+  auto m = make("pnasnet_mobile");
+  torch::NoGradGuard no_grad;
+  m->train();
+  auto out = m->forward(torch::randn({2, 3, 224, 224}));
+  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, kClasses}));
+  ASSERT_TRUE(out.aux_logits.defined());
+  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{2, kClasses}));
+  m->eval();
+  out = m->forward(torch::randn({1, 3, 224, 224}));
+  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, kClasses}));
+  EXPECT_FALSE(out.aux_logits.defined());  // TF-slim: training graph only.
+  EXPECT_THROW(m->forward(torch::randn({1, 3, 225, 225})), c10::Error);
+
+  // variance_scaling_initializer(mode='FAN_OUT'): truncated normal (2
+  // sigma), sigma = sqrt(1.3 * 2 / fan_out); its std is 0.8796 sigma.
+  std::map<std::string, torch::Tensor> vars;
+  for (const auto& v : model_variables(*m))
+    vars[tf_name(v.name)] = v.tensor;
+  auto w = vars["cell_8/comb_iter_3/left/separable_3x3_2/pointwise_weights"];
+  const double sigma = std::sqrt(1.3 * 2.0 / 216);
+  EXPECT_NEAR(w.std().item<double>(), 0.8796 * sigma, 0.02 * sigma);
+  EXPECT_LE(w.abs().max().item<double>(), 2 * sigma + 1e-6);
+  auto dw = vars["cell_8/comb_iter_3/left/separable_3x3_2/depthwise_weights"];
+  EXPECT_LE(dw.abs().max().item<double>(), 2 * std::sqrt(1.3 * 2.0 / 9) + 1e-6);
+  EXPECT_EQ(vars["final_layer/FC/biases"].abs().max().item<float>(), 0.0f);
+  EXPECT_EQ(vars["cell_0/beginning_bn/gamma"].min().item<float>(), 1.0f);
+}
+
+TEST(PnasnetLarge, OutputShapeAtDefaultSize) {
+  auto m = make("pnasnet_large");
+  torch::NoGradGuard no_grad;
+  m->eval();
+  auto out = m->forward(torch::randn({1, 3, 331, 331}));
+  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, kClasses}));
+}
+
+// pnasnet_large has the same reductions; only pnasnet_mobile is built here
+// (constructing the large net costs seconds).
+TEST(Pnasnet, SmallestInput) {
+  EXPECT_THROW(make("pnasnet_mobile", kMinSize - 1), c10::Error);
+  auto m = make("pnasnet_mobile", kMinSize);
+  m->train();
+  auto out = m->forward(torch::randn({2, 3, kMinSize, kMinSize}));
+  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{2, kClasses}));
+}
+
+TEST(PnasnetLarge, DropPathOnlyInTraining) {
+  torch::manual_seed(0);
+  auto m = make("pnasnet_large", kMinSize, 1.0, 5);
+  auto x = torch::randn({4, 3, kMinSize, kMinSize});
+  torch::NoGradGuard no_grad;
+  m->eval();
+  EXPECT_TRUE(torch::equal(m->forward(x).logits, m->forward(x).logits));
+  // Training: BatchNorm uses batch statistics either way, so only drop
+  // path tells two forwards apart: off at step 0, on (keep 0.6 scaled per
+  // cell) once the schedule has ramped up.
+  m->train();
+  EXPECT_TRUE(torch::equal(m->forward(x).logits, m->forward(x).logits));
+  std::dynamic_pointer_cast<PnasnetImpl>(m)->set_global_step(250000);
+  EXPECT_FALSE(torch::equal(m->forward(x).logits, m->forward(x).logits));
+}
+
+class PnasnetBoth : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PnasnetBoth, OneTrainingStepLowersTheLoss) {
+  torch::manual_seed(0);
+  auto m = make(GetParam(), kMinSize, 1.0, 5);
+  // Deterministic forwards: drop path is off at step 0 (and pnasnet_mobile
+  // has none).
+  std::dynamic_pointer_cast<PnasnetImpl>(m)->set_global_step(0);
+  m->train();
+  std::vector<optim::Variable> vars;
+  for (const auto& v : model_variables(*m)) {
+    if (v.trainable)
+      vars.push_back({v.name, v.tensor});
+  }
+  optim::GradientDescent opt(vars);
+  auto x = torch::randn({4, 3, kMinSize, kMinSize});
+  auto y = torch::arange(4, torch::kInt64) % 5;
+  auto loss_of = [&] {
+    auto out = m->forward(x);
+    namespace F = torch::nn::functional;
+    return F::cross_entropy(out.logits, y) +
+           0.4 * F::cross_entropy(out.aux_logits, y);
+  };
+  auto loss0 = loss_of();
+  m->zero_grad();
+  loss0.backward();
+  // A step sized to lower the loss by 1% to first order: lr * |g|^2 =
+  // 0.01 * loss (a fixed rate suits no BatchNorm net at initialization).
+  double g2 = 0;
+  for (const auto& v : vars) {
+    if (v.var.grad().defined())
+      g2 += v.var.grad().pow(2).sum().item<double>();
+  }
+  opt.step(0.01 * loss0.item<double>() / g2);
+  torch::NoGradGuard no_grad;
+  EXPECT_LT(loss_of().item<double>(), loss0.item<double>());
+}
+
+TEST_P(PnasnetBoth, SaveLoadRoundTrip) {
+  auto a = make(GetParam(), kMinSize), b = make(GetParam(), kMinSize);
+  torch::NoGradGuard no_grad;
+  a->train();
+  a->forward(torch::randn({2, 3, kMinSize, kMinSize}));  // Moves BN stats.
+  auto va = model_variables(*a), vb = model_variables(*b);
+  ASSERT_EQ(va.size(), vb.size());
+  for (size_t i = 0; i < va.size(); ++i) {
+    ASSERT_EQ(va[i].name, vb[i].name);
+    vb[i].tensor.copy_(va[i].tensor);
+  }
+  a->eval();
+  b->eval();
+  auto x = torch::randn({2, 3, kMinSize, kMinSize});
+  EXPECT_TRUE(torch::equal(a->forward(x).logits, b->forward(x).logits));
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants,
+                         PnasnetBoth,
+                         ::testing::Values("pnasnet_large", "pnasnet_mobile"));
+
+}  // namespace
+}  // namespace fastnn::models
