@@ -1,6 +1,7 @@
 // inception_resnet_v2: shapes, parameter count, TF-slim names (slim.repeat
 // scopes), residual scales, regularized variables, initializers, the
 // smallest input, one training step and a save/load round trip.
+#include "tests/models/train_step.h"
 #include "models/inception_resnet_v2.h"
 
 #include <gtest/gtest.h>
@@ -203,12 +204,7 @@ TEST(InceptionResnetV2Small, OneTrainingStepLowersTheLoss) {
   auto loss0 = loss_of();
   m->zero_grad();
   loss0.backward();
-  // Step sized for a 1% first-order decrease (see inception_v4_test.cc).
-  double g2 = 0;
-  for (const auto& v : vars) {
-    if (v.var.grad().defined()) g2 += v.var.grad().pow(2).sum().item<double>();
-  }
-  opt.step(0.01 * loss0.item<double>() / g2);
+  opt.step(testing::first_order_rate(vars, loss0.item<double>()));
   auto loss1 = loss_of();
   EXPECT_LT(loss1.item<double>(), loss0.item<double>());
 }

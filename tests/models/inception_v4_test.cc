@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "tests/models/train_step.h"
 #include "models/model_factory.h"
 #include "src/optim/optimizers.h"
 
@@ -159,14 +160,7 @@ TEST(InceptionV4Small, OneTrainingStepLowersTheLoss) {
   auto loss0 = loss_of();
   m->zero_grad();
   loss0.backward();
-  // A step sized to lower the loss by 1% to first order: lr * |g|^2 =
-  // 0.01 * loss. A fixed rate is too large for some random batches (the
-  // gradients at initialization are huge) and float noise hides tiny ones.
-  double g2 = 0;
-  for (const auto& v : vars) {
-    if (v.var.grad().defined()) g2 += v.var.grad().pow(2).sum().item<double>();
-  }
-  opt.step(0.01 * loss0.item<double>() / g2);
+  opt.step(testing::first_order_rate(vars, loss0.item<double>()));
   auto loss1 = loss_of();
   EXPECT_LT(loss1.item<double>(), loss0.item<double>());
 }

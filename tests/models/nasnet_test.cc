@@ -1,5 +1,6 @@
 // nasnet_cifar, nasnet_mobile, nasnet_large: shapes, parameter counts,
 // TF-slim names, drop path, one training step and a save/load round trip.
+#include "tests/models/train_step.h"
 #include "models/nasnet.h"
 
 #include <gtest/gtest.h>
@@ -281,12 +282,7 @@ void expect_training_step_lowers_loss(const std::string& name, int64_t size) {
   auto loss0 = loss_of();
   m->zero_grad();
   loss0.backward();
-  double g2 = 0;
-  for (const auto& v : vars) {
-    if (v.var.grad().defined())
-      g2 += v.var.grad().pow(2).sum().item<double>();
-  }
-  opt.step(0.01 * loss0.item<double>() / g2);
+  opt.step(testing::first_order_rate(vars, loss0.item<double>()));
   torch::NoGradGuard no_grad;
   EXPECT_LT(loss_of().item<double>(), loss0.item<double>()) << name;
 }

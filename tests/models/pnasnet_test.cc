@@ -1,6 +1,7 @@
 // pnasnet_large and pnasnet_mobile: shapes, parameter counts, TF-slim
 // names, initializer, drop path, one training step and a save/load round
 // trip.
+#include "tests/models/train_step.h"
 #include "models/pnasnet.h"
 
 #include <gtest/gtest.h>
@@ -284,14 +285,7 @@ TEST_P(PnasnetBoth, OneTrainingStepLowersTheLoss) {
   auto loss0 = loss_of();
   m->zero_grad();
   loss0.backward();
-  // A step sized to lower the loss by 1% to first order: lr * |g|^2 =
-  // 0.01 * loss (a fixed rate suits no BatchNorm net at initialization).
-  double g2 = 0;
-  for (const auto& v : vars) {
-    if (v.var.grad().defined())
-      g2 += v.var.grad().pow(2).sum().item<double>();
-  }
-  opt.step(0.01 * loss0.item<double>() / g2);
+  opt.step(testing::first_order_rate(vars, loss0.item<double>()));
   torch::NoGradGuard no_grad;
   EXPECT_LT(loss_of().item<double>(), loss0.item<double>());
 }
