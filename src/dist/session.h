@@ -1,0 +1,61 @@
+// A worker's membership in a distributed job, over the chief's gRPC
+// coordinator: rendezvous, the key-value store, heartbeats, job status and
+// graceful stop. Rank 0 runs the coordinator server in-process. No LibTorch.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "src/dist/cluster.h"
+#include "src/dist/kv_store.h"
+
+namespace fastnn::dist {
+
+struct SessionOptions {
+  /// Rendezvous deadline, heartbeat loss bound, and store wait bound.
+  std::chrono::seconds worker_timeout{60};
+  std::chrono::milliseconds heartbeat_interval{1000};
+  /// The job's shared token (never logged). Empty only for world_size 1.
+  std::string token;
+  /// TLS when set: PEM files (server cert+key on the chief, CA on workers).
+  std::string tls_cert_file, tls_key_file, tls_ca_file;
+};
+
+/// What a worker reports each logging interval (shown by job status).
+struct WorkerReport {
+  int64_t step = 0;
+  double loss = 0;
+  double images_per_sec = 0;
+  double eta_secs = -1;
+};
+
+class WorkerSession {
+ public:
+  /// Starts the coordinator (rank 0), connects, and completes rendezvous:
+  /// returns when all world_size workers have joined; throws
+  /// DistributedError naming the missing ranks after worker_timeout.
+  WorkerSession(const ClusterSpec& spec, const SessionOptions& options);
+  ~WorkerSession();
+
+  const ClusterSpec& spec() const;
+  KeyValueStore& store();
+
+  /// Non-blocking; sends the latest report with the next heartbeat.
+  void report(const WorkerReport& r);
+  /// A graceful stop was requested (from `fastnn_job stop` or a signal).
+  bool stop_requested() const;
+  /// Set when the coordinator declared a worker lost (or the coordinator
+  /// itself became unreachable): a message naming it and its last step.
+  std::optional<std::string> failure() const;
+  /// Tells the coordinator this worker finished with `exit_code`.
+  void finish(int exit_code);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fastnn::dist
