@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
-  libtorch-dev libopenblas0-pthread
+  libtorch-dev libgloo-dev libopenblas0-pthread
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libcli11-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
   nlohmann-json3-dev libgtest-dev

@@ -1,0 +1,180 @@
+#include "src/dist/communicator.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "fastnn/errors.h"
+
+namespace fastnn::dist {
+namespace {
+
+std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& host) {
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  }
+  std::string address = host.empty() ? "" : local_address_toward(host);
+  if (address.empty()) address = "127.0.0.1";
+  return c10d::ProcessGroupGloo::createDeviceForHostname(address);
+}
+
+// Groups tensors by dtype so one message carries each group.
+std::map<c10::ScalarType, std::vector<torch::Tensor>> by_dtype(
+    const std::vector<torch::Tensor>& tensors) {
+  std::map<c10::ScalarType, std::vector<torch::Tensor>> groups;
+  for (const auto& t : tensors) groups[t.scalar_type()].push_back(t);
+  return groups;
+}
+
+torch::Tensor flatten(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> flat;
+  flat.reserve(tensors.size());
+  for (const auto& t : tensors) flat.push_back(t.detach().reshape({-1}));
+  return torch::cat(flat);
+}
+
+void unflatten_into(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (const auto& t : tensors) {
+    const int64_t n = t.numel();
+    t.copy_(flat.narrow(0, offset, n).view(t.sizes()));
+    offset += n;
+  }
+}
+
+}  // namespace
+
+std::string local_address_toward(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), "9", &hints, &found) != 0 || !found) return "";
+  std::string result;
+  // A UDP connect() sends nothing; it only asks the kernel for the route.
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_in local{};
+    socklen_t len = sizeof(local);
+    char text[INET_ADDRSTRLEN] = {};
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+        inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text))) {
+      result = text;
+    }
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  return result;
+}
+
+Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store,
+                           const CommunicatorOptions& options)
+    : options_(options), store_(std::move(store)) {
+  if (options_.backend != "gloo") {
+    throw ConfigError("communicator backend '" + options_.backend +
+                      "' is not a c10d backend here (valid: gloo; CUDA "
+                      "tensors use the NCCL communicator)");
+  }
+  auto o = c10d::ProcessGroupGloo::Options::create(options_.timeout);
+  o->devices.push_back(gloo_device(options_.coordinator_host));
+  // Buckets are issued in order and the cores are few: one Gloo thread.
+  o->threads = 1;
+  try {
+    group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, options_.rank,
+                                                         options_.world_size, o);
+  } catch (const DistributedError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DistributedError("Gloo rendezvous of " + std::to_string(options_.world_size) +
+                           " workers (rank " + std::to_string(options_.rank) +
+                           ") failed: " + std::string(e.what()).substr(0, 400));
+  }
+}
+
+Communicator::~Communicator() = default;
+
+void Communicator::fail(const std::string& what, const std::string& cause) const {
+  throw DistributedError(what + " failed at global step " + std::to_string(step_) +
+                         " (rank " + std::to_string(options_.rank) + " of " +
+                         std::to_string(options_.world_size) +
+                         ", timeout " + std::to_string(options_.timeout.count() / 1000) +
+                         " s): " + cause.substr(0, 400));
+}
+
+void Communicator::wait(const c10::intrusive_ptr<c10d::Work>& work,
+                        const std::string& what) {
+  try {
+    if (!work->wait(options_.timeout)) fail(what, "timed out");
+  } catch (const DistributedError&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(what, e.what());
+  }
+}
+
+c10::intrusive_ptr<c10d::Work> Communicator::all_reduce_async(torch::Tensor flat) {
+  std::vector<torch::Tensor> one{std::move(flat)};
+  try {
+    return group_->allreduce(one);
+  } catch (const std::exception& e) {
+    fail("all-reduce", e.what());
+  }
+}
+
+void Communicator::broadcast(const std::vector<torch::Tensor>& tensors,
+                             const std::string& what) {
+  if (options_.world_size == 1 || tensors.empty()) return;
+  for (const auto& [dtype, group] : by_dtype(tensors)) {
+    std::vector<torch::Tensor> flat{flatten(group)};
+    c10::intrusive_ptr<c10d::Work> work;
+    try {
+      work = group_->broadcast(flat);
+    } catch (const std::exception& e) {
+      fail("broadcast of " + what, e.what());
+    }
+    wait(work, "broadcast of " + what);
+    unflatten_into(flat[0], group);
+  }
+}
+
+void Communicator::all_reduce_sum(const std::vector<torch::Tensor>& tensors,
+                                  const std::string& what) {
+  if (options_.world_size == 1 || tensors.empty()) return;
+  for (const auto& [dtype, group] : by_dtype(tensors)) {
+    torch::Tensor flat = flatten(group);
+    c10::intrusive_ptr<c10d::Work> work;
+    try {
+      work = all_reduce_async(flat);
+    } catch (const DistributedError& e) {
+      fail("all-reduce of " + what, e.what());
+    }
+    wait(work, "all-reduce of " + what);
+    unflatten_into(flat, group);
+  }
+}
+
+void Communicator::barrier(const std::string& what) {
+  if (options_.world_size == 1) return;
+  // A one-element all-reduce: Gloo's barrier has no per-call bound here.
+  torch::Tensor one = torch::ones({1});
+  wait(all_reduce_async(one), what);
+}
+
+std::pair<torch::Tensor, torch::Tensor> pooled_moments(const torch::Tensor& sum_means,
+                                                        const torch::Tensor& sum_second,
+                                                        int64_t groups) {
+  const auto mean = sum_means / static_cast<double>(groups);
+  // Σ m_j/M [s_j² + (x_j - x_c)²] = mean of (s_j² + x_j²) - x_c² when the
+  // counts are equal; callers pass float64 sums, so nothing cancels badly.
+  const auto variance = (sum_second / static_cast<double>(groups) - mean * mean).clamp_min(0);
+  return {mean, variance};
+}
+
+}  // namespace fastnn::dist

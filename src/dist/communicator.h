@@ -1,0 +1,83 @@
+// The collectives of replicated-variables training over one engine: Gloo
+// (through LibTorch's c10d) for CPU tensors. Every call is bounded by the
+// communicator's timeout; a timeout or a lost peer throws DistributedError
+// (exit 5) naming the operation and the global step.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace c10d {
+class ProcessGroup;
+class Work;
+}  // namespace c10d
+
+namespace fastnn::dist {
+
+struct CommunicatorOptions {
+  int rank = 0;
+  int world_size = 1;
+  /// "gloo" (CPU tensors). CUDA tensors go through NcclCommunicator.
+  std::string backend = "gloo";
+  /// Bound of rendezvous and of every collective. Default: 60 s.
+  std::chrono::milliseconds timeout{60000};
+  /// The coordinator's host: Gloo listens on the local address that routes
+  /// to it (GLOO_SOCKET_IFNAME, when set, wins). Empty: loopback.
+  std::string coordinator_host;
+};
+
+/// One process group. Collectives must be called in the same order on every
+/// rank (as with any c10d group).
+class Communicator {
+ public:
+  /// Rendezvous through `store`; returns when all ranks connected.
+  Communicator(c10::intrusive_ptr<c10d::Store> store,
+               const CommunicatorOptions& options);
+  ~Communicator();
+
+  int rank() const { return options_.rank; }
+  int world_size() const { return options_.world_size; }
+  /// The global step named in error messages.
+  void set_step(int64_t step) { step_ = step; }
+
+  /// Overwrites `tensors` on every rank with rank 0's values (one fused
+  /// message per dtype). `what` names the payload in errors.
+  void broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what);
+  /// In-place sum over ranks of each tensor (fused per dtype).
+  void all_reduce_sum(const std::vector<torch::Tensor>& tensors, const std::string& what);
+
+  /// Starts an in-place sum of one contiguous CPU tensor; finish with wait().
+  c10::intrusive_ptr<c10d::Work> all_reduce_async(torch::Tensor flat);
+  /// Waits for `work`, bounded; DistributedError naming `what` and the step.
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what);
+  /// Every rank reached this point (bounded).
+  void barrier(const std::string& what);
+
+  /// "<what> failed at global step N: <cause>" as a DistributedError.
+  [[noreturn]] void fail(const std::string& what, const std::string& cause) const;
+
+ private:
+  CommunicatorOptions options_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  int64_t step_ = 0;
+};
+
+/// Pooled statistics of W equal-count groups (seeds/004: weighted mean, and
+/// variance = Σ m_j/M [s_j² + (x_j - x_c)²]), from the sums over groups of
+/// the means and of (variance + mean²). Returns {mean, variance}.
+std::pair<torch::Tensor, torch::Tensor> pooled_moments(const torch::Tensor& sum_means,
+                                                        const torch::Tensor& sum_second,
+                                                        int64_t groups);
+
+/// The local address (numeric) a socket toward `host` leaves from; "" when
+/// `host` does not resolve.
+std::string local_address_toward(const std::string& host);
+
+}  // namespace fastnn::dist

@@ -1,0 +1,119 @@
+#include "src/dist/gradient_reducer.h"
+
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include "fastnn/errors.h"
+
+namespace fastnn::dist {
+
+GradientReducer::GradientReducer(Communicator& comm, std::vector<torch::Tensor> params,
+                                 int64_t bucket_cap_bytes)
+    : comm_(comm), params_(std::move(params)) {
+  where_.resize(params_.size());
+  filled_.assign(params_.size(), false);
+  int64_t bytes = 0;
+  for (size_t k = params_.size(); k-- > 0;) {
+    const auto& p = params_[k];
+    TORCH_CHECK(p.requires_grad(), "GradientReducer: parameter ", k, " does not require grad");
+    const int64_t size = p.numel() * static_cast<int64_t>(p.element_size());
+    const bool fits = !buckets_.empty() && bytes + size <= bucket_cap_bytes &&
+                      buckets_.back().flat.scalar_type() == p.scalar_type();
+    if (!fits) {
+      buckets_.emplace_back();
+      buckets_.back().flat = torch::empty({0}, p.options().requires_grad(false));
+      bytes = 0;
+    }
+    Bucket& b = buckets_.back();
+    where_[k] = {buckets_.size() - 1, b.params.size()};
+    b.offsets.push_back(b.flat.numel());
+    b.params.push_back(k);
+    b.flat = torch::empty({b.flat.numel() + p.numel()}, b.flat.options());
+    bytes += size;
+  }
+  for (size_t k = 0; k < params_.size(); ++k) {
+    hook_ids_.push_back(params_[k].register_hook(
+        [this, k](torch::Tensor grad) { on_gradient(k, grad); }));
+  }
+}
+
+GradientReducer::~GradientReducer() {
+  for (size_t k = 0; k < hook_ids_.size(); ++k) params_[k].remove_hook(hook_ids_[k]);
+}
+
+std::vector<std::vector<size_t>> GradientReducer::buckets() const {
+  std::vector<std::vector<size_t>> out;
+  for (const auto& b : buckets_) out.push_back(b.params);
+  return out;
+}
+
+void GradientReducer::prepare() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& b : buckets_) {
+    b.pending = b.params.size();
+    b.work.reset();
+  }
+  filled_.assign(params_.size(), false);
+  next_launch_ = 0;
+  launched_early_ = 0;
+  armed_ = true;
+}
+
+void GradientReducer::on_gradient(size_t index, const torch::Tensor& grad) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!armed_ || filled_[index]) return;
+  const auto [bi, pos] = where_[index];
+  Bucket& b = buckets_[bi];
+  b.flat.narrow(0, b.offsets[pos], grad.numel()).copy_(grad.detach().reshape({-1}));
+  filled_[index] = true;
+  --b.pending;
+  if (b.pending == 0) {
+    const size_t before = next_launch_;
+    launch_ready_locked();
+    launched_early_ += static_cast<int>(next_launch_ - before);
+  }
+}
+
+// Launches complete buckets strictly in index order: c10d matches
+// collectives by issue order, which must be the same on every rank.
+void GradientReducer::launch_ready_locked() {
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
+    Bucket& b = buckets_[next_launch_];
+    b.work = comm_.all_reduce_async(b.flat);
+    ++next_launch_;
+  }
+}
+
+void GradientReducer::finish() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_ = false;
+    for (size_t k = 0; k < params_.size(); ++k) {
+      if (filled_[k]) continue;
+      const auto [bi, pos] = where_[k];
+      Bucket& b = buckets_[bi];
+      b.flat.narrow(0, b.offsets[pos], params_[k].numel()).zero_();
+      --b.pending;
+    }
+    launch_ready_locked();
+  }
+  torch::NoGradGuard no_grad;
+  const double inv_world = 1.0 / comm_.world_size();
+  for (size_t bi = 0; bi < buckets_.size(); ++bi) {
+    Bucket& b = buckets_[bi];
+    comm_.wait(b.work, "gradient all-reduce (bucket " + std::to_string(bi) + " of " +
+                           std::to_string(buckets_.size()) + ")");
+    b.work.reset();
+    b.flat.mul_(inv_world);
+    for (size_t pos = 0; pos < b.params.size(); ++pos) {
+      auto& p = params_[b.params[pos]];
+      auto avg = b.flat.narrow(0, b.offsets[pos], p.numel()).view(p.sizes());
+      if (p.grad().defined()) {
+        p.mutable_grad().copy_(avg);
+      } else {
+        p.mutable_grad() = avg.clone();
+      }
+    }
+  }
+}
+
+}  // namespace fastnn::dist

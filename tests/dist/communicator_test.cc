@@ -1,0 +1,169 @@
+#include "src/dist/communicator.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <thread>
+
+#include "fastnn/errors.h"
+#include "src/dist/gradient_reducer.h"
+#include "src/dist/store_adapter.h"
+#include "tests/dist/memory_store.h"
+
+namespace fastnn::dist {
+namespace {
+
+using testing::MemoryStore;
+
+// Runs fn(comm) for every rank on its own thread, all through one store
+// (the adapter: the path the coordinator's store takes). Rethrows the
+// first failure.
+void run_ranks(int world, const std::function<void(Communicator&)>& fn,
+               std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  MemoryStore store;
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(world);
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        CommunicatorOptions o;
+        o.rank = r;
+        o.world_size = world;
+        o.timeout = timeout;
+        Communicator comm(c10::make_intrusive<StoreAdapter>(store), o);
+        fn(comm);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+TEST(CommunicatorTest, BroadcastFromRankZeroOverEveryDtype) {
+  run_ranks(3, [](Communicator& c) {
+    auto f = torch::full({2, 3}, static_cast<float>(c.rank() + 1));
+    auto d = torch::full({4}, static_cast<double>(10 * (c.rank() + 1)), torch::kFloat64);
+    auto i = torch::full({1}, static_cast<int64_t>(100 + c.rank()), torch::kInt64);
+    c.broadcast({f, d, i}, "test state");
+    EXPECT_TRUE(f.eq(1).all().item<bool>());
+    EXPECT_TRUE(d.eq(10).all().item<bool>());
+    EXPECT_EQ(i.item<int64_t>(), 100);
+  });
+}
+
+TEST(CommunicatorTest, AllReduceSums) {
+  run_ranks(2, [](Communicator& c) {
+    auto v = torch::tensor({1.0, 2.0}, torch::kFloat64) * (c.rank() + 1);
+    c.all_reduce_sum({v}, "metrics");
+    EXPECT_DOUBLE_EQ(v[0].item<double>(), 3.0);
+    EXPECT_DOUBLE_EQ(v[1].item<double>(), 6.0);
+  });
+}
+
+TEST(CommunicatorTest, MissingPeerIsADistributedErrorNamingTheStep) {
+  // Rank 1 joins the group but never joins the all-reduce.
+  std::string message;
+  try {
+    run_ranks(
+        2,
+        [](Communicator& c) {
+          c.set_step(17);
+          if (c.rank() == 0) {
+            auto v = torch::ones({4});
+            c.all_reduce_sum({v}, "metrics");
+          } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+          }
+        },
+        std::chrono::milliseconds(1000));
+  } catch (const DistributedError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("all-reduce of metrics"), std::string::npos) << message;
+  EXPECT_NE(message.find("global step 17"), std::string::npos) << message;
+}
+
+TEST(CommunicatorTest, RendezvousTimeoutIsADistributedError) {
+  MemoryStore store(std::chrono::milliseconds(500));
+  CommunicatorOptions o;
+  o.rank = 0;
+  o.world_size = 2;
+  o.timeout = std::chrono::milliseconds(500);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(Communicator(c10::make_intrusive<StoreAdapter>(store), o), DistributedError);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+}
+
+TEST(CommunicatorTest, PooledMomentsMatchTheConcatenatedData) {
+  torch::manual_seed(3);
+  auto a = torch::randn({50, 4}, torch::kFloat64) * 2 + 1;
+  auto b = torch::randn({50, 4}, torch::kFloat64) * 0.5 - 3;
+  auto second = [](const torch::Tensor& x) {
+    return x.var(0, /*unbiased=*/false) + x.mean(0).square();
+  };
+  auto [mean, var] = pooled_moments(a.mean(0) + b.mean(0), second(a) + second(b), 2);
+  auto all = torch::cat({a, b});
+  EXPECT_TRUE(torch::allclose(mean, all.mean(0), 1e-12, 1e-12));
+  EXPECT_TRUE(torch::allclose(var, all.var(0, /*unbiased=*/false), 1e-12, 1e-12));
+}
+
+TEST(CommunicatorTest, LocalAddressTowardLoopbackIsLoopback) {
+  EXPECT_EQ(local_address_toward("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(local_address_toward("no-such-host.invalid"), "");
+}
+
+std::vector<torch::Tensor> make_params(int64_t scale) {
+  // Sizes in floats: 100, 10, 300, 50, 5 (registration order).
+  std::vector<torch::Tensor> ps;
+  for (int64_t n : {100, 10, 300, 50, 5}) {
+    ps.push_back(torch::full({n}, static_cast<float>(scale)).requires_grad_());
+  }
+  return ps;
+}
+
+TEST(GradientReducerTest, BucketsFollowReverseOrderAndTheByteCap) {
+  run_ranks(1, [](Communicator& c) {
+    auto ps = make_params(1);
+    // 220 floats = 880 bytes: 5+50 fit, 300 alone, 10+100 fit.
+    GradientReducer r(c, ps, 880);
+    std::vector<std::vector<size_t>> want{{4, 3}, {2}, {1, 0}};
+    EXPECT_EQ(r.buckets(), want);
+    GradientReducer big(c, ps, 1 << 20);
+    EXPECT_EQ(big.buckets().size(), 1u);
+    GradientReducer tiny(c, ps, 1);
+    EXPECT_EQ(tiny.buckets().size(), ps.size());
+  });
+}
+
+TEST(GradientReducerTest, AveragesGradientsAndStartsBucketsDuringBackward) {
+  run_ranks(2, [](Communicator& c) {
+    auto ps = make_params(1);
+    GradientReducer r(c, ps, 880);
+    for (int step = 0; step < 3; ++step) {
+      for (auto& p : ps) p.mutable_grad() = torch::Tensor();
+      r.prepare();
+      // Every parameter gets gradient (rank + 1) * (k + 1) * (step + 1);
+      // parameter 1 is left out on rank 1 (an unused parameter: zero).
+      torch::Tensor loss = torch::zeros({});
+      for (size_t k = 0; k < ps.size(); ++k) {
+        if (c.rank() == 1 && k == 1) continue;
+        loss = loss + ps[k].sum() * static_cast<double>((c.rank() + 1) * (k + 1) * (step + 1));
+      }
+      loss.backward();
+      r.finish();
+      EXPECT_GE(r.launched_during_backward(), 1);
+      for (size_t k = 0; k < ps.size(); ++k) {
+        const double r0 = 1.0 * (k + 1) * (step + 1);
+        const double r1 = (k == 1) ? 0.0 : 2.0 * (k + 1) * (step + 1);
+        EXPECT_TRUE(ps[k].grad().eq((r0 + r1) / 2).all().item<bool>()) << k;
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace fastnn::dist
