@@ -6,6 +6,7 @@
 #include <deque>
 #include <exception>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <thread>
 
@@ -116,8 +117,22 @@ void Pipeline::State::read_loop() {
     return emit(std::move(r));
   };
 
+  int64_t position = 0;
+  std::optional<Record> mine;
+  auto take = [&](Record&& r) -> bool {
+    if (opt.num_shards <= 1) return feed(std::move(r));
+    const int64_t slot = position++ % opt.num_shards;
+    if (slot == opt.shard_index) mine = std::move(r);
+    if (slot != opt.num_shards - 1) return true;
+    Record own = std::move(*mine);
+    mine.reset();
+    return feed(std::move(own));
+  };
+
   const int64_t epochs = opt.is_training ? opt.num_epochs : 1;
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+    position = 0;
+    mine.reset();
     {
       std::lock_guard<std::mutex> lock(mu);
       if (stop) return;
@@ -127,13 +142,13 @@ void Pipeline::State::read_loop() {
       for (int64_t i = 0; i < opt.synthetic_samples; ++i) {
         Record r;
         r.index = i;
-        if (!feed(std::move(r))) return;
+        if (!take(std::move(r))) return;
       }
       continue;
     }
     if (opt.cache && epoch > 0) {
       for (const auto& r : cache) {
-        if (!feed(Record(r))) return;
+        if (!take(Record(r))) return;
       }
       continue;
     }
@@ -150,7 +165,7 @@ void Pipeline::State::read_loop() {
           ++stats.records_read;
         }
         if (opt.cache && epoch == 0) cache.push_back(r);
-        if (!feed(std::move(r))) return;
+        if (!take(std::move(r))) return;
         r = Record{};
       }
       std::lock_guard<std::mutex> lock(mu);
@@ -256,6 +271,11 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_unique<State>()) 
   State& s = *state_;
   s.opt = std::move(options);
   if (s.opt.batch_size < 1) throw ConfigError("batch_size must be >= 1");
+  if (s.opt.num_shards < 1 || s.opt.shard_index < 0 ||
+      s.opt.shard_index >= s.opt.num_shards) {
+    throw ConfigError("input pipeline: shard_index " + std::to_string(s.opt.shard_index) +
+                      " is outside [0, num_shards=" + std::to_string(s.opt.num_shards) + ")");
+  }
   if (s.opt.files.empty() && s.opt.synthetic_samples <= 0) {
     throw DataError("input pipeline: no files to read");
   }

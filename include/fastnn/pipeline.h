@@ -52,6 +52,12 @@ struct PipelineOptions {
   /// > 0: no files; each epoch is this many synthetic images (uniform in
   /// [-1, 1], labels uniform in [0, num_classes)), seeded like the rest.
   int64_t synthetic_samples = 0;
+  /// This worker's part of the data: record i of every epoch goes to worker
+  /// i mod num_shards, and a last incomplete group of num_shards records is
+  /// dropped so every worker reads the same count.
+  /// REQUIRES: 0 <= shard_index < num_shards.
+  int shard_index = 0;
+  int num_shards = 1;
 };
 
 /// One batch: images [B, C, H, W] float32, labels [B] int64.

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "fastnn/errors.h"
+#include "src/train/distributed_step.h"
 
 namespace fastnn::train {
 
@@ -87,6 +88,11 @@ datasets::PipelineOptions pipeline_options(const HParams& hp,
   o.shape = b.shape;
   o.preprocess =
       preprocessing::get_preprocessing(b.preprocessing_name, b.shape, is_training);
+  if (is_training) {
+    const auto cluster = DistributedStep::cluster(hp);
+    o.shard_index = cluster.rank;
+    o.num_shards = cluster.world_size;
+  }
   return o;
 }
 

@@ -20,6 +20,7 @@
 #include "src/optim/optimizers.h"
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
+#include "src/train/distributed_step.h"
 #include "src/train/evaluator.h"
 #include "src/train/loss.h"
 #include "src/train/signals.h"
@@ -43,6 +44,9 @@ struct Trainer::Impl : TrainControl {
   std::vector<std::pair<models::NamedVariable, torch::Tensor>> ema;
   int intra_threads = 1;
   bool bf16 = false;
+  /// world_size > 1: the cluster, and from run() on the data plane.
+  dist::ClusterSpec cluster;
+  std::unique_ptr<DistributedStep> dist;
   int64_t step = 0;
   int64_t batches_consumed = 0;
   bool stop = false;
@@ -65,6 +69,9 @@ struct Trainer::Impl : TrainControl {
   void init_from_checkpoint();
   void update_moving_averages(int64_t step);
   void evaluate_now();
+  void start_distributed();
+  CombinedStep combine_step(double loss, const torch::Tensor& logits,
+                            const torch::Tensor& labels);
 };
 
 TensorMap Trainer::Impl::state() {
@@ -155,18 +162,6 @@ bool cpu_has_bf16() {
   return __builtin_cpu_supports("avx512bf16");
 }
 
-// Keys whose feature this build does not have yet: setting one is an exit-2
-// error rather than a silently different run.
-void reject_unavailable(const HParams& h) {
-  auto fail = [&](const std::string& key, const std::string& what) {
-    throw ConfigError(h.where(key) + ": " + key + ": " + what +
-                      " is not available in this build yet");
-  };
-  if (h.worker_hosts.find(',') != std::string::npos) {
-    fail("worker_hosts", "multi-worker training");
-  }
-}
-
 }  // namespace
 
 void Trainer::Impl::init_from_checkpoint() {
@@ -202,11 +197,45 @@ void Trainer::Impl::evaluate_now() {
   std::fflush(stdout);
 }
 
+// Joins the job and makes every replica equal to rank 0's (restored or
+// initialized) state, global step and input position included.
+void Trainer::Impl::start_distributed() {
+  std::vector<torch::Tensor> trainable;
+  for (const auto& v : optimizer->variables()) trainable.push_back(v.var);
+  dist = std::make_unique<DistributedStep>(hp, cluster, *built.model, std::move(trainable));
+  dist->measure_batch_norm(
+      [this](const torch::Tensor& images) { built.model->forward(images); },
+      {built.shape.channels, built.shape.height, built.shape.width});
+  std::vector<torch::Tensor> state;
+  for (const auto& v : models::model_variables(*built.model)) state.push_back(v.tensor);
+  for (const auto& s : optimizer->slots()) state.push_back(s.value);
+  for (const auto& [v, shadow] : ema) state.push_back(shadow);
+  auto counters = torch::tensor({step, batches_consumed}, torch::kInt64);
+  state.push_back(counters);
+  dist->broadcast_from_chief(state, "rank 0's model, optimizer and EMA state");
+  step = counters[0].item<int64_t>();
+  batches_consumed = counters[1].item<int64_t>();
+  if (!cluster.is_chief()) {
+    std::cout << "distributed: starting from rank 0's state at global_step " << step << "\n";
+  }
+}
+
+CombinedStep Trainer::Impl::combine_step(double loss, const torch::Tensor& logits,
+                                         const torch::Tensor& labels) {
+  LocalStop local;
+  local.signal = stop_signal();
+  const int64_t correct = logits.argmax(1).eq(labels).sum().item<int64_t>();
+  return dist->after_backward(loss, correct, labels.size(0), local);
+}
+
 Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.hp = std::move(hp);
+  m.cluster = DistributedStep::cluster(m.hp);
+  // Only rank 0 writes train_dir (checkpoints, summaries, metrics.json,
+  // config.cfg); the others receive its state when training starts.
+  if (!m.cluster.is_chief()) m.hp.train_dir.clear();
   const HParams& h = m.hp;
-  reject_unavailable(h);
   torch::manual_seed(static_cast<uint64_t>(h.seed));
   m.intra_threads = configure_threads(h);
   m.built = build(h, h.dataset_split_name);
@@ -228,7 +257,7 @@ Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
   const int64_t samples_per_epoch = h.sources.count("num_sample_per_epoch")
                                         ? h.num_sample_per_epoch
                                         : m.built.dataset.num_samples;
-  m.schedule = optim::schedule_from_hparams(h, samples_per_epoch, 1);
+  m.schedule = optim::schedule_from_hparams(h, samples_per_epoch, m.cluster.world_size);
   m.hooks = make_hooks(h);
   if (h.eval_every_n_iters > 0) {
     m.eval_built = build(h, h.eval_split_name, /*create_model=*/false);
@@ -297,7 +326,8 @@ int Trainer::run() {
     m.restore(*latest);
     std::cout << "Restored " << *latest << " (global_step " << m.step << ")\n";
   }
-  if (!m.checkpoints) {
+  if (m.cluster.distributed()) m.start_distributed();
+  if (!m.checkpoints && m.cluster.is_chief()) {
     std::cerr << "warning: train_dir is not set: no checkpoints, no "
                  "config.cfg, no metrics.json\n";
   }
@@ -337,7 +367,9 @@ int Trainer::run() {
   for (auto& hook : m.hooks) hook->begin(m);
   int exit_code = kExitOk;
   while (!m.stop) {
-    if (int sig = stop_signal()) {
+    // Distributed: a signal travels with the step's metrics instead, so
+    // every worker stops after the same step.
+    if (int sig = m.dist ? 0 : stop_signal()) {
       exit_code = sig == SIGINT ? kExitSigint : kExitSigterm;
       m.request_stop(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
       break;
@@ -367,10 +399,16 @@ int Trainer::run() {
     }
     s.spans.forward_end = now();
     model.zero_grad();
+    if (m.dist) m.dist->before_backward(m.step);
     loss.backward();
     s.loss = loss.item<double>();
     if (!m.regularized.empty()) {
       s.loss += apply_l2_regularization(m.regularized, h.weight_decay);
+    }
+    CombinedStep combined;
+    if (m.dist) {
+      combined = m.combine_step(s.loss, out.logits, batch->labels);
+      s.loss = combined.loss;
     }
     s.spans.backward_end = now();
     if (!std::isfinite(s.loss)) {
@@ -388,11 +426,19 @@ int Trainer::run() {
     s.global_step = m.step;
     s.batch_samples = batch->labels.size(0);
     s.accuracy = out.logits.argmax(1).eq(batch->labels).to(torch::kFloat64).mean().item<double>();
+    if (m.dist) {
+      s.batch_samples = combined.samples;
+      s.accuracy = combined.accuracy;
+    }
     samples += s.batch_samples;
     last_loss = s.loss;
     last_acc = s.accuracy;
     for (auto& hook : m.hooks) hook->after_step(m, s);
     if (m.eval_built && m.step % h.eval_every_n_iters == 0) m.evaluate_now();
+    if (combined.stop) {
+      exit_code = combined.exit_code;
+      m.request_stop(combined.stop_reason);
+    }
   }
   if (m.eval_built && exit_code == kExitOk && m.step > start_step &&
       m.step % h.eval_every_n_iters != 0) {

@@ -1,0 +1,155 @@
+#include "src/train/batch_norm_pool.h"
+
+#include <cmath>
+
+#include "models/layers.h"
+#include "src/dist/communicator.h"
+
+namespace fastnn::train {
+namespace {
+
+// Restores the moving statistics, the training flags and the default RNG
+// when a measurement ends, whatever happens in between.
+class ProbeGuard {
+ public:
+  ProbeGuard(torch::nn::Module& root, std::vector<torch::Tensor> buffers)
+      : root_(root), training_(root.is_training()), buffers_(std::move(buffers)) {
+    for (const auto& b : buffers_) saved_.push_back(b.clone());
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    rng_ = gen.get_state();
+  }
+  ~ProbeGuard() {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].copy_(saved_[i]);
+    root_.train(training_);
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(rng_);
+  }
+
+ private:
+  torch::nn::Module& root_;
+  bool training_;
+  std::vector<torch::Tensor> buffers_, saved_;
+  torch::Tensor rng_;
+};
+
+}  // namespace
+
+BatchNormPool::BatchNormPool(torch::nn::Module& root) : root_(root) {
+  std::vector<torch::Tensor> buffers;
+  for (const auto& m : root.modules(/*include_self=*/true)) {
+    if (!m->as<models::TfBatchNormImpl>()) continue;
+    auto named = m->named_buffers(/*recurse=*/false);
+    Layer l;
+    l.module = m.get();
+    l.mean = named["moving_mean"];
+    l.variance = named["moving_variance"];
+    buffers.push_back(l.mean);
+    buffers.push_back(l.variance);
+    channels_total_ += l.mean.numel();
+    layers_.push_back(std::move(l));
+  }
+  if (layers_.empty()) return;
+  ProbeGuard guard(root, buffers);
+  torch::NoGradGuard no_grad;
+  for (auto& l : layers_) {
+    // Rows 2 and 0: batch mean 1, so the moving mean becomes m exactly.
+    auto x = torch::zeros({2, l.mean.numel()});
+    x[0].fill_(2);
+    l.mean.zero_();
+    l.module->train(true);
+    l.module->as<models::TfBatchNormImpl>()->forward(x);
+    l.momentum = l.mean[0].item<double>();
+  }
+}
+
+std::vector<int64_t> BatchNormPool::counts() const {
+  std::vector<int64_t> out;
+  for (const auto& l : layers_) out.push_back(l.count);
+  return out;
+}
+
+std::vector<double> BatchNormPool::momenta() const {
+  std::vector<double> out;
+  for (const auto& l : layers_) out.push_back(l.momentum);
+  return out;
+}
+
+void BatchNormPool::measure_counts(const std::function<void(const torch::Tensor&)>& forward,
+                                   std::vector<int64_t> image_chw) {
+  if (layers_.empty()) return;
+  std::vector<torch::Tensor> buffers;
+  for (const auto& l : layers_) {
+    buffers.push_back(l.mean);
+    buffers.push_back(l.variance);
+  }
+  ProbeGuard guard(root_, buffers);
+  torch::NoGradGuard no_grad;
+  image_chw.insert(image_chw.begin(), 1);
+  const auto image = torch::randn(image_chw);
+  // Dropout (and anything else random) off; BatchNorm in training mode.
+  root_.eval();
+  for (auto& l : layers_) l.module->train(true);
+  // Identical images give every layer the same per-image statistics, so
+  // the moving variances of batch 2 and batch 4 differ only by the
+  // unbiased factor n/(n-1), n = batch·H·W.
+  auto variances_for = [&](int64_t copies) {
+    for (auto& l : layers_) l.variance.zero_();
+    forward(image.repeat({copies, 1, 1, 1}));
+    std::vector<double> v;
+    for (auto& l : layers_) v.push_back(l.variance.to(torch::kFloat64).sum().item<double>());
+    return v;
+  };
+  const auto two = variances_for(2);
+  const auto four = variances_for(4);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    // r = v2/v4 = (4h-1) / (2(2h-1))  =>  h = (2r-1) / (4(r-1)).
+    const double r = two[i] / four[i];
+    const double h = (2 * r - 1) / (4 * (r - 1));
+    layers_[i].count = std::isfinite(h) && h >= 0.5 ? std::llround(h) : 0;
+  }
+}
+
+void BatchNormPool::snapshot() {
+  for (auto& l : layers_) {
+    l.prev_mean = l.mean.detach().to(torch::kFloat64);
+    l.prev_variance = l.variance.detach().to(torch::kFloat64);
+  }
+}
+
+torch::Tensor BatchNormPool::local_moments(int64_t batch_size) const {
+  std::vector<torch::Tensor> means, seconds;
+  for (const auto& l : layers_) {
+    const double m = l.momentum;
+    auto mean = (l.mean.to(torch::kFloat64) - (1 - m) * l.prev_mean) / m;
+    auto var = (l.variance.to(torch::kFloat64) - (1 - m) * l.prev_variance) / m;
+    const int64_t n = l.count * batch_size;
+    if (n > 1) var = var * (static_cast<double>(n - 1) / static_cast<double>(n));
+    seconds.push_back(var + mean * mean);
+    means.push_back(std::move(mean));
+  }
+  means.insert(means.end(), seconds.begin(), seconds.end());
+  return means.empty() ? torch::zeros({0}, torch::kFloat64) : torch::cat(means);
+}
+
+void BatchNormPool::apply(const torch::Tensor& summed, int world, int64_t batch_size) {
+  torch::NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (auto& l : layers_) {
+    const int64_t c = l.mean.numel();
+    const auto sum_mean = summed.narrow(0, offset, c);
+    const auto sum_second = summed.narrow(0, channels_total_ + offset, c);
+    offset += c;
+    auto [mean, var] = dist::pooled_moments(sum_mean, sum_second, world);
+    const int64_t n = l.count * batch_size * world;
+    if (n > 1) var = var * (static_cast<double>(n) / static_cast<double>(n - 1));
+    const double m = l.momentum;
+    l.mean.copy_((1 - m) * l.prev_mean + m * mean);
+    l.variance.copy_((1 - m) * l.prev_variance + m * var);
+  }
+  snapshot();
+}
+
+}  // namespace fastnn::train
