@@ -39,7 +39,9 @@ class ProbeGuard {
 
 BatchNormPool::BatchNormPool(torch::nn::Module& root) : root_(root) {
   std::vector<torch::Tensor> buffers;
-  for (const auto& m : root.modules(/*include_self=*/true)) {
+  // include_self would need `root` held by a shared_ptr; a BatchNorm is
+  // never the root of a model anyway.
+  for (const auto& m : root.modules(/*include_self=*/false)) {
     if (!m->as<models::TfBatchNormImpl>()) continue;
     auto named = m->named_buffers(/*recurse=*/false);
     Layer l;
@@ -106,6 +108,12 @@ void BatchNormPool::measure_counts(const std::function<void(const torch::Tensor&
   const auto four = variances_for(4);
   for (size_t i = 0; i < layers_.size(); ++i) {
     // r = v2/v4 = (4h-1) / (2(2h-1))  =>  h = (2r-1) / (4(r-1)).
+    // No variance at all between identical images: one value per image
+    // and channel (an NC input, or 1x1 spatial).
+    if (two[i] == 0 && four[i] == 0) {
+      layers_[i].count = 1;
+      continue;
+    }
     const double r = two[i] / four[i];
     const double h = (2 * r - 1) / (4 * (r - 1));
     layers_[i].count = std::isfinite(h) && h >= 0.5 ? std::llround(h) : 0;

@@ -1,0 +1,256 @@
+// W=2 workers × batch b for k steps against one worker × batch 2b on the
+// same samples, through the trainer's own distributed step (Gloo over
+// loopback, one thread per worker).
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "models/layers.h"
+#include "models/model_factory.h"
+#include "src/optim/optimizers.h"
+#include "src/train/batch_norm_pool.h"
+#include "src/train/distributed_step.h"
+#include "src/train/loss.h"
+
+namespace fastnn::train {
+namespace {
+
+using Model = std::shared_ptr<models::ClassifierImpl>;
+
+constexpr int kWorld = 2;
+constexpr int64_t kBatch = 4;  // per worker
+constexpr int kSteps = 4;
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// conv + BatchNorm over NCHW, then a fully connected layer + BatchNorm
+// over NC: both kinds of per-channel counts.
+class TinyBnNet : public models::ClassifierImpl {
+ public:
+  TinyBnNet() : ClassifierImpl("Tiny") {
+    models::ConvOptions c;
+    c.in_channels = 1;
+    c.out_channels = 6;
+    c.bn.decay = 0.9;
+    c.bn.scale = true;
+    conv_ = register_module("conv1", models::SlimConv(c));
+    fc_ = register_module("fc", torch::nn::Linear(6, 10));
+    models::BatchNormOptions b;
+    b.decay = 0.5;
+    bn_ = register_module("fc_bn", models::TfBatchNorm(10, b));
+  }
+  models::ModelOutput forward(torch::Tensor x) override {
+    return {bn_->forward(before_last_bn(x)), {}};
+  }
+  torch::Tensor before_last_bn(const torch::Tensor& x) {
+    return fc_->forward(conv_->forward(x).mean({2, 3}));
+  }
+  models::SlimConv& conv() { return conv_; }
+  models::TfBatchNorm& last_bn() { return bn_; }
+
+ private:
+  models::SlimConv conv_{nullptr};
+  torch::nn::Linear fc_{nullptr};
+  models::TfBatchNorm bn_{nullptr};
+};
+
+Model make_model(bool batch_norm) {
+  torch::manual_seed(11);
+  if (batch_norm) return std::make_shared<TinyBnNet>();
+  models::ModelOptions o;
+  o.num_classes = 10;
+  o.in_channels = 1;
+  o.dropout_keep_prob = 1.0;  // dropout masks would differ by design
+  return models::find_model("lenet").create(o);
+}
+
+HParams hparams() {
+  HParams hp;
+  hp.optimizer = "momentum";
+  hp.momentum = 0.9;
+  hp.learning_rate = 0.05;
+  hp.batch_size = kBatch;
+  hp.tensor_fusion_max_bytes = 40000;  // several buckets for lenet
+  return hp;
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const HParams& hp, const Model& m) {
+  std::vector<optim::Variable> vars;
+  int i = 0;
+  for (auto& p : m->parameters()) vars.push_back({"v" + std::to_string(i++), p});
+  return optim::create_optimizer(hp, std::move(vars));
+}
+
+struct Data {
+  std::vector<torch::Tensor> images, labels;  // per step, 2b each
+};
+
+Data make_data(int64_t size) {
+  torch::manual_seed(5);
+  Data d;
+  for (int s = 0; s < kSteps; ++s) {
+    d.images.push_back(torch::randn({kWorld * kBatch, 1, size, size}));
+    d.labels.push_back(torch::randint(0, 10, {kWorld * kBatch}, torch::kInt64));
+  }
+  return d;
+}
+
+// Worker r's rows: record i goes to worker i mod W, as the pipeline shards.
+torch::Tensor rows_of(const torch::Tensor& t, int rank) {
+  return t.index({torch::arange(rank, t.size(0), kWorld)});
+}
+
+// One worker × batch 2b. With BatchNorm, forward normalizes each worker's
+// half by its own statistics (as the workers do, like DDP without SyncBN),
+// and each layer's moving statistics are updated with the statistics of
+// the 2b values that layer saw: for the first layer the 2b input batch
+// itself, for a later one its inputs as computed half by half.
+void train_reference(const Model& m, const Data& d, bool batch_norm) {
+  const HParams hp = hparams();
+  auto opt = make_optimizer(hp, m);
+  m->train();
+  for (int s = 0; s < kSteps; ++s) {
+    m->zero_grad();
+    if (!batch_norm) {
+      classification_loss(m->forward(d.images[s]).logits, d.labels[s], 0).backward();
+    } else {
+      auto& net = dynamic_cast<TinyBnNet&>(*m);
+      std::vector<torch::Tensor> before;
+      for (auto& b : m->buffers()) before.push_back(b.clone());
+      torch::Tensor loss = torch::zeros({});
+      std::vector<torch::Tensor> last_inputs;
+      for (int r = 0; r < kWorld; ++r) {
+        auto out = m->forward(rows_of(d.images[s], r));
+        last_inputs.push_back(net.before_last_bn(rows_of(d.images[s], r)).detach());
+        loss = loss + classification_loss(out.logits, rows_of(d.labels[s], r), 0) / kWorld;
+      }
+      loss.backward();
+      torch::NoGradGuard no_grad;
+      auto buffers = m->buffers();
+      for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(before[i]);
+      net.conv()->forward(d.images[s]);
+      net.last_bn()->forward(torch::cat(last_inputs));
+    }
+    opt->step(hp.learning_rate);
+  }
+}
+
+void train_worker(int rank, int port, const Model& m, const Data& d, std::vector<double>* losses) {
+  const HParams hp = hparams();
+  auto opt = make_optimizer(hp, m);
+  dist::ClusterSpec spec;
+  spec.rank = rank;
+  spec.world_size = kWorld;
+  spec.coordinator = "127.0.0.1:" + std::to_string(port);
+  std::vector<torch::Tensor> trainable;
+  for (auto& p : m->parameters()) trainable.push_back(p);
+  DistributedStep ds(hp, spec, *m, trainable);
+  const int64_t size = d.images[0].size(2);
+  ds.measure_batch_norm([&](const torch::Tensor& x) { m->forward(x); }, {1, size, size});
+  std::vector<torch::Tensor> state;
+  for (auto& v : m->named_parameters()) state.push_back(v.value());
+  for (auto& v : m->named_buffers()) state.push_back(v.value());
+  ds.broadcast_from_chief(state, "initial state");
+  m->train();
+  for (int s = 0; s < kSteps; ++s) {
+    auto x = rows_of(d.images[s], rank);
+    auto y = rows_of(d.labels[s], rank);
+    auto out = m->forward(x);
+    auto loss = classification_loss(out.logits, y, 0);
+    m->zero_grad();
+    ds.before_backward(s);
+    loss.backward();
+    const int64_t correct = out.logits.argmax(1).eq(y).sum().item<int64_t>();
+    auto c = ds.after_backward(loss.item<double>(), correct, kBatch, {});
+    EXPECT_EQ(c.samples, kWorld * kBatch);
+    EXPECT_FALSE(c.stop);
+    losses->push_back(c.loss);
+    opt->step(hp.learning_rate);
+  }
+}
+
+void expect_same(const Model& a, const Model& b) {
+  auto va = a->named_parameters();
+  auto vb = b->named_parameters();
+  auto check = [](const std::string& name, const torch::Tensor& x, const torch::Tensor& y) {
+    const double scale = std::max(y.abs().max().item<double>(), 1e-6);
+    const double diff = (x - y).abs().max().item<double>();
+    EXPECT_LE(diff / scale, 1e-5) << name << ": max |diff| " << diff << ", max |ref| " << scale;
+  };
+  for (const auto& p : va) check(p.key(), p.value(), vb[p.key()]);
+  auto ba = a->named_buffers();
+  auto bb = b->named_buffers();
+  for (const auto& p : ba) check(p.key(), p.value(), bb[p.key()]);
+}
+
+void run_equivalence(bool batch_norm, int64_t size) {
+  setenv("FASTNN_WORKER_TIMEOUT_SECS", "30", 1);
+  torch::set_num_threads(1);
+  const Data d = make_data(size);
+  Model reference = make_model(batch_norm);
+  std::vector<Model> workers{make_model(batch_norm), make_model(batch_norm)};
+  {
+    // Rank 1 starts from other weights: the broadcast must replace them.
+    torch::NoGradGuard no_grad;
+    for (auto& p : workers[1]->parameters()) p.add_(0.5);
+  }
+  train_reference(reference, d, batch_norm);
+  const int port = free_port();
+  std::vector<std::vector<double>> losses(kWorld);
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(kWorld);
+  for (int r = 0; r < kWorld; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        train_worker(r, port, workers[r], d, &losses[r]);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(errors[0], "");
+  ASSERT_EQ(errors[1], "");
+  EXPECT_EQ(losses[0], losses[1]);  // every worker logs the same loss
+  expect_same(workers[0], reference);
+  expect_same(workers[1], reference);
+}
+
+TEST(DistributedEquivalenceTest, LenetWithoutBatchNormMatchesOneWorkerWithDoubleBatch) {
+  run_equivalence(/*batch_norm=*/false, 28);
+}
+
+TEST(DistributedEquivalenceTest, BatchNormModelMatchesOneWorkerWithDoubleBatch) {
+  run_equivalence(/*batch_norm=*/true, 8);
+}
+
+TEST(BatchNormPoolTest, MeasuresMomentumAndPerImageCounts) {
+  TinyBnNet net;
+  BatchNormPool pool(net);
+  ASSERT_EQ(pool.size(), 2u);
+  EXPECT_NEAR(pool.momenta()[0], 0.1, 1e-7);
+  EXPECT_NEAR(pool.momenta()[1], 0.5, 1e-7);
+  auto before = net.named_buffers()["conv1.BatchNorm.moving_variance"].clone();
+  pool.measure_counts([&](const torch::Tensor& x) { net.forward(x); }, {1, 8, 8});
+  EXPECT_EQ(pool.counts(), (std::vector<int64_t>{64, 1}));
+  // The measurement leaves the statistics as they were.
+  EXPECT_TRUE(net.named_buffers()["conv1.BatchNorm.moving_variance"].equal(before));
+}
+
+}  // namespace
+}  // namespace fastnn::train
