@@ -1,15 +1,17 @@
 #include "src/train/distributed_step.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "fastnn/errors.h"
 #include "src/dist/communicator.h"
 #include "src/dist/gradient_reducer.h"
+#include "src/dist/session.h"
+#include "src/dist/store_adapter.h"
 #include "src/train/batch_norm_pool.h"
 
 namespace fastnn::train {
@@ -19,39 +21,36 @@ namespace {
 // followed by the BatchNorm moments.
 enum Metric { kLossTimesSamples, kCorrect, kSamples, kStopRequested, kSigint, kSigterm, kMetrics };
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-int to_int(const std::string& text, const std::string& what) {
-  try {
-    size_t used = 0;
-    const int v = std::stoi(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  throw ConfigError(what + ": '" + text + "' is not an integer");
-}
-
-std::pair<std::string, int> split_host_port(const std::string& address) {
-  const auto colon = address.rfind(':');
-  if (colon == std::string::npos) {
-    throw ConfigError("coordinator address '" + address + "' is not host:port");
-  }
-  return {address.substr(0, colon), to_int(address.substr(colon + 1), "port of " + address)};
-}
-
-std::chrono::seconds worker_timeout() {
-  // Until hparams carries worker_timeout_secs (dist-control), the bound
-  // comes from the environment; 60 s as DESIGN.md asks (≤ 60).
-  const std::string v = env("FASTNN_WORKER_TIMEOUT_SECS");
-  return std::chrono::seconds(v.empty() ? 60 : to_int(v, "FASTNN_WORKER_TIMEOUT_SECS"));
-}
-
 }  // namespace
 
 struct DistributedStep::Impl {
+  using Clock = std::chrono::steady_clock;
+  std::unique_ptr<dist::WorkerSession> session;
+  std::chrono::milliseconds timeout{60000};
+  int64_t stop_at_step = 0;
+  int64_t step = 0;
+  Clock::time_point last_step = Clock::now();
+  double images_per_sec = 0;
+
+  // A collective fails as soon as a peer's connection drops, before the
+  // coordinator has declared that peer lost (no heartbeat for
+  // worker_timeout). Wait for its verdict, but no longer than worker_timeout
+  // after this worker's last good step, so the message names the lost
+  // worker and its last step.
+  [[noreturn]] void rethrow_with_failure(const DistributedError& e) {
+    const auto deadline = last_step + timeout;
+    while (!session->failure() && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    auto failure = session->failure();
+    session->finish(kExitDistributed);
+    if (failure) {
+      throw DistributedError(*failure + "; this worker stopped at global step " +
+                             std::to_string(step) + " (" + e.what() + ")");
+    }
+    throw e;
+  }
+
   c10::intrusive_ptr<c10d::Store> store;
   std::unique_ptr<dist::Communicator> comm;
   std::unique_ptr<dist::GradientReducer> reducer;
@@ -59,59 +58,27 @@ struct DistributedStep::Impl {
 };
 
 dist::ClusterSpec DistributedStep::cluster(const HParams& hp) {
-  // The two sources the data plane needs before the coordinator's full
-  // resolution (dist::resolve_cluster) is available: FastNN's flags and
-  // torchrun's variables.
-  dist::ClusterSpec spec;
-  const auto hosts = split_list(hp.worker_hosts);
-  if (hosts.size() > 1) {
-    spec.world_size = static_cast<int>(hosts.size());
-    spec.rank = static_cast<int>(hp.task_index);
-    spec.coordinator = hosts[0];
-    spec.hosts = hosts;
-    spec.source = "flags";
-  } else if (!env("WORLD_SIZE").empty() && !env("RANK").empty()) {
-    spec.world_size = to_int(env("WORLD_SIZE"), "WORLD_SIZE");
-    spec.rank = to_int(env("RANK"), "RANK");
-    const std::string port = env("MASTER_PORT").empty() ? "29500" : env("MASTER_PORT");
-    spec.coordinator =
-        (env("MASTER_ADDR").empty() ? "127.0.0.1" : env("MASTER_ADDR")) + ":" + port;
-    spec.source = "torchrun";
-  }
-  if (spec.rank < 0 || spec.rank >= spec.world_size) {
-    throw ConfigError("rank " + std::to_string(spec.rank) + " is outside [0, world_size=" +
-                      std::to_string(spec.world_size) + ") (source: " + spec.source + ")");
-  }
-  return spec;
+  return dist::resolve_cluster(hp, dist::process_environment());
 }
 
 DistributedStep::DistributedStep(const HParams& hp, const dist::ClusterSpec& spec,
                                  torch::nn::Module& model,
                                  std::vector<torch::Tensor> trainable)
     : spec_(spec), batch_size_(hp.batch_size), impl_(std::make_unique<Impl>()) {
-  const auto timeout = worker_timeout();
-  const auto [host, port] = split_host_port(spec.coordinator);
-  try {
-    c10d::TCPStoreOptions o;
-    o.port = static_cast<uint16_t>(port);
-    o.isServer = spec.rank == 0;
-    o.numWorkers = spec.world_size;
-    o.waitWorkers = true;
-    o.timeout = timeout;
-    impl_->store = c10::make_intrusive<c10d::PrefixStore>(
-        "fastnn/data", c10::make_intrusive<c10d::TCPStore>(host, o));
-  } catch (const std::exception& e) {
-    throw DistributedError("rendezvous at " + spec.coordinator + " (rank " +
-                           std::to_string(spec.rank) + " of " +
-                           std::to_string(spec.world_size) + ") did not complete in " +
-                           std::to_string(timeout.count()) + " s: " +
-                           std::string(e.what()).substr(0, 300));
-  }
+  const auto options = dist::session_options(hp, dist::process_environment());
+  const std::chrono::milliseconds timeout = options.worker_timeout;
+  impl_->timeout = timeout;
+  impl_->stop_at_step = hp.stop_at_step;
+  impl_->session = std::make_unique<dist::WorkerSession>(spec, options);
+  // Gloo's rendezvous keys travel through the coordinator's store, under a
+  // prefix of their own.
+  impl_->store = c10::make_intrusive<c10d::PrefixStore>(
+      "fastnn/gloo", c10::make_intrusive<dist::StoreAdapter>(impl_->session->store()));
   dist::CommunicatorOptions co;
   co.rank = spec.rank;
   co.world_size = spec.world_size;
   co.timeout = timeout;
-  co.coordinator_host = host;
+  co.coordinator_host = dist::split_host_port(spec.coordinator, "coordinator").first;
   impl_->comm = std::make_unique<dist::Communicator>(impl_->store, co);
   impl_->reducer = std::make_unique<dist::GradientReducer>(*impl_->comm, std::move(trainable),
                                                            hp.tensor_fusion_max_bytes);
@@ -145,19 +112,32 @@ void DistributedStep::broadcast_from_chief(const std::vector<torch::Tensor>& sta
 }
 
 void DistributedStep::before_backward(int64_t step) {
+  if (auto f = impl_->session->failure()) {
+    throw DistributedError(*f + " (this worker is at global step " + std::to_string(step) + ")");
+  }
+  impl_->step = step;
   impl_->comm->set_step(step);
   impl_->reducer->prepare();
 }
 
 CombinedStep DistributedStep::after_backward(double loss, int64_t correct, int64_t samples,
                                              const LocalStop& stop) {
+  try {
+    return combine(loss, correct, samples, stop);
+  } catch (const DistributedError& e) {
+    impl_->rethrow_with_failure(e);
+  }
+}
+
+CombinedStep DistributedStep::combine(double loss, int64_t correct, int64_t samples,
+                                      const LocalStop& stop) {
   impl_->reducer->finish();
   auto metrics = torch::zeros({kMetrics}, torch::kFloat64);
   auto* v = metrics.data_ptr<double>();
   v[kLossTimesSamples] = loss * static_cast<double>(samples);
   v[kCorrect] = static_cast<double>(correct);
   v[kSamples] = static_cast<double>(samples);
-  v[kStopRequested] = stop.requested ? 1 : 0;
+  v[kStopRequested] = stop.requested || impl_->session->stop_requested() ? 1 : 0;
   v[kSigint] = stop.signal == SIGINT ? 1 : 0;
   v[kSigterm] = stop.signal == SIGTERM ? 1 : 0;
   auto all = torch::cat({metrics, impl_->batch_norm->local_moments(batch_size_)});
@@ -181,7 +161,32 @@ CombinedStep DistributedStep::after_backward(double loss, int64_t correct, int64
     c.stop = true;
     c.stop_reason = "graceful stop requested";
   }
+  report(c);
   return c;
+}
+
+void DistributedStep::report(const CombinedStep& c) {
+  const auto now = Impl::Clock::now();
+  const double secs = std::chrono::duration<double>(now - impl_->last_step).count();
+  impl_->last_step = now;
+  if (secs > 0) {
+    const double ips = static_cast<double>(c.samples) / secs;
+    impl_->images_per_sec =
+        impl_->images_per_sec > 0 ? 0.9 * impl_->images_per_sec + 0.1 * ips : ips;
+  }
+  dist::WorkerReport r;
+  r.step = impl_->step + 1;
+  r.loss = c.loss;
+  r.images_per_sec = impl_->images_per_sec;
+  if (impl_->stop_at_step > r.step && impl_->images_per_sec > 0 && c.samples > 0) {
+    const double steps_per_sec = impl_->images_per_sec / static_cast<double>(c.samples);
+    r.eta_secs = static_cast<double>(impl_->stop_at_step - r.step) / steps_per_sec;
+  }
+  impl_->session->report(r);
+}
+
+void DistributedStep::finish(int exit_code) {
+  impl_->session->finish(exit_code);
 }
 
 void DistributedStep::barrier(const std::string& what) {

@@ -47,11 +47,12 @@ struct LocalStop {
 class DistributedStep {
  public:
   /// The cluster from the hyperparameters and the environment (DESIGN.md
-  /// §1); world_size 1 when nothing says otherwise.
+  /// §1, dist::resolve_cluster); world_size 1 when nothing says otherwise.
   static dist::ClusterSpec cluster(const HParams& hp);
 
-  /// Joins the job (rendezvous, bounded by worker_timeout) and builds the
-  /// gradient buckets of `trainable` (registration order).
+  /// Joins the job through the coordinator (WorkerSession: rendezvous
+  /// bounded by worker_timeout_secs), connects Gloo through its store, and
+  /// builds the gradient buckets of `trainable` (registration order).
   DistributedStep(const HParams& hp, const dist::ClusterSpec& spec,
                   torch::nn::Module& model, std::vector<torch::Tensor> trainable);
   ~DistributedStep();
@@ -76,8 +77,14 @@ class DistributedStep {
                               const LocalStop& stop);
   /// A bounded all-worker barrier (end of training).
   void barrier(const std::string& what);
+  /// Tells the coordinator this worker is done (rank 0 waits, bounded, for
+  /// the others before its coordinator stops).
+  void finish(int exit_code);
 
  private:
+  CombinedStep combine(double loss, int64_t correct, int64_t samples, const LocalStop& stop);
+  void report(const CombinedStep& c);
+
   dist::ClusterSpec spec_;
   int64_t batch_size_;
   struct Impl;

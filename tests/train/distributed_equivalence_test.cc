@@ -86,6 +86,7 @@ HParams hparams() {
   hp.learning_rate = 0.05;
   hp.batch_size = kBatch;
   hp.tensor_fusion_max_bytes = 40000;  // several buckets for lenet
+  hp.worker_timeout_secs = 30;
   return hp;
 }
 
@@ -160,6 +161,10 @@ void train_worker(int rank, int port, const Model& m, const Data& d, std::vector
   std::vector<torch::Tensor> trainable;
   for (auto& p : m->parameters()) trainable.push_back(p);
   DistributedStep ds(hp, spec, *m, trainable);
+  struct Finish {
+    DistributedStep& ds;
+    ~Finish() { ds.finish(0); }
+  } finish{ds};
   const int64_t size = d.images[0].size(2);
   ds.measure_batch_norm([&](const torch::Tensor& x) { m->forward(x); }, {1, size, size});
   std::vector<torch::Tensor> state;
@@ -199,7 +204,7 @@ void expect_same(const Model& a, const Model& b) {
 }
 
 void run_equivalence(bool batch_norm, int64_t size) {
-  setenv("FASTNN_WORKER_TIMEOUT_SECS", "30", 1);
+  setenv("FASTNN_JOB_TOKEN", "equivalence-test", 1);
   torch::set_num_threads(1);
   const Data d = make_data(size);
   Model reference = make_model(batch_norm);

@@ -1,0 +1,147 @@
+// Two real train_image_classifier processes on localhost, joined through
+// the coordinator as torchrun would start them: identical replicas and one
+// set of checkpoints, a SIGKILLed worker makes the other exit 5 within
+// worker_timeout_secs, a restart resumes, SIGTERM stops both at one step.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include "tests/integration/process.h"
+
+namespace fastnn::testing {
+namespace {
+namespace fs = std::filesystem;
+
+const std::string kBin = FASTNN_BIN_DIR;
+const fs::path kTmp = fs::path(FASTNN_TEST_TMP) / "distributed";
+constexpr int kTimeoutSecs = 10;
+
+int port_for(int test) {
+  return 29900 + (static_cast<int>(::getpid()) % 500) * 4 + test;
+}
+
+Child start_worker(int rank, int port, const std::string& train_dir, int64_t stop_at_step,
+                   const std::string& log) {
+  return spawn({"/usr/bin/env", "WORLD_SIZE=2", "RANK=" + std::to_string(rank),
+                "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
+                "FASTNN_JOB_TOKEN=integration", kBin + "/train_image_classifier",
+                "--model_name=lenet", "--dataset_name=mock", "--num_classes=10",
+                "--batch_size=8", "--num_sample_per_epoch=100000", "--use_fp16=False",
+                "--stop_at_step=" + std::to_string(stop_at_step),
+                "--log_loss_every_n_iters=20", "--save_checkpoints_steps=20",
+                "--num_preprocessing_threads=1", "--intra_op_parallelism_threads=1",
+                "--worker_timeout_secs=" + std::to_string(kTimeoutSecs),
+                "--train_dir=" + train_dir},
+               (kTmp / log).string());
+}
+
+std::string last_match(const std::string& text, const std::string& pattern) {
+  std::smatch m;
+  std::string found;
+  auto begin = text.cbegin();
+  const std::regex re(pattern);
+  while (std::regex_search(begin, text.cend(), m, re)) {
+    found = m[1];
+    begin = m.suffix().first;
+  }
+  return found;
+}
+
+class TwoWorkers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(kTmp);
+  }
+  static std::string fresh(const std::string& name) {
+    fs::remove_all(kTmp / name);
+    return (kTmp / name).string();
+  }
+};
+
+TEST_F(TwoWorkers, TrainToIdenticalReplicasWithOneSetOfCheckpoints) {
+  const std::string dir = fresh("train");
+  const int port = port_for(0);
+  auto w0 = start_worker(0, port, dir, 40, "train0.log");
+  auto w1 = start_worker(1, port, dir, 40, "train1.log");
+  auto r0 = wait_for(w0, 240);
+  auto r1 = wait_for(w1, 240);
+  ASSERT_EQ(r0.exit_code, 0) << r0.output;
+  ASSERT_EQ(r1.exit_code, 0) << r1.output;
+  const std::string sum0 = last_match(r0.output, "final weights checksum (\\S+)");
+  EXPECT_FALSE(sum0.empty()) << r0.output;
+  EXPECT_EQ(sum0, last_match(r1.output, "final weights checksum (\\S+)"));
+  // Both log the combined loss of the same step.
+  EXPECT_EQ(last_match(r0.output, "(loss = \\S+)"), last_match(r1.output, "(loss = \\S+)"));
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-40"));
+  int checkpoints = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    checkpoints += e.path().filename().string().rfind("model.ckpt-", 0) == 0;
+  }
+  EXPECT_EQ(checkpoints, 2);  // steps 20 and 40, written once (rank 0)
+}
+
+TEST_F(TwoWorkers, KilledWorkerMakesTheOtherExit5AndARestartResumes) {
+  const std::string dir = fresh("kill");
+  const int port = port_for(1);
+  auto w0 = start_worker(0, port, dir, 1000000, "kill0.log");
+  auto w1 = start_worker(1, port, dir, 1000000, "kill1.log");
+  // Wait for a checkpoint, then kill rank 1 without warning.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(fs::path(dir) / "model.ckpt-20") &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-20"));
+  ::kill(w1.pid, SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  auto r0 = wait_for(w0, 3 * kTimeoutSecs);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  wait_for(w1, 10);
+  EXPECT_EQ(r0.exit_code, 5) << r0.output;
+  EXPECT_LE(secs, kTimeoutSecs + 3) << r0.output;
+  EXPECT_NE(r0.output.find("distributed failure"), std::string::npos) << r0.output;
+  EXPECT_NE(r0.output.find("global step"), std::string::npos) << r0.output;
+
+  // Restart both with the same train_dir: rank 0 restores, rank 1 follows.
+  const int restart = port_for(2);
+  auto s0 = start_worker(0, restart, dir, 21, "restart0.log");
+  auto s1 = start_worker(1, restart, dir, 21, "restart1.log");
+  // At or past stop_at_step=21 both end at once, at the restored step.
+  auto q0 = wait_for(s0, 120);
+  auto q1 = wait_for(s1, 120);
+  const std::string restored = last_match(q0.output, "Restored \\S+ \\(global_step (\\d+)\\)");
+  ASSERT_FALSE(restored.empty()) << q0.output;
+  EXPECT_GE(std::stoll(restored), 20);
+  EXPECT_NE(q1.output.find("starting from rank 0's state at global_step " + restored),
+            std::string::npos)
+      << q1.output;
+}
+
+TEST_F(TwoWorkers, SigtermOnOneWorkerStopsBothAtTheSameStep) {
+  const std::string dir = fresh("sigterm");
+  const int port = port_for(3);
+  auto w0 = start_worker(0, port, dir, 1000000, "term0.log");
+  auto w1 = start_worker(1, port, dir, 1000000, "term1.log");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(fs::path(dir) / "model.ckpt-20") &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ::kill(w1.pid, SIGTERM);
+  auto r0 = wait_for(w0, 60);
+  auto r1 = wait_for(w1, 60);
+  EXPECT_EQ(r0.exit_code, 143) << r0.output;
+  EXPECT_EQ(r1.exit_code, 143) << r1.output;
+  const std::string step0 = last_match(r0.output, "Stopped at global_step (\\d+)");
+  ASSERT_FALSE(step0.empty()) << r0.output;
+  EXPECT_EQ(step0, last_match(r1.output, "Stopped at global_step (\\d+)"));
+  EXPECT_TRUE(fs::exists(fs::path(dir) / ("model.ckpt-" + step0))) << r0.output;
+}
+
+}  // namespace
+}  // namespace fastnn::testing
