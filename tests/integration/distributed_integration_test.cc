@@ -51,6 +51,14 @@ std::string last_match(const std::string& text, const std::string& pattern) {
   return found;
 }
 
+bool wait_for_file(const fs::path& path) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(path) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return fs::exists(path);
+}
+
 class TwoWorkers : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -90,12 +98,7 @@ TEST_F(TwoWorkers, KilledWorkerMakesTheOtherExit5AndARestartResumes) {
   auto w0 = start_worker(0, port, dir, 1000000, "kill0.log");
   auto w1 = start_worker(1, port, dir, 1000000, "kill1.log");
   // Wait for a checkpoint, then kill rank 1 without warning.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!fs::exists(fs::path(dir) / "model.ckpt-20") &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  ASSERT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-20"));
+  ASSERT_TRUE(wait_for_file(fs::path(dir) / "model.ckpt-20"));
   ::kill(w1.pid, SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
   auto r0 = wait_for(w0, 3 * kTimeoutSecs);
@@ -127,11 +130,7 @@ TEST_F(TwoWorkers, SigtermOnOneWorkerStopsBothAtTheSameStep) {
   const int port = port_for(3);
   auto w0 = start_worker(0, port, dir, 1000000, "term0.log");
   auto w1 = start_worker(1, port, dir, 1000000, "term1.log");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!fs::exists(fs::path(dir) / "model.ckpt-20") &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  ASSERT_TRUE(wait_for_file(fs::path(dir) / "model.ckpt-20"));
   ::kill(w1.pid, SIGTERM);
   auto r0 = wait_for(w0, 60);
   auto r1 = wait_for(w1, 60);
