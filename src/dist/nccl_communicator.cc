@@ -87,25 +87,23 @@ NcclCommunicator::~NcclCommunicator() {
   if (comm_) ncclCommDestroy(as_comm(comm_));
 }
 
+bool NcclCommunicator::poll(const std::string& what,
+                            std::chrono::steady_clock::time_point deadline) {
+  ncclResult_t state = ncclSuccess;
+  check_nccl(ncclCommGetAsyncError(as_comm(comm_), &state), what);
+  if (state == ncclSuccess) return true;
+  const bool timed_out = Clock::now() > deadline;
+  if (state == ncclInProgress && !timed_out) return false;
+  ncclCommAbort(as_comm(comm_));
+  comm_ = nullptr;
+  if (state != ncclInProgress) check_nccl(state, what);
+  throw DistributedError(what + " timed out after " +
+                         std::to_string(options_.timeout.count() / 1000) + " s");
+}
+
 void NcclCommunicator::wait_ready(const std::string& what) {
   const auto deadline = Clock::now() + options_.timeout;
-  for (;;) {
-    ncclResult_t state = ncclSuccess;
-    check_nccl(ncclCommGetAsyncError(as_comm(comm_), &state), what);
-    if (state == ncclSuccess) return;
-    if (state != ncclInProgress) {
-      ncclCommAbort(as_comm(comm_));
-      comm_ = nullptr;
-      check_nccl(state, what);
-    }
-    if (Clock::now() > deadline) {
-      ncclCommAbort(as_comm(comm_));
-      comm_ = nullptr;
-      throw DistributedError(what + " timed out after " +
-                             std::to_string(options_.timeout.count() / 1000) + " s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  while (!poll(what, deadline)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 void NcclCommunicator::all_reduce_sum(void* data, size_t count, NcclType type, void* stream) {
@@ -128,14 +126,8 @@ void NcclCommunicator::synchronize(void* stream, const std::string& what) {
     const cudaError_t e = cudaStreamQuery(s);
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) check_cuda(e, what);
-    ncclResult_t state = ncclSuccess;
-    check_nccl(ncclCommGetAsyncError(as_comm(comm_), &state), what);
-    if (state != ncclSuccess && state != ncclInProgress) {
-      ncclCommAbort(as_comm(comm_));
-      comm_ = nullptr;
-      check_nccl(state, what);
-    }
-    if (Clock::now() > deadline) {
+    // A kernel still running past the deadline counts as a timeout too.
+    if (poll(what, deadline) && Clock::now() > deadline) {
       ncclCommAbort(as_comm(comm_));
       comm_ = nullptr;
       throw DistributedError(what + " timed out after " +

@@ -57,6 +57,9 @@ class NcclCommunicator {
 
  private:
   void wait_ready(const std::string& what);
+  /// True when initialization finished without error; false while in
+  /// progress before `deadline`; otherwise aborts and throws.
+  bool poll(const std::string& what, std::chrono::steady_clock::time_point deadline);
   NcclOptions options_;
   void* comm_ = nullptr;  // ncclComm_t
 };
