@@ -5,6 +5,7 @@
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -15,7 +16,6 @@
 
 namespace c10d {
 class ProcessGroup;
-class Work;
 }  // namespace c10d
 
 namespace fastnn::dist {

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Data-parallel scaling on this machine: 1 process x 1 thread vs 2 processes
+# x 1 thread, batch 32 per process at 64x64 on synthetic data, beside
+# PyTorch DDP over Gloo (../shared/bench/peer_ddp.py) in the same run.
+# Scaling efficiency = 2-process throughput / (2 x 1-process throughput).
+#
+# Models: the peer's reference figure uses torchvision resnet18; this
+# project's smallest ResNet is resnet_v1_50, so the peer is also run with
+# torchvision resnet50 (ResNet v1.5: the same layers, stride on the 3x3)
+# for a like-for-like comparison. Gradients: 23.5 M fp32 values (94 MB).
+# Also reports the all-reduce bus bandwidth of our Gloo communicator
+# (nccl-tests: busbw = algbw x 2(n-1)/n) for the gradient size.
+#
+# Usage: bench/ddp_scaling.sh [STEPS=10] [PEER_MODELS="resnet50 resnet18"]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STEPS=${1:-10}
+PEER_MODELS=${2:-"resnet50 resnet18"}
+BIN=${BUILD_DIR:-build}/bin
+PEER=${PEER:-../shared/bench/peer_ddp.py}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+for model in $PEER_MODELS; do
+  p1=$(/usr/bin/python3 "$PEER" 1 "$model" 32 "$STEPS" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p')
+  p2=$(/usr/bin/python3 "$PEER" 2 "$model" 32 "$STEPS" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p')
+  eff=$(awk -v a="$p1" -v b="$p2" 'BEGIN { printf "%.1f", 100 * b / (2 * a) }')
+  echo "peer DDP $model: 1 process $p1 img/s, 2 processes $p2 img/s, efficiency $eff%"
+  eval "peer_${model}_1=$p1; peer_${model}_2=$p2; peer_${model}_eff=$eff"
+done
+
+# Ours: W workers joined through the coordinator (torchrun's variables).
+ours() {
+  local world=$1 port=$((29600 + RANDOM % 300)) pids=()
+  for ((rank = 0; rank < world; ++rank)); do
+    env WORLD_SIZE="$world" RANK="$rank" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
+      FASTNN_JOB_TOKEN=bench "$BIN/train_image_classifier" \
+      --dataset_name=mock --model_name=resnet_v1_50 --num_classes=10 --train_image_size=64 \
+      --batch_size=32 --optimizer=momentum --learning_rate=0.01 --use_fp16=False \
+      --stop_at_step=$((STEPS + 3)) --log_loss_every_n_iters=1 \
+      --intra_op_parallelism_threads=1 --num_preprocessing_threads=1 \
+      --prefetch_buffer_size=2 --num_parallel_batches=1 > "$OUT/ours$world.$rank.txt" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  # Timed steps: global_step 4 .. STEPS+3 from rank 0's per-step log lines.
+  local secs
+  secs=$(awk -F'[[ ]' '/global_step = / { n = $NF; if (n > 3) s += $2 } END { print s }' \
+    "$OUT/ours$world.0.txt")
+  awk -v s="$secs" -v n="$STEPS" -v w="$world" 'BEGIN { printf "%.2f", 32 * w * n / s }'
+}
+o1=$(ours 1)
+o2=$(ours 2)
+oeff=$(awk -v a="$o1" -v b="$o2" 'BEGIN { printf "%.1f", 100 * b / (2 * a) }')
+echo "ours resnet_v1_50: 1 process $o1 img/s, 2 processes $o2 img/s, efficiency $oeff%"
+echo "ours/peer(resnet50) images/sec: 1 process $(awk -v a="$o1" -v b="${peer_resnet50_1:-0}" \
+  'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'), 2 processes $(awk -v a="$o2" \
+  -v b="${peer_resnet50_2:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')"
+
+port=$((29900 + RANDOM % 90))
+for bytes in 1048576 94000000; do
+  "$BIN/allreduce_bench" 1 2 "$port" "$bytes" 10 > /dev/null &
+  "$BIN/allreduce_bench" 0 2 "$port" "$bytes" 10
+  wait
+  port=$((port + 1))
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
