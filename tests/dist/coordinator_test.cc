@@ -5,6 +5,7 @@
 #include "src/dist/coordinator.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <cstdio>
@@ -386,6 +387,61 @@ TEST(CoordinatorTest, HealthIsServingWithoutAToken) {
   req.set_service("no.such.Service");
   grpc::health::v1::HealthCheckResponse resp;
   EXPECT_EQ(health->Check(&ctx, req, &resp).error_code(), grpc::NOT_FOUND);
+}
+
+/// Runs a shell command; returns {exit code, stdout + stderr}.
+std::pair<int, std::string> run(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  char buf[512];
+  while (p && fgets(buf, sizeof buf, p))
+    out += buf;
+  const int st = p ? pclose(p) : -1;
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+TEST(CoordinatorTest, FastnnJobStatusStopHealth) {
+  const int port = pick_free_port();
+  auto w = start_all(2, port, fast_options());
+  w[0]->report({120, 1.25, 456.5, 95});
+  w[1]->report({120, 1.5, 455.0, 96});
+  std::this_thread::sleep_for(300ms);
+  const std::string tool = std::string(FASTNN_BIN_DIR) + "/fastnn_job";
+  const std::string at = " --coordinator 127.0.0.1:" + std::to_string(port);
+  const std::string token = std::string("FASTNN_JOB_TOKEN=") + kToken + " ";
+
+  auto [code, out] = run(token + tool + " status" + at);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("job RUNNING: 2 workers"), std::string::npos) << out;
+  EXPECT_NE(out.find("456.5"), std::string::npos) << out;
+  EXPECT_NE(out.find("1m35s"), std::string::npos) << out;  // ETA
+  EXPECT_EQ(out.find(kToken), std::string::npos);
+
+  std::tie(code, out) = run("env -u FASTNN_JOB_TOKEN " + tool + " status" + at);
+  EXPECT_EQ(code, 2) << out;
+  std::tie(code, out) = run("FASTNN_JOB_TOKEN=bad " + tool + " status" + at);
+  EXPECT_EQ(code, 5) << out;
+  EXPECT_NE(out.find("refused"), std::string::npos) << out;
+  std::tie(code, out) =
+      run(token + tool + " status --timeout_secs 2" +
+          " --coordinator 127.0.0.1:" + std::to_string(pick_free_port()));
+  EXPECT_EQ(code, 5) << out;
+  std::tie(code, out) = run(tool + " status");
+  EXPECT_EQ(code, 2) << out;  // --coordinator is required
+
+  std::tie(code, out) = run("env -u FASTNN_JOB_TOKEN " + tool + " health" + at);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("SERVING"), std::string::npos) << out;
+
+  std::tie(code, out) = run(token + tool + " stop --reason preempt" + at);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_TRUE(wait_until(
+      [&] { return w[0]->stop_requested() && w[1]->stop_requested(); }, 2s));
+  std::tie(code, out) = run(token + tool + " status" + at);
+  EXPECT_NE(out.find("job STOPPING"), std::string::npos) << out;
+  EXPECT_NE(out.find("stop requested (preempt)"), std::string::npos) << out;
+  w[1]->finish(0);
+  w[0]->finish(0);
 }
 
 TEST(CoordinatorTest, OneProcessJobNeedsNoServer) {
