@@ -580,7 +580,17 @@ ClusterSpec resolve_cluster(const HParams& hp, const Environment& env) {
   } else if (has_mpi) {
     spec = from_open_mpi(env);
   } else {
-    spec.provenance = {{"rank", "default"}, {"world_size", "default"}};
+    const bool set = hp.sources.count("task_index") > 0;
+    if (hp.task_index != 0) {
+      throw ConfigError("task_index=" + std::to_string(hp.task_index) + " (" +
+                        hp.where("task_index") +
+                        ") needs worker_hosts or an environment source "
+                        "(TF_CONFIG, torchrun, ...) with more workers");
+    }
+    spec.provenance = {
+        {"rank",
+         set ? "task_index (" + hp.where("task_index") + ")" : "default"},
+        {"world_size", "default: no cluster source"}};
   }
   for (auto [on, name] : {std::pair{has_flags, "flags"},
                           {has_tf, "TF_CONFIG"},

@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -442,6 +444,47 @@ TEST(CoordinatorTest, FastnnJobStatusStopHealth) {
   EXPECT_NE(out.find("stop requested (preempt)"), std::string::npos) << out;
   w[1]->finish(0);
   w[0]->finish(0);
+}
+
+TEST(CoordinatorTest, TlsWhenCertificateFilesAreGiven) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(FASTNN_TEST_TMP) / ("tls_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string cert = (dir / "cert.pem").string();
+  const std::string key = (dir / "key.pem").string();
+  auto [code, out] =
+      run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+          "-nodes -days 1 -subj /CN=localhost -addext "
+          "subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
+          key + " -out " + cert);
+  if (code != 0)
+    GTEST_SKIP() << "openssl cannot make a certificate: " << out;
+  SessionOptions o = fast_options();
+  o.tls_cert_file = cert;
+  o.tls_key_file = key;
+  o.tls_ca_file = cert;  // self-signed: its own CA
+  const int port = pick_free_port();
+  auto w = start_all(2, port, o);
+  w[1]->store().set("k", bytes("over tls"));
+  EXPECT_EQ(w[0]->store().get("k"), bytes("over tls"));
+
+  // A plaintext client gets nowhere.
+  CoordinatorClient plain(
+      {"127.0.0.1:" + std::to_string(port), kToken, "", ""});
+  pb::JobStatus status;
+  auto ctx = plain.context(2s);
+  EXPECT_FALSE(plain.stub().Status(ctx.get(), {}, &status).ok());
+  // fastnn_job with the CA does.
+  std::tie(code, out) =
+      run(std::string("FASTNN_JOB_TOKEN=") + kToken + " " + FASTNN_BIN_DIR +
+          "/fastnn_job status --tls_ca_file " + cert +
+          " --coordinator 127.0.0.1:" + std::to_string(port));
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("job RUNNING"), std::string::npos) << out;
+  w[1]->finish(0);
+  w[0]->finish(0);
+  fs::remove_all(dir);
 }
 
 TEST(CoordinatorTest, OneProcessJobNeedsNoServer) {
