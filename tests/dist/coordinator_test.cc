@@ -238,8 +238,9 @@ TEST(CoordinatorTest, SilentWorkerIsLostAndEveryoneHearsIt) {
   ASSERT_TRUE(took.has_value()) << "nobody noticed the silent worker";
   EXPECT_EQ(*w0->failure(), expected);
   EXPECT_EQ(*w1->failure(), expected);
-  // Within the timeout plus one monitor period and one heartbeat.
-  EXPECT_LT(Clock::now() - t0, 3s);
+  // Within the timeout plus one monitor period and one heartbeat (and
+  // slack for a loaded machine).
+  EXPECT_LT(Clock::now() - t0, 4s);
   EXPECT_GE(Clock::now() - t0, 1500ms);
   // A store wait is cut short by the failure, with its message.
   try {
