@@ -1,6 +1,8 @@
 // train_image_classifier --config FILE [--KEY=VALUE ...]
 #include <iostream>
+#include <string>
 
+#include "fastnn/errors.h"
 #include "fastnn/trainer.h"
 #include "src/dist/cluster.h"
 #include "src/dist/launcher.h"
@@ -23,6 +25,15 @@ int main(int argc, char** argv) {
         if (cluster.launch_workers > 0 && !args.dry_run) {
           return dist::launch(
               dist::launch_options(cluster, args.hp, env, argc, argv));
+        }
+        if (cluster.distributed()) {
+          // Until the Trainer runs a WorkerSession and the communicator
+          // (issue 6, branch dist-comm), refuse rather than let each worker
+          // train alone. The integration removes this check.
+          throw fastnn::ConfigError(
+              "multi-worker training (" + cluster.source + ", world size " +
+              std::to_string(cluster.world_size) +
+              ") needs the communicator, which this build does not have yet");
         }
         fastnn::train::Trainer trainer(args.hp);
         if (args.dry_run) {
