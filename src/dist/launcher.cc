@@ -161,7 +161,7 @@ int launch(const LaunchOptions& o) {
 
   std::vector<Child> children(o.nproc);
   int result = 0;
-  bool failed = false, forwarded = false, killed = false;
+  bool failed = false, forwarded = false, kill_armed = false, killed = false;
   Clock::time_point kill_at;
   try {
     for (int i = 0; i < o.nproc; ++i) {
@@ -237,12 +237,13 @@ int launch(const LaunchOptions& o) {
         if (!forwarded) {
           signal_all(children, SIGTERM);
           kill_at = Clock::now() + o.grace;
+          kill_armed = true;
         }
       }
     }
     if (!any_alive)
       break;
-    if (failed && !forwarded && !killed && Clock::now() >= kill_at) {
+    if (kill_armed && !killed && Clock::now() >= kill_at) {
       std::cerr << "launcher: workers still running after the grace period, "
                    "killing them\n";
       signal_all(children, SIGKILL);

@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
     }
     if (status->parsed()) {
       pb::JobStatus st;
-      auto ctx = client.context(deadline);
+      auto ctx = client.context(deadline, /*wait_for_ready=*/false);
       grpc::Status s = client.stub().Status(ctx.get(), {}, &st);
       if (!s.ok())
         throw fastnn::DistributedError(client.explain(s, "status"));
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
     pb::StopRequest req;
     req.set_reason(reason);
     pb::StopResponse resp;
-    auto ctx = client.context(deadline);
+    auto ctx = client.context(deadline, /*wait_for_ready=*/false);
     grpc::Status s = client.stub().Stop(ctx.get(), req, &resp);
     if (!s.ok())
       throw fastnn::DistributedError(client.explain(s, "stop"));

@@ -221,6 +221,20 @@ TEST(ClusterTest, PaiDlcNodeLevelTrap) {
   EXPECT_EQ(s.launch_workers, 0);
 }
 
+TEST(ClusterTest, NodeLevelSingleNodeWithoutMasterAddr) {
+  ClusterSpec s =
+      resolve_cluster(with_nproc(2), {{"WORLD_SIZE", "1"}, {"RANK", "0"}});
+  EXPECT_EQ(s.world_size, 2);
+  EXPECT_EQ(s.launch_workers, 2);
+  EXPECT_EQ(s.coordinator, "127.0.0.1:0");
+  // Several nodes cannot guess the chief's address.
+  expect_config_error(
+      [] {
+        resolve_cluster(with_nproc(2), {{"WORLD_SIZE", "2"}, {"RANK", "0"}});
+      },
+      "MASTER_ADDR is not set");
+}
+
 TEST(ClusterTest, PaiDlcContradictions) {
   Environment env = {{"MASTER_ADDR", "m"},
                      {"WORLD_SIZE", "2"},

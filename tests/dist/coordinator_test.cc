@@ -180,6 +180,23 @@ TEST(CoordinatorTest, RendezvousAndKeyValueStore) {
     EXPECT_FALSE(s->failure().has_value());
 }
 
+// Regression: a channel that failed to connect once must reconnect (gRPC
+// held re-resolution back for 30 s and failed every call meanwhile).
+TEST(CoordinatorTest, WorkerStartingBeforeTheChiefStillJoins) {
+  const int port = pick_free_port();
+  const auto o = fast_options(5s);
+  auto early = std::async(std::launch::async, [&] {
+    return std::make_unique<WorkerSession>(spec_for(1, 2, port), o);
+  });
+  std::this_thread::sleep_for(1500ms);
+  const auto t0 = Clock::now();
+  WorkerSession chief(spec_for(0, 2, port), o);
+  auto w1 = early.get();
+  EXPECT_LT(Clock::now() - t0, 2500ms);
+  w1->finish(0);
+  chief.finish(0);
+}
+
 TEST(CoordinatorTest, RendezvousTimeoutNamesMissingRank) {
   const int port = pick_free_port();
   const auto o = fast_options(2s);
