@@ -10,9 +10,13 @@ CoordinatorClient::CoordinatorClient(const ClientOptions& options)
   grpc::ChannelArguments args;
   // gRPC's reconnect backoff grows to 2 minutes by default; a worker that
   // starts before the chief must see it within the rendezvous deadline.
+  // (GRPC_ARG_MIN_RECONNECT_BACKOFF_MS stays at its default: it is also the
+  // connect timeout, and a short one fails every handshake on a busy host.)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // A failed connection asks for re-resolution, which the DNS resolver
+  // otherwise holds back for 30 s.
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 500);
   std::shared_ptr<grpc::ChannelCredentials> creds =
       grpc::InsecureChannelCredentials();
   if (!options.tls_ca_file.empty()) {
@@ -28,8 +32,9 @@ CoordinatorClient::CoordinatorClient(const ClientOptions& options)
 }
 
 std::unique_ptr<grpc::ClientContext> CoordinatorClient::context(
-    std::chrono::milliseconds timeout) const {
+    std::chrono::milliseconds timeout, bool wait_for_ready) const {
   auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_wait_for_ready(wait_for_ready);
   ctx->AddMetadata("authorization", "Bearer " + options_.token);
   ctx->set_deadline(std::chrono::system_clock::now() + timeout);
   return ctx;

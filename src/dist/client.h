@@ -41,8 +41,10 @@ class CoordinatorClient {
   }
 
   /// A call context carrying the token, with a deadline `timeout` from now.
+  /// `wait_for_ready`: a call made while the channel is (re)connecting waits
+  /// for it, up to the deadline, instead of failing at once.
   std::unique_ptr<grpc::ClientContext> context(
-      std::chrono::milliseconds timeout) const;
+      std::chrono::milliseconds timeout, bool wait_for_ready = true) const;
 
   /// "coordinator HOST:PORT refused <what>: ..." for a failed call; names
   /// FASTNN_JOB_TOKEN / job_token_file when the token was refused.

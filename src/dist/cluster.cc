@@ -289,6 +289,16 @@ ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
        nproc > 1 ? "the launcher assigns 0.." + std::to_string(nproc - 1)
                  : "one process per node"},
       {"local_world_size", nproc_from}};
+  if (nodes == 1 && !get(env, "MASTER_ADDR")) {
+    // One node: the launcher's own coordinator on this machine.
+    const auto port = get(env, "MASTER_PORT");
+    spec.coordinator =
+        "127.0.0.1:" +
+        (port ? std::to_string(parse_int(*port, "MASTER_PORT")) : "0");
+    spec.provenance.emplace_back("coordinator",
+                                 "127.0.0.1 (one node, MASTER_ADDR not set)");
+    return spec;
+  }
   spec.coordinator = master_address(
       env, spec, "MASTER_ADDR is not set (WORLD_SIZE and RANK are)");
   return spec;
@@ -580,7 +590,17 @@ ClusterSpec resolve_cluster(const HParams& hp, const Environment& env) {
   } else if (has_mpi) {
     spec = from_open_mpi(env);
   } else {
-    spec.provenance = {{"rank", "default"}, {"world_size", "default"}};
+    const bool set = hp.sources.count("task_index") > 0;
+    if (hp.task_index != 0) {
+      throw ConfigError("task_index=" + std::to_string(hp.task_index) + " (" +
+                        hp.where("task_index") +
+                        ") needs worker_hosts or an environment source "
+                        "(TF_CONFIG, torchrun, ...) with more workers");
+    }
+    spec.provenance = {
+        {"rank",
+         set ? "task_index (" + hp.where("task_index") + ")" : "default"},
+        {"world_size", "default: no cluster source"}};
   }
   for (auto [on, name] : {std::pair{has_flags, "flags"},
                           {has_tf, "TF_CONFIG"},

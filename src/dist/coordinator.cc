@@ -137,6 +137,9 @@ class Service final : public pb::Coordinator::Service {
     w.last_seen = Clock::now();
     w.report = req->report();
     if (req->request_stop()) {
+      if (stop_reason_.empty()) {
+        stop_reason_ = "requested by worker " + std::to_string(req->rank());
+      }
       request_stop_locked();
     }
     resp->set_state(state_);
@@ -252,6 +255,7 @@ class Service final : public pb::Coordinator::Service {
     resp->set_state(state_);
     resp->set_world_size(opts_.world_size);
     resp->set_stop_requested(stop_requested_);
+    resp->set_stop_reason(stop_reason_);
     resp->set_failure(failure_);
     resp->set_uptime_secs(std::chrono::duration<double>(now - start_).count());
     for (int r = 0; r < opts_.world_size; ++r) {
@@ -276,11 +280,13 @@ class Service final : public pb::Coordinator::Service {
   }
 
   grpc::Status Stop(grpc::ServerContext* ctx,
-                    const pb::StopRequest*,
+                    const pb::StopRequest* req,
                     pb::StopResponse* resp) override {
     if (auto s = authorize(ctx); !s.ok())
       return s;
     std::lock_guard<std::mutex> lock(mu_);
+    if (stop_reason_.empty())
+      stop_reason_ = req->reason().empty() ? "requested" : req->reason();
     request_stop_locked();
     resp->set_state(state_);
     return grpc::Status::OK;
@@ -407,6 +413,7 @@ class Service final : public pb::Coordinator::Service {
   pb::JobState state_ = pb::RENDEZVOUS;
   bool rendezvous_done_ = false;
   bool stop_requested_ = false;
+  std::string stop_reason_;
   std::string failure_;
   std::atomic<bool> failed_{false}, shutting_down_{false};
   KvCore kv_;

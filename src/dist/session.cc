@@ -260,7 +260,7 @@ struct WorkerSession::Impl {
       req.set_pid(getpid());
       req.set_wait_ms(wait.count());
       pb::JoinResponse resp;
-      auto ctx = client->context(wait + milliseconds(3000));
+      auto ctx = client->context(wait + milliseconds(1000));
       grpc::Status s = client->stub().Join(ctx.get(), req, &resp);
       if (s.ok()) {
         reached = true;
@@ -284,7 +284,9 @@ struct WorkerSession::Impl {
     }
     const std::string after = " after " + seconds_text(opts.worker_timeout);
     if (!reached) {
-      throw DistributedError("rendezvous failed" + after + ": " + last_error);
+      throw DistributedError("rendezvous failed" + after + ": coordinator " +
+                             spec.coordinator +
+                             " unreachable (last error: " + last_error + ")");
     }
     std::string missing;
     for (int r : last.missing()) {

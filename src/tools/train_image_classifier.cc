@@ -1,8 +1,11 @@
 // train_image_classifier --config FILE [--KEY=VALUE ...]
 #include <iostream>
+#include <string>
 
+#include "fastnn/errors.h"
 #include "fastnn/trainer.h"
 #include "src/dist/cluster.h"
+#include "src/dist/launcher.h"
 #include "src/train/tool_main.h"
 
 int main(int argc, char** argv) {
@@ -11,11 +14,17 @@ int main(int argc, char** argv) {
       argv,
       "train_image_classifier",
       "--config FILE [--KEY=VALUE ...] [--dry_run]",
-      [](fastnn::LoadResult& args) {
+      [argc, argv](fastnn::LoadResult& args) {
+        namespace dist = fastnn::dist;
+        const dist::Environment env = dist::process_environment();
+        const dist::ClusterSpec cluster = dist::resolve_cluster(args.hp, env);
         if (args.print_cluster) {
-          std::cout << fastnn::dist::describe(fastnn::dist::resolve_cluster(
-              args.hp, fastnn::dist::process_environment()));
+          std::cout << dist::describe(cluster);
           return 0;
+        }
+        if (cluster.launch_workers > 0 && !args.dry_run) {
+          return dist::launch(
+              dist::launch_options(cluster, args.hp, env, argc, argv));
         }
         fastnn::train::Trainer trainer(args.hp);
         if (args.dry_run) {

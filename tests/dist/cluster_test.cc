@@ -48,6 +48,17 @@ TEST(ClusterTest, NothingSetIsOneProcess) {
   EXPECT_EQ(s.launch_workers, 0);
 }
 
+TEST(ClusterTest, TaskIndexWithoutACluster) {
+  HParams hp;
+  hp.sources["task_index"] = "command line";
+  EXPECT_NE(describe(resolve_cluster(hp, {}))
+                .find("rank = 0 (chief)  (task_index (command line))"),
+            std::string::npos);
+  hp.task_index = 2;
+  expect_config_error([&] { resolve_cluster(hp, {}); },
+                      "task_index=2 (command line) needs worker_hosts");
+}
+
 TEST(ClusterTest, FastNNFlags) {
   ClusterSpec s = resolve_cluster(flags("a:2222,b:2222,b:2223,c:2222", 2), {});
   EXPECT_EQ(s.source, "flags");
@@ -208,6 +219,20 @@ TEST(ClusterTest, PaiDlcNodeLevelTrap) {
   EXPECT_EQ(s.world_size, 2);
   EXPECT_EQ(s.rank, 1);
   EXPECT_EQ(s.launch_workers, 0);
+}
+
+TEST(ClusterTest, NodeLevelSingleNodeWithoutMasterAddr) {
+  ClusterSpec s =
+      resolve_cluster(with_nproc(2), {{"WORLD_SIZE", "1"}, {"RANK", "0"}});
+  EXPECT_EQ(s.world_size, 2);
+  EXPECT_EQ(s.launch_workers, 2);
+  EXPECT_EQ(s.coordinator, "127.0.0.1:0");
+  // Several nodes cannot guess the chief's address.
+  expect_config_error(
+      [] {
+        resolve_cluster(with_nproc(2), {{"WORLD_SIZE", "2"}, {"RANK", "0"}});
+      },
+      "MASTER_ADDR is not set");
 }
 
 TEST(ClusterTest, PaiDlcContradictions) {
