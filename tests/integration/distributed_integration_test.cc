@@ -142,5 +142,36 @@ TEST_F(TwoWorkers, SigtermOnOneWorkerStopsBothAtTheSameStep) {
   EXPECT_TRUE(fs::exists(fs::path(dir) / ("model.ckpt-" + step0))) << r0.output;
 }
 
+TEST_F(TwoWorkers, LauncherJobStopsGracefullyAtOneStepWithACheckpoint) {
+  const std::string dir = fresh("launcher");
+  const int port = port_for(3) + 2000;
+  auto job = spawn({"/usr/bin/env", "FASTNN_JOB_TOKEN=integration",
+                    "MASTER_PORT=" + std::to_string(port), kBin + "/train_image_classifier",
+                    "--nproc_per_node=2", "--model_name=lenet", "--dataset_name=mock",
+                    "--num_classes=10", "--batch_size=8", "--num_sample_per_epoch=100000",
+                    "--stop_at_step=1000000", "--log_loss_every_n_iters=20",
+                    "--save_checkpoints_steps=20", "--num_preprocessing_threads=1",
+                    "--intra_op_parallelism_threads=1", "--worker_timeout_secs=10",
+                    "--train_dir=" + dir},
+                   (kTmp / "launcher.log").string());
+  ASSERT_TRUE(wait_for_file(fs::path(dir) / "model.ckpt-20"));
+  auto stop = run({"/usr/bin/env", "FASTNN_JOB_TOKEN=integration", kBin + "/fastnn_job", "stop",
+                   "--coordinator=127.0.0.1:" + std::to_string(port)},
+                  (kTmp / "job_stop.log").string(), 30);
+  EXPECT_EQ(stop.exit_code, 0) << stop.output;
+  auto r = wait_for(job, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // Both workers report the same stop step; rank 0 checkpointed it.
+  const std::regex re("Stopped at global_step (\\d+): graceful stop requested");
+  std::vector<std::string> steps;
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), re);
+       it != std::sregex_iterator(); ++it) {
+    steps.push_back((*it)[1]);
+  }
+  ASSERT_EQ(steps.size(), 2u) << r.output;
+  EXPECT_EQ(steps[0], steps[1]);
+  EXPECT_TRUE(fs::exists(fs::path(dir) / ("model.ckpt-" + steps[0]))) << r.output;
+}
+
 }  // namespace
 }  // namespace fastnn::testing
