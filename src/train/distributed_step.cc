@@ -27,6 +27,7 @@ struct DistributedStep::Impl {
   using Clock = std::chrono::steady_clock;
   std::unique_ptr<dist::WorkerSession> session;
   std::chrono::milliseconds timeout{60000};
+  std::chrono::milliseconds heartbeat_interval{1000};
   int64_t stop_at_step = 0;
   int64_t step = 0;
   Clock::time_point last_step = Clock::now();
@@ -34,11 +35,11 @@ struct DistributedStep::Impl {
 
   // A collective fails as soon as a peer's connection drops, before the
   // coordinator has declared that peer lost (no heartbeat for
-  // worker_timeout). Wait for its verdict, but no longer than worker_timeout
-  // after this worker's last good step, so the message names the lost
-  // worker and its last step.
+  // worker_timeout). Wait for its verdict — no longer than worker_timeout
+  // (plus two heartbeats, the coordinator's own slack) after this worker's
+  // last good step — so the message names the lost worker and its last step.
   [[noreturn]] void rethrow_with_failure(const DistributedError& e) {
-    const auto deadline = last_step + timeout;
+    const auto deadline = last_step + timeout + 2 * heartbeat_interval;
     while (!session->failure() && Clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -68,6 +69,7 @@ DistributedStep::DistributedStep(const HParams& hp, const dist::ClusterSpec& spe
   const auto options = dist::session_options(hp, dist::process_environment());
   const std::chrono::milliseconds timeout = options.worker_timeout;
   impl_->timeout = timeout;
+  impl_->heartbeat_interval = options.heartbeat_interval;
   impl_->stop_at_step = hp.stop_at_step;
   impl_->session = std::make_unique<dist::WorkerSession>(spec, options);
   // Gloo's rendezvous keys travel through the coordinator's store, under a
