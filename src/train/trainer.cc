@@ -402,13 +402,15 @@ int Trainer::run() {
     if (m.dist) m.dist->before_backward(m.step);
     loss.backward();
     s.loss = loss.item<double>();
-    if (!m.regularized.empty()) {
-      s.loss += apply_l2_regularization(m.regularized, h.weight_decay);
-    }
+    // Distributed: average the data gradients first; the L2 term below is
+    // the same on every worker (same weights), so it is added after.
     CombinedStep combined;
     if (m.dist) {
       combined = m.combine_step(s.loss, out.logits, batch->labels);
       s.loss = combined.loss;
+    }
+    if (!m.regularized.empty()) {
+      s.loss += apply_l2_regularization(m.regularized, h.weight_decay);
     }
     s.spans.backward_end = now();
     if (!std::isfinite(s.loss)) {
