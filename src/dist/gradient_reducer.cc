@@ -1,10 +1,32 @@
 #include "src/dist/gradient_reducer.h"
 
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <functional>
 
 #include "fastnn/errors.h"
 
 namespace fastnn::dist {
+namespace {
+
+// Runs after a leaf's AccumulateGrad: the parameter's .grad is final.
+class AfterAccumulate : public torch::autograd::FunctionPostHook {
+ public:
+  explicit AfterAccumulate(std::function<void()> fn) : fn_(std::move(fn)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    fn_();
+    return outputs;
+  }
+
+ private:
+  std::function<void()> fn_;
+};
+
+}  // namespace
 
 GradientReducer::GradientReducer(Communicator& comm, std::vector<torch::Tensor> params,
                                  int64_t bucket_cap_bytes)
@@ -30,14 +52,28 @@ GradientReducer::GradientReducer(Communicator& comm, std::vector<torch::Tensor> 
     b.flat = torch::empty({b.flat.numel() + p.numel()}, b.flat.options());
     bytes += size;
   }
+  torch::NoGradGuard no_grad;
+  views_.resize(params_.size());
   for (size_t k = 0; k < params_.size(); ++k) {
-    hook_ids_.push_back(params_[k].register_hook(
-        [this, k](torch::Tensor grad) { on_gradient(k, grad); }));
+    const auto [bi, pos] = where_[k];
+    auto& p = params_[k];
+    views_[k] = buckets_[bi].flat.narrow(0, buckets_[bi].offsets[pos], p.numel()).view(p.sizes());
+    if (p.grad().defined()) {
+      views_[k].copy_(p.grad());
+    } else {
+      views_[k].zero_();
+    }
+    p.mutable_grad() = views_[k];
+    accumulators_.push_back(torch::autograd::impl::grad_accumulator(p));
+    hook_keys_.push_back(accumulators_.back()->add_post_hook(
+        std::make_unique<AfterAccumulate>([this, k] { on_gradient(k); })));
   }
 }
 
 GradientReducer::~GradientReducer() {
-  for (size_t k = 0; k < hook_ids_.size(); ++k) params_[k].remove_hook(hook_ids_[k]);
+  for (size_t k = 0; k < accumulators_.size(); ++k) {
+    accumulators_[k]->del_post_hook(hook_keys_[k]);
+  }
 }
 
 std::vector<std::vector<size_t>> GradientReducer::buckets() const {
@@ -55,15 +91,24 @@ void GradientReducer::prepare() {
   filled_.assign(params_.size(), false);
   next_launch_ = 0;
   launched_early_ = 0;
+  torch::NoGradGuard no_grad;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    auto& p = params_[k];
+    if (p.grad().defined() && p.grad().is_same(views_[k])) continue;
+    if (p.grad().defined()) {
+      views_[k].copy_(p.grad());
+    } else {
+      views_[k].zero_();
+    }
+    p.mutable_grad() = views_[k];
+  }
   armed_ = true;
 }
 
-void GradientReducer::on_gradient(size_t index, const torch::Tensor& grad) {
+void GradientReducer::on_gradient(size_t index) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!armed_ || filled_[index]) return;
-  const auto [bi, pos] = where_[index];
-  Bucket& b = buckets_[bi];
-  b.flat.narrow(0, b.offsets[pos], grad.numel()).copy_(grad.detach().reshape({-1}));
+  Bucket& b = buckets_[where_[index].first];
   filled_[index] = true;
   --b.pending;
   if (b.pending == 0) {
@@ -87,12 +132,9 @@ void GradientReducer::finish() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     armed_ = false;
+    // A parameter backward did not reach keeps its zeroed view.
     for (size_t k = 0; k < params_.size(); ++k) {
-      if (filled_[k]) continue;
-      const auto [bi, pos] = where_[k];
-      Bucket& b = buckets_[bi];
-      b.flat.narrow(0, b.offsets[pos], params_[k].numel()).zero_();
-      --b.pending;
+      if (!filled_[k]) --buckets_[where_[k].first].pending;
     }
     launch_ready_locked();
   }
@@ -103,16 +145,7 @@ void GradientReducer::finish() {
     comm_.wait(b.work, "gradient all-reduce (bucket " + std::to_string(bi) + " of " +
                            std::to_string(buckets_.size()) + ")");
     b.work.reset();
-    b.flat.mul_(inv_world);
-    for (size_t pos = 0; pos < b.params.size(); ++pos) {
-      auto& p = params_[b.params[pos]];
-      auto avg = b.flat.narrow(0, b.offsets[pos], p.numel()).view(p.sizes());
-      if (p.grad().defined()) {
-        p.mutable_grad().copy_(avg);
-      } else {
-        p.mutable_grad() = avg.clone();
-      }
-    }
+    b.flat.mul_(inv_world);  // the parameters' .grad are views of it
   }
 }
 

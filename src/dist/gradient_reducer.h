@@ -1,6 +1,8 @@
 // Averages gradients over the workers in fused buckets, DDP-style: each
-// bucket's all-reduce starts from an autograd hook as soon as its last
-// gradient is ready, so communication overlaps the rest of backward.
+// parameter's .grad is a view into its bucket (autograd accumulates there,
+// nothing is copied), and each bucket's all-reduce starts from a hook on
+// the gradient accumulators as soon as its last gradient is in, so
+// communication overlaps the rest of backward.
 #pragma once
 
 #include <torch/torch.h>
@@ -10,6 +12,10 @@
 #include <vector>
 
 #include "src/dist/communicator.h"
+
+namespace torch::autograd {
+struct Node;
+}  // namespace torch::autograd
 
 namespace fastnn::dist {
 
@@ -25,11 +31,14 @@ class GradientReducer {
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
-  /// Arms the hooks; call before backward.
+  /// Arms the hooks; call before backward. A .grad that was set to none or
+  /// replaced since the last step is put back as the bucket view (zeroed,
+  /// or holding the replacement's values).
   void prepare();
   /// Launches what backward left (a parameter without a gradient counts as
   /// zero), waits for every bucket, and leaves grad = Σ grads / W on every
-  /// parameter. Throws DistributedError on a timeout or a lost peer.
+  /// parameter (in place). Throws DistributedError on a timeout or a lost
+  /// peer.
   void finish();
 
   /// Parameter indices of each bucket, in launch order.
@@ -45,7 +54,7 @@ class GradientReducer {
     size_t pending = 0;
     c10::intrusive_ptr<c10d::Work> work;
   };
-  void on_gradient(size_t index, const torch::Tensor& grad);
+  void on_gradient(size_t index);
   void launch_ready_locked();
 
   Communicator& comm_;
@@ -53,8 +62,12 @@ class GradientReducer {
   std::vector<Bucket> buckets_;
   /// params_[i] -> (bucket, position in bucket)
   std::vector<std::pair<size_t, size_t>> where_;
+  /// params_[i]'s slice of its bucket, shaped like the parameter.
+  std::vector<torch::Tensor> views_;
   std::vector<bool> filled_;
-  std::vector<unsigned> hook_ids_;
+  /// The gradient accumulators (kept alive, as DDP does) and hook keys.
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<uintptr_t> hook_keys_;
   std::mutex mu_;
   bool armed_ = false;
   size_t next_launch_ = 0;
