@@ -205,6 +205,13 @@ std::vector<KeySpec> build_table() {
      at_least(0)},
     {FASTNN_KEY(eval_every_n_iters), G::kLog,
      "Evaluate on eval_split_name every N steps; 0: off.", at_least(0)},
+    {FASTNN_KEY(eval_interval_secs), G::kLog,
+     "eval_image_classifier on a train_dir: evaluate each new checkpoint, "
+     "checking every this many seconds; 0: evaluate once.", at_least(0)},
+    {FASTNN_KEY(eval_timeout_secs), G::kLog,
+     "Evaluation loop: stop after this many seconds without a new "
+     "checkpoint; 0: stop when the training run has finished.",
+     at_least(0)},
     {FASTNN_KEY(log_device_placement), G::kLog,
      "TensorFlow op-placement logging.", {}, {}, kIgnored},
 
@@ -214,7 +221,13 @@ std::vector<KeySpec> build_table() {
      "bf16 autocast on CPUs that support it."},
     {FASTNN_KEY(loss_scale), G::kPerformance,
      "Loss multiplier applied before backward for fp16; the gradients are "
-     "divided by it again.", above(0)},
+     "divided by it again. With dynamic loss scaling: the first scale "
+     "(default 2^15).", above(0)},
+    {FASTNN_KEY(loss_scaling), G::kPerformance,
+     "Loss scaling policy: auto (dynamic under fp16 autocast on CUDA, "
+     "static otherwise), static (loss_scale), dynamic (skip steps with "
+     "Inf/NaN gradients, halve the scale, double it after 2000 good steps).",
+     {}, {"auto", "static", "dynamic"}},
     {FASTNN_KEY(intra_op_parallelism_threads), G::kPerformance,
      "Threads for CPU tensor operations; 0: LibTorch's default.",
      at_least(0)},
