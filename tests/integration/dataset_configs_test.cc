@@ -101,6 +101,39 @@ INSTANTIATE_TEST_SUITE_P(Configs, DatasetConfig,
                          ::testing::Values("cifar10", "flowers", "imagenet"),
                          [](const auto& info) { return info.param; });
 
+TEST(DatasetConfig, BadRecordsExit3OrAreCountedInMetrics) {
+  const fs::path root = fresh_dir("config_bad_records");
+  auto recs = records(6, 32, 32, 0, 9, 9);
+  recs[2] = example_of(png_of(32, 32, 3, 1), 10);        // label outside [0, 10)
+  recs[4] = example_of("\xff\xd8\xff not a jpeg", 3);  // undecodable image
+  write_records(root / "data" / "cifar10_train.tfrecord", recs);
+  std::vector<std::string> args = {kBin + "/train_image_classifier", "--config",
+                                   (kSource / "configs/cifar10.cfg").string(),
+                                   "--dataset_dir=" + (root / "data").string(),
+                                   "--batch_size=2", "--num_epochs=1",
+                                   "--shuffle_buffer_size=1",
+                                   "--num_preprocessing_threads=1",
+                                   "--train_dir=" + (root / "train").string()};
+  auto r = run(args, (root / "fail.log").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("cifar10_train.tfrecord: record 2 at offset"), std::string::npos)
+      << r.output;
+
+  fs::remove_all(root / "train");
+  args.push_back("--skip_corrupt_records=True");
+  r = run(args, (root / "skip.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 corrupt records skipped: 1 bad_image, 1 bad_label"),
+            std::string::npos) << r.output;
+  nlohmann::json metrics;
+  std::ifstream(root / "train" / "metrics.json") >> metrics;
+  EXPECT_EQ(metrics["records_skipped"], 2);
+  EXPECT_EQ(metrics["records_skipped_by_kind"]["bad_label"], 1);
+  EXPECT_EQ(metrics["records_skipped_by_kind"]["bad_image"], 1);
+  EXPECT_EQ(metrics["records_skipped_by_kind"]["crc_mismatch"], 0);
+  EXPECT_EQ(metrics["final_step"], 3);
+}
+
 TEST(DatasetConfig, MissingFilesExitWithCode3NamingThePattern) {
   const fs::path root = fresh_dir("config_missing");
   auto r = run({kBin + "/train_image_classifier", "--config",
