@@ -74,6 +74,7 @@ struct Pipeline::State {
   bool stop = false;
   std::exception_ptr error;
   PipelineStats stats;
+  ShardPlan plan;  // this worker's files and records per epoch
   std::thread reader;
   std::vector<std::thread> workers;
 
@@ -84,25 +85,28 @@ struct Pipeline::State {
     cv.notify_all();
   }
 
-  ShardPlan plan;
-
   std::string where(const Record& r) const {
     if (r.label >= 0) return opt.files[r.file];
     return opt.files[r.file] + ": record " + std::to_string(r.index) +
            " at offset " + std::to_string(r.offset);
   }
 
+  // Counts n skipped records of one kind.
   void count(Skip kind, int64_t n = 1) {
-    std::lock_guard<std::mutex> lock(mu);
-    stats.records_skipped += n;
+    int64_t* counter = nullptr;
     switch (kind) {
-      case Skip::kCrc: stats.skipped_crc_mismatch += n; break;
-      case Skip::kTruncated: stats.skipped_truncated += n; break;
-      case Skip::kExample: stats.skipped_bad_example += n; break;
-      case Skip::kImage: stats.skipped_bad_image += n; break;
-      case Skip::kLabel: stats.skipped_bad_label += n; break;
-      default: stats.records_skipped -= n;
+      case Skip::kCrc: counter = &stats.skipped_crc_mismatch; break;
+      case Skip::kTruncated: counter = &stats.skipped_truncated; break;
+      case Skip::kExample: counter = &stats.skipped_bad_example; break;
+      case Skip::kImage: counter = &stats.skipped_bad_image; break;
+      case Skip::kLabel: counter = &stats.skipped_bad_label; break;
+      case Skip::kNone:
+      case Skip::kPad: return;
     }
+    if (n == 0) return;
+    std::lock_guard<std::mutex> lock(mu);
+    *counter += n;
+    stats.records_skipped += n;
   }
 
   void read_loop();
@@ -113,9 +117,10 @@ struct Pipeline::State {
   Decoded decode(RawBatch& rb);
 };
 
-// Reads the plan's files in order, calling take(want, make) for each record:
-// `want()` says whether this worker keeps the next record, and only then is
-// it read (image files) or kept (TFRecords). Returns false when stopped.
+// Reads the plan's files in order and offers each record to take(make):
+// take decides whether this worker keeps the record and only then calls
+// make(record) to fill it, so image files of other workers are never read.
+// Returns false when take does (the pipeline is stopping).
 template <typename Take>
 bool Pipeline::State::read_files(Take&& take) {
   for (size_t f : plan.files) {

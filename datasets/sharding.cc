@@ -16,8 +16,9 @@ ShardPlan plan_shards(const std::vector<int64_t>& records_per_file,
                       int shard_index,
                       int num_shards) {
   if (num_shards < 1 || shard_index < 0 || shard_index >= num_shards) {
-    throw ConfigError("input sharding: shard_index " + std::to_string(shard_index) +
-                      " is not in [0, num_shards=" + std::to_string(num_shards) + ")");
+    throw ConfigError(
+        "input sharding: shard_index " + std::to_string(shard_index) +
+        " is not in [0, num_shards=" + std::to_string(num_shards) + ")");
   }
   ShardPlan plan;
   plan.shard_index = shard_index;
@@ -40,8 +41,8 @@ ShardPlan plan_shards(const std::vector<int64_t>& records_per_file,
   plan.dropped = total - plan.samples * num_shards;
   if (plan.samples == 0) {
     throw DataError("input sharding: " + std::to_string(total) +
-                    " records cannot give each of " + std::to_string(num_shards) +
-                    " workers one");
+                    " records cannot give each of " +
+                    std::to_string(num_shards) + " workers one");
   }
   return plan;
 }
@@ -50,8 +51,9 @@ std::string describe(const ShardPlan& plan, size_t total_files) {
   return "shard " + std::to_string(plan.shard_index) + " of " +
          std::to_string(plan.num_shards) + ": " +
          (plan.record_level ? "record-level" : "file-level") + ", " +
-         std::to_string(plan.files.size()) + " of " + std::to_string(total_files) +
-         " files, " + std::to_string(plan.samples) + " samples per epoch, " +
+         std::to_string(plan.files.size()) + " of " +
+         std::to_string(total_files) + " files, " +
+         std::to_string(plan.samples) + " samples per epoch, " +
          std::to_string(plan.dropped) + " dropped";
 }
 
@@ -71,11 +73,13 @@ int64_t count_tfrecords(const std::string& path) {
              static_cast<ssize_t>(sizeof(header))) {
     uint64_t length = 0;
     uint32_t stored_crc = 0;
-    std::memcpy(&length, header, 8);        // little-endian hosts only, as
+    std::memcpy(&length, header, 8);          // little-endian hosts only, as
     std::memcpy(&stored_crc, header + 8, 4);  // the rest of src/io
-    if (io::mask_crc(io::crc32c(header, 8)) != stored_crc) break;
+    if (io::mask_crc(io::crc32c(header, 8)) != stored_crc)
+      break;
     const uint64_t end = offset + sizeof(header) + length + 4;
-    if (length > size || end > size) break;
+    if (length > size || end > size)
+      break;
     ++count;
     offset = end;
   }

@@ -31,19 +31,24 @@ struct Case {
 
 // Writes 10 records with record kBad (the last one for truncation) broken;
 // returns the file and the bad record's byte offset.
-std::pair<std::string, uint64_t> write_faulty(const fs::path& dir, Fault fault) {
+std::pair<std::string, uint64_t> write_faulty(const fs::path& dir,
+                                              Fault fault) {
   std::vector<std::string> records;
   for (int i = 0; i < kRecords; ++i) {
-    records.push_back(example_of(png_of(28, 28, 1, static_cast<uint8_t>(i)), i % 10));
+    records.push_back(
+        example_of(png_of(28, 28, 1, static_cast<uint8_t>(i)), i % 10));
   }
   const int bad = fault == Fault::kTruncated ? kRecords - 1 : kBad;
-  if (fault == Fault::kExample) records[bad] = "\xff\xff\xff not a protobuf";
-  if (fault == Fault::kImage) records[bad] = example_of("\x89PNG\r\n\x1a\n broken", 1);
+  if (fault == Fault::kExample)
+    records[bad] = "\xff\xff\xff not a protobuf";
+  if (fault == Fault::kImage)
+    records[bad] = example_of("\x89PNG\r\n\x1a\n broken", 1);
   if (fault == Fault::kLabel) {
     records[bad] = example_of(png_of(28, 28, 1, 0), 10);
   }
   uint64_t offset = 0;
-  for (int i = 0; i < bad; ++i) offset += io::frame_record(records[i]).size();
+  for (int i = 0; i < bad; ++i)
+    offset += io::frame_record(records[i]).size();
   const auto file = testing::write_records(dir / "data.tfrecord", records);
   if (fault == Fault::kCrc) {
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
@@ -53,7 +58,8 @@ std::pair<std::string, uint64_t> write_faulty(const fs::path& dir, Fault fault) 
     f.seekp(static_cast<std::streamoff>(offset + 12 + 20));
     f.put(static_cast<char>(c ^ 0x40));
   }
-  if (fault == Fault::kTruncated) fs::resize_file(file, fs::file_size(file) - 10);
+  if (fault == Fault::kTruncated)
+    fs::resize_file(file, fs::file_size(file) - 10);
   return {file, offset};
 }
 
@@ -63,7 +69,8 @@ PipelineOptions options(const std::string& file) {
 
 int64_t drain(Pipeline& p) {
   int64_t n = 0;
-  while (auto b = p.next()) n += b->labels.size(0);
+  while (auto b = p.next())
+    n += b->labels.size(0);
   return n;
 }
 
@@ -80,9 +87,10 @@ TEST_P(BadData, FailPolicyNamesFileRecordAndOffset) {
     FAIL() << "expected DataError for " << c.name;
   } catch (const DataError& e) {
     const std::string msg = e.what();
-    const std::string where = file + ": record " + std::to_string(bad) + " at offset " +
-                              std::to_string(offset);
-    EXPECT_NE(msg.find(where), std::string::npos) << msg << "\nexpected: " << where;
+    const std::string where = file + ": record " + std::to_string(bad) +
+                              " at offset " + std::to_string(offset);
+    EXPECT_NE(msg.find(where), std::string::npos)
+        << msg << "\nexpected: " << where;
     EXPECT_NE(msg.find(c.reason), std::string::npos) << msg;
   }
 }
@@ -98,17 +106,22 @@ TEST_P(BadData, SkipPolicyDropsAndCountsByKind) {
   const auto st = p.stats();
   EXPECT_EQ(st.records_skipped, 1);
   EXPECT_EQ(st.images_decoded, kRecords - 1);
-  const int64_t by_kind[] = {st.skipped_crc_mismatch, st.skipped_truncated,
-                             st.skipped_bad_example, st.skipped_bad_image,
+  const int64_t by_kind[] = {st.skipped_crc_mismatch,
+                             st.skipped_truncated,
+                             st.skipped_bad_example,
+                             st.skipped_bad_image,
                              st.skipped_bad_label};
   for (int k = 0; k < 5; ++k) {
-    EXPECT_EQ(by_kind[k], k == static_cast<int>(c.fault) ? 1 : 0) << "kind " << k;
+    EXPECT_EQ(by_kind[k], k == static_cast<int>(c.fault) ? 1 : 0)
+        << "kind " << k;
   }
-  EXPECT_EQ(describe_skipped(st), std::string("1 corrupt records skipped: 1 ") + c.name);
+  EXPECT_EQ(describe_skipped(st),
+            std::string("1 corrupt records skipped: 1 ") + c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    EveryKind, BadData,
+    EveryKind,
+    BadData,
     ::testing::Values(Case{Fault::kCrc, "crc_mismatch", "CRC"},
                       Case{Fault::kTruncated, "truncated", "truncated"},
                       Case{Fault::kExample, "bad_example", ""},
@@ -128,7 +141,8 @@ TEST(BadData, ShardedWorkersKeepTheirStepCountWhenRecordsAreSkipped) {
     o.num_shards = 2;
     Pipeline p(o);
     int batches = 0;
-    while (p.next()) ++batches;
+    while (p.next())
+      ++batches;
     EXPECT_EQ(batches, 1) << "rank " << rank;
   }
 }

@@ -32,7 +32,8 @@ HParams hparams(const std::string& name, const fs::path& dir) {
 
 std::vector<std::string> rgb_records(int n, int64_t first_label = 0) {
   std::vector<std::string> out;
-  for (int i = 0; i < n; ++i) out.push_back(example_of(png_of(32, 32, 3, 7), first_label + i));
+  for (int i = 0; i < n; ++i)
+    out.push_back(example_of(png_of(32, 32, 3, 7), first_label + i));
   return out;
 }
 
@@ -52,8 +53,14 @@ std::string message_of(const std::function<void()>& f) {
 
 TEST(DatasetTable, ListsEveryDataset) {
   const auto names = dataset_names();
-  for (const char* n : {"mock", "mnist", "fashion_mnist", "cifar10", "flowers", "imagenet",
-                        "tfrecord", "image_folder"}) {
+  for (const char* n : {"mock",
+                        "mnist",
+                        "fashion_mnist",
+                        "cifar10",
+                        "flowers",
+                        "imagenet",
+                        "tfrecord",
+                        "image_folder"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   }
   EXPECT_THROW(find_dataset("cifar100"), ConfigError);
@@ -79,15 +86,19 @@ TEST(DatasetTable, Cifar10SingleFilePerSplit) {
 TEST(DatasetTable, FlowersFiveShards) {
   auto dir = fresh_dir("ds_flowers");
   for (int i = 4; i >= 0; --i) {
-    write_records(dir / ("flowers_train_0000" + std::to_string(i) + "-of-00005.tfrecord"),
-                  rgb_records(2));
+    write_records(
+        dir / ("flowers_train_0000" + std::to_string(i) + "-of-00005.tfrecord"),
+        rgb_records(2));
   }
-  write_records(dir / "flowers_validation_00000-of-00005.tfrecord", rgb_records(1));
+  write_records(dir / "flowers_validation_00000-of-00005.tfrecord",
+                rgb_records(1));
   auto hp = hparams("flowers", dir);
   auto train = get_dataset(hp, "train");
   ASSERT_EQ(train.files.size(), 5u);
-  EXPECT_EQ(fs::path(train.files[0]).filename(), "flowers_train_00000-of-00005.tfrecord");
-  EXPECT_EQ(fs::path(train.files[4]).filename(), "flowers_train_00004-of-00005.tfrecord");
+  EXPECT_EQ(fs::path(train.files[0]).filename(),
+            "flowers_train_00000-of-00005.tfrecord");
+  EXPECT_EQ(fs::path(train.files[4]).filename(),
+            "flowers_train_00004-of-00005.tfrecord");
   EXPECT_EQ(train.num_samples, 3320);
   EXPECT_EQ(train.num_classes, 5);
   auto val = get_dataset(hp, "validation");
@@ -185,28 +196,35 @@ TEST(ImageFolder, SortedClassesAndADeterministicDisjointSplit) {
   auto dir = make_folder("ds_folder");
   auto train = list_image_folder(dir.string(), "train", 0.1, 0);
   auto val = list_image_folder(dir.string(), "validation", 0.1, 0);
-  EXPECT_EQ(train.class_names, (std::vector<std::string>{"daisy", "roses", "tulips"}));
+  EXPECT_EQ(train.class_names,
+            (std::vector<std::string>{"daisy", "roses", "tulips"}));
   EXPECT_EQ(train.files.size(), 27u);
   EXPECT_EQ(val.files.size(), 3u);
   std::set<std::string> all(train.files.begin(), train.files.end());
-  for (const auto& f : val.files) EXPECT_TRUE(all.insert(f).second) << f << " in both";
+  for (const auto& f : val.files)
+    EXPECT_TRUE(all.insert(f).second) << f << " in both";
   EXPECT_EQ(all.size(), 30u);
   for (size_t i = 0; i < train.files.size(); ++i) {
     const auto cls = fs::path(train.files[i]).parent_path().filename().string();
     EXPECT_EQ(train.class_names[train.labels[i]], cls);
   }
-  EXPECT_EQ(list_image_folder(dir.string(), "validation", 0.1, 0).files, val.files);
+  EXPECT_EQ(list_image_folder(dir.string(), "validation", 0.1, 0).files,
+            val.files);
   bool differs = false;
   for (uint64_t seed = 1; seed < 5; ++seed) {
-    differs |= list_image_folder(dir.string(), "validation", 0.1, seed).files != val.files;
+    differs |= list_image_folder(dir.string(), "validation", 0.1, seed).files !=
+               val.files;
   }
   EXPECT_TRUE(differs);
   EXPECT_THROW(list_image_folder(dir.string(), "test", 0.1, 0), ConfigError);
   EXPECT_THROW(list_image_folder(dir.string(), "train", 1.0, 0), ConfigError);
-  EXPECT_THROW(list_image_folder(dir.string(), "validation", 0.0, 0), DataError);
-  EXPECT_THROW(list_image_folder((dir / "nope").string(), "train", 0.1, 0), DataError);
-  EXPECT_THROW(list_image_folder(fresh_dir("ds_folder_empty").string(), "train", 0.1, 0),
+  EXPECT_THROW(list_image_folder(dir.string(), "validation", 0.0, 0),
                DataError);
+  EXPECT_THROW(list_image_folder((dir / "nope").string(), "train", 0.1, 0),
+               DataError);
+  EXPECT_THROW(
+      list_image_folder(fresh_dir("ds_folder_empty").string(), "train", 0.1, 0),
+      DataError);
 }
 
 TEST(ImageFolder, DatasetRowFeedsThePipelineFromFiles) {
@@ -227,7 +245,8 @@ TEST(ImageFolder, DatasetRowFeedsThePipelineFromFiles) {
   std::vector<int64_t> labels;
   while (auto b = p.next()) {
     EXPECT_EQ(b->images.size(1), 3);
-    for (int64_t l : values(b->labels)) labels.push_back(l);
+    for (int64_t l : values(b->labels))
+      labels.push_back(l);
   }
   EXPECT_EQ(labels, info.file_labels);
   EXPECT_EQ(p.stats().images_decoded, 24);

@@ -1,13 +1,14 @@
 // Worker sharding: the plan (file-level when balanced, record-level
 // otherwise), record counting from headers, and pipelines of several
 // workers that see disjoint records in equal numbers.
+#include "datasets/sharding.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <fstream>
 #include <set>
 
-#include "datasets/sharding.h"
 #include "fastnn/errors.h"
 #include "fastnn/pipeline.h"
 #include "tests/datasets/test_data.h"
@@ -25,7 +26,8 @@ TEST(PlanShards, FileLevelWhenFilesDivideEvenlyWithEqualCounts) {
   EXPECT_EQ(p.samples, 20);
   EXPECT_EQ(p.dropped, 0);
   EXPECT_EQ(describe(p, 4),
-            "shard 1 of 2: file-level, 2 of 4 files, 20 samples per epoch, 0 dropped");
+            "shard 1 of 2: file-level, 2 of 4 files, 20 samples per epoch, 0 "
+            "dropped");
 }
 
 TEST(PlanShards, RecordLevelOtherwiseWithTheRemainderDropped) {
@@ -74,7 +76,8 @@ std::pair<std::vector<int>, std::vector<int64_t>> drain(Pipeline& p) {
     sizes.push_back(b->labels.size(0));
     auto px = b->images.select(1, 0).select(1, 0).select(1, 0);
     for (int64_t i = 0; i < px.size(0); ++i) {
-      ids.push_back(static_cast<int>(std::lround(px[i].item<float>() * 128 + 128)));
+      ids.push_back(
+          static_cast<int>(std::lround(px[i].item<float>() * 128 + 128)));
     }
   }
   return {ids, sizes};
@@ -106,7 +109,8 @@ TEST(ShardedPipeline, BalancedFilesAreDealtOutWhole) {
   auto dir = fresh_dir("shard_files");
   std::vector<std::string> files;
   for (int f = 0; f < 4; ++f) {
-    files.push_back(write_id_file(dir / ("f" + std::to_string(f) + ".tfrecord"), 5 * f, 5));
+    files.push_back(
+        write_id_file(dir / ("f" + std::to_string(f) + ".tfrecord"), 5 * f, 5));
   }
   auto o = options(files, 1, 2);
   o.is_training = false;
@@ -126,7 +130,8 @@ TEST(ShardedPipeline, TrainingWorkersTakeTheSameNumberOfSteps) {
     o.shuffle_buffer_size = 8;
     Pipeline p(o);
     auto [ids, sizes] = drain(p);
-    for (int64_t s : sizes) EXPECT_EQ(s, 4);
+    for (int64_t s : sizes)
+      EXPECT_EQ(s, 4);
     steps.push_back(sizes.size());
   }
   // 19 records, 3 workers: 6 each, 12 over two epochs, 3 full batches of 4.
@@ -139,7 +144,8 @@ TEST(ShardedPipeline, ImageFilesAreShardedByRecord) {
   std::vector<int64_t> labels;
   for (int i = 0; i < 7; ++i) {
     files.push_back((dir / (std::to_string(i) + ".png")).string());
-    std::ofstream(files.back()) << testing::png_of(28, 28, 1, static_cast<uint8_t>(i));
+    std::ofstream(files.back())
+        << testing::png_of(28, 28, 1, static_cast<uint8_t>(i));
     labels.push_back(i % 2);
   }
   auto o = options(files, 1, 2);

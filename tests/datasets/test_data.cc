@@ -31,10 +31,12 @@ std::string example_of(const std::string& encoded, int64_t label) {
   return io::encode_image_example(r);
 }
 
-std::string write_records(const fs::path& path, const std::vector<std::string>& records) {
+std::string write_records(const fs::path& path,
+                          const std::vector<std::string>& records) {
   fs::create_directories(path.parent_path());
   io::TFRecordWriter w(path.string());
-  for (const auto& r : records) w.write(r);
+  for (const auto& r : records)
+    w.write(r);
   w.close();
   return path.string();
 }
@@ -42,7 +44,8 @@ std::string write_records(const fs::path& path, const std::vector<std::string>& 
 std::string write_id_file(const fs::path& path, int first, int n) {
   std::vector<std::string> records;
   for (int i = first; i < first + n; ++i) {
-    records.push_back(example_of(png_of(28, 28, 1, static_cast<uint8_t>(i)), i % 10));
+    records.push_back(
+        example_of(png_of(28, 28, 1, static_cast<uint8_t>(i)), i % 10));
   }
   return write_records(path, records);
 }
@@ -57,8 +60,8 @@ datasets::PipelineOptions eval_options(std::vector<std::string> files,
   o.channels = channels;
   o.num_classes = 10;
   o.shape = {channels, size, size};
-  o.preprocess = preprocessing::get_preprocessing(channels == 1 ? "lenet" : "cifarnet",
-                                                  o.shape, false);
+  o.preprocess = preprocessing::get_preprocessing(
+      channels == 1 ? "lenet" : "cifarnet", o.shape, false);
   o.num_threads = 2;
   return o;
 }

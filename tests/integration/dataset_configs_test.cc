@@ -5,9 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
-
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "tests/datasets/test_data.h"
 #include "tests/integration/process.h"
@@ -20,12 +19,14 @@ const std::string kBin = FASTNN_BIN_DIR;
 const fs::path kSource = FASTNN_SOURCE_DIR;
 
 // n RGB records of size h x w with labels drawn from [lo, hi].
-std::vector<std::string> records(int n, int h, int w, int64_t lo, int64_t hi, uint64_t seed) {
+std::vector<std::string> records(
+    int n, int h, int w, int64_t lo, int64_t hi, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<std::string> out;
   for (int i = 0; i < n; ++i) {
     const int64_t label = lo + static_cast<int64_t>(rng() % (hi - lo + 1));
-    out.push_back(example_of(png_of(h, w, 3, static_cast<uint8_t>(rng())), label));
+    out.push_back(
+        example_of(png_of(h, w, 3, static_cast<uint8_t>(rng())), label));
   }
   return out;
 }
@@ -45,18 +46,23 @@ Layout layout(const std::string& name) {
             {}};
   }
   if (name == "flowers") {
-    Layout l{"configs/flowers.cfg", {}, {"--task_type=pretrain", "--checkpoint_path="}};
+    Layout l{"configs/flowers.cfg",
+             {},
+             {"--task_type=pretrain", "--checkpoint_path="}};
     for (int i = 0; i < 5; ++i) {
-      l.files.push_back({"flowers_train_0000" + std::to_string(i) + "-of-00005.tfrecord",
-                         records(2, 40, 56, 0, 4, 10 + i)});
+      l.files.push_back(
+          {"flowers_train_0000" + std::to_string(i) + "-of-00005.tfrecord",
+           records(2, 40, 56, 0, 4, 10 + i)});
     }
-    l.files.push_back({"flowers_validation_00000-of-00005.tfrecord", records(2, 40, 56, 0, 4, 3)});
+    l.files.push_back({"flowers_validation_00000-of-00005.tfrecord",
+                       records(2, 40, 56, 0, 4, 3)});
     return l;
   }
   Layout l{"configs/imagenet.cfg", {}, {}};
   l.files.push_back({"train-00000-of-01024", records(4, 40, 56, 1, 1000, 4)});
   l.files.push_back({"train-00001-of-01024", records(4, 40, 56, 1, 1000, 5)});
-  l.files.push_back({"validation-00000-of-00128", records(2, 40, 56, 1, 1000, 6)});
+  l.files.push_back(
+      {"validation-00000-of-00128", records(2, 40, 56, 1, 1000, 6)});
   return l;
 }
 
@@ -67,8 +73,10 @@ TEST_P(DatasetConfig, DryRunAndTwoSteps) {
   const Layout l = layout(name);
   const fs::path root = fresh_dir("config_" + name);
   const fs::path data = root / "data";
-  for (const auto& [file, recs] : l.files) write_records(data / file, recs);
-  std::vector<std::string> base = {kBin + "/train_image_classifier", "--config",
+  for (const auto& [file, recs] : l.files)
+    write_records(data / file, recs);
+  std::vector<std::string> base = {kBin + "/train_image_classifier",
+                                   "--config",
                                    (kSource / l.config).string(),
                                    "--dataset_dir=" + data.string()};
   base.insert(base.end(), l.extra_args.begin(), l.extra_args.end());
@@ -77,12 +85,16 @@ TEST_P(DatasetConfig, DryRunAndTwoSteps) {
   dry.push_back("--dry_run");
   auto r = run(dry, (root / "dry.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("# dataset: " + name + " split train"), std::string::npos)
+  EXPECT_NE(r.output.find("# dataset: " + name + " split train"),
+            std::string::npos)
       << r.output;
 
   auto train = base;
-  for (const char* a : {"--stop_at_step=2", "--batch_size=2", "--shuffle_buffer_size=8",
-                        "--num_preprocessing_threads=1", "--intra_op_parallelism_threads=2",
+  for (const char* a : {"--stop_at_step=2",
+                        "--batch_size=2",
+                        "--shuffle_buffer_size=8",
+                        "--num_preprocessing_threads=1",
+                        "--intra_op_parallelism_threads=2",
                         "--log_loss_every_n_iters=1"}) {
     train.push_back(a);
   }
@@ -97,34 +109,40 @@ TEST_P(DatasetConfig, DryRunAndTwoSteps) {
   EXPECT_EQ(metrics["records_skipped_by_kind"]["bad_label"], 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Configs, DatasetConfig,
+INSTANTIATE_TEST_SUITE_P(Configs,
+                         DatasetConfig,
                          ::testing::Values("cifar10", "flowers", "imagenet"),
                          [](const auto& info) { return info.param; });
 
 TEST(DatasetConfig, BadRecordsExit3OrAreCountedInMetrics) {
   const fs::path root = fresh_dir("config_bad_records");
   auto recs = records(6, 32, 32, 0, 9, 9);
-  recs[2] = example_of(png_of(32, 32, 3, 1), 10);        // label outside [0, 10)
+  recs[2] = example_of(png_of(32, 32, 3, 1), 10);      // label outside [0, 10)
   recs[4] = example_of("\xff\xd8\xff not a jpeg", 3);  // undecodable image
   write_records(root / "data" / "cifar10_train.tfrecord", recs);
-  std::vector<std::string> args = {kBin + "/train_image_classifier", "--config",
+  std::vector<std::string> args = {kBin + "/train_image_classifier",
+                                   "--config",
                                    (kSource / "configs/cifar10.cfg").string(),
                                    "--dataset_dir=" + (root / "data").string(),
-                                   "--batch_size=2", "--num_epochs=1",
+                                   "--batch_size=2",
+                                   "--num_epochs=1",
                                    "--shuffle_buffer_size=1",
                                    "--num_preprocessing_threads=1",
                                    "--train_dir=" + (root / "train").string()};
   auto r = run(args, (root / "fail.log").string());
   EXPECT_EQ(r.exit_code, 3) << r.output;
-  EXPECT_NE(r.output.find("cifar10_train.tfrecord: record 2 at offset"), std::string::npos)
+  EXPECT_NE(r.output.find("cifar10_train.tfrecord: record 2 at offset"),
+            std::string::npos)
       << r.output;
 
   fs::remove_all(root / "train");
   args.push_back("--skip_corrupt_records=True");
   r = run(args, (root / "skip.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("2 corrupt records skipped: 1 bad_image, 1 bad_label"),
-            std::string::npos) << r.output;
+  EXPECT_NE(
+      r.output.find("2 corrupt records skipped: 1 bad_image, 1 bad_label"),
+      std::string::npos)
+      << r.output;
   nlohmann::json metrics;
   std::ifstream(root / "train" / "metrics.json") >> metrics;
   EXPECT_EQ(metrics["records_skipped"], 2);
@@ -136,9 +154,11 @@ TEST(DatasetConfig, BadRecordsExit3OrAreCountedInMetrics) {
 
 TEST(DatasetConfig, MissingFilesExitWithCode3NamingThePattern) {
   const fs::path root = fresh_dir("config_missing");
-  auto r = run({kBin + "/train_image_classifier", "--config",
+  auto r = run({kBin + "/train_image_classifier",
+                "--config",
                 (kSource / "configs/imagenet.cfg").string(),
-                "--dataset_dir=" + root.string(), "--dry_run"},
+                "--dataset_dir=" + root.string(),
+                "--dry_run"},
                (root / "log").string());
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("train-[0-9]"), std::string::npos) << r.output;
