@@ -31,7 +31,10 @@ struct PipelineOptions {
   /// them.
   std::vector<int64_t> records_per_file;
   /// This worker's part of the data: worker shard_index of num_shards gets
-  /// the same number of records per epoch as every other (datasets/sharding.h).
+  /// the same number of records per epoch as every other (datasets/sharding.h);
+  /// up to num_shards - 1 records are dropped, in evaluation too, so exact
+  /// evaluation counts need num_shards = 1. Counting the records of each file
+  /// (for the plan) happens in the constructor, before the first batch.
   /// REQUIRES: 0 <= shard_index < num_shards.
   int shard_index = 0;
   int num_shards = 1;

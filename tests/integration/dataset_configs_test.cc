@@ -101,7 +101,7 @@ TEST_P(DatasetConfig, DryRunAndTwoSteps) {
   train.push_back("--train_dir=" + (root / "train").string());
   r = run(train, (root / "train.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("data = "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(data "), std::string::npos) << r.output;
   nlohmann::json metrics;
   std::ifstream(root / "train" / "metrics.json") >> metrics;
   EXPECT_EQ(metrics["final_step"], 2);
