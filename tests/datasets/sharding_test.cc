@@ -92,7 +92,12 @@ TEST(ShardedPipeline, UnevenFilesGiveEqualDisjointRecordShards) {
   for (int rank = 0; rank < 2; ++rank) {
     auto o = options(files, rank, 2);
     o.is_training = false;
+    ::testing::internal::CaptureStdout();
     Pipeline p(o);
+    EXPECT_EQ(::testing::internal::GetCapturedStdout(),
+              "Input shard " + std::to_string(rank) +
+                  " of 2: record-level, 3 of 3 files, 15 samples per epoch, 1 "
+                  "dropped\n");
     EXPECT_EQ(p.stats().shard_samples, 15);
     EXPECT_EQ(p.stats().shard_dropped, 1);
     auto [ids, sizes] = drain(p);
