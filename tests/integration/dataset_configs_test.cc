@@ -35,20 +35,17 @@ struct Layout {
   const char* config;
   // (file name, records) of every file to generate
   std::vector<std::pair<std::string, std::vector<std::string>>> files;
-  std::vector<std::string> extra_args;
 };
 
 Layout layout(const std::string& name) {
   if (name == "cifar10") {
     return {"configs/cifar10.cfg",
             {{"cifar10_train.tfrecord", records(8, 32, 32, 0, 9, 1)},
-             {"cifar10_test.tfrecord", records(4, 32, 32, 0, 9, 2)}},
-            {}};
+             {"cifar10_test.tfrecord", records(4, 32, 32, 0, 9, 2)}}};
   }
   if (name == "flowers") {
-    Layout l{"configs/flowers.cfg",
-             {},
-             {"--task_type=pretrain", "--checkpoint_path="}};
+    // The fine-tuning source is made by the test (pretrained_inception_v3).
+    Layout l{"configs/flowers.cfg", {}};
     for (int i = 0; i < 5; ++i) {
       l.files.push_back(
           {"flowers_train_0000" + std::to_string(i) + "-of-00005.tfrecord",
@@ -58,12 +55,30 @@ Layout layout(const std::string& name) {
                        records(2, 40, 56, 0, 4, 3)});
     return l;
   }
-  Layout l{"configs/imagenet.cfg", {}, {}};
+  Layout l{"configs/imagenet.cfg", {}};
   l.files.push_back({"train-00000-of-01024", records(4, 40, 56, 1, 1000, 4)});
   l.files.push_back({"train-00001-of-01024", records(4, 40, 56, 1, 1000, 5)});
   l.files.push_back(
       {"validation-00000-of-00128", records(2, 40, 56, 1, 1000, 6)});
   return l;
+}
+
+// A one-step 1001-class Inception V3 checkpoint (ImageNet-shaped logits) in
+// root/pretrained, as the source flowers.cfg fine-tunes from.
+std::string pretrained_inception_v3(const fs::path& root) {
+  const fs::path dir = root / "pretrained";
+  auto r = run({kBin + "/train_image_classifier",
+                "--model_name=inception_v3",
+                "--dataset_name=mock",
+                "--num_classes=1001",
+                "--batch_size=1",
+                "--stop_at_step=1",
+                "--use_fp16=False",
+                "--enable_paisoar=False",
+                "--train_dir=" + dir.string()},
+               (root / "pretrain.log").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return dir.string();
 }
 
 class DatasetConfig : public ::testing::TestWithParam<std::string> {};
@@ -79,7 +94,8 @@ TEST_P(DatasetConfig, DryRunAndTwoSteps) {
                                    "--config",
                                    (kSource / l.config).string(),
                                    "--dataset_dir=" + data.string()};
-  base.insert(base.end(), l.extra_args.begin(), l.extra_args.end());
+  if (name == "flowers")
+    base.push_back("--checkpoint_path=" + pretrained_inception_v3(root));
 
   auto dry = base;
   dry.push_back("--dry_run");
@@ -107,6 +123,13 @@ TEST_P(DatasetConfig, DryRunAndTwoSteps) {
   EXPECT_EQ(metrics["final_step"], 2);
   EXPECT_EQ(metrics["records_skipped"], 0);
   EXPECT_EQ(metrics["records_skipped_by_kind"]["bad_label"], 0);
+  if (name == "flowers") {
+    // Everything but the excluded 1001-class logits came from the checkpoint.
+    EXPECT_NE(
+        r.output.find("(excluded: InceptionV3/Logits,InceptionV3/AuxLogits)"),
+        std::string::npos)
+        << r.output;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs,
