@@ -96,6 +96,12 @@ struct HParams {
   int64_t eval_batch_size = 100;
   /// Skip and count undecodable records instead of failing (exit 3).
   bool skip_corrupt_records = false;
+  /// image_folder: share of the images held out as split "validation".
+  /// REQUIRES: in [0, 1).
+  double validation_fraction = 0.1;
+  /// image_folder: seed of the train/validation split (kept apart from
+  /// `seed` so runs with different seeds share one validation set).
+  int64_t validation_split_seed = 0;
 
   // --- Preprocessing ---
   /// Decode/preprocess threads. REQUIRES: >= 1.

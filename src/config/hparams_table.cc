@@ -21,8 +21,10 @@ std::vector<KeySpec> build_table() {
   return {
     // --- Dataset ---
     {FASTNN_KEY(dataset_name), G::kDataset,
-     "Dataset to read: mock (constant images, every label 1), mnist, "
-     "cifar10, flowers, imagenet, ..."},
+     "Dataset to read: mock (synthetic images, no I/O), mnist, "
+     "fashion_mnist, cifar10, flowers, imagenet, tfrecord (any TF-slim-style "
+     "TFRecords: train_files/eval_files and num_classes) or image_folder (a "
+     "folder of class sub-folders of JPEG/PNG files, read directly)."},
     {FASTNN_KEY(dataset_dir), G::kDataset,
      "Directory holding the TFRecord shards and labels.txt."},
     {FASTNN_KEY(dataset_split_name), G::kDataset,
@@ -43,6 +45,12 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(skip_corrupt_records), G::kDataset,
      "Skip (and count) records that cannot be parsed or decoded instead of "
      "stopping with exit code 3."},
+    {FASTNN_KEY(validation_fraction), G::kDataset,
+     "image_folder: share of the images held out as split 'validation' "
+     "(the rest is 'train').", between(0, 1, false, true)},
+    {FASTNN_KEY(validation_split_seed), G::kDataset,
+     "image_folder: seed of the deterministic train/validation split; "
+     "separate from seed so that every run holds out the same images."},
     {FASTNN_KEY(file_pattern), G::kDataset,
      "Unused in FastNN as well; use train_files.", {}, {}, kIgnored},
     {FASTNN_KEY(reader), G::kDataset,

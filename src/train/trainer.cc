@@ -466,8 +466,9 @@ int Trainer::run() {
             << " images/sec, data wait " << (wall > 0 ? 100 * data_secs / wall : 0)
             << "%\n";
   if (!last_ckpt.empty()) std::cout << "Saved " << last_ckpt << "\n";
+  const auto stats = pipeline.stats();
+  if (stats.records_skipped) std::cout << datasets::describe_skipped(stats) << "\n";
   if (m.checkpoints) {
-    const auto stats = pipeline.stats();
     nlohmann::json j = {{"final_step", m.step},
                         {"steps_this_run", m.step - start_step},
                         {"loss", last_loss},
@@ -478,6 +479,12 @@ int Trainer::run() {
                         {"records_skipped", stats.records_skipped},
                         {"loss_scale", m.scaler->scale()},
                         {"steps_skipped_overflow", m.scaler->skipped_steps()},
+                        {"records_skipped_by_kind",
+                         {{"crc_mismatch", stats.skipped_crc_mismatch},
+                          {"truncated", stats.skipped_truncated},
+                          {"bad_example", stats.skipped_bad_example},
+                          {"bad_image", stats.skipped_bad_image},
+                          {"bad_label", stats.skipped_bad_label}}},
                         {"stop_reason", m.stop_reason},
                         {"eval_accuracy", m.last_eval ? nlohmann::json(m.last_eval->top1)
                                                       : nlohmann::json()},
