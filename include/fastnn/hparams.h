@@ -40,6 +40,19 @@ struct HParams {
   std::string communication_policy = "nccl_fullring";
   /// Largest fused all-reduce bucket, bytes. REQUIRES: >= 1.
   int64_t tensor_fusion_max_bytes = 8388608;
+  /// Local worker processes this command starts (the launcher);
+  /// 1: this process is the worker. REQUIRES: >= 1.
+  int64_t nproc_per_node = 1;
+  /// host:port of the chief's coordinator; empty: from the cluster source.
+  std::string coordinator_address;
+  /// Rendezvous deadline and lost-worker bound, seconds. REQUIRES: >= 1.
+  int64_t worker_timeout_secs = 60;
+  /// File holding the job's shared token; empty: FASTNN_JOB_TOKEN.
+  std::string job_token_file;
+  /// TLS for the coordinator: PEM certificate and key (chief), CA (all).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_ca_file;
 
   // --- Model (FastNN "Model base", loss, fine-tuning) ---
   /// pretrain or finetune (restore trainable variables first).

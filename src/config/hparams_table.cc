@@ -267,6 +267,29 @@ std::vector<KeySpec> build_table() {
      "All-reduce algorithm (PAI-Soar name); NCCL on CUDA, Gloo on CPU."},
     {FASTNN_KEY(tensor_fusion_max_bytes), G::kCluster,
      "Largest fused all-reduce bucket, in bytes.", at_least(1)},
+    {FASTNN_KEY(nproc_per_node), G::kCluster,
+     "Worker processes to start on this machine, one per device "
+     "(torchrun's convention); each gets RANK, WORLD_SIZE, LOCAL_RANK, "
+     "MASTER_ADDR and MASTER_PORT. 1: this process is the worker.",
+     at_least(1)},
+    {FASTNN_KEY(coordinator_address), G::kCluster,
+     "host:port of the chief's gRPC coordinator; None: from the cluster "
+     "source (worker_hosts[0], TF_CONFIG, MASTER_ADDR:MASTER_PORT, the "
+     "first Slurm node).", {}, {}, 0, "from the cluster source"},
+    {FASTNN_KEY(worker_timeout_secs), G::kCluster,
+     "Rendezvous deadline and lost-worker bound, in seconds: a worker "
+     "silent this long makes every other worker exit 5.", at_least(1)},
+    {FASTNN_KEY(job_token_file), G::kCluster,
+     "File holding the job's shared token (every coordinator call carries "
+     "it); None: the FASTNN_JOB_TOKEN environment variable."},
+    {FASTNN_KEY(tls_cert_file), G::kCluster,
+     "PEM certificate the chief's coordinator serves; with tls_key_file "
+     "turns TLS on. None: plaintext."},
+    {FASTNN_KEY(tls_key_file), G::kCluster,
+     "PEM private key of tls_cert_file."},
+    {FASTNN_KEY(tls_ca_file), G::kCluster,
+     "PEM CA bundle workers verify the coordinator with; setting it turns "
+     "TLS on for clients."},
     {FASTNN_KEY(taskId), G::kCluster,
      "PAI platform task id; unused in FastNN as well.", {}, {}, kIgnored},
     {FASTNN_KEY(ps_hosts), G::kCluster,

@@ -117,20 +117,6 @@ int configure_threads(const HParams& hp) {
   return intra;
 }
 
-std::string describe_cluster(const HParams& hp) {
-  const auto hosts = split_list(hp.worker_hosts);
-  const size_t world = std::max<size_t>(1, hosts.size());
-  std::ostringstream os;
-  os << "job_name = " << hp.job_name << "  (" << hp.where("job_name") << ")\n"
-     << "task_index = " << hp.task_index << "  (" << hp.where("task_index") << ")\n"
-     << "worker_hosts = " << (hosts.empty() ? "None" : join_list(hosts)) << "  ("
-     << hp.where("worker_hosts") << ")\n"
-     << "world_size = " << world << ", rank = " << hp.task_index
-     << (hp.task_index == 0 ? " (chief)" : "") << "\n";
-  if (world == 1) os << "mode = single process\n";
-  return os.str();
-}
-
 std::string model_key(const std::string& tf_name) {
   return "model/" + tf_name;
 }

@@ -34,10 +34,6 @@ datasets::PipelineOptions pipeline_options(const HParams& hp,
 /// machine's cores; returns the intra-op count used.
 int configure_threads(const HParams& hp);
 
-/// The resolved cluster (rank, world size, hosts) and where each value
-/// came from, for --print_cluster.
-std::string describe_cluster(const HParams& hp);
-
 /// "model/<tf name>" for every model variable, for checkpoints.
 std::string model_key(const std::string& tf_name);
 
