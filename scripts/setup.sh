@@ -12,6 +12,7 @@ PACKAGES=(
   libabsl-dev libcli11-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
   nlohmann-json3-dev libgtest-dev
   dataset-fashion-mnist
+  openssl iproute2
 )
 
 missing=()

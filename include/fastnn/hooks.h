@@ -30,6 +30,13 @@ struct StepStats {
   double accuracy = 0;
   double learning_rate = 0;
   int64_t batch_samples = 0;
+  /// Global norm of the gradients (unscaled, after weight decay, before
+  /// clipping); Inf or NaN when they overflowed.
+  double gradient_norm = 0;
+  /// Loss scale used for this step's backward (1 without loss scaling).
+  double loss_scale = 1;
+  /// The update was skipped: dynamic loss scaling met Inf/NaN gradients.
+  bool skipped = false;
   StepSpans spans;
 };
 
@@ -39,6 +46,9 @@ class TrainControl {
   virtual ~TrainControl() = default;
   virtual const HParams& hparams() const = 0;
   virtual int64_t global_step() const = 0;
+  /// The step training is expected to end at (stop_at_step, or the end of
+  /// num_epochs when that comes first); -1 when unknown.
+  virtual int64_t final_step() const = 0;
   /// Writes a checkpoint now (no-op without train_dir); returns its path.
   virtual std::string save_checkpoint() = 0;
   virtual void request_stop(const std::string& why) = 0;

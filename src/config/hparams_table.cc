@@ -21,8 +21,10 @@ std::vector<KeySpec> build_table() {
   return {
     // --- Dataset ---
     {FASTNN_KEY(dataset_name), G::kDataset,
-     "Dataset to read: mock (constant images, every label 1), mnist, "
-     "cifar10, flowers, imagenet, ..."},
+     "Dataset to read: mock (synthetic images, no I/O), mnist, "
+     "fashion_mnist, cifar10, flowers, imagenet, tfrecord (any TF-slim-style "
+     "TFRecords: train_files/eval_files and num_classes) or image_folder (a "
+     "folder of class sub-folders of JPEG/PNG files, read directly)."},
     {FASTNN_KEY(dataset_dir), G::kDataset,
      "Directory holding the TFRecord shards and labels.txt."},
     {FASTNN_KEY(dataset_split_name), G::kDataset,
@@ -43,6 +45,12 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(skip_corrupt_records), G::kDataset,
      "Skip (and count) records that cannot be parsed or decoded instead of "
      "stopping with exit code 3."},
+    {FASTNN_KEY(validation_fraction), G::kDataset,
+     "image_folder: share of the images held out as split 'validation' "
+     "(the rest is 'train').", between(0, 1, false, true)},
+    {FASTNN_KEY(validation_split_seed), G::kDataset,
+     "image_folder: seed of the deterministic train/validation split; "
+     "separate from seed so that every run holds out the same images."},
     {FASTNN_KEY(file_pattern), G::kDataset,
      "Unused in FastNN as well; use train_files.", {}, {}, kIgnored},
     {FASTNN_KEY(reader), G::kDataset,
@@ -205,6 +213,13 @@ std::vector<KeySpec> build_table() {
      at_least(0)},
     {FASTNN_KEY(eval_every_n_iters), G::kLog,
      "Evaluate on eval_split_name every N steps; 0: off.", at_least(0)},
+    {FASTNN_KEY(eval_interval_secs), G::kLog,
+     "eval_image_classifier on a train_dir: evaluate each new checkpoint, "
+     "checking every this many seconds; 0: evaluate once.", at_least(0)},
+    {FASTNN_KEY(eval_timeout_secs), G::kLog,
+     "Evaluation loop: stop after this many seconds without a new "
+     "checkpoint; 0: stop when the training run has finished.",
+     at_least(0)},
     {FASTNN_KEY(log_device_placement), G::kLog,
      "TensorFlow op-placement logging.", {}, {}, kIgnored},
 
@@ -214,7 +229,13 @@ std::vector<KeySpec> build_table() {
      "bf16 autocast on CPUs that support it."},
     {FASTNN_KEY(loss_scale), G::kPerformance,
      "Loss multiplier applied before backward for fp16; the gradients are "
-     "divided by it again.", above(0)},
+     "divided by it again. With dynamic loss scaling: the first scale "
+     "(default 2^15).", above(0)},
+    {FASTNN_KEY(loss_scaling), G::kPerformance,
+     "Loss scaling policy: auto (dynamic under fp16 autocast on CUDA, "
+     "static otherwise), static (loss_scale), dynamic (skip steps with "
+     "Inf/NaN gradients, halve the scale, double it after 2000 good steps).",
+     {}, {"auto", "static", "dynamic"}},
     {FASTNN_KEY(intra_op_parallelism_threads), G::kPerformance,
      "Threads for CPU tensor operations; 0: LibTorch's default.",
      at_least(0)},

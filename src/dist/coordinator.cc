@@ -33,8 +33,8 @@ constexpr milliseconds kMaxWait{600000};
 
 struct Worker {
   bool joined = false, finished = false, lost = false;
-  /// Heard of the failure or the stop through a heartbeat.
-  bool heard_news = false;
+  /// Was told of the job's failure in a heartbeat response.
+  bool heard_failure = false;
   std::string host;
   int64_t pid = 0;
   Clock::time_point last_seen;
@@ -145,8 +145,8 @@ class Service final : public pb::Coordinator::Service {
     resp->set_state(state_);
     resp->set_stop_requested(stop_requested_);
     resp->set_failure(failure_);
-    if (!failure_.empty() || stop_requested_) {
-      w.heard_news = true;
+    if (!failure_.empty()) {
+      w.heard_failure = true;
       cv_.notify_all();
     }
     return grpc::Status::OK;
@@ -321,7 +321,7 @@ class Service final : public pb::Coordinator::Service {
       for (const auto& w : workers_) {
         if (!w.joined || w.finished || w.lost)
           continue;
-        if (failure_.empty() || !w.heard_news)
+        if (failure_.empty() || !w.heard_failure)
           return false;
       }
       return true;

@@ -227,8 +227,9 @@ struct WorkerSession::Impl {
 
   std::mutex mu;
   std::condition_variable cv;
-  bool stopping = false;      // ends the heartbeat thread
-  bool stop_pending = false;  // request_stop() not yet sent
+  bool stopping = false;                    // ends the heartbeat thread
+  grpc::ClientContext* inflight = nullptr;  // its call, to cancel on stop
+  bool stop_pending = false;                // request_stop() not yet sent
   bool finished = false;
   std::atomic<bool> stop_requested{false};
   std::optional<std::string> failure;
@@ -238,6 +239,8 @@ struct WorkerSession::Impl {
     {
       std::lock_guard<std::mutex> lock(mu);
       stopping = true;
+      if (inflight)
+        inflight->TryCancel();
     }
     cv.notify_all();
     if (heartbeat.joinable())
@@ -320,11 +323,15 @@ struct WorkerSession::Impl {
       req.mutable_report()->set_images_per_sec(report.images_per_sec);
       req.mutable_report()->set_eta_secs(report.eta_secs);
       req.set_request_stop(stop_pending);
-      lock.unlock();
       pb::HeartbeatResponse resp;
       auto ctx = client->context(call_timeout);
+      inflight = ctx.get();
+      lock.unlock();
       grpc::Status s = client->stub().Heartbeat(ctx.get(), req, &resp);
       lock.lock();
+      inflight = nullptr;
+      if (stopping)
+        break;
       const auto now = Clock::now();
       if (s.ok()) {
         last_ok = now;
@@ -443,15 +450,18 @@ void WorkerSession::request_stop() {
 void WorkerSession::finish(int exit_code) {
   Impl& m = *impl_;
   int64_t step = 0;
-  bool coordinator_lost = false;
+  bool coordinator_lost = false, job_failed = false;
   {
     std::lock_guard<std::mutex> lock(m.mu);
     if (m.finished)
       return;
     m.finished = true;
     m.stopping = true;
+    if (m.inflight)
+      m.inflight->TryCancel();  // do not wait out an unanswered heartbeat
     step = m.report.step;
     coordinator_lost = m.failure && m.failure->rfind("coordinator ", 0) == 0;
+    job_failed = m.failure.has_value();
   }
   m.cv.notify_all();
   if (m.heartbeat.joinable())
@@ -463,10 +473,21 @@ void WorkerSession::finish(int exit_code) {
     req.set_rank(m.spec.rank);
     req.set_exit_code(exit_code);
     req.set_step(step);
-    pb::FinishResponse resp;
-    auto ctx = m.client->context(
-        std::min<milliseconds>(milliseconds(5000), m.opts.worker_timeout));
-    m.client->stub().Finish(ctx.get(), req, &resp);  // best effort
+    // Best effort, failing fast: the channel is up while heartbeats flow,
+    // and a coordinator that already shut down must not delay the exit.
+    // Unreported, the worker is taken for lost later, which a finishing
+    // job no longer minds. After a failure the chief has stopped waiting
+    // for it: one attempt.
+    const auto until = Clock::now() + milliseconds(job_failed ? 0 : 1000);
+    for (;;) {
+      pb::FinishResponse resp;
+      auto ctx = m.client->context(milliseconds(1000),
+                                   /*wait_for_ready=*/false);
+      grpc::Status st = m.client->stub().Finish(ctx.get(), req, &resp);
+      if (st.error_code() != grpc::UNAVAILABLE || Clock::now() >= until)
+        break;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
   }
   if (m.server) {
     m.server->drain(m.opts.worker_timeout);

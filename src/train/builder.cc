@@ -71,6 +71,8 @@ datasets::PipelineOptions pipeline_options(const HParams& hp,
                                            bool is_training) {
   datasets::PipelineOptions o;
   o.files = b.dataset.files;
+  o.file_labels = b.dataset.file_labels;
+  o.records_per_file = b.dataset.records_per_file;
   if (b.dataset.synthetic) o.synthetic_samples = b.dataset.num_samples;
   o.is_training = is_training;
   o.batch_size = is_training ? hp.batch_size : hp.eval_batch_size;

@@ -5,9 +5,18 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
 
+#include "fastnn/errors.h"
+#include "fastnn/event_writer.h"
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
+#include "src/train/signals.h"
 
 namespace fastnn::train {
 
@@ -77,6 +86,82 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {
     r.global_step = it->second.item<int64_t>();
   }
   return r;
+}
+
+namespace {
+
+/// The final step metrics.json records, or -1 when there is none (yet).
+int64_t finished_step(const std::filesystem::path& train_dir) {
+  const auto path = train_dir / "metrics.json";
+  std::ifstream in(path);
+  if (!in) return -1;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    return j.value("final_step", int64_t{-1});
+  } catch (const nlohmann::json::exception&) {
+    return -1;  // being replaced right now; read again next time
+  }
+}
+
+}  // namespace
+
+int evaluation_loop(const HParams& hp, const std::string& train_dir,
+                    const std::function<void(const EvalResult&)>& report) {
+  namespace fs = std::filesystem;
+  using Clock = std::chrono::steady_clock;
+  install_stop_signals();
+  const CheckpointManager index(train_dir, 0);
+  std::unique_ptr<io::EventWriter> events;
+  std::string last_path;
+  int64_t last_step = -1;
+  auto last_new = Clock::now();
+  const auto interval = std::chrono::seconds(std::max<int64_t>(1, hp.eval_interval_secs));
+  while (true) {
+    if (const int sig = stop_signal()) return sig == SIGINT ? kExitSigint : kExitSigterm;
+    const auto latest = index.latest();
+    if (latest && *latest != last_path && fs::exists(*latest)) {
+      EvalResult r;
+      try {
+        r = evaluate(hp, *latest);
+      } catch (const DataError&) {
+        // Pruned (max_to_keep) between reading the index and the file: the
+        // index names a newer one by now.
+        if (!fs::exists(*latest)) continue;
+        throw;
+      }
+      report(r);
+      if (!events) {
+        events = std::make_unique<io::EventWriter>(
+            (fs::path(train_dir) / ("eval_" + r.split)).string());
+      }
+      events->add_scalars(r.global_step,
+                          {{"eval/accuracy", r.top1},
+                           {"eval/recall_5", r.top5},
+                           {"eval/loss", r.loss}});
+      events->flush();
+      last_path = *latest;
+      last_step = r.global_step;
+      last_new = Clock::now();
+      continue;
+    }
+    if (last_step >= 0 && finished_step(train_dir) == last_step) {
+      std::printf("evaluation loop: the training run finished at global_step %lld\n",
+                  static_cast<long long>(last_step));
+      return kExitOk;
+    }
+    const double idle =
+        std::chrono::duration<double>(Clock::now() - last_new).count();
+    if (hp.eval_timeout_secs > 0 && idle >= static_cast<double>(hp.eval_timeout_secs)) {
+      std::printf("evaluation loop: no new checkpoint for %lld s (eval_timeout_secs)\n",
+                  static_cast<long long>(hp.eval_timeout_secs));
+      return kExitOk;
+    }
+    // Sleep in short slices so a signal is answered promptly.
+    const auto wake = Clock::now() + interval;
+    while (Clock::now() < wake && !stop_signal()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
 }
 
 std::string eval_result_json(const EvalResult& r) {

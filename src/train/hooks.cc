@@ -1,6 +1,7 @@
 #include "fastnn/hooks.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -40,7 +41,8 @@ class StopAtStepHook : public Hook {
   }
 };
 
-/// FastNN's LoggingTensorHook line, every log_loss_every_n_iters steps.
+/// FastNN's LoggingTensorHook line, every log_loss_every_n_iters steps,
+/// plus the share of the interval spent waiting for input and the ETA.
 class LoggingTensorHook : public Hook {
  public:
   void begin(TrainControl& c) override {
@@ -50,26 +52,61 @@ class LoggingTensorHook : public Hook {
   }
   void after_step(TrainControl& c, const StepStats& s) override {
     samples_ += s.batch_samples;
+    input_secs_ += s.spans.input_end - s.spans.input_begin;
     const int64_t every = c.hparams().log_loss_every_n_iters;
     if (every <= 0 || s.global_step % every != 0) return;
     const double elapsed = secs_since(last_time_);
     const int64_t steps = s.global_step - last_step_;
     const double per_step = steps > 0 ? elapsed / steps : 0.0;
     const double per_sec = elapsed > 0 ? (samples_ - last_samples_) / elapsed : 0;
+    const double data_share = elapsed > 0 ? 100.0 * input_secs_ / elapsed : 0;
+    const int64_t final_step = c.final_step();
+    std::string eta = "?";
+    if (final_step >= s.global_step && per_step > 0) {
+      eta = format_duration(per_step * static_cast<double>(final_step - s.global_step));
+    }
     std::printf("[%.4f secs/step,\t%.4f samples/sec]\tloss = %.6g,\t"
-                "accuracy = %.6g,\tlrate = %.6g,\tglobal_step = %lld\n",
+                "accuracy = %.6g,\tlrate = %.6g,\tglobal_step = %lld\t"
+                "(data %.1f%%, ETA %s)\n",
                 per_step, per_sec, s.loss, s.accuracy, s.learning_rate,
-                static_cast<long long>(s.global_step));
+                static_cast<long long>(s.global_step), data_share, eta.c_str());
     std::fflush(stdout);
     last_time_ = Clock::now();
     last_step_ = s.global_step;
     last_samples_ = samples_;
+    input_secs_ = 0;
   }
 
  private:
+  static std::string format_duration(double secs) {
+    const auto t = static_cast<long long>(secs + 0.5);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
+    return buf;
+  }
   Clock::time_point last_time_;
   int64_t last_step_ = 0;
   int64_t samples_ = 0, last_samples_ = 0;
+  double input_secs_ = 0;
+};
+
+/// TF's NanTensorHook(fail_on_nan_loss=True): a non-finite loss, or
+/// non-finite gradients that loss scaling did not absorb, stops training
+/// with DivergedError (exit 4) naming the step. Always installed, first.
+class NanTensorHook : public Hook {
+ public:
+  void after_step(TrainControl&, const StepStats& s) override {
+    std::string what;
+    if (!std::isfinite(s.loss)) {
+      what = "loss is " + std::to_string(s.loss);
+    } else if (!s.skipped && !std::isfinite(s.gradient_norm)) {
+      what = "gradient norm is " + std::to_string(s.gradient_norm);
+    } else {
+      return;
+    }
+    throw DivergedError(what + " at global_step " + std::to_string(s.global_step) +
+                        " (lower learning_rate, or set max_gradient_norm?)");
+  }
 };
 
 /// Saves every save_checkpoints_steps steps and every save_interval_secs
@@ -171,7 +208,9 @@ class SummarySaverHook : public Hook {
                           {"accuracy", s.accuracy},
                           {"learning_rate", s.learning_rate},
                           {"images_per_sec", samples_ / elapsed},
-                          {"global_step/sec", steps / elapsed}});
+                          {"global_step/sec", steps / elapsed},
+                          {"gradient_norm", s.gradient_norm},
+                          {"loss_scale", s.loss_scale}});
     writer_->flush();
     written_ = true;
     samples_ = 0;
@@ -202,6 +241,7 @@ const HookRow kHooks[] = {
     {"CheckpointSaverHook", make<CheckpointSaverHook>},
     {"ProfilerHook", make<ProfilerHook>},
     {"SummarySaverHook", make<SummarySaverHook>},
+    {"NanTensorHook", make<NanTensorHook>},
 };
 
 std::string lower(std::string s) {
@@ -220,8 +260,12 @@ std::vector<std::string> hook_names() {
 
 std::vector<std::unique_ptr<Hook>> make_hooks(const HParams& hp) {
   std::vector<std::unique_ptr<Hook>> hooks;
+  // A NaN run is never worth continuing: NanTensorHook runs whether it is
+  // listed or not, and first, so no later hook checkpoints a NaN state.
+  hooks.push_back(std::make_unique<NanTensorHook>());
   for (const std::string& name : split_list(hp.hooks)) {
     bool found = false;
+    if (lower(name) == "nantensorhook") continue;
     for (const auto& r : kHooks) {
       if (lower(name) == lower(r.name)) {
         hooks.push_back(r.make());

@@ -345,6 +345,13 @@ TEST(CoordinatorTest, RequestStopFromAWorker) {
   w[1]->request_stop();
   EXPECT_TRUE(wait_until(
       [&] { return w[0]->stop_requested() && w[1]->stop_requested(); }, 2s));
+  // The chief leaving (here without finish(), i.e. exit code 1) waits until
+  // the other worker has been told, so it never sees a "lost coordinator".
+  w[0].reset();
+  ASSERT_TRUE(wait_until([&] { return w[1]->failure().has_value(); }, 1s));
+  EXPECT_NE(w[1]->failure()->find("worker 0 ("), std::string::npos)
+      << *w[1]->failure();
+  EXPECT_NE(w[1]->failure()->find("exited with code 1"), std::string::npos);
 }
 
 TEST(CoordinatorTest, CallsWithoutTheTokenAreRefused) {
@@ -491,7 +498,7 @@ TEST(CoordinatorTest, TlsWhenCertificateFilesAreGiven) {
   CoordinatorClient plain(
       {"127.0.0.1:" + std::to_string(port), kToken, "", ""});
   pb::JobStatus status;
-  auto ctx = plain.context(2s);
+  auto ctx = plain.context(2s, /*wait_for_ready=*/false);
   EXPECT_FALSE(plain.stub().Status(ctx.get(), {}, &status).ok());
   // fastnn_job with the CA does.
   std::tie(code, out) =
