@@ -271,6 +271,8 @@ Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
   // Only rank 0 writes train_dir (checkpoints, summaries, metrics.json,
   // config.cfg); the others receive its state when training starts.
   if (!m.cluster.is_chief()) m.hp.train_dir.clear();
+  // Only the worker profile_at_task writes timelines (FastNN's meaning).
+  if (m.cluster.rank != m.hp.profile_at_task) m.hp.profile_every_n_iters = 0;
   const HParams& h = m.hp;
   torch::manual_seed(static_cast<uint64_t>(h.seed));
   m.intra_threads = configure_threads(h);
