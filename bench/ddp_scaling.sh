@@ -11,16 +11,17 @@
 # Also reports the all-reduce bus bandwidth of our Gloo communicator
 # (nccl-tests: busbw = algbw x 2(n-1)/n) for the gradient size.
 #
-# Usage: bench/ddp_scaling.sh [STEPS=10] [PEER_MODELS="resnet50 resnet18"]
+# Usage: bench/ddp_scaling.sh [STEPS=10] [PEER_MODELS="resnet50 resnet18"] ("" skips the peer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-10}
-PEER_MODELS=${2:-"resnet50 resnet18"}
+PEER_MODELS=${2-"resnet50 resnet18"}
 BIN=${BUILD_DIR:-build}/bin
 PEER=${PEER:-../shared/bench/peer_ddp.py}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "other busy processes: $(ps -eo pcpu=,comm= | awk '$1 > 15 { printf "%s(%s%%) ", $2, $1 }')"
 
 for model in $PEER_MODELS; do
   p1=$(/usr/bin/python3 "$PEER" 1 "$model" 32 "$STEPS" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p')
@@ -46,8 +47,9 @@ ours() {
   for p in "${pids[@]}"; do wait "$p"; done
   # Timed steps: global_step 4 .. STEPS+3 from rank 0's per-step log lines.
   local secs
-  secs=$(awk -F'[[ ]' '/global_step = / { n = $NF; if (n > 3) s += $2 } END { print s }' \
-    "$OUT/ours$world.0.txt")
+  secs=$(awk -F'[[ ]' '/global_step = / {
+      match($0, /global_step = [0-9]+/); n = substr($0, RSTART + 14, RLENGTH - 14) + 0
+      if (n > 3) s += $2 } END { print s }' "$OUT/ours$world.0.txt")
   awk -v s="$secs" -v n="$STEPS" -v w="$world" 'BEGIN { printf "%.2f", 32 * w * n / s }'
 }
 o1=$(ours 1)
@@ -66,4 +68,5 @@ for bytes in 1048576 94000000; do
   port=$((port + 1))
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "other busy processes: $(ps -eo pcpu=,comm= | awk '$1 > 15 { printf "%s(%s%%) ", $2, $1 }')"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
