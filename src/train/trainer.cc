@@ -1,6 +1,7 @@
 #include "fastnn/trainer.h"
 
 #include <ATen/autocast_mode.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
@@ -392,6 +393,11 @@ int Trainer::run() {
       break;
     }
     s.learning_rate = optim::learning_rate_at(m.schedule, m.step);
+    // ProfilerHook's operator-level detail: LibTorch's profiler around
+    // forward, backward and the optimizer of the profiled step only.
+    std::ostringstream op_trace;
+    std::optional<torch::autograd::profiler::RecordProfile> op_profile;
+    if (profiles_step(h, m.step + 1)) op_profile.emplace(op_trace);
     models::ModelOutput out;
     {
       CpuAutocast autocast(m.bf16);
@@ -438,6 +444,10 @@ int Trainer::run() {
       m.update_moving_averages(m.step);
     }
     s.spans.optimizer_end = now();
+    if (op_profile) {
+      op_profile.reset();  // writes the trace
+      s.op_trace = op_trace.str();
+    }
     ++m.step;
     ++m.batches_consumed;
     s.global_step = m.step;
