@@ -244,6 +244,7 @@ Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
   torch::manual_seed(static_cast<uint64_t>(h.seed));
   m.intra_threads = configure_threads(h);
   m.built = build(h, h.dataset_split_name);
+  apply_data_format(h, *m.built.model);
   std::vector<optim::Variable> vars;
   for (const auto& v : models::model_variables(*m.built.model)) {
     if (!v.trainable) continue;
@@ -402,7 +403,7 @@ int Trainer::run() {
     {
       CpuAutocast autocast(m.bf16);
       model.set_global_step(m.step);
-      out = model.forward(batch->images);
+      out = model.forward(to_data_format(h, batch->images));
     }
     out.logits = out.logits.to(torch::kFloat32);
     if (out.aux_logits.defined()) out.aux_logits = out.aux_logits.to(torch::kFloat32);
