@@ -37,6 +37,10 @@ struct StepStats {
   double loss_scale = 1;
   /// The update was skipped: dynamic loss scaling met Inf/NaN gradients.
   bool skipped = false;
+  /// On a step ProfilerHook profiles: LibTorch's operator-level trace of
+  /// forward, backward and optimizer (Chrome trace JSON, times relative to
+  /// spans.input_end). Empty otherwise.
+  std::string op_trace;
   StepSpans spans;
 };
 
@@ -65,6 +69,10 @@ class Hook {
 /// The hooks named in hp.hooks (comma list, case-insensitive), in order.
 /// Throws ConfigError for an unknown name, listing the valid ones.
 std::vector<std::unique_ptr<Hook>> make_hooks(const HParams& hp);
+
+/// True when ProfilerHook is selected and profiles the step that ends at
+/// `global_step` (profile_every_n_iters, on task profile_at_task).
+bool profiles_step(const HParams& hp, int64_t global_step);
 
 /// Names make_hooks accepts.
 std::vector<std::string> hook_names();

@@ -139,6 +139,9 @@ struct HParams {
   // --- Performance (fp16 + threads) ---
   /// Mixed precision (fp16 autocast on CUDA, bf16 on capable CPUs).
   bool use_fp16 = true;
+  /// Activation and weight layout on CPU: NCHW (LibTorch's default) or
+  /// NHWC (channels-last, oneDNN's preferred layout).
+  std::string data_format = "NCHW";
   /// Static loss scale, or the dynamic policy's first scale when set.
   /// REQUIRES: > 0.
   double loss_scale = 1.0;

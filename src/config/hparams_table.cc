@@ -231,6 +231,10 @@ std::vector<KeySpec> build_table() {
      "Loss multiplier applied before backward for fp16; the gradients are "
      "divided by it again. With dynamic loss scaling: the first scale "
      "(default 2^15).", above(0)},
+    {FASTNN_KEY(data_format), G::kPerformance,
+     "Memory layout of images, activations and conv weights: NCHW, or NHWC "
+     "(channels-last; see docs/performance.md for where it helps). "
+     "Checkpoints are the same either way.", {}, {"NCHW", "NHWC"}},
     {FASTNN_KEY(loss_scaling), G::kPerformance,
      "Loss scaling policy: auto (dynamic under fp16 autocast on CUDA, "
      "static otherwise), static (loss_scale), dynamic (skip steps with "

@@ -123,6 +123,22 @@ int configure_threads(const HParams& hp) {
   return intra;
 }
 
+void apply_data_format(const HParams& hp, models::ClassifierImpl& model) {
+  if (hp.data_format != "NHWC") return;
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.parameters()) {
+    if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+  for (auto& b : model.buffers()) {
+    if (b.dim() == 4) b.set_data(b.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+}
+
+torch::Tensor to_data_format(const HParams& hp, const torch::Tensor& images) {
+  if (hp.data_format != "NHWC" || images.dim() != 4) return images;
+  return images.contiguous(at::MemoryFormat::ChannelsLast);
+}
+
 std::string model_key(const std::string& tf_name) {
   return "model/" + tf_name;
 }

@@ -25,6 +25,13 @@ struct Built {
 /// model itself is created only when `create_model`.
 Built build(const HParams& hp, const std::string& split, bool create_model = true);
 
+/// data_format=NHWC: converts the model's 4-d parameters and buffers to
+/// channels-last in place (values unchanged). No-op for NCHW.
+void apply_data_format(const HParams& hp, models::ClassifierImpl& model);
+
+/// The batch in the layout hp.data_format asks for.
+torch::Tensor to_data_format(const HParams& hp, const torch::Tensor& images);
+
 /// Pipeline options for training (shuffle, repeat) or evaluation.
 datasets::PipelineOptions pipeline_options(const HParams& hp,
                                            const Built& built,

@@ -36,7 +36,7 @@ EvalResult evaluate_model(const HParams& hp, const Built& b) {
   auto correct = torch::zeros({b.num_classes}, torch::kInt64);
   auto total = torch::zeros({b.num_classes}, torch::kInt64);
   while (auto batch = pipeline.next()) {
-    auto logits = b.model->forward(batch->images).logits;
+    auto logits = b.model->forward(to_data_format(hp, batch->images)).logits;
     loss_sum += torch::nn::functional::cross_entropy(
                     logits, batch->labels,
                     torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
@@ -78,6 +78,7 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {
       ro.use_moving_averages = true;
     }
   }
+  apply_data_format(hp, *b.model);
   restore_model(*b.model, ckpt, path, ro);
   EvalResult r = evaluate_model(hp, b);
   r.checkpoint = path;

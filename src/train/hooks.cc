@@ -9,6 +9,9 @@
 #include <fstream>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
+#include "fastnn/atomic_file.h"
 #include "fastnn/errors.h"
 #include "fastnn/event_writer.h"
 #include "fastnn/hparams.h"
@@ -140,15 +143,13 @@ class CheckpointSaverHook : public Hook {
 };
 
 /// Every profile_every_n_iters steps on task profile_at_task, writes
-/// timeline-<step>.json (Chrome trace format) with the step's phases.
+/// timeline-<step>.json (Chrome trace format): the step's phases on one
+/// track and LibTorch's operators (aten::conv2d, ...) on a second.
 class ProfilerHook : public Hook {
  public:
   void after_step(TrainControl& c, const StepStats& s) override {
     const auto& hp = c.hparams();
-    if (hp.profile_every_n_iters <= 0 || hp.task_index != hp.profile_at_task ||
-        s.global_step % hp.profile_every_n_iters != 0) {
-      return;
-    }
+    if (!profiles_step(hp, s.global_step)) return;
     std::string dir = !hp.train_dir.empty() ? hp.train_dir : hp.output_dir;
     std::filesystem::create_directories(dir);
     const auto path = std::filesystem::path(dir) /
@@ -157,22 +158,41 @@ class ProfilerHook : public Hook {
     const struct {
       const char* name;
       double begin, end;
-    } events[] = {{"input_wait", t.input_begin, t.input_end},
+    } phases[] = {{"input_wait", t.input_begin, t.input_end},
                   {"forward", t.input_end, t.forward_end},
                   {"backward", t.forward_end, t.backward_end},
                   {"optimizer", t.backward_end, t.optimizer_end}};
-    std::ofstream out(path);
-    out << "{\"traceEvents\": [";
-    bool first = true;
-    for (const auto& e : events) {
-      out << (first ? "" : ",") << "\n {\"name\": \"" << e.name
-          << "\", \"ph\": \"X\", \"pid\": " << hp.task_index
-          << ", \"tid\": 0, \"ts\": " << e.begin * 1e6
-          << ", \"dur\": " << (e.end - e.begin) * 1e6
-          << ", \"args\": {\"global_step\": " << s.global_step << "}}";
-      first = false;
+    nlohmann::json events = nlohmann::json::array();
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", hp.task_index},
+                      {"tid", 0}, {"args", {{"name", "step phases"}}}});
+    for (const auto& p : phases) {
+      events.push_back({{"name", p.name}, {"ph", "X"}, {"pid", hp.task_index},
+                        {"tid", 0}, {"ts", p.begin * 1e6},
+                        {"dur", (p.end - p.begin) * 1e6},
+                        {"args", {{"global_step", s.global_step}}}});
     }
-    out << "\n]}\n";
+    add_operators(s, hp.task_index, events);
+    io::write_file_atomic(path.string(),
+                          nlohmann::json{{"traceEvents", events}}.dump(1) + "\n");
+  }
+
+ private:
+  // LibTorch's legacy profiler writes a JSON array of complete ("X")
+  // events with microsecond times from its own start, which is the start
+  // of forward; they are shifted onto the phases' clock.
+  static void add_operators(const StepStats& s, int pid, nlohmann::json& events) {
+    if (s.op_trace.empty()) return;
+    nlohmann::json ops = nlohmann::json::parse(s.op_trace, nullptr, false);
+    if (!ops.is_array()) return;
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid},
+                      {"tid", 1}, {"args", {{"name", "LibTorch operators"}}}});
+    const double shift = s.spans.input_end * 1e6;
+    for (auto& e : ops) {
+      if (!e.is_object() || e.value("ph", "") != "X") continue;
+      events.push_back({{"name", e.value("name", "?")}, {"ph", "X"}, {"pid", pid},
+                        {"tid", 1}, {"ts", e.value("ts", 0.0) + shift},
+                        {"dur", e.value("dur", 0.0)}});
+    }
   }
 };
 
@@ -251,6 +271,12 @@ std::string lower(std::string s) {
 }
 
 }  // namespace
+
+bool profiles_step(const HParams& hp, int64_t global_step) {
+  return hp.profile_every_n_iters > 0 && hp.task_index == hp.profile_at_task &&
+         global_step % hp.profile_every_n_iters == 0 &&
+         lower(hp.hooks).find("profilerhook") != std::string::npos;
+}
 
 std::vector<std::string> hook_names() {
   std::vector<std::string> out;

@@ -1,6 +1,7 @@
 #include "fastnn/trainer.h"
 
 #include <ATen/autocast_mode.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
@@ -277,6 +278,7 @@ Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
   torch::manual_seed(static_cast<uint64_t>(h.seed));
   m.intra_threads = configure_threads(h);
   m.built = build(h, h.dataset_split_name);
+  apply_data_format(h, *m.built.model);
   std::vector<optim::Variable> vars;
   for (const auto& v : models::model_variables(*m.built.model)) {
     if (!v.trainable) continue;
@@ -429,11 +431,16 @@ int Trainer::run() {
       break;
     }
     s.learning_rate = optim::learning_rate_at(m.schedule, m.step);
+    // ProfilerHook's operator-level detail: LibTorch's profiler around
+    // forward, backward and the optimizer of the profiled step only.
+    std::ostringstream op_trace;
+    std::optional<torch::autograd::profiler::RecordProfile> op_profile;
+    if (profiles_step(h, m.step + 1)) op_profile.emplace(op_trace);
     models::ModelOutput out;
     {
       CpuAutocast autocast(m.bf16);
       model.set_global_step(m.step);
-      out = model.forward(batch->images);
+      out = model.forward(to_data_format(h, batch->images));
     }
     out.logits = out.logits.to(torch::kFloat32);
     if (out.aux_logits.defined()) out.aux_logits = out.aux_logits.to(torch::kFloat32);
@@ -484,6 +491,10 @@ int Trainer::run() {
       m.update_moving_averages(m.step);
     }
     s.spans.optimizer_end = now();
+    if (op_profile) {
+      op_profile.reset();  // writes the trace
+      s.op_trace = op_trace.str();
+    }
     ++m.step;
     ++m.batches_consumed;
     s.global_step = m.step;

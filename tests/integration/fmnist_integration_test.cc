@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -387,6 +388,41 @@ TEST_F(FashionMnist, EvaluationLoopFollowsTrainingToTheEnd) {
                   (kTmp / "eval_loop_idle.log").string(), 120);
   EXPECT_EQ(idle.exit_code, 0) << idle.output;
   EXPECT_NE(idle.output.find("no new checkpoint for 2 s"), std::string::npos) << idle.output;
+}
+
+// ProfilerHook: timeline-<step>.json in Chrome trace format with the
+// step's phases and LibTorch's operators, the operators inside the phase
+// that ran them.
+TEST_F(FashionMnist, ProfilerTimelineHasPhasesAndOperators) {
+  const auto dir = fresh("profile");
+  auto args = train_args(dir, "4");
+  args.push_back("--profile_every_n_iters=2");
+  ASSERT_EQ(run(args, (kTmp / "profile.log").string()).exit_code, 0);
+  ASSERT_TRUE(fs::exists(fs::path(dir) / "timeline-4.json"));
+  EXPECT_FALSE(fs::exists(fs::path(dir) / "timeline-3.json"));
+  nlohmann::json trace;
+  std::ifstream(fs::path(dir) / "timeline-2.json") >> trace;
+  std::map<std::string, std::pair<double, double>> phase;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["tid"] == 0) {
+      phase[e["name"]] = {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()};
+    }
+  }
+  for (const char* p : {"input_wait", "forward", "backward", "optimizer"}) {
+    ASSERT_TRUE(phase.count(p)) << p;
+  }
+  auto inside = [&](const nlohmann::json& e, const std::string& p) {
+    const double ts = e["ts"].get<double>();
+    return ts >= phase[p].first - 1 && ts + e["dur"].get<double>() <= phase[p].second + 1;
+  };
+  int conv_forward = 0, conv_backward = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || e["tid"] != 1) continue;
+    if (e["name"] == "aten::conv2d" && inside(e, "forward")) ++conv_forward;
+    if (e["name"] == "ConvolutionBackward0" && inside(e, "backward")) ++conv_backward;
+  }
+  EXPECT_EQ(conv_forward, 2);  // LeNet's conv1 and conv2
+  EXPECT_EQ(conv_backward, 2);
 }
 
 }  // namespace
