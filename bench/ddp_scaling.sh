@@ -31,11 +31,14 @@ for model in $PEER_MODELS; do
   eval "peer_${model}_1=$p1; peer_${model}_2=$p2; peer_${model}_eff=$eff"
 done
 
-# Ours: W workers joined through the coordinator (torchrun's variables).
+# Ours: W workers joined through the coordinator (torchrun's variables);
+# "ours W solo" starts W independent single-process runs at once instead.
 ours() {
-  local world=$1 port=$((29600 + RANDOM % 300)) pids=()
+  local world=$1 mode=${2:-} port=$((29600 + RANDOM % 300)) pids=()
   for ((rank = 0; rank < world; ++rank)); do
-    env WORLD_SIZE="$world" RANK="$rank" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
+    local w=$world r=$rank
+    if [ "$mode" = solo ]; then w=1; r=0; port=$((port + 1)); fi
+    env WORLD_SIZE="$w" RANK="$r" MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
       FASTNN_JOB_TOKEN=bench "$BIN/train_image_classifier" \
       --dataset_name=mock --model_name=resnet_v1_50 --num_classes=10 --train_image_size=64 \
       --batch_size=32 --optimizer=momentum --learning_rate=0.01 --use_fp16=False \
@@ -45,17 +48,31 @@ ours() {
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
-  # Timed steps: global_step 4 .. STEPS+3 from rank 0's per-step log lines.
-  local secs
-  secs=$(awk -F'[[ ]' '/global_step = / {
-      match($0, /global_step = [0-9]+/); n = substr($0, RSTART + 14, RLENGTH - 14) + 0
-      if (n > 3) s += $2 } END { print s }' "$OUT/ours$world.0.txt")
-  awk -v s="$secs" -v n="$STEPS" -v w="$world" 'BEGIN { printf "%.2f", 32 * w * n / s }'
+  # Timed steps: global_step 4 .. STEPS+3 from each log's per-step lines;
+  # a joined run counts rank 0's (its lines carry every worker's images).
+  local total=0 last
+  [ "$mode" = solo ] && last=$((world - 1)) || last=0
+  for ((rank = 0; rank <= last; ++rank)); do
+    local secs
+    secs=$(awk -F'[[ ]' '/global_step = / {
+        match($0, /global_step = [0-9]+/); n = substr($0, RSTART + 14, RLENGTH - 14) + 0
+        if (n > 3) s += $2 } END { print s }' "$OUT/ours$world.$rank.txt")
+    local per=$([ "$mode" = solo ] && echo 1 || echo "$world")
+    total=$(awk -v t="$total" -v s="$secs" -v n="$STEPS" -v w="$per" \
+      'BEGIN { printf "%.2f", t + 32 * w * n / s }')
+  done
+  echo "$total"
 }
 o1=$(ours 1)
 o2=$(ours 2)
 oeff=$(awk -v a="$o1" -v b="$o2" 'BEGIN { printf "%.1f", 100 * b / (2 * a) }')
 echo "ours resnet_v1_50: 1 process $o1 img/s, 2 processes $o2 img/s, efficiency $oeff%"
+# Two independent runs at once: what two processes get from this machine
+# as loaded now, without any synchronization; joined / solo isolates the
+# data plane's cost from other load on the cores.
+os2=$(ours 2 solo)
+echo "ours resnet_v1_50: 2 independent processes $os2 img/s; joined / independent" \
+  "$(awk -v a="$o2" -v b="$os2" 'BEGIN { printf "%.1f", 100 * a / b }')%"
 echo "ours/peer(resnet50) images/sec: 1 process $(awk -v a="$o1" -v b="${peer_resnet50_1:-0}" \
   'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'), 2 processes $(awk -v a="$o2" \
   -v b="${peer_resnet50_2:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')"
