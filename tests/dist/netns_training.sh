@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Multi-host data plane on one machine: two trainers in two network
+# namespaces joined by a veth pair (10.213.<n>.0/24 only, no loopback
+# between them). Gloo must pick the veth address that routes to the
+# coordinator; the replicas must end equal. Needs root (CAP_NET_ADMIN) and
+# `ip netns`; exits 77 (CTest: skipped) where they are missing.
+# usage: netns_training.sh BIN_DIR
+set -uo pipefail
+bin=${1:?usage: netns_training.sh BIN_DIR}
+tag=$$
+subnet=$((tag % 200 + 20))
+ns0=fastnn_tr0_$tag ns1=fastnn_tr1_$tag
+work=$(mktemp -d)
+cleanup() {
+  ip netns del "$ns0" 2>/dev/null
+  ip netns del "$ns1" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+if [ "$(id -u)" != 0 ] || ! ip netns add "$ns0" 2>/dev/null; then
+  echo "skipped: ip netns needs root with CAP_NET_ADMIN"
+  exit 77
+fi
+ip netns add "$ns1" &&
+  ip link add "ftv0_$tag" type veth peer name "ftv1_$tag" &&
+  ip link set "ftv0_$tag" netns "$ns0" &&
+  ip link set "ftv1_$tag" netns "$ns1" &&
+  ip -n "$ns0" addr add "10.213.$subnet.1/24" dev "ftv0_$tag" &&
+  ip -n "$ns1" addr add "10.213.$subnet.2/24" dev "ftv1_$tag" &&
+  ip -n "$ns0" link set lo up && ip -n "$ns0" link set "ftv0_$tag" up &&
+  ip -n "$ns1" link set lo up && ip -n "$ns1" link set "ftv1_$tag" up ||
+  { echo "skipped: cannot create a veth pair"; exit 77; }
+
+export FASTNN_JOB_TOKEN=netns-train-$tag
+common=(WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 LOCAL_RANK=0
+        MASTER_ADDR=10.213.$subnet.1 MASTER_PORT=29521)
+args=(--model_name=lenet --dataset_name=mock --num_classes=10 --batch_size=8
+      --num_sample_per_epoch=10000 --stop_at_step=30 --log_loss_every_n_iters=10
+      --num_preprocessing_threads=1 --intra_op_parallelism_threads=1
+      --worker_timeout_secs=20 --train_dir="$work/train")
+ip netns exec "$ns1" env "${common[@]}" RANK=1 "$bin/train_image_classifier" "${args[@]}" \
+  >"$work/r1.log" 2>&1 &
+p1=$!
+ip netns exec "$ns0" env "${common[@]}" RANK=0 "$bin/train_image_classifier" "${args[@]}" \
+  >"$work/r0.log" 2>&1 &
+p0=$!
+wait $p0; rc0=$?
+wait $p1; rc1=$?
+tail -n 3 "$work/r0.log" "$work/r1.log"
+sum0=$(sed -n 's/.*final weights checksum //p' "$work/r0.log")
+sum1=$(sed -n 's/.*final weights checksum //p' "$work/r1.log")
+if [ $rc0 != 0 ] || [ $rc1 != 0 ] || [ -z "$sum0" ] || [ "$sum0" != "$sum1" ]; then
+  echo "FAIL: rank 0 exited $rc0 (checksum $sum0), rank 1 exited $rc1 (checksum $sum1)"
+  exit 1
+fi
+echo "ok: 30 steps across two network namespaces, replicas equal ($sum0)"
