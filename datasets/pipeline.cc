@@ -192,7 +192,6 @@ Decoded Pipeline::State::decode(RawBatch& rb) {
     }
     try {
       io::ImageRecord ex = io::decode_image_example(r.data);
-      io::Image img = io::decode_image(ex.encoded, opt.channels);
       const int64_t label = ex.label - opt.labels_offset;
       if (label < 0 || label >= opt.num_classes) {
         throw DataError("label " + std::to_string(ex.label) +
@@ -202,7 +201,8 @@ Decoded Pipeline::State::decode(RawBatch& rb) {
                         ")");
       }
       std::mt19937_64 rng(mix_seed(opt.seed, rb.index, i));
-      opt.preprocess(img, rng, out + kept * shape.numel());
+      opt.preprocess({ex.encoded, opt.channels}, rng,
+                     out + kept * shape.numel());
       lab[kept++] = label;
     } catch (const DataError& e) {
       if (!opt.skip_corrupt) throw DataError(where(r) + ": " + e.what());

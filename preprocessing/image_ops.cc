@@ -98,42 +98,23 @@ void flip_left_right(FloatImage& img) {
   }
 }
 
+void saturate_pixel(float* rgb, float factor) {
+  const float v = std::max({rgb[0], rgb[1], rgb[2]});
+  if (v <= 0.0f) {
+    rgb[0] = rgb[1] = rgb[2] = v;
+    return;
+  }
+  const float range = v - std::min({rgb[0], rgb[1], rgb[2]});
+  if (range <= 0.0f) return;
+  const float s = range / v;
+  const float ratio = std::clamp(s * factor, 0.0f, 1.0f) / s;
+  for (int c = 0; c < 3; ++c) rgb[c] = v - (v - rgb[c]) * ratio;
+}
+
 void adjust_saturation(FloatImage& img, float factor) {
   if (img.channels != 3) return;
   for (size_t i = 0; i < img.data.size(); i += 3) {
-    const float r = img.data[i], g = img.data[i + 1], b = img.data[i + 2];
-    const float v = std::max({r, g, b});
-    const float mn = std::min({r, g, b});
-    const float range = v - mn;
-    float s = v > 0 ? range / v : 0.0f;
-    float h = 0;
-    if (range > 0) {
-      if (v == r) {
-        h = (g - b) / range;
-      } else if (v == g) {
-        h = 2.0f + (b - r) / range;
-      } else {
-        h = 4.0f + (r - g) / range;
-      }
-      h /= 6.0f;
-      if (h < 0) h += 1.0f;
-    }
-    s = std::clamp(s * factor, 0.0f, 1.0f);
-    // HSV -> RGB.
-    const float hh = h * 6.0f;
-    const int sector = static_cast<int>(std::floor(hh)) % 6;
-    const float f = hh - std::floor(hh);
-    const float p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
-    float out[3];
-    switch (sector) {
-      case 0: out[0] = v; out[1] = t; out[2] = p; break;
-      case 1: out[0] = q; out[1] = v; out[2] = p; break;
-      case 2: out[0] = p; out[1] = v; out[2] = t; break;
-      case 3: out[0] = p; out[1] = q; out[2] = v; break;
-      case 4: out[0] = t; out[1] = p; out[2] = v; break;
-      default: out[0] = v; out[1] = p; out[2] = q; break;
-    }
-    std::copy(out, out + 3, img.data.begin() + i);
+    saturate_pixel(&img.data[i], factor);
   }
 }
 
@@ -204,6 +185,73 @@ Window sample_distorted_box(int height, int width, std::mt19937_64& rng,
     return win;
   }
   return {0, 0, height, width};
+}
+
+namespace {
+
+// One axis of resize_window_bilinear: for each output index, the two source
+// indices (relative to the decoded region) and the weight of the second.
+struct Taps {
+  std::vector<int> i0, i1;
+  std::vector<float> frac;
+};
+
+Taps window_taps(int start, int length, int out_length, int scale_num,
+                 int origin, int decoded) {
+  Taps t;
+  t.i0.resize(out_length);
+  t.i1.resize(out_length);
+  t.frac.resize(out_length);
+  const float step = static_cast<float>(length) / out_length;
+  const double s = scale_num / 8.0;
+  const int64_t end = (int64_t{start + length} * scale_num + 7) / 8;
+  const int last = static_cast<int>(
+      std::min<int64_t>(end - 1 - origin, decoded - 1));
+  for (int i = 0; i < out_length; ++i) {
+    const float c = i * step;
+    const double pos =
+        scale_num == 8 ? start + double(c) - origin : (start + double(c)) * s - origin;
+    int i0 = static_cast<int>(std::floor(pos));
+    i0 = std::clamp(i0, 0, last);
+    t.i0[i] = i0;
+    t.i1[i] = std::min(i0 + 1, last);
+    t.frac[i] = static_cast<float>(pos - i0);
+  }
+  return t;
+}
+
+}  // namespace
+
+void resize_window_bilinear(const io::DecodedRegion& src, const Window& box,
+                            int height, int width, float* out) {
+  const io::Image& img = src.image;
+  const int ch = img.channels;
+  const Taps ty = window_taps(box.top, box.height, height, src.scale_num,
+                              src.origin_top, img.height);
+  const Taps tx = window_taps(box.left, box.width, width, src.scale_num,
+                              src.origin_left, img.width);
+  std::vector<int> x0(width), x1(width);
+  for (int x = 0; x < width; ++x) {
+    x0[x] = tx.i0[x] * ch;
+    x1[x] = tx.i1[x] * ch;
+  }
+  const size_t stride = size_t(img.width) * ch;
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* r0 = img.pixels.data() + ty.i0[y] * stride;
+    const uint8_t* r1 = img.pixels.data() + ty.i1[y] * stride;
+    const float fy = ty.frac[y];
+    float* o = out + size_t(y) * width * ch;
+    for (int x = 0; x < width; ++x) {
+      const float fx = tx.frac[x];
+      for (int c = 0; c < ch; ++c) {
+        const float a = r0[x0[x] + c], b = r0[x1[x] + c];
+        const float d = r1[x0[x] + c], e = r1[x1[x] + c];
+        const float top = a + (b - a) * fx;
+        const float bottom = d + (e - d) * fx;
+        o[x * ch + c] = top + (bottom - top) * fy;
+      }
+    }
+  }
 }
 
 void write_chw(const FloatImage& img, float* out) {

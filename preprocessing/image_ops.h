@@ -79,6 +79,20 @@ Window sample_distorted_box(int height, int width, std::mt19937_64& rng,
                             double max_aspect = 1.33, double min_area = 0.05,
                             double max_area = 1.0, int max_attempts = 100);
 
+/// TF1 resize_bilinear (as resize_bilinear) of the window `box`, given in
+/// original-image pixels, of an image of which `src` holds a part decoded at
+/// scale src.scale_num/8. Source positions are computed in the window's
+/// original coordinates and then scaled, so at scale 8/8 this equals
+/// crop + resize_bilinear exactly. Writes height*width*channels HWC floats
+/// in the pixel range 0..255 to `out`.
+void resize_window_bilinear(const io::DecodedRegion& src, const Window& box,
+                            int height, int width, float* out);
+
+/// tf.image.adjust_saturation on one RGB pixel, in closed form: the HSV
+/// round trip keeps hue and value, so each channel c becomes
+/// v - (v - c) * s'/s with s' = clip(s * factor, 0, 1); v <= 0 gives gray v.
+void saturate_pixel(float* rgb, float factor);
+
 /// Writes HWC `img` as CHW floats to `out`. REQUIRES: shape matches.
 void write_chw(const FloatImage& img, float* out);
 

@@ -1,5 +1,6 @@
 #include "preprocessing/slim_preprocessing.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "fastnn/errors.h"
@@ -40,27 +41,111 @@ FloatImage aspect_preserving_resize(const FloatImage& in, int side) {
   return resize_bilinear(in, h, w);
 }
 
+namespace {
+
+// tf.image.central_crop's window (offsets int((size - size * f) / 2)).
+Window central_window(int height, int width, double fraction) {
+  const int off_h = static_cast<int>((height - height * fraction) / 2);
+  const int off_w = static_cast<int>((width - width * fraction) / 2);
+  return {off_h, off_w, height - 2 * off_h, width - 2 * off_w};
+}
+
+// Resized window, HWC floats 0..255; reused per thread.
+std::vector<float>& resized(const io::DecodedRegion& src, const Window& box,
+                            const OutputShape& s) {
+  thread_local std::vector<float> buffer;
+  buffer.resize(size_t(s.numel()));
+  resize_window_bilinear(src, box, s.height, s.width, buffer.data());
+  return buffer;
+}
+
+// Crop + resize, random flip, brightness, saturation, clip, (x - 0.5) * 2,
+// fused into one pass that writes CHW.
+void inception_train_region(const io::DecodedRegion& src, const Window& box,
+                            const OutputShape& s, std::mt19937_64& rng,
+                            float* out) {
+  check_channels(src.image, s, "inception");
+  const std::vector<float>& hwc = resized(src, box, s);
+  const bool flip = coin(rng);
+  const float delta = uniform(rng, -32.0f / 255.0f, 32.0f / 255.0f);
+  const float saturation = uniform(rng, 0.5f, 1.5f);
+  const int ch = s.channels;
+  const size_t plane = size_t(s.height) * s.width;
+  for (int y = 0; y < s.height; ++y) {
+    for (int x = 0; x < s.width; ++x) {
+      const float* in = &hwc[(size_t(y) * s.width + x) * ch];
+      float px[3];
+      for (int c = 0; c < ch; ++c) px[c] = in[c] * (1.0f / 255.0f) + delta;
+      if (ch == 3) saturate_pixel(px, saturation);
+      const size_t at = size_t(y) * s.width + (flip ? s.width - 1 - x : x);
+      for (int c = 0; c < ch; ++c) {
+        out[c * plane + at] = (std::clamp(px[c], 0.0f, 1.0f) - 0.5f) * 2.0f;
+      }
+    }
+  }
+}
+
+void inception_eval_region(const io::DecodedRegion& src, const Window& box,
+                           const OutputShape& s, float* out) {
+  check_channels(src.image, s, "inception");
+  const std::vector<float>& hwc = resized(src, box, s);
+  const int ch = s.channels;
+  const size_t plane = size_t(s.height) * s.width;
+  for (size_t i = 0; i < plane; ++i) {
+    for (int c = 0; c < ch; ++c) {
+      out[c * plane + i] = (hwc[i * ch + c] * (1.0f / 255.0f) - 0.5f) * 2.0f;
+    }
+  }
+}
+
+io::DecodeOptions region_options(const EncodedImage& in, const Window& box,
+                                 const OutputShape& s, bool fast) {
+  io::DecodeOptions o;
+  o.channels = in.channels;
+  if (fast) {
+    o.crop_top = box.top;
+    o.crop_left = box.left;
+    o.crop_height = box.height;
+    o.crop_width = box.width;
+    o.min_height = s.height;
+    o.min_width = s.width;
+  }
+  return o;
+}
+
+}  // namespace
+
 void inception_train(const io::Image& in, const OutputShape& s,
                      std::mt19937_64& rng, float* out) {
-  check_channels(in, s, "inception");
-  FloatImage img = to_float(in, 1.0f / 255.0f);
-  const Window box = sample_distorted_box(img.height, img.width, rng);
-  img = resize_bilinear(crop(img, box.top, box.left, box.height, box.width),
-                        s.height, s.width);
-  if (coin(rng)) flip_left_right(img);
-  adjust_brightness(img, uniform(rng, -32.0f / 255.0f, 32.0f / 255.0f));
-  adjust_saturation(img, uniform(rng, 0.5f, 1.5f));
-  clip(img, 0.0f, 1.0f);
-  affine(img, -0.5f, 2.0f);
-  write_chw(img, out);
+  const Window box = sample_distorted_box(in.height, in.width, rng);
+  io::DecodedRegion whole;
+  whole.image = in;
+  inception_train_region(whole, box, s, rng, out);
 }
 
 void inception_eval(const io::Image& in, const OutputShape& s, float* out) {
-  check_channels(in, s, "inception");
-  FloatImage img = central_crop(to_float(in, 1.0f / 255.0f), 0.875);
-  img = resize_bilinear(img, s.height, s.width);
-  affine(img, -0.5f, 2.0f);
-  write_chw(img, out);
+  io::DecodedRegion whole;
+  whole.image = in;
+  inception_eval_region(whole, central_window(in.height, in.width, 0.875), s,
+                        out);
+}
+
+void inception_train(const EncodedImage& in, const OutputShape& s, bool fast,
+                     std::mt19937_64& rng, float* out) {
+  const io::ImageInfo info = io::read_image_info(in.bytes);
+  const Window box = sample_distorted_box(info.height, info.width, rng);
+  inception_train_region(
+      io::decode_region(in.bytes, region_options(in, box, s, fast)), box, s,
+      rng, out);
+}
+
+void inception_eval(const EncodedImage& in, const OutputShape& s, bool fast,
+                    float* out) {
+  const io::ImageInfo info = io::read_image_info(in.bytes);
+  const Window box = central_window(info.height, info.width, 0.875);
+  inception_eval_region(
+      io::decode_region(in.bytes, region_options(in, box, s, fast)), box, s,
+      out);
 }
 
 void vgg_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng,
