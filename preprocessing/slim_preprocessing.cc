@@ -50,52 +50,61 @@ Window central_window(int height, int width, double fraction) {
   return {off_h, off_w, height - 2 * off_h, width - 2 * off_w};
 }
 
-// Resized window, HWC floats 0..255; reused per thread.
-std::vector<float>& resized(const io::DecodedRegion& src, const Window& box,
-                            const OutputShape& s) {
-  thread_local std::vector<float> buffer;
-  buffer.resize(size_t(s.numel()));
-  resize_window_bilinear(src, box, s.height, s.width, buffer.data());
-  return buffer;
+// Crop + resize, random flip, brightness, saturation, clip, (x - 0.5) * 2,
+// computed on CHW planes in the output buffer (loops that vectorize).
+float to_unit_range(float v) {
+  const float low = v > 0.0f ? v : 0.0f;
+  return ((low < 1.0f ? low : 1.0f) - 0.5f) * 2.0f;
 }
 
-// Crop + resize, random flip, brightness, saturation, clip, (x - 0.5) * 2,
-// fused into one pass that writes CHW.
+// Brightness, saturation, clip and (x - 0.5) * 2 on n RGB pixels in planes.
+FASTNN_VECTOR_CLONES
+void inception_color(float* r, float* g, float* b, int n, float delta,
+                     float saturation) {
+  for (int x = 0; x < n; ++x) {
+    float vr = r[x] * (1.0f / 255.0f) + delta;
+    float vg = g[x] * (1.0f / 255.0f) + delta;
+    float vb = b[x] * (1.0f / 255.0f) + delta;
+    saturate_rgb(vr, vg, vb, saturation);
+    r[x] = to_unit_range(vr);
+    g[x] = to_unit_range(vg);
+    b[x] = to_unit_range(vb);
+  }
+}
+
+// Crop + resize, random flip, brightness, saturation, clip, (x - 0.5) * 2:
+// each resized row gets the per-pixel work while still in cache.
 void inception_train_region(const io::DecodedRegion& src, const Window& box,
                             const OutputShape& s, std::mt19937_64& rng,
                             float* out) {
   check_channels(src.image, s, "inception");
-  const std::vector<float>& hwc = resized(src, box, s);
   const bool flip = coin(rng);
   const float delta = uniform(rng, -32.0f / 255.0f, 32.0f / 255.0f);
   const float saturation = uniform(rng, 0.5f, 1.5f);
-  const int ch = s.channels;
   const size_t plane = size_t(s.height) * s.width;
-  for (int y = 0; y < s.height; ++y) {
-    for (int x = 0; x < s.width; ++x) {
-      const float* in = &hwc[(size_t(y) * s.width + x) * ch];
-      float px[3];
-      for (int c = 0; c < ch; ++c) px[c] = in[c] * (1.0f / 255.0f) + delta;
-      if (ch == 3) saturate_pixel(px, saturation);
-      const size_t at = size_t(y) * s.width + (flip ? s.width - 1 - x : x);
-      for (int c = 0; c < ch; ++c) {
-        out[c * plane + at] = (std::clamp(px[c], 0.0f, 1.0f) - 0.5f) * 2.0f;
+  const int ch = s.channels;
+  auto color = [&](int y) {
+    float* r = out + size_t(y) * s.width;
+    if (ch == 3) {
+      inception_color(r, r + plane, r + 2 * plane, s.width, delta, saturation);
+    } else {
+      for (int x = 0; x < s.width; ++x) {
+        r[x] = to_unit_range(r[x] * (1.0f / 255.0f) + delta);
       }
     }
-  }
+    if (flip) {
+      for (int c = 0; c < ch; ++c) std::reverse(r + c * plane, r + c * plane + s.width);
+    }
+  };
+  resize_window_bilinear(src, box, s.height, s.width, out, color);
 }
 
 void inception_eval_region(const io::DecodedRegion& src, const Window& box,
                            const OutputShape& s, float* out) {
   check_channels(src.image, s, "inception");
-  const std::vector<float>& hwc = resized(src, box, s);
-  const int ch = s.channels;
-  const size_t plane = size_t(s.height) * s.width;
-  for (size_t i = 0; i < plane; ++i) {
-    for (int c = 0; c < ch; ++c) {
-      out[c * plane + i] = (hwc[i * ch + c] * (1.0f / 255.0f) - 0.5f) * 2.0f;
-    }
-  }
+  resize_window_bilinear(src, box, s.height, s.width, out);
+  const size_t n = size_t(s.numel());
+  for (size_t i = 0; i < n; ++i) out[i] = (out[i] * (1.0f / 255.0f) - 0.5f) * 2.0f;
 }
 
 io::DecodeOptions region_options(const EncodedImage& in, const Window& box,

@@ -51,8 +51,9 @@ struct DecodeOptions {
   /// Region of interest in original-image pixels; crop_height == 0 means the
   /// whole image. REQUIRES: inside the image.
   int crop_top = 0, crop_left = 0, crop_height = 0, crop_width = 0;
-  /// JPEG only: decode at the smallest DCT scale n/8 (n = 1..8) whose
-  /// scaled region is still at least min_height x min_width. 0 = full size.
+  /// JPEG only: decode at the smallest DCT scale n/8 (n = 1, 2, 4, 8: the
+  /// scales with SIMD IDCTs) whose scaled region is still at least
+  /// min_height x min_width. 0 = full size.
   int min_height = 0, min_width = 0;
 };
 

@@ -156,7 +156,10 @@ ScaledPlan plan_region(const DecodeOptions& o, int height, int width) {
   const int64_t w = crop ? o.crop_width : width;
   ScaledPlan p;
   if (o.min_height > 0 || o.min_width > 0) {
-    for (int n = 1; n <= 8; ++n) {
+    // Only 1/8, 1/4, 1/2: libjpeg-turbo has SIMD IDCTs for those (and for
+    // 8/8), while 3/8, 5/8, 3/4, 7/8 use plain C IDCTs (10x10 .. 14x14 for
+    // 4:2:0 chroma) that decode slower than full size.
+    for (int n : {1, 2, 4, 8}) {
       if (h * n >= int64_t{o.min_height} * 8 &&
           w * n >= int64_t{o.min_width} * 8) {
         p.scale_num = n;

@@ -101,8 +101,10 @@ TEST(FastDecode, SaturationClosedFormMatchesHsvRoundTrip) {
 // the only difference is DCT-domain downscaling (an 8-tap box-like IDCT
 // filter) instead of bilinear sampling of the full-size image.
 TEST(FastDecode, DctScaledCropIsCloseToFullDecode) {
+  // 112 x 112 from 500 x 375: crops of at least 224 (or 448) pixels a side
+  // decode at 1/2 (or 1/4) scale, smaller ones at full scale (ROI only).
   const std::string jpeg = io::encode_jpeg(photo(375, 500, 2), 90);
-  const OutputShape s{3, 224, 224};
+  const OutputShape s{3, 112, 112};
   double mean_sum = 0, worst_mean = 0;
   const int n = 40;
   for (int seed = 0; seed < n; ++seed) {
@@ -117,15 +119,15 @@ TEST(FastDecode, DctScaledCropIsCloseToFullDecode) {
   // Output units: [-1, 1], one 8-bit level = 2/255 = 0.0078.
   std::printf("fast vs full: mean |diff| %.4f, worst image %.4f\n",
               mean_sum / n, worst_mean);
-  EXPECT_LT(mean_sum / n, 0.015);
-  EXPECT_LT(worst_mean, 0.03);
+  EXPECT_LT(mean_sum / n, 0.02);
+  EXPECT_LT(worst_mean, 0.04);
 
   std::vector<float> fast(s.numel()), full(s.numel());
   inception_eval(EncodedImage{jpeg, 3}, s, true, fast.data());
   inception_eval(EncodedImage{jpeg, 3}, s, false, full.data());
   const Diff d = compare(fast, full);
   std::printf("eval fast vs full: mean |diff| %.4f\n", d.mean);
-  EXPECT_LT(d.mean, 0.02);
+  EXPECT_LT(d.mean, 0.03);
 }
 
 TEST(FastDecode, FullDecodePathEqualsDecodedImagePath) {
