@@ -61,8 +61,10 @@ struct SplitSource {
 };
 
 /// TF-slim's file name of shard `shard` of `num_shards` (no directory).
-std::string shard_file_name(const std::string& prefix, const std::string& split,
-                            int shard, int num_shards);
+std::string shard_file_name(const std::string& prefix,
+                            const std::string& split,
+                            int shard,
+                            int num_shards);
 
 /// Writes every split and labels.txt. Before any work, throws ConfigError
 /// naming an output that already exists (any shard count of the same split,
@@ -70,7 +72,7 @@ std::string shard_file_name(const std::string& prefix, const std::string& split,
 /// an earlier conversion with another shard count are removed afterwards.
 /// Files are written under temporary names and renamed when all splits are
 /// encoded, so a failed run leaves no partial output.
-std::vector<ConvertedSplit> write_dataset(const ConvertOptions& options,
-                                          const std::vector<SplitSource>& splits);
+std::vector<ConvertedSplit> write_dataset(
+    const ConvertOptions& options, const std::vector<SplitSource>& splits);
 
 }  // namespace fastnn::datasets

@@ -63,9 +63,10 @@ TEST(FastDecode, FusedInceptionTrainEqualsTheOpByOpDefinition) {
     std::mt19937_64 r2(seed);
     FloatImage f = to_float(img, 1.0f / 255.0f);
     const Window box = sample_distorted_box(f.height, f.width, r2);
-    f = resize_bilinear(crop(f, box.top, box.left, box.height, box.width),
-                        s.height, s.width);
-    if (std::uniform_int_distribution<int>(0, 1)(r2) == 1) flip_left_right(f);
+    f = resize_bilinear(
+        crop(f, box.top, box.left, box.height, box.width), s.height, s.width);
+    if (std::uniform_int_distribution<int>(0, 1)(r2) == 1)
+      flip_left_right(f);
     adjust_brightness(f, uniform(r2, -32.0f / 255.0f, 32.0f / 255.0f));
     adjust_saturation(f, uniform(r2, 0.5f, 1.5f));
     clip(f, 0.0f, 1.0f);
@@ -77,8 +78,10 @@ TEST(FastDecode, FusedInceptionTrainEqualsTheOpByOpDefinition) {
 
 TEST(FastDecode, SaturationClosedFormMatchesHsvRoundTrip) {
   // rgb -> hsv -> scale s -> rgb, written out for a few pixels.
-  const float px[][3] = {{0.9f, 0.2f, 0.4f}, {0.1f, 0.5f, 0.3f},
-                         {0.3f, 0.3f, 0.3f}, {-0.1f, -0.2f, -0.3f},
+  const float px[][3] = {{0.9f, 0.2f, 0.4f},
+                         {0.1f, 0.5f, 0.3f},
+                         {0.3f, 0.3f, 0.3f},
+                         {-0.1f, -0.2f, -0.3f},
                          {1.1f, -0.05f, 0.5f}};
   for (const auto& p : px) {
     for (float factor : {0.5f, 1.3f, 3.0f}) {
@@ -118,7 +121,8 @@ TEST(FastDecode, DctScaledCropIsCloseToFullDecode) {
   }
   // Output units: [-1, 1], one 8-bit level = 2/255 = 0.0078.
   std::printf("fast vs full: mean |diff| %.4f, worst image %.4f\n",
-              mean_sum / n, worst_mean);
+              mean_sum / n,
+              worst_mean);
   EXPECT_LT(mean_sum / n, 0.02);
   EXPECT_LT(worst_mean, 0.04);
 
@@ -160,8 +164,8 @@ TEST(FastDecode, FormatComesFromTheBytesNotTheRecord) {
   rec.format = "jpeg";
   const io::ImageRecord png =
       io::decode_image_example(io::encode_image_example(rec));
-  EXPECT_NO_THROW(get_preprocessing("cifarnet", s, true)({png.encoded, 3}, rng,
-                                                         out.data()));
+  EXPECT_NO_THROW(get_preprocessing("cifarnet", s, true)(
+      {png.encoded, 3}, rng, out.data()));
 }
 
 TEST(FastDecode, ChannelsAsTheModelNeeds) {
@@ -171,15 +175,17 @@ TEST(FastDecode, ChannelsAsTheModelNeeds) {
   std::vector<float> out(gray.numel());
   for (bool fast : {true, false}) {
     inception_train(EncodedImage{rgb_jpeg, 1}, gray, fast, rng, out.data());
-    for (float v : out) ASSERT_TRUE(v >= -1.0f && v <= 1.0f);
+    for (float v : out)
+      ASSERT_TRUE(v >= -1.0f && v <= 1.0f);
   }
   // Stored channels (0) that disagree with the model: a DataError.
-  EXPECT_THROW(inception_train(EncodedImage{rgb_jpeg, 0}, gray, true, rng,
-                               out.data()),
-               DataError);
-  EXPECT_THROW(inception_train(EncodedImage{"not an image", 3},
-                               {3, 32, 32}, true, rng, out.data()),
-               DataError);
+  EXPECT_THROW(
+      inception_train(EncodedImage{rgb_jpeg, 0}, gray, true, rng, out.data()),
+      DataError);
+  EXPECT_THROW(
+      inception_train(
+          EncodedImage{"not an image", 3}, {3, 32, 32}, true, rng, out.data()),
+      DataError);
 }
 
 }  // namespace

@@ -30,14 +30,16 @@ fs::path fresh_dir(const std::string& name) {
 std::vector<io::ImageRecord> read_records(const std::string& path) {
   io::TFRecordReader r(io::open_file(path));
   std::vector<io::ImageRecord> out;
-  for (std::string rec; r.next(&rec);) out.push_back(io::decode_image_example(rec));
+  for (std::string rec; r.next(&rec);)
+    out.push_back(io::decode_image_example(rec));
   return out;
 }
 
 std::vector<std::string> lines(const fs::path& p) {
   std::ifstream in(p);
   std::vector<std::string> out;
-  for (std::string l; std::getline(in, l);) out.push_back(l);
+  for (std::string l; std::getline(in, l);)
+    out.push_back(l);
   return out;
 }
 
@@ -56,7 +58,8 @@ std::string cifar_records(int n, int first) {
   std::string out;
   for (int i = first; i < first + n; ++i) {
     out.push_back(static_cast<char>(i % 10));
-    for (int p = 0; p < 3072; ++p) out.push_back(static_cast<char>((i * 7 + p) & 0xFF));
+    for (int p = 0; p < 3072; ++p)
+      out.push_back(static_cast<char>((i * 7 + p) & 0xFF));
   }
   return out;
 }
@@ -68,14 +71,17 @@ fs::path cifar_input(const std::string& name, bool meta) {
   int first = 0;
   for (int b = 1; b <= 5; ++b) {
     const int n = b == 1 ? 3 : 2;
-    io::write_file_atomic((in / ("data_batch_" + std::to_string(b) + ".bin")).string(),
-                          cifar_records(n, first));
+    io::write_file_atomic(
+        (in / ("data_batch_" + std::to_string(b) + ".bin")).string(),
+        cifar_records(n, first));
     first += n;
   }
-  io::write_file_atomic((in / "test_batch.bin").string(), cifar_records(4, 100));
+  io::write_file_atomic((in / "test_batch.bin").string(),
+                        cifar_records(4, 100));
   if (meta) {
     std::string names;
-    for (int i = 0; i < 10; ++i) names += "class" + std::to_string(i) + "\n";
+    for (int i = 0; i < 10; ++i)
+      names += "class" + std::to_string(i) + "\n";
     io::write_file_atomic((in / "batches.meta.txt").string(), names + "\n");
   }
   return in.parent_path();
@@ -99,13 +105,13 @@ TEST(ConvertDataset, Cifar10ShardsLabelsAndPixels) {
   EXPECT_EQ(splits[0].examples, 11);
   EXPECT_EQ(splits[1].examples, 4);
   EXPECT_EQ(listing(o.output_dir),
-            (std::vector<std::string>{
-                "cifar10_test_00000-of-00003.tfrecord",
-                "cifar10_test_00001-of-00003.tfrecord",
-                "cifar10_test_00002-of-00003.tfrecord",
-                "cifar10_train_00000-of-00003.tfrecord",
-                "cifar10_train_00001-of-00003.tfrecord",
-                "cifar10_train_00002-of-00003.tfrecord", "labels.txt"}));
+            (std::vector<std::string>{"cifar10_test_00000-of-00003.tfrecord",
+                                      "cifar10_test_00001-of-00003.tfrecord",
+                                      "cifar10_test_00002-of-00003.tfrecord",
+                                      "cifar10_train_00000-of-00003.tfrecord",
+                                      "cifar10_train_00001-of-00003.tfrecord",
+                                      "cifar10_train_00002-of-00003.tfrecord",
+                                      "labels.txt"}));
   // 11 over 3 shards: 3, 4, 4 (sizes differ by at most one), in order.
   int i = 0;
   for (int k = 0; k < 3; ++k) {
@@ -136,11 +142,15 @@ TEST(ConvertDataset, Cifar10SingleFileAndStandardNames) {
   o.output_dir = (in / "out").string();
   o.max_examples = 5;
   convert_cifar10(o);
-  EXPECT_EQ(listing(o.output_dir),
-            (std::vector<std::string>{"cifar10_test.tfrecord",
-                                      "cifar10_train.tfrecord", "labels.txt"}));
-  EXPECT_EQ(read_records((in / "out" / "cifar10_train.tfrecord").string()).size(), 5u);
-  EXPECT_EQ(read_records((in / "out" / "cifar10_test.tfrecord").string()).size(), 4u);
+  EXPECT_EQ(
+      listing(o.output_dir),
+      (std::vector<std::string>{
+          "cifar10_test.tfrecord", "cifar10_train.tfrecord", "labels.txt"}));
+  EXPECT_EQ(
+      read_records((in / "out" / "cifar10_train.tfrecord").string()).size(),
+      5u);
+  EXPECT_EQ(
+      read_records((in / "out" / "cifar10_test.tfrecord").string()).size(), 4u);
   const auto labels = lines(in / "out" / "labels.txt");
   EXPECT_EQ(labels[0], "0:airplane");
   EXPECT_EQ(labels[9], "9:truck");
@@ -168,23 +178,27 @@ TEST(ConvertDataset, RefusesToOverwriteAndCleansUpOnOverwrite) {
   o.output_dir = (in / "out").string();
   o.num_shards = 2;
   convert_cifar10(o);
-  const std::string before =
-      io::read_file((in / "out" / "cifar10_train_00000-of-00002.tfrecord").string());
+  const std::string before = io::read_file(
+      (in / "out" / "cifar10_train_00000-of-00002.tfrecord").string());
   try {
     o.num_shards = 1;  // another shard count still collides
     convert_cifar10(o);
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("labels.txt' exists"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("labels.txt' exists"),
+              std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(io::read_file((in / "out" / "cifar10_train_00000-of-00002.tfrecord").string()),
-            before);
+  EXPECT_EQ(
+      io::read_file(
+          (in / "out" / "cifar10_train_00000-of-00002.tfrecord").string()),
+      before);
   o.overwrite = true;
   convert_cifar10(o);
-  EXPECT_EQ(listing(o.output_dir),
-            (std::vector<std::string>{"cifar10_test.tfrecord",
-                                      "cifar10_train.tfrecord", "labels.txt"}));
+  EXPECT_EQ(
+      listing(o.output_dir),
+      (std::vector<std::string>{
+          "cifar10_test.tfrecord", "cifar10_train.tfrecord", "labels.txt"}));
 }
 
 TEST(ConvertDataset, FailureLeavesNoPartialOutput) {
@@ -193,19 +207,22 @@ TEST(ConvertDataset, FailureLeavesNoPartialOutput) {
   // test fails, and nothing may appear.
   std::string bad = cifar_records(4, 100);
   bad[3073 * 2] = 12;
-  io::write_file_atomic((in / "cifar-10-batches-bin" / "test_batch.bin").string(), bad);
+  io::write_file_atomic(
+      (in / "cifar-10-batches-bin" / "test_batch.bin").string(), bad);
   ConvertOptions o;
   o.input_dir = in.string();
   o.output_dir = (in / "out").string();
   EXPECT_THROW(convert_cifar10(o), DataError);
   EXPECT_TRUE(listing(o.output_dir).empty());
   // A batch of a wrong size names the file.
-  io::write_file_atomic((in / "cifar-10-batches-bin" / "data_batch_3.bin").string(), "xyz");
+  io::write_file_atomic(
+      (in / "cifar-10-batches-bin" / "data_batch_3.bin").string(), "xyz");
   try {
     convert_cifar10(o);
     FAIL();
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("data_batch_3.bin"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("data_batch_3.bin"),
+              std::string::npos);
   }
 }
 
@@ -269,7 +286,8 @@ TEST(ConvertDataset, ImageFolderKeepsBytesAndSplitsDeterministically) {
   EXPECT_EQ(lines(fs::path(o.output_dir) / "labels.txt"),
             (std::vector<std::string>{"0:daisy", "1:roses", "2:tulips"}));
   EXPECT_EQ(splits[0].paths[1],
-            (fs::path(o.output_dir) / "flowers_train_00001-of-00002.tfrecord").string());
+            (fs::path(o.output_dir) / "flowers_train_00001-of-00002.tfrecord")
+                .string());
   int seen = 0;
   for (const auto& s : splits) {
     std::vector<size_t> sizes;
@@ -280,7 +298,9 @@ TEST(ConvertDataset, ImageFolderKeepsBytesAndSplitsDeterministically) {
         ASSERT_TRUE(by_bytes.count(r.encoded)) << "bytes were re-encoded";
         const auto& [name, label] = by_bytes[r.encoded];
         EXPECT_EQ(r.label, label) << name;
-        EXPECT_EQ(r.format, io::sniff_format(r.encoded) == io::ImageFormat::kPng ? "png" : "jpg")
+        EXPECT_EQ(r.format,
+                  io::sniff_format(r.encoded) == io::ImageFormat::kPng ? "png"
+                                                                       : "jpg")
             << name;
         const io::Image img = io::decode_image(r.encoded);
         EXPECT_EQ(r.height, img.height) << name;
@@ -304,13 +324,15 @@ TEST(ConvertDataset, ImageFolderKeepsBytesAndSplitsDeterministically) {
             io::read_file(splits[1].paths[0]));
 
   // An image file that is neither PNG nor JPEG is named.
-  io::write_file_atomic((in / "roses" / "broken.jpg").string(), "GIF89a not really");
+  io::write_file_atomic((in / "roses" / "broken.jpg").string(),
+                        "GIF89a not really");
   again.output_dir = o.output_dir + "_broken";
   try {
     convert_image_folder(again);
     FAIL();
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("broken.jpg"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("broken.jpg"), std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(fs::exists(fs::path(again.output_dir) / "labels.txt"));
 }
