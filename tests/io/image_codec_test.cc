@@ -57,7 +57,8 @@ std::string encode_jpeg(const std::vector<uint8_t>& pixels,
                         int height,
                         int width,
                         J_COLOR_SPACE in_space,
-                        int components) {
+                        int components,
+                        bool progressive = false) {
   jpeg_compress_struct cinfo;
   jpeg_error_mgr err;
   cinfo.err = jpeg_std_error(&err);
@@ -71,6 +72,7 @@ std::string encode_jpeg(const std::vector<uint8_t>& pixels,
   cinfo.in_color_space = in_space;
   jpeg_set_defaults(&cinfo);
   jpeg_set_quality(&cinfo, 95, TRUE);
+  if (progressive) jpeg_simple_progression(&cinfo);
   jpeg_start_compress(&cinfo, TRUE);
   while (cinfo.next_scanline < cinfo.image_height) {
     JSAMPROW row = const_cast<uint8_t*>(pixels.data()) +
@@ -374,6 +376,44 @@ TEST(ImageCodecTest, RegionAtFullScaleEqualsFullDecode) {
     }
   }
   EXPECT_EQ(max_diff, 0);
+}
+
+// The region's pixels against the same window of the full decode.
+int region_vs_full(const std::string& jpeg, int channels) {
+  const Image full = decode_image(jpeg, channels);
+  DecodeOptions o;
+  o.channels = channels;
+  o.crop_top = 21;
+  o.crop_left = 19;
+  o.crop_height = 40;
+  o.crop_width = 50;
+  const DecodedRegion r = decode_region(jpeg, o);
+  int max_diff = 0;
+  for (int y = 0; y < 40; ++y) {
+    for (int x = 0; x < 50; ++x) {
+      for (int c = 0; c < full.channels; ++c) {
+        const int ry = 21 + y - r.origin_top, rx = 19 + x - r.origin_left;
+        max_diff = std::max(max_diff, std::abs(at(r.image, ry, rx, c) -
+                                               at(full, 21 + y, 19 + x, c)));
+      }
+    }
+  }
+  return max_diff;
+}
+
+TEST(ImageCodecTest, RegionOfProgressiveGrayAndCmykJpegs) {
+  const Image rgb = textured(90, 110);
+  std::vector<uint8_t> gray, cmyk;
+  for (size_t i = 0; i < rgb.pixels.size(); i += 3) {
+    gray.push_back(rgb.pixels[i]);
+    cmyk.insert(cmyk.end(), {rgb.pixels[i], rgb.pixels[i + 1],
+                             rgb.pixels[i + 2], 200});
+  }
+  EXPECT_EQ(region_vs_full(encode_jpeg(rgb.pixels, 90, 110, JCS_RGB, 3, true), 3), 0);
+  EXPECT_EQ(region_vs_full(encode_jpeg(gray, 90, 110, JCS_GRAYSCALE, 1), 1), 0);
+  EXPECT_EQ(region_vs_full(encode_jpeg(gray, 90, 110, JCS_GRAYSCALE, 1), 3), 0);
+  EXPECT_EQ(region_vs_full(encode_jpeg(cmyk, 90, 110, JCS_CMYK, 4), 3), 0);
+  EXPECT_EQ(region_vs_full(encode_jpeg(rgb.pixels, 90, 110, JCS_RGB, 3), 1), 0);
 }
 
 TEST(ImageCodecTest, RegionPicksTheSmallestSufficientDctScale) {
