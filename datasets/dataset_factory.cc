@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "datasets/image_folder.h"
 #include "datasets/mnist.h"
+#include "datasets/sharding.h"
+#include "datasets/slim_datasets.h"
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 
@@ -18,9 +21,15 @@ const std::vector<DatasetSpec>& table() {
   static const std::vector<DatasetSpec> kTable = {
       // FastNN's mock: synthetic images at the model's size, no I/O.
       {"mock", "", {{"train", 1000000}, {"validation", 10000}, {"test", 10000}},
-       1000, 3, true},
+       1000, 3, DatasetSource::kSynthetic},
       mnist_spec(),
       fashion_mnist_spec(),
+      cifar10_spec(),
+      flowers_spec(),
+      imagenet_spec(),
+      {"tfrecord", "", {}, 0, 3, DatasetSource::kCustomTFRecord},
+      {"image_folder", "", {{"train", 0}, {"validation", 0}}, 0, 3,
+       DatasetSource::kImageFolder},
   };
   return kTable;
 }
@@ -79,6 +88,81 @@ std::vector<std::string> expand_file_list(const std::string& list,
   return files;
 }
 
+namespace {
+
+// The files of a split with a fixed layout, sorted; DataError naming the
+// patterns when there are none.
+std::vector<std::string> find_split_files(const DatasetSpec& spec,
+                                          const std::string& split,
+                                          const std::string& dir) {
+  std::vector<std::string> patterns;
+  if (!spec.file_pattern.empty()) {
+    std::string p = spec.file_pattern;
+    p.replace(p.find("%s"), 2, split);
+    patterns.push_back(p);
+  } else {
+    const std::string base = spec.file_prefix + "_" + split;
+    patterns = {base + ".tfrecord",
+                base + "_[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].tfrecord"};
+  }
+  std::vector<std::string> found;
+  for (const auto& p : patterns) {
+    try {
+      auto f = expand_file_list(p, dir);
+      found.insert(found.end(), f.begin(), f.end());
+    } catch (const DataError&) {
+    }
+  }
+  if (found.empty()) {
+    throw DataError("dataset " + spec.name + ": no file for split '" + split + "' in '" +
+                    dir + "' (looked for " + join_list(patterns) +
+                    "); run convert_dataset first");
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+void resolve_image_folder(const HParams& hp, DatasetInfo& info) {
+  if (hp.dataset_dir.empty()) {
+    throw ConfigError(hp.where("dataset_dir") +
+                      ": dataset_dir: not set (the folder of class sub-folders)");
+  }
+  auto split = list_image_folder(hp.dataset_dir, info.split, hp.validation_fraction,
+                                 static_cast<uint64_t>(hp.validation_split_seed));
+  info.files = std::move(split.files);
+  info.file_labels = std::move(split.labels);
+  info.records_per_file.assign(info.files.size(), 1);
+  info.num_samples = static_cast<int64_t>(info.files.size());
+  info.num_classes = static_cast<int64_t>(split.class_names.size());
+  info.labels = std::move(split.class_names);
+}
+
+void resolve_custom(const HParams& hp, const std::string& files, DatasetInfo& info) {
+  if (files.empty()) {
+    throw ConfigError(hp.where(info.split == hp.eval_split_name ? "eval_files" : "train_files") +
+                      ": dataset tfrecord: no file list for split '" + info.split +
+                      "' (set train_files, and eval_files for evaluation, to "
+                      "comma-separated files or globs relative to dataset_dir)");
+  }
+  if (!hp.num_classes) {
+    throw ConfigError(hp.where("num_classes") +
+                      ": num_classes: required with dataset_name=tfrecord");
+  }
+  info.files = expand_file_list(files, hp.dataset_dir);
+  info.num_classes = *hp.num_classes + hp.labels_offset;
+  info.num_samples = 0;
+  for (const auto& f : info.files) {
+    info.records_per_file.push_back(count_tfrecords(f));
+    info.num_samples += info.records_per_file.back();
+  }
+  if (info.num_samples == 0) {
+    throw DataError("dataset tfrecord: the " + std::to_string(info.files.size()) +
+                    " file(s) matching '" + files + "' hold no record");
+  }
+}
+
+}  // namespace
+
 DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
   const DatasetSpec& spec = find_dataset(hp.dataset_name);
   DatasetInfo info;
@@ -86,51 +170,44 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
   info.split = split;
   info.num_classes = spec.num_classes;
   info.channels = spec.channels;
-  info.synthetic = spec.synthetic;
-  bool known_split = false;
-  std::vector<std::string> split_names;
-  for (const auto& [name, n] : spec.splits) {
-    split_names.push_back(name);
-    if (name == split) {
-      info.num_samples = n;
-      known_split = true;
-    }
+  info.synthetic = spec.source == DatasetSource::kSynthetic;
+  if (spec.source == DatasetSource::kImageFolder) {
+    resolve_image_folder(hp, info);
+    return info;
   }
-  if (!known_split) {
-    throw ConfigError("dataset_split_name: '" + split + "' is not a split of " +
-                      spec.name + "; valid: " + join_list(split_names));
-  }
-  if (spec.synthetic) return info;
   const std::string& files_override = split == hp.dataset_split_name ? hp.train_files
                                      : split == hp.eval_split_name  ? hp.eval_files
                                                                     : std::string();
-  if (hp.dataset_dir.empty() && files_override.empty()) {
-    throw ConfigError(hp.where("dataset_dir") + ": dataset_dir: not set (the "
-                      "folder holding " + spec.file_prefix + "_" + split +
-                      ".tfrecord)");
-  }
-  if (!files_override.empty()) {
-    info.files = expand_file_list(files_override, hp.dataset_dir);
+  if (spec.source == DatasetSource::kCustomTFRecord) {
+    resolve_custom(hp, files_override, info);
   } else {
-    const std::string shard = "_[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]";
-    const std::string pattern = spec.file_prefix + "_" + split + ".tfrecord or " +
-                                spec.file_prefix + "_" + split + "_NNNNN-of-NNNNN.tfrecord";
-    std::vector<std::string> found;
-    for (const std::string& p : {std::string(".tfrecord"), shard + ".tfrecord"}) {
-      try {
-        auto f = expand_file_list(spec.file_prefix + "_" + split + p,
-                                  hp.dataset_dir);
-        found.insert(found.end(), f.begin(), f.end());
-      } catch (const DataError&) {
+    bool known_split = false;
+    std::vector<std::string> split_names;
+    for (const auto& [name, n] : spec.splits) {
+      split_names.push_back(name);
+      if (name == split) {
+        info.num_samples = n;
+        known_split = true;
       }
     }
-    if (found.empty()) {
-      throw DataError("dataset " + spec.name + ": no file for split '" + split +
-                      "' in '" + hp.dataset_dir + "' (looked for " + pattern +
-                      "); run convert_dataset first");
+    if (!known_split) {
+      throw ConfigError("dataset_split_name: '" + split + "' is not a split of " +
+                        spec.name + "; valid: " + join_list(split_names));
     }
-    std::sort(found.begin(), found.end());
-    info.files = found;
+    if (info.synthetic) return info;
+    if (hp.dataset_dir.empty() && files_override.empty()) {
+      throw ConfigError(hp.where("dataset_dir") + ": dataset_dir: not set (the "
+                        "folder holding " + spec.name + "'s TFRecord files)");
+    }
+    info.files = files_override.empty() ? find_split_files(spec, split, hp.dataset_dir)
+                                        : expand_file_list(files_override, hp.dataset_dir);
+    uintmax_t bytes = 0;
+    std::error_code ec;
+    for (const auto& f : info.files) bytes += fs::file_size(f, ec);
+    if (bytes == 0) {
+      throw DataError("dataset " + spec.name + ": the file(s) of split '" + split +
+                      "' are empty: " + join_list(info.files));
+    }
   }
   if (!hp.dataset_dir.empty()) {
     info.labels = read_labels_file((fs::path(hp.dataset_dir) / "labels.txt").string());

@@ -1,9 +1,12 @@
-// The dataset name table. A dataset resolves (hparams, split) to the
-// TF-slim-layout files to read and what is known about them.
+// The dataset name table. A dataset resolves (hparams, split) to the files
+// to read and what is known about them.
 //
-// On disk (TF-slim's layout):
+// On disk (TF-slim's layout; each row's header shows its own names):
 //   dataset_dir/<prefix>_<split>[_NNNNN-of-NNNNN].tfrecord
 //   dataset_dir/labels.txt          "<id>:<name>" a line
+// Two rows have no fixed layout: "tfrecord" reads train_files/eval_files
+// (globs relative to dataset_dir) and needs num_classes; "image_folder"
+// reads dataset_dir/<class>/<image> directly (datasets/image_folder.h).
 #pragma once
 
 #include <cstdint>
@@ -19,8 +22,14 @@ namespace fastnn::datasets {
 struct DatasetInfo {
   std::string name;
   std::string split;
-  /// TFRecord files of the split, sorted.
+  /// TFRecord files of the split, sorted; for image_folder, the images.
   std::vector<std::string> files;
+  /// image_folder: the class of each of `files` (each file is one encoded
+  /// image, not a TFRecord file). Empty for TFRecord datasets.
+  std::vector<int64_t> file_labels;
+  /// Records in each of `files` when counted (the tfrecord row counts them
+  /// to know num_samples); empty when not counted.
+  std::vector<int64_t> records_per_file;
   /// Samples in the split as the dataset defines it (0 = unknown).
   int64_t num_samples = 0;
   int64_t num_classes = 0;
@@ -32,21 +41,36 @@ struct DatasetInfo {
   bool synthetic = false;
 };
 
+enum class DatasetSource {
+  /// TFRecord files at fixed names in dataset_dir.
+  kTFRecord,
+  /// Images are generated, not read (FastNN's mock dataset).
+  kSynthetic,
+  /// Any TFRecord files named by train_files / eval_files.
+  kCustomTFRecord,
+  /// Encoded images in class sub-folders, read directly.
+  kImageFolder,
+};
+
 /// Static facts of one dataset (one row of the name table).
 struct DatasetSpec {
   std::string name;
   std::string file_prefix;
+  /// Split names and sizes; empty: any split name, size counted.
   std::vector<std::pair<std::string, int64_t>> splits;
+  /// 0: taken from the num_classes key (which is then required).
   int64_t num_classes;
   int channels;
-  /// Images are generated, not read (FastNN's mock dataset).
-  bool synthetic = false;
+  DatasetSource source = DatasetSource::kTFRecord;
+  /// Glob of a split's files in dataset_dir, "%s" standing for the split;
+  /// empty: <prefix>_<split>.tfrecord or <prefix>_<split>_NNNNN-of-NNNNN.tfrecord.
+  std::string file_pattern;
 };
 
 /// Resolves dataset `hp.dataset_name`, split `split`; train_files replaces
 /// the files of the training split (dataset_split_name), eval_files those
-/// of eval_split_name. Throws ConfigError for
-/// an unknown name or split, DataError when no file exists.
+/// of eval_split_name. Throws ConfigError for an unknown name or split,
+/// DataError naming the pattern when no file (or only empty files) exists.
 DatasetInfo get_dataset(const HParams& hp, const std::string& split);
 
 /// The table row for `name`; throws ConfigError listing valid names.

@@ -5,10 +5,14 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include "datasets/sharding.h"
+#include "fastnn/atomic_file.h"
 #include "fastnn/byte_source.h"
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
@@ -18,11 +22,26 @@
 namespace fastnn::datasets {
 namespace {
 
+// Why a record was dropped (skip policy).
+enum class Skip : uint8_t { kNone, kCrc, kTruncated, kExample, kImage, kLabel, kPad };
+
 struct Record {
+  /// A serialized tf.train.Example, or (label >= 0) encoded image bytes.
   std::string data;
   uint32_t file = 0;
   int64_t index = 0;
   uint64_t offset = 0;
+  /// >= 0: the record came from an image file of this class.
+  int64_t label = -1;
+  /// kPad: a slot kept for a record the reader lost to corruption, so the
+  /// worker's epoch keeps its planned size; decodes to nothing.
+  Skip skip = Skip::kNone;
+};
+
+// A record that cannot be used, and why.
+struct BadRecord : DataError {
+  BadRecord(Skip k, const std::string& what) : DataError(what), kind(k) {}
+  Skip kind;
 };
 
 struct RawBatch {
@@ -55,6 +74,7 @@ struct Pipeline::State {
   bool stop = false;
   std::exception_ptr error;
   PipelineStats stats;
+  ShardPlan plan;  // this worker's files and records per epoch
   std::thread reader;
   std::vector<std::thread> workers;
 
@@ -66,14 +86,89 @@ struct Pipeline::State {
   }
 
   std::string where(const Record& r) const {
+    if (r.label >= 0) return opt.files[r.file];
     return opt.files[r.file] + ": record " + std::to_string(r.index) +
            " at offset " + std::to_string(r.offset);
   }
 
+  // Counts n skipped records of one kind.
+  void count(Skip kind, int64_t n = 1) {
+    int64_t* counter = nullptr;
+    switch (kind) {
+      case Skip::kCrc: counter = &stats.skipped_crc_mismatch; break;
+      case Skip::kTruncated: counter = &stats.skipped_truncated; break;
+      case Skip::kExample: counter = &stats.skipped_bad_example; break;
+      case Skip::kImage: counter = &stats.skipped_bad_image; break;
+      case Skip::kLabel: counter = &stats.skipped_bad_label; break;
+      case Skip::kNone:
+      case Skip::kPad: return;
+    }
+    if (n == 0) return;
+    std::lock_guard<std::mutex> lock(mu);
+    *counter += n;
+    stats.records_skipped += n;
+  }
+
   void read_loop();
+  template <typename Take>
+  bool read_files(Take&& take);
   void work_loop();
+  int64_t decode_record(const Record& r, std::mt19937_64& rng, float* out) const;
   Decoded decode(RawBatch& rb);
 };
+
+// Reads the plan's files in order and offers each record to take(make):
+// take decides whether this worker keeps the record and only then calls
+// make(record) to fill it, so image files of other workers are never read.
+// Returns false when take does (the pipeline is stopping).
+template <typename Take>
+bool Pipeline::State::read_files(Take&& take) {
+  for (size_t f : plan.files) {
+    if (!opt.file_labels.empty()) {
+      if (!take([&](Record& r) {
+            r.file = static_cast<uint32_t>(f);
+            r.label = opt.file_labels[f];
+            r.data = io::read_file(opt.files[f]);
+            std::lock_guard<std::mutex> lock(mu);
+            ++stats.records_read;
+          })) {
+        return false;
+      }
+      continue;
+    }
+    io::TFRecordReader reader(io::open_file(opt.files[f]), opt.skip_corrupt);
+    std::string data;
+    int64_t index = 0;
+    uint64_t skipped = 0, truncated = 0;
+    while (true) {
+      const bool more = reader.next(&data);
+      const auto& rs = reader.stats();
+      if (rs.skipped > skipped) {
+        const auto t = static_cast<int64_t>(rs.skipped_truncated - truncated);
+        count(Skip::kTruncated, t);
+        count(Skip::kCrc, static_cast<int64_t>(rs.skipped - skipped) - t);
+        index += static_cast<int64_t>(rs.skipped - skipped);
+        skipped = rs.skipped;
+        truncated = rs.skipped_truncated;
+      }
+      if (!more) break;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        ++stats.records_read;
+      }
+      if (!take([&](Record& r) {
+            r.file = static_cast<uint32_t>(f);
+            r.index = index;
+            r.offset = reader.record_offset();
+            r.data.swap(data);
+          })) {
+        return false;
+      }
+      ++index;
+    }
+  }
+  return true;
+}
 
 void Pipeline::State::read_loop() {
   std::mt19937_64 rng(mix_seed(opt.seed, -1, -1));
@@ -131,30 +226,35 @@ void Pipeline::State::read_loop() {
       }
       continue;
     }
-    if (opt.cache && epoch > 0) {
-      for (const auto& r : cache) {
-        if (!feed(Record(r))) return;
-      }
-      continue;
-    }
-    for (uint32_t f = 0; f < opt.files.size(); ++f) {
-      io::TFRecordReader reader(io::open_file(opt.files[f]), opt.skip_corrupt);
+    // This worker's records of the epoch: record-level sharding keeps every
+    // num_shards-th one; at most plan.samples are kept, and records lost to
+    // corruption are padded so every worker has the same count.
+    const int64_t limit = plan.samples > 0 ? plan.samples
+                                           : std::numeric_limits<int64_t>::max();
+    int64_t ordinal = 0, kept = 0;
+    auto take = [&](auto&& make) -> bool {
+      const bool mine = !plan.record_level ||
+                        ordinal % plan.num_shards == plan.shard_index;
+      ++ordinal;
+      if (!mine || kept >= limit) return true;
+      ++kept;
       Record r;
-      int64_t index = 0;
-      while (reader.next(&r.data)) {
-        r.file = f;
-        r.index = index++;
-        r.offset = reader.record_offset();
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          ++stats.records_read;
-        }
-        if (opt.cache && epoch == 0) cache.push_back(r);
-        if (!feed(std::move(r))) return;
-        r = Record{};
+      make(r);
+      if (opt.cache && epoch == 0) cache.push_back(r);
+      return feed(std::move(r));
+    };
+    if (opt.cache && epoch > 0) {
+      for (const auto& c : cache) {
+        if (!feed(Record(c))) return;
       }
-      std::lock_guard<std::mutex> lock(mu);
-      stats.records_skipped += static_cast<int64_t>(reader.stats().skipped);
+      kept = static_cast<int64_t>(cache.size());
+    } else if (!read_files(take)) {
+      return;
+    }
+    for (; plan.samples > 0 && kept < limit; ++kept) {
+      Record pad;
+      pad.skip = Skip::kPad;
+      if (!feed(std::move(pad))) return;
     }
   }
   while (!buffer.empty()) {
@@ -172,6 +272,38 @@ void Pipeline::State::read_loop() {
   cv.notify_all();
 }
 
+int64_t Pipeline::State::decode_record(const Record& r,
+                                       std::mt19937_64& rng,
+                                       float* out) const {
+  std::string_view encoded = r.data;
+  int64_t label = r.label;
+  io::ImageRecord ex;
+  if (r.label < 0) {
+    try {
+      ex = io::decode_image_example(r.data);
+    } catch (const DataError& e) {
+      throw BadRecord(Skip::kExample, e.what());
+    }
+    encoded = ex.encoded;
+    label = ex.label;
+  }
+  if (label - opt.labels_offset < 0 || label - opt.labels_offset >= opt.num_classes) {
+    throw BadRecord(Skip::kLabel, "label " + std::to_string(label) +
+                                      " minus labels_offset " +
+                                      std::to_string(opt.labels_offset) +
+                                      " is outside [0, " +
+                                      std::to_string(opt.num_classes) + ")");
+  }
+  // The preprocessing decodes (only what it needs); its DataErrors are
+  // undecodable images or channel mismatches.
+  try {
+    opt.preprocess({encoded, opt.channels}, rng, out);
+  } catch (const DataError& e) {
+    throw BadRecord(Skip::kImage, e.what());
+  }
+  return label - opt.labels_offset;
+}
+
 Decoded Pipeline::State::decode(RawBatch& rb) {
   const auto& shape = opt.shape;
   const int64_t n = static_cast<int64_t>(rb.records.size());
@@ -179,7 +311,7 @@ Decoded Pipeline::State::decode(RawBatch& rb) {
   auto labels = torch::empty({n}, torch::kInt64);
   float* out = images.data_ptr<float>();
   int64_t* lab = labels.data_ptr<int64_t>();
-  int64_t kept = 0, skipped = 0;
+  int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {
     const Record& r = rb.records[i];
     if (opt.synthetic_samples > 0) {
@@ -190,29 +322,19 @@ Decoded Pipeline::State::decode(RawBatch& rb) {
       lab[kept++] = static_cast<int64_t>(rng() % static_cast<uint64_t>(opt.num_classes));
       continue;
     }
+    if (r.skip == Skip::kPad) continue;
     try {
-      io::ImageRecord ex = io::decode_image_example(r.data);
-      const int64_t label = ex.label - opt.labels_offset;
-      if (label < 0 || label >= opt.num_classes) {
-        throw DataError("label " + std::to_string(ex.label) +
-                        " minus labels_offset " +
-                        std::to_string(opt.labels_offset) +
-                        " is outside [0, " + std::to_string(opt.num_classes) +
-                        ")");
-      }
       std::mt19937_64 rng(mix_seed(opt.seed, rb.index, i));
-      opt.preprocess({ex.encoded, opt.channels}, rng,
-                     out + kept * shape.numel());
-      lab[kept++] = label;
-    } catch (const DataError& e) {
+      lab[kept] = decode_record(r, rng, out + kept * shape.numel());
+      ++kept;
+    } catch (const BadRecord& e) {
       if (!opt.skip_corrupt) throw DataError(where(r) + ": " + e.what());
-      ++skipped;
+      count(e.kind);
     }
   }
   {
     std::lock_guard<std::mutex> lock(mu);
     stats.images_decoded += kept;
-    stats.records_skipped += skipped;
   }
   Decoded d;
   d.batch.index = rb.index;
@@ -259,6 +381,24 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_unique<State>()) 
   if (s.opt.files.empty() && s.opt.synthetic_samples <= 0) {
     throw DataError("input pipeline: no files to read");
   }
+  if (!s.opt.file_labels.empty() && s.opt.file_labels.size() != s.opt.files.size()) {
+    throw ConfigError("input pipeline: file_labels and files differ in size");
+  }
+  if (s.opt.synthetic_samples > 0 || s.opt.num_shards <= 1) {
+    for (size_t f = 0; f < s.opt.files.size(); ++f) s.plan.files.push_back(f);
+  } else {
+    auto counts = s.opt.records_per_file;
+    if (counts.size() != s.opt.files.size()) {
+      counts.clear();
+      for (const auto& f : s.opt.files) {
+        counts.push_back(s.opt.file_labels.empty() ? count_tfrecords(f) : 1);
+      }
+    }
+    s.plan = plan_shards(counts, s.opt.shard_index, s.opt.num_shards);
+    s.stats.shard_samples = s.plan.samples;
+    s.stats.shard_dropped = s.plan.dropped;
+    std::cout << "Input " << describe(s.plan, s.opt.files.size()) << "\n";
+  }
   s.opt.num_parallel_batches = std::max<int64_t>(1, s.opt.num_parallel_batches);
   s.opt.prefetch_batches = std::max<int64_t>(1, s.opt.prefetch_batches);
   s.next_index = s.opt.skip_batches;
@@ -301,6 +441,22 @@ std::optional<Batch> Pipeline::next() {
     s.cv.notify_all();
     if (!d.empty) return std::move(d.batch);
   }
+}
+
+std::string describe_skipped(const PipelineStats& st) {
+  if (st.records_skipped == 0) return "";
+  std::string out = std::to_string(st.records_skipped) + " corrupt records skipped:";
+  const std::pair<const char*, int64_t> kinds[] = {
+      {"crc_mismatch", st.skipped_crc_mismatch}, {"truncated", st.skipped_truncated},
+      {"bad_example", st.skipped_bad_example},   {"bad_image", st.skipped_bad_image},
+      {"bad_label", st.skipped_bad_label}};
+  const char* sep = " ";
+  for (const auto& [name, n] : kinds) {
+    if (n == 0) continue;
+    out += sep + std::to_string(n) + " " + name;
+    sep = ", ";
+  }
+  return out;
 }
 
 PipelineStats Pipeline::stats() const {

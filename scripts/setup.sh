@@ -13,6 +13,7 @@ PACKAGES=(
   nlohmann-json3-dev libgtest-dev
   libjpeg-turbo-progs bc
   dataset-fashion-mnist
+  openssl iproute2
 )
 
 missing=()

@@ -40,6 +40,19 @@ struct HParams {
   std::string communication_policy = "nccl_fullring";
   /// Largest fused all-reduce bucket, bytes. REQUIRES: >= 1.
   int64_t tensor_fusion_max_bytes = 8388608;
+  /// Local worker processes this command starts (the launcher);
+  /// 1: this process is the worker. REQUIRES: >= 1.
+  int64_t nproc_per_node = 1;
+  /// host:port of the chief's coordinator; empty: from the cluster source.
+  std::string coordinator_address;
+  /// Rendezvous deadline and lost-worker bound, seconds. REQUIRES: >= 1.
+  int64_t worker_timeout_secs = 60;
+  /// File holding the job's shared token; empty: FASTNN_JOB_TOKEN.
+  std::string job_token_file;
+  /// TLS for the coordinator: PEM certificate and key (chief), CA (all).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_ca_file;
 
   // --- Model (FastNN "Model base", loss, fine-tuning) ---
   /// pretrain or finetune (restore trainable variables first).
@@ -96,6 +109,12 @@ struct HParams {
   int64_t eval_batch_size = 100;
   /// Skip and count undecodable records instead of failing (exit 3).
   bool skip_corrupt_records = false;
+  /// image_folder: share of the images held out as split "validation".
+  /// REQUIRES: in [0, 1).
+  double validation_fraction = 0.1;
+  /// image_folder: seed of the train/validation split (kept apart from
+  /// `seed` so runs with different seeds share one validation set).
+  int64_t validation_split_seed = 0;
 
   // --- Preprocessing ---
   /// Decode/preprocess threads. REQUIRES: >= 1.
@@ -122,8 +141,15 @@ struct HParams {
   // --- Performance (fp16 + threads) ---
   /// Mixed precision (fp16 autocast on CUDA, bf16 on capable CPUs).
   bool use_fp16 = true;
-  /// Static loss scale. REQUIRES: > 0.
+  /// Activation and weight layout on CPU: NCHW (LibTorch's default) or
+  /// NHWC (channels-last, oneDNN's preferred layout).
+  std::string data_format = "NCHW";
+  /// Static loss scale, or the dynamic policy's first scale when set.
+  /// REQUIRES: > 0.
   double loss_scale = 1.0;
+  /// auto: dynamic with fp16 autocast (CUDA), static otherwise; static;
+  /// dynamic (skip the step on Inf/NaN gradients, back off, grow).
+  std::string loss_scaling = "auto";
   /// Ignored (TF server transport).
   std::string protocol = "grpc";
   /// Ignored (TF inter-op pool).
@@ -207,6 +233,12 @@ struct HParams {
   int64_t save_summaries_secs = 600;
   /// Evaluation period in steps; 0: off.
   int64_t eval_every_n_iters = 0;
+  /// eval_image_classifier: > 0 evaluates each new checkpoint of a
+  /// train_dir, polling this often; 0 evaluates once.
+  int64_t eval_interval_secs = 0;
+  /// Loop mode ends after this long without a new checkpoint; 0: only
+  /// when the training run has finished.
+  int64_t eval_timeout_secs = 0;
 
   // --- I/O ---
   /// Ignored (PAI platform).

@@ -20,8 +20,24 @@
 namespace fastnn::datasets {
 
 struct PipelineOptions {
-  /// TFRecord files, read in this order.
+  /// TFRecord files, read in this order (or image files, see file_labels).
   std::vector<std::string> files;
+  /// Non-empty: the record source is a list of image files instead of
+  /// TFRecord shards; files[i] holds one encoded PNG/JPEG image of class
+  /// file_labels[i] (dataset image_folder). REQUIRES: same size as files.
+  std::vector<int64_t> file_labels;
+  /// Records in each of files when already known (e.g. counted by the
+  /// dataset); empty: counted from the record headers when sharding needs
+  /// them.
+  std::vector<int64_t> records_per_file;
+  /// This worker's part of the data: worker shard_index of num_shards gets
+  /// the same number of records per epoch as every other (datasets/sharding.h);
+  /// up to num_shards - 1 records are dropped, in evaluation too, so exact
+  /// evaluation counts need num_shards = 1. Counting the records of each file
+  /// (for the plan) happens in the constructor, before the first batch.
+  /// REQUIRES: 0 <= shard_index < num_shards.
+  int shard_index = 0;
+  int num_shards = 1;
   /// Training: shuffle, repeat num_epochs, full batches only. Otherwise one
   /// pass in file order with a partial last batch.
   bool is_training = true;
@@ -66,9 +82,28 @@ struct Batch {
 struct PipelineStats {
   int64_t records_read = 0;
   int64_t images_decoded = 0;
+  /// Records dropped under skip_corrupt, all kinds; the sum of the next five.
   int64_t records_skipped = 0;
+  /// Data (or length) CRC did not match.
+  int64_t skipped_crc_mismatch = 0;
+  /// The file ended inside a record.
+  int64_t skipped_truncated = 0;
+  /// The record is not a tf.train.Example with image/encoded and a label.
+  int64_t skipped_bad_example = 0;
+  /// The image bytes could not be decoded.
+  int64_t skipped_bad_image = 0;
+  /// label - labels_offset is outside [0, num_classes).
+  int64_t skipped_bad_label = 0;
   int64_t epochs_started = 0;
+  /// Records this worker yields per epoch (0 = not counted: one worker).
+  int64_t shard_samples = 0;
+  /// Records of the file set no worker reads, per epoch, so that every
+  /// worker gets shard_samples.
+  int64_t shard_dropped = 0;
 };
+
+/// "3 corrupt records skipped: 1 crc_mismatch, 2 bad_image" or "".
+std::string describe_skipped(const PipelineStats& stats);
 
 class Pipeline {
  public:

@@ -31,6 +31,8 @@ struct RecordStats {
   /// Bytes of the source not returned as records because of corruption,
   /// framing included (skip policy only).
   uint64_t skipped_bytes = 0;
+  /// Of `skipped`: records cut short by the end of the source.
+  uint64_t skipped_truncated = 0;
 };
 
 /// Reads records one by one from a byte source.

@@ -21,8 +21,10 @@ std::vector<KeySpec> build_table() {
   return {
     // --- Dataset ---
     {FASTNN_KEY(dataset_name), G::kDataset,
-     "Dataset to read: mock (constant images, every label 1), mnist, "
-     "cifar10, flowers, imagenet, ..."},
+     "Dataset to read: mock (synthetic images, no I/O), mnist, "
+     "fashion_mnist, cifar10, flowers, imagenet, tfrecord (any TF-slim-style "
+     "TFRecords: train_files/eval_files and num_classes) or image_folder (a "
+     "folder of class sub-folders of JPEG/PNG files, read directly)."},
     {FASTNN_KEY(dataset_dir), G::kDataset,
      "Directory holding the TFRecord shards and labels.txt."},
     {FASTNN_KEY(dataset_split_name), G::kDataset,
@@ -43,6 +45,12 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(skip_corrupt_records), G::kDataset,
      "Skip (and count) records that cannot be parsed or decoded instead of "
      "stopping with exit code 3."},
+    {FASTNN_KEY(validation_fraction), G::kDataset,
+     "image_folder: share of the images held out as split 'validation' "
+     "(the rest is 'train').", between(0, 1, false, true)},
+    {FASTNN_KEY(validation_split_seed), G::kDataset,
+     "image_folder: seed of the deterministic train/validation split; "
+     "separate from seed so that every run holds out the same images."},
     {FASTNN_KEY(file_pattern), G::kDataset,
      "Unused in FastNN as well; use train_files.", {}, {}, kIgnored},
     {FASTNN_KEY(reader), G::kDataset,
@@ -209,6 +217,13 @@ std::vector<KeySpec> build_table() {
      at_least(0)},
     {FASTNN_KEY(eval_every_n_iters), G::kLog,
      "Evaluate on eval_split_name every N steps; 0: off.", at_least(0)},
+    {FASTNN_KEY(eval_interval_secs), G::kLog,
+     "eval_image_classifier on a train_dir: evaluate each new checkpoint, "
+     "checking every this many seconds; 0: evaluate once.", at_least(0)},
+    {FASTNN_KEY(eval_timeout_secs), G::kLog,
+     "Evaluation loop: stop after this many seconds without a new "
+     "checkpoint; 0: stop when the training run has finished.",
+     at_least(0)},
     {FASTNN_KEY(log_device_placement), G::kLog,
      "TensorFlow op-placement logging.", {}, {}, kIgnored},
 
@@ -218,7 +233,17 @@ std::vector<KeySpec> build_table() {
      "bf16 autocast on CPUs that support it."},
     {FASTNN_KEY(loss_scale), G::kPerformance,
      "Loss multiplier applied before backward for fp16; the gradients are "
-     "divided by it again.", above(0)},
+     "divided by it again. With dynamic loss scaling: the first scale "
+     "(default 2^15).", above(0)},
+    {FASTNN_KEY(data_format), G::kPerformance,
+     "Memory layout of images, activations and conv weights: NCHW, or NHWC "
+     "(channels-last; see docs/performance.md for where it helps). "
+     "Checkpoints are the same either way.", {}, {"NCHW", "NHWC"}},
+    {FASTNN_KEY(loss_scaling), G::kPerformance,
+     "Loss scaling policy: auto (dynamic under fp16 autocast on CUDA, "
+     "static otherwise), static (loss_scale), dynamic (skip steps with "
+     "Inf/NaN gradients, halve the scale, double it after 2000 good steps).",
+     {}, {"auto", "static", "dynamic"}},
     {FASTNN_KEY(intra_op_parallelism_threads), G::kPerformance,
      "Threads for CPU tensor operations; 0: LibTorch's default.",
      at_least(0)},
@@ -250,6 +275,29 @@ std::vector<KeySpec> build_table() {
      "All-reduce algorithm (PAI-Soar name); NCCL on CUDA, Gloo on CPU."},
     {FASTNN_KEY(tensor_fusion_max_bytes), G::kCluster,
      "Largest fused all-reduce bucket, in bytes.", at_least(1)},
+    {FASTNN_KEY(nproc_per_node), G::kCluster,
+     "Worker processes to start on this machine, one per device "
+     "(torchrun's convention); each gets RANK, WORLD_SIZE, LOCAL_RANK, "
+     "MASTER_ADDR and MASTER_PORT. 1: this process is the worker.",
+     at_least(1)},
+    {FASTNN_KEY(coordinator_address), G::kCluster,
+     "host:port of the chief's gRPC coordinator; None: from the cluster "
+     "source (worker_hosts[0], TF_CONFIG, MASTER_ADDR:MASTER_PORT, the "
+     "first Slurm node).", {}, {}, 0, "from the cluster source"},
+    {FASTNN_KEY(worker_timeout_secs), G::kCluster,
+     "Rendezvous deadline and lost-worker bound, in seconds: a worker "
+     "silent this long makes every other worker exit 5.", at_least(1)},
+    {FASTNN_KEY(job_token_file), G::kCluster,
+     "File holding the job's shared token (every coordinator call carries "
+     "it); None: the FASTNN_JOB_TOKEN environment variable."},
+    {FASTNN_KEY(tls_cert_file), G::kCluster,
+     "PEM certificate the chief's coordinator serves; with tls_key_file "
+     "turns TLS on. None: plaintext."},
+    {FASTNN_KEY(tls_key_file), G::kCluster,
+     "PEM private key of tls_cert_file."},
+    {FASTNN_KEY(tls_ca_file), G::kCluster,
+     "PEM CA bundle workers verify the coordinator with; setting it turns "
+     "TLS on for clients."},
     {FASTNN_KEY(taskId), G::kCluster,
      "PAI platform task id; unused in FastNN as well.", {}, {}, kIgnored},
     {FASTNN_KEY(ps_hosts), G::kCluster,

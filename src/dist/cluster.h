@@ -28,6 +28,10 @@ struct ClusterSpec {
   std::string source = "single process";
   /// For --print_cluster: value -> where it came from, in print order.
   std::vector<std::pair<std::string, std::string>> provenance;
+  /// > 0 when this process is a launcher (nproc_per_node > 1 and nothing
+  /// started one process per device): it starts this many local workers,
+  /// ranks rank .. rank + launch_workers - 1, and does not train itself.
+  int launch_workers = 0;
 
   bool is_chief() const { return rank == 0; }
   bool distributed() const { return world_size > 1; }
@@ -44,5 +48,19 @@ ClusterSpec resolve_cluster(const HParams& hp, const Environment& env);
 
 /// The text --print_cluster prints: every value and its source.
 std::string describe(const ClusterSpec& spec);
+
+/// Set (to "1") by the launcher in its workers' environment: the torchrun
+/// variables there were written by this launcher and win over every source.
+inline constexpr const char* kLauncherMarker = "FASTNN_LAUNCHER";
+
+/// "host:port" -> {host, port}; "[v6]:port" keeps the brackets off the host.
+/// Throws ConfigError naming `what` when the port is missing or not 0-65535.
+std::pair<std::string, int> split_host_port(const std::string& address,
+                                            const std::string& what);
+
+/// Expands a Slurm host list: "node[01-03,7],gpu-a" -> node01 node02 node03
+/// node7 gpu-a (zero padding kept). Throws ConfigError naming `what`.
+std::vector<std::string> expand_nodelist(const std::string& list,
+                                         const std::string& what);
 
 }  // namespace fastnn::dist

@@ -32,6 +32,12 @@ struct WorkerReport {
   double eta_secs = -1;
 };
 
+/// The options from the hyperparameters and the environment: timeout from
+/// worker_timeout_secs, token from job_token_file (trimmed) or else
+/// FASTNN_JOB_TOKEN, TLS files. Throws ConfigError for an unreadable token
+/// file or an incomplete TLS setup.
+SessionOptions session_options(const HParams& hp, const Environment& env);
+
 class WorkerSession {
  public:
   /// Starts the coordinator (rank 0), connects, and completes rendezvous:
@@ -50,8 +56,14 @@ class WorkerSession {
   /// Set when the coordinator declared a worker lost (or the coordinator
   /// itself became unreachable): a message naming it and its last step.
   std::optional<std::string> failure() const;
-  /// Tells the coordinator this worker finished with `exit_code`.
+  /// Tells the coordinator this worker finished with `exit_code`, stops the
+  /// heartbeat thread, and on rank 0 waits (at most worker_timeout) for the
+  /// others to finish or hear of a failure before stopping the server.
+  /// Idempotent; the destructor calls finish(1) when it was not called.
   void finish(int exit_code);
+  /// Asks the coordinator for a graceful stop (e.g. from a signal handler's
+  /// consumer); every worker's stop_requested() turns true. Non-blocking.
+  void request_stop();
 
  private:
   struct Impl;

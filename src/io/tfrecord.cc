@@ -116,6 +116,7 @@ void TFRecordReader::stop(uint64_t index,
   if (!skip_corrupt_) {
     throw DataError(message);
   }
+  if (reason.rfind("truncated", 0) == 0) ++stats_.skipped_truncated;
   // Nothing after this point can be trusted; count the unread tail as lost.
   char sink[1 << 16];
   while (read_full(sink, sizeof(sink)) > 0) {

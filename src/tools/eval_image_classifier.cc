@@ -1,16 +1,40 @@
 // eval_image_classifier --config FILE --checkpoint_path PATH [--KEY=VALUE ...]
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "fastnn/errors.h"
 #include "src/train/evaluator.h"
 #include "src/train/tool_main.h"
 
+namespace {
+
+void print_result(const fastnn::train::EvalResult& r) {
+  std::printf("eval %s: %lld samples, global_step %lld%s\n", r.split.c_str(),
+              static_cast<long long>(r.samples), static_cast<long long>(r.global_step),
+              r.moving_averages ? ", moving-average weights" : "");
+  std::printf("Accuracy = %.4f (%lld/%lld)\nRecall_5 = %.4f\nLoss = %.4f\n", r.top1,
+              static_cast<long long>(r.top1_correct), static_cast<long long>(r.samples),
+              r.top5, r.loss);
+  for (size_t c = 0; c < r.class_total.size(); ++c) {
+    if (r.class_total[c] == 0) continue;
+    const std::string name = c < r.class_names.size() ? r.class_names[c] : "";
+    std::printf("  class %zu %-12s %.4f (%lld/%lld)\n", c, name.c_str(),
+                static_cast<double>(r.class_correct[c]) / r.class_total[c],
+                static_cast<long long>(r.class_correct[c]),
+                static_cast<long long>(r.class_total[c]));
+  }
+  std::printf("eval_result %s\n", fastnn::train::eval_result_json(r).c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   return fastnn::train::tool_main(
       argc, argv, "eval_image_classifier",
       "--config FILE --checkpoint_path PATH [--eval_split_name=test] "
-      "[--KEY=VALUE ...]",
+      "[--eval_interval_secs=N [--eval_timeout_secs=N]] [--KEY=VALUE ...]",
       [](fastnn::LoadResult& args) {
         const auto& hp = args.hp;
         std::string path = hp.checkpoint_path.empty() ? hp.train_dir : hp.checkpoint_path;
@@ -18,23 +42,16 @@ int main(int argc, char** argv) {
           throw fastnn::ConfigError(
               "checkpoint_path: not set (a checkpoint file or a train_dir)");
         }
-        auto r = fastnn::train::evaluate(hp, path);
-        std::printf("eval %s: %lld samples, global_step %lld%s\n", r.split.c_str(),
-                    static_cast<long long>(r.samples),
-                    static_cast<long long>(r.global_step),
-                    r.moving_averages ? ", moving-average weights" : "");
-        std::printf("Accuracy = %.4f (%lld/%lld)\nRecall_5 = %.4f\nLoss = %.4f\n",
-                    r.top1, static_cast<long long>(r.top1_correct),
-                    static_cast<long long>(r.samples), r.top5, r.loss);
-        for (size_t c = 0; c < r.class_total.size(); ++c) {
-          if (r.class_total[c] == 0) continue;
-          const std::string name = c < r.class_names.size() ? r.class_names[c] : "";
-          std::printf("  class %zu %-12s %.4f (%lld/%lld)\n", c, name.c_str(),
-                      static_cast<double>(r.class_correct[c]) / r.class_total[c],
-                      static_cast<long long>(r.class_correct[c]),
-                      static_cast<long long>(r.class_total[c]));
+        if (hp.eval_interval_secs > 0) {
+          // The train_dir may not exist yet: the loop waits for it.
+          if (std::filesystem::is_regular_file(path)) {
+            throw fastnn::ConfigError(
+                "eval_interval_secs: the evaluation loop needs a train_dir, not the "
+                "file '" + path + "'");
+          }
+          return fastnn::train::evaluation_loop(hp, path, print_result);
         }
-        std::printf("eval_result %s\n", fastnn::train::eval_result_json(r).c_str());
+        print_result(fastnn::train::evaluate(hp, path));
         return 0;
       });
 }

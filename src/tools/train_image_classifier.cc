@@ -1,18 +1,39 @@
 // train_image_classifier --config FILE [--KEY=VALUE ...]
 #include <iostream>
+#include <string>
 
+#include "fastnn/errors.h"
 #include "fastnn/trainer.h"
-#include "src/train/builder.h"
+#include "src/dist/cluster.h"
+#include "src/dist/launcher.h"
 #include "src/train/tool_main.h"
 
 int main(int argc, char** argv) {
   return fastnn::train::tool_main(
-      argc, argv, "train_image_classifier",
+      argc,
+      argv,
+      "train_image_classifier",
       "--config FILE [--KEY=VALUE ...] [--dry_run]",
-      [](fastnn::LoadResult& args) {
+      [argc, argv](fastnn::LoadResult& args) {
+        namespace dist = fastnn::dist;
+        const dist::Environment env = dist::process_environment();
+        const dist::ClusterSpec cluster = dist::resolve_cluster(args.hp, env);
         if (args.print_cluster) {
-          std::cout << fastnn::train::describe_cluster(args.hp);
+          std::cout << dist::describe(cluster);
           return 0;
+        }
+        if (cluster.launch_workers > 0 && !args.dry_run) {
+          return dist::launch(
+              dist::launch_options(cluster, args.hp, env, argc, argv));
+        }
+        if (cluster.distributed()) {
+          // Until the Trainer runs a WorkerSession and the communicator
+          // (issue 6, branch dist-comm), refuse rather than let each worker
+          // train alone. The integration removes this check.
+          throw fastnn::ConfigError(
+              "multi-worker training (" + cluster.source + ", world size " +
+              std::to_string(cluster.world_size) +
+              ") needs the communicator, which this build does not have yet");
         }
         fastnn::train::Trainer trainer(args.hp);
         if (args.dry_run) {

@@ -70,6 +70,8 @@ datasets::PipelineOptions pipeline_options(const HParams& hp,
                                            bool is_training) {
   datasets::PipelineOptions o;
   o.files = b.dataset.files;
+  o.file_labels = b.dataset.file_labels;
+  o.records_per_file = b.dataset.records_per_file;
   if (b.dataset.synthetic) o.synthetic_samples = b.dataset.num_samples;
   o.is_training = is_training;
   o.batch_size = is_training ? hp.batch_size : hp.eval_batch_size;
@@ -117,18 +119,20 @@ int configure_threads(const HParams& hp) {
   return intra;
 }
 
-std::string describe_cluster(const HParams& hp) {
-  const auto hosts = split_list(hp.worker_hosts);
-  const size_t world = std::max<size_t>(1, hosts.size());
-  std::ostringstream os;
-  os << "job_name = " << hp.job_name << "  (" << hp.where("job_name") << ")\n"
-     << "task_index = " << hp.task_index << "  (" << hp.where("task_index") << ")\n"
-     << "worker_hosts = " << (hosts.empty() ? "None" : join_list(hosts)) << "  ("
-     << hp.where("worker_hosts") << ")\n"
-     << "world_size = " << world << ", rank = " << hp.task_index
-     << (hp.task_index == 0 ? " (chief)" : "") << "\n";
-  if (world == 1) os << "mode = single process\n";
-  return os.str();
+void apply_data_format(const HParams& hp, models::ClassifierImpl& model) {
+  if (hp.data_format != "NHWC") return;
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.parameters()) {
+    if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+  for (auto& b : model.buffers()) {
+    if (b.dim() == 4) b.set_data(b.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+}
+
+torch::Tensor to_data_format(const HParams& hp, const torch::Tensor& images) {
+  if (hp.data_format != "NHWC" || images.dim() != 4) return images;
+  return images.contiguous(at::MemoryFormat::ChannelsLast);
 }
 
 std::string model_key(const std::string& tf_name) {

@@ -25,6 +25,13 @@ struct Built {
 /// model itself is created only when `create_model`.
 Built build(const HParams& hp, const std::string& split, bool create_model = true);
 
+/// data_format=NHWC: converts the model's 4-d parameters and buffers to
+/// channels-last in place (values unchanged). No-op for NCHW.
+void apply_data_format(const HParams& hp, models::ClassifierImpl& model);
+
+/// The batch in the layout hp.data_format asks for.
+torch::Tensor to_data_format(const HParams& hp, const torch::Tensor& images);
+
 /// Pipeline options for training (shuffle, repeat) or evaluation.
 datasets::PipelineOptions pipeline_options(const HParams& hp,
                                            const Built& built,
@@ -33,10 +40,6 @@ datasets::PipelineOptions pipeline_options(const HParams& hp,
 /// Sets LibTorch's thread counts from the hyperparameters, capped at the
 /// machine's cores; returns the intra-op count used.
 int configure_threads(const HParams& hp);
-
-/// The resolved cluster (rank, world size, hosts) and where each value
-/// came from, for --print_cluster.
-std::string describe_cluster(const HParams& hp);
 
 /// "model/<tf name>" for every model variable, for checkpoints.
 std::string model_key(const std::string& tf_name);

@@ -5,9 +5,18 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
 
+#include "fastnn/errors.h"
+#include "fastnn/event_writer.h"
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
+#include "src/train/signals.h"
 
 namespace fastnn::train {
 
@@ -27,7 +36,7 @@ EvalResult evaluate_model(const HParams& hp, const Built& b) {
   auto correct = torch::zeros({b.num_classes}, torch::kInt64);
   auto total = torch::zeros({b.num_classes}, torch::kInt64);
   while (auto batch = pipeline.next()) {
-    auto logits = b.model->forward(batch->images).logits;
+    auto logits = b.model->forward(to_data_format(hp, batch->images)).logits;
     loss_sum += torch::nn::functional::cross_entropy(
                     logits, batch->labels,
                     torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
@@ -69,6 +78,7 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {
       ro.use_moving_averages = true;
     }
   }
+  apply_data_format(hp, *b.model);
   restore_model(*b.model, ckpt, path, ro);
   EvalResult r = evaluate_model(hp, b);
   r.checkpoint = path;
@@ -77,6 +87,82 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {
     r.global_step = it->second.item<int64_t>();
   }
   return r;
+}
+
+namespace {
+
+/// The final step metrics.json records, or -1 when there is none (yet).
+int64_t finished_step(const std::filesystem::path& train_dir) {
+  const auto path = train_dir / "metrics.json";
+  std::ifstream in(path);
+  if (!in) return -1;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    return j.value("final_step", int64_t{-1});
+  } catch (const nlohmann::json::exception&) {
+    return -1;  // being replaced right now; read again next time
+  }
+}
+
+}  // namespace
+
+int evaluation_loop(const HParams& hp, const std::string& train_dir,
+                    const std::function<void(const EvalResult&)>& report) {
+  namespace fs = std::filesystem;
+  using Clock = std::chrono::steady_clock;
+  install_stop_signals();
+  const CheckpointManager index(train_dir, 0);
+  std::unique_ptr<io::EventWriter> events;
+  std::string last_path;
+  int64_t last_step = -1;
+  auto last_new = Clock::now();
+  const auto interval = std::chrono::seconds(std::max<int64_t>(1, hp.eval_interval_secs));
+  while (true) {
+    if (const int sig = stop_signal()) return sig == SIGINT ? kExitSigint : kExitSigterm;
+    const auto latest = index.latest();
+    if (latest && *latest != last_path && fs::exists(*latest)) {
+      EvalResult r;
+      try {
+        r = evaluate(hp, *latest);
+      } catch (const DataError&) {
+        // Pruned (max_to_keep) between reading the index and the file: the
+        // index names a newer one by now.
+        if (!fs::exists(*latest)) continue;
+        throw;
+      }
+      report(r);
+      if (!events) {
+        events = std::make_unique<io::EventWriter>(
+            (fs::path(train_dir) / ("eval_" + r.split)).string());
+      }
+      events->add_scalars(r.global_step,
+                          {{"eval/accuracy", r.top1},
+                           {"eval/recall_5", r.top5},
+                           {"eval/loss", r.loss}});
+      events->flush();
+      last_path = *latest;
+      last_step = r.global_step;
+      last_new = Clock::now();
+      continue;
+    }
+    if (last_step >= 0 && finished_step(train_dir) == last_step) {
+      std::printf("evaluation loop: the training run finished at global_step %lld\n",
+                  static_cast<long long>(last_step));
+      return kExitOk;
+    }
+    const double idle =
+        std::chrono::duration<double>(Clock::now() - last_new).count();
+    if (hp.eval_timeout_secs > 0 && idle >= static_cast<double>(hp.eval_timeout_secs)) {
+      std::printf("evaluation loop: no new checkpoint for %lld s (eval_timeout_secs)\n",
+                  static_cast<long long>(hp.eval_timeout_secs));
+      return kExitOk;
+    }
+    // Sleep in short slices so a signal is answered promptly.
+    const auto wake = Clock::now() + interval;
+    while (Clock::now() < wake && !stop_signal()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
 }
 
 std::string eval_result_json(const EvalResult& r) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,17 @@ EvalResult evaluate_model(const HParams& hp, const Built& built);
 /// Evaluates `checkpoint_path` (a file, or a train_dir for its latest) on
 /// hp.eval_split_name with hp.eval_batch_size.
 EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path);
+
+/// TF-slim's evaluation loop over a train_dir: evaluates its latest
+/// checkpoint whenever a new one appears (checking every
+/// hp.eval_interval_secs), calls `report` with each result and writes
+/// accuracy, recall_5 and loss to TensorBoard events in
+/// train_dir/eval_<split>/. Ends, returning 0, when train_dir's
+/// metrics.json says the run finished at the last evaluated step or after
+/// hp.eval_timeout_secs (> 0) without a new checkpoint; returns 130/143 on
+/// SIGINT/SIGTERM.
+int evaluation_loop(const HParams& hp, const std::string& train_dir,
+                    const std::function<void(const EvalResult&)>& report);
 
 /// The result as one JSON object (no newline).
 std::string eval_result_json(const EvalResult& r);

@@ -1,6 +1,7 @@
 #include "fastnn/hooks.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -8,6 +9,9 @@
 #include <fstream>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
+#include "fastnn/atomic_file.h"
 #include "fastnn/errors.h"
 #include "fastnn/event_writer.h"
 #include "fastnn/hparams.h"
@@ -40,7 +44,8 @@ class StopAtStepHook : public Hook {
   }
 };
 
-/// FastNN's LoggingTensorHook line, every log_loss_every_n_iters steps.
+/// FastNN's LoggingTensorHook line, every log_loss_every_n_iters steps,
+/// plus the share of the interval spent waiting for input and the ETA.
 class LoggingTensorHook : public Hook {
  public:
   void begin(TrainControl& c) override {
@@ -50,26 +55,61 @@ class LoggingTensorHook : public Hook {
   }
   void after_step(TrainControl& c, const StepStats& s) override {
     samples_ += s.batch_samples;
+    input_secs_ += s.spans.input_end - s.spans.input_begin;
     const int64_t every = c.hparams().log_loss_every_n_iters;
     if (every <= 0 || s.global_step % every != 0) return;
     const double elapsed = secs_since(last_time_);
     const int64_t steps = s.global_step - last_step_;
     const double per_step = steps > 0 ? elapsed / steps : 0.0;
     const double per_sec = elapsed > 0 ? (samples_ - last_samples_) / elapsed : 0;
+    const double data_share = elapsed > 0 ? 100.0 * input_secs_ / elapsed : 0;
+    const int64_t final_step = c.final_step();
+    std::string eta = "?";
+    if (final_step >= s.global_step && per_step > 0) {
+      eta = format_duration(per_step * static_cast<double>(final_step - s.global_step));
+    }
     std::printf("[%.4f secs/step,\t%.4f samples/sec]\tloss = %.6g,\t"
-                "accuracy = %.6g,\tlrate = %.6g,\tglobal_step = %lld\n",
+                "accuracy = %.6g,\tlrate = %.6g,\tglobal_step = %lld\t"
+                "(data %.1f%%, ETA %s)\n",
                 per_step, per_sec, s.loss, s.accuracy, s.learning_rate,
-                static_cast<long long>(s.global_step));
+                static_cast<long long>(s.global_step), data_share, eta.c_str());
     std::fflush(stdout);
     last_time_ = Clock::now();
     last_step_ = s.global_step;
     last_samples_ = samples_;
+    input_secs_ = 0;
   }
 
  private:
+  static std::string format_duration(double secs) {
+    const auto t = static_cast<long long>(secs + 0.5);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
+    return buf;
+  }
   Clock::time_point last_time_;
   int64_t last_step_ = 0;
   int64_t samples_ = 0, last_samples_ = 0;
+  double input_secs_ = 0;
+};
+
+/// TF's NanTensorHook(fail_on_nan_loss=True): a non-finite loss, or
+/// non-finite gradients that loss scaling did not absorb, stops training
+/// with DivergedError (exit 4) naming the step. Always installed, first.
+class NanTensorHook : public Hook {
+ public:
+  void after_step(TrainControl&, const StepStats& s) override {
+    std::string what;
+    if (!std::isfinite(s.loss)) {
+      what = "loss is " + std::to_string(s.loss);
+    } else if (!s.skipped && !std::isfinite(s.gradient_norm)) {
+      what = "gradient norm is " + std::to_string(s.gradient_norm);
+    } else {
+      return;
+    }
+    throw DivergedError(what + " at global_step " + std::to_string(s.global_step) +
+                        " (lower learning_rate, or set max_gradient_norm?)");
+  }
 };
 
 /// Saves every save_checkpoints_steps steps and every save_interval_secs
@@ -103,15 +143,13 @@ class CheckpointSaverHook : public Hook {
 };
 
 /// Every profile_every_n_iters steps on task profile_at_task, writes
-/// timeline-<step>.json (Chrome trace format) with the step's phases.
+/// timeline-<step>.json (Chrome trace format): the step's phases on one
+/// track and LibTorch's operators (aten::conv2d, ...) on a second.
 class ProfilerHook : public Hook {
  public:
   void after_step(TrainControl& c, const StepStats& s) override {
     const auto& hp = c.hparams();
-    if (hp.profile_every_n_iters <= 0 || hp.task_index != hp.profile_at_task ||
-        s.global_step % hp.profile_every_n_iters != 0) {
-      return;
-    }
+    if (!profiles_step(hp, s.global_step)) return;
     std::string dir = !hp.train_dir.empty() ? hp.train_dir : hp.output_dir;
     std::filesystem::create_directories(dir);
     const auto path = std::filesystem::path(dir) /
@@ -120,22 +158,41 @@ class ProfilerHook : public Hook {
     const struct {
       const char* name;
       double begin, end;
-    } events[] = {{"input_wait", t.input_begin, t.input_end},
+    } phases[] = {{"input_wait", t.input_begin, t.input_end},
                   {"forward", t.input_end, t.forward_end},
                   {"backward", t.forward_end, t.backward_end},
                   {"optimizer", t.backward_end, t.optimizer_end}};
-    std::ofstream out(path);
-    out << "{\"traceEvents\": [";
-    bool first = true;
-    for (const auto& e : events) {
-      out << (first ? "" : ",") << "\n {\"name\": \"" << e.name
-          << "\", \"ph\": \"X\", \"pid\": " << hp.task_index
-          << ", \"tid\": 0, \"ts\": " << e.begin * 1e6
-          << ", \"dur\": " << (e.end - e.begin) * 1e6
-          << ", \"args\": {\"global_step\": " << s.global_step << "}}";
-      first = false;
+    nlohmann::json events = nlohmann::json::array();
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", hp.task_index},
+                      {"tid", 0}, {"args", {{"name", "step phases"}}}});
+    for (const auto& p : phases) {
+      events.push_back({{"name", p.name}, {"ph", "X"}, {"pid", hp.task_index},
+                        {"tid", 0}, {"ts", p.begin * 1e6},
+                        {"dur", (p.end - p.begin) * 1e6},
+                        {"args", {{"global_step", s.global_step}}}});
     }
-    out << "\n]}\n";
+    add_operators(s, hp.task_index, events);
+    io::write_file_atomic(path.string(),
+                          nlohmann::json{{"traceEvents", events}}.dump(1) + "\n");
+  }
+
+ private:
+  // LibTorch's legacy profiler writes a JSON array of complete ("X")
+  // events with microsecond times from its own start, which is the start
+  // of forward; they are shifted onto the phases' clock.
+  static void add_operators(const StepStats& s, int pid, nlohmann::json& events) {
+    if (s.op_trace.empty()) return;
+    nlohmann::json ops = nlohmann::json::parse(s.op_trace, nullptr, false);
+    if (!ops.is_array()) return;
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid},
+                      {"tid", 1}, {"args", {{"name", "LibTorch operators"}}}});
+    const double shift = s.spans.input_end * 1e6;
+    for (auto& e : ops) {
+      if (!e.is_object() || e.value("ph", "") != "X") continue;
+      events.push_back({{"name", e.value("name", "?")}, {"ph", "X"}, {"pid", pid},
+                        {"tid", 1}, {"ts", e.value("ts", 0.0) + shift},
+                        {"dur", e.value("dur", 0.0)}});
+    }
   }
 };
 
@@ -171,7 +228,9 @@ class SummarySaverHook : public Hook {
                           {"accuracy", s.accuracy},
                           {"learning_rate", s.learning_rate},
                           {"images_per_sec", samples_ / elapsed},
-                          {"global_step/sec", steps / elapsed}});
+                          {"global_step/sec", steps / elapsed},
+                          {"gradient_norm", s.gradient_norm},
+                          {"loss_scale", s.loss_scale}});
     writer_->flush();
     written_ = true;
     samples_ = 0;
@@ -202,6 +261,7 @@ const HookRow kHooks[] = {
     {"CheckpointSaverHook", make<CheckpointSaverHook>},
     {"ProfilerHook", make<ProfilerHook>},
     {"SummarySaverHook", make<SummarySaverHook>},
+    {"NanTensorHook", make<NanTensorHook>},
 };
 
 std::string lower(std::string s) {
@@ -212,6 +272,12 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+bool profiles_step(const HParams& hp, int64_t global_step) {
+  return hp.profile_every_n_iters > 0 && hp.task_index == hp.profile_at_task &&
+         global_step % hp.profile_every_n_iters == 0 &&
+         lower(hp.hooks).find("profilerhook") != std::string::npos;
+}
+
 std::vector<std::string> hook_names() {
   std::vector<std::string> out;
   for (const auto& r : kHooks) out.push_back(r.name);
@@ -220,8 +286,12 @@ std::vector<std::string> hook_names() {
 
 std::vector<std::unique_ptr<Hook>> make_hooks(const HParams& hp) {
   std::vector<std::unique_ptr<Hook>> hooks;
+  // A NaN run is never worth continuing: NanTensorHook runs whether it is
+  // listed or not, and first, so no later hook checkpoints a NaN state.
+  hooks.push_back(std::make_unique<NanTensorHook>());
   for (const std::string& name : split_list(hp.hooks)) {
     bool found = false;
+    if (lower(name) == "nantensorhook") continue;
     for (const auto& r : kHooks) {
       if (lower(name) == lower(r.name)) {
         hooks.push_back(r.make());

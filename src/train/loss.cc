@@ -34,18 +34,33 @@ double apply_l2_regularization(const std::vector<torch::Tensor>& weights,
   return 0.5 * decay * sum;
 }
 
-double clip_by_global_norm(const std::vector<optim::Variable>& vars, double clip) {
+double gradient_global_norm(const std::vector<optim::Variable>& vars) {
   torch::NoGradGuard no_grad;
-  double sq = 0;
+  torch::Tensor sq;
   for (const auto& v : vars) {
-    if (v.var.grad().defined()) sq += v.var.grad().pow(2).sum().item<double>();
+    const auto& g = v.var.grad();
+    if (!g.defined()) continue;
+    auto part = g.to(torch::kFloat64).pow(2).sum();
+    sq = sq.defined() ? sq + part : part;
   }
-  const double norm = std::sqrt(sq);
-  if (norm > clip) {
-    for (const auto& v : vars) {
-      if (v.var.grad().defined()) v.var.mutable_grad().mul_(clip / norm);
-    }
+  return sq.defined() ? std::sqrt(sq.item<double>()) : 0.0;
+}
+
+void scale_gradients(const std::vector<optim::Variable>& vars, double factor) {
+  torch::NoGradGuard no_grad;
+  for (const auto& v : vars) {
+    if (v.var.grad().defined()) v.var.mutable_grad().mul_(factor);
   }
+}
+
+void clip_to_global_norm(const std::vector<optim::Variable>& vars, double norm,
+                         double clip) {
+  if (norm > clip) scale_gradients(vars, clip / norm);
+}
+
+double clip_by_global_norm(const std::vector<optim::Variable>& vars, double clip) {
+  const double norm = gradient_global_norm(vars);
+  clip_to_global_norm(vars, norm, clip);
   return norm;
 }
 

@@ -25,6 +25,17 @@ torch::Tensor classification_loss(const torch::Tensor& logits,
 double apply_l2_regularization(const std::vector<torch::Tensor>& weights,
                                double decay);
 
+/// sqrt of the sum of squares of every defined gradient (accumulated in
+/// double); Inf/NaN when a gradient holds one.
+double gradient_global_norm(const std::vector<optim::Variable>& vars);
+
+/// Multiplies every defined gradient by `factor` (unscaling, clipping).
+void scale_gradients(const std::vector<optim::Variable>& vars, double factor);
+
+/// The scaling half of clip_by_global_norm, with the norm already known.
+void clip_to_global_norm(const std::vector<optim::Variable>& vars, double norm,
+                         double clip);
+
 /// TF's clip_by_global_norm over the variables' gradients: each scaled by
 /// clip / max(global_norm, clip). Returns the norm before clipping.
 double clip_by_global_norm(const std::vector<optim::Variable>& vars, double clip);

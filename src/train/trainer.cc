@@ -1,11 +1,15 @@
 #include "fastnn/trainer.h"
 
 #include <ATen/autocast_mode.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <limits>
 #include <cstdio>
 #include <optional>
 #include <csignal>
@@ -22,6 +26,7 @@
 #include "src/train/checkpoint.h"
 #include "src/train/evaluator.h"
 #include "src/train/loss.h"
+#include "src/train/loss_scale.h"
 #include "src/train/signals.h"
 
 namespace fastnn::train {
@@ -39,6 +44,12 @@ struct Trainer::Impl : TrainControl {
   std::vector<std::unique_ptr<Hook>> hooks;
   std::unique_ptr<CheckpointManager> checkpoints;
   std::vector<torch::Tensor> regularized;
+  std::unique_ptr<LossScaler> scaler;
+  /// Fault injection for tests (FASTNN_FAULT_INF_GRAD_STEPS): the steps
+  /// whose gradients are overwritten with Inf after backward.
+  std::vector<int64_t> inject_inf_grad_steps;
+  /// The end of num_epochs in steps (0: unknown).
+  int64_t epochs_final_step = 0;
   /// moving_average_decay: (variable, shadow) for every model variable.
   std::vector<std::pair<models::NamedVariable, torch::Tensor>> ema;
   int intra_threads = 1;
@@ -53,6 +64,10 @@ struct Trainer::Impl : TrainControl {
   }
   int64_t global_step() const override {
     return step;
+  }
+  int64_t final_step() const override {
+    if (epochs_final_step > 0) return std::min(hp.stop_at_step, epochs_final_step);
+    return hp.stop_at_step;
   }
   void request_stop(const std::string& why) override {
     if (!stop) stop_reason = why;
@@ -76,6 +91,8 @@ TensorMap Trainer::Impl::state() {
   for (const auto& [v, shadow] : ema) m[ema_key(v.name)] = shadow;
   m["global_step"] = torch::tensor(step, torch::kInt64);
   m["input/batches_consumed"] = torch::tensor(batches_consumed, torch::kInt64);
+  m["loss_scale/scale"] = torch::tensor(scaler->scale(), torch::kFloat64);
+  m["loss_scale/good_steps"] = torch::tensor(scaler->good_steps(), torch::kInt64);
   at::Generator gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
   m["rng/torch_cpu"] = gen.get_state();
@@ -120,6 +137,11 @@ void Trainer::Impl::restore(const std::string& path) {
   }
   step = get("global_step");
   batches_consumed = get("input/batches_consumed");
+  auto ls = ckpt.find("loss_scale/scale");
+  auto lg = ckpt.find("loss_scale/good_steps");
+  if (ls != ckpt.end() && lg != ckpt.end() && scaler->dynamic()) {
+    scaler->restore(ls->second.item<double>(), lg->second.item<int64_t>());
+  }
   auto rng = ckpt.find("rng/torch_cpu");
   if (rng != ckpt.end()) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
@@ -167,6 +189,18 @@ void reject_unavailable(const HParams& h) {
   }
 }
 
+std::vector<int64_t> steps_from_env(const char* name) {
+  std::vector<int64_t> out;
+  const char* v = std::getenv(name);
+  if (!v) return out;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(std::stoll(item));
+  }
+  return out;
+}
+
 }  // namespace
 
 void Trainer::Impl::init_from_checkpoint() {
@@ -210,6 +244,7 @@ Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
   torch::manual_seed(static_cast<uint64_t>(h.seed));
   m.intra_threads = configure_threads(h);
   m.built = build(h, h.dataset_split_name);
+  apply_data_format(h, *m.built.model);
   std::vector<optim::Variable> vars;
   for (const auto& v : models::model_variables(*m.built.model)) {
     if (!v.trainable) continue;
@@ -230,6 +265,13 @@ Trainer::Trainer(HParams hp) : impl_(std::make_unique<Impl>()) {
                                         : m.built.dataset.num_samples;
   m.schedule = optim::schedule_from_hparams(h, samples_per_epoch, 1);
   m.hooks = make_hooks(h);
+  // LibTorch's CPU autocast is bfloat16, which has fp32's exponent range:
+  // half-precision autocast (and so "auto" dynamic scaling) is CUDA only.
+  m.scaler = std::make_unique<LossScaler>(loss_scale_options(h, /*fp16_autocast=*/false));
+  m.inject_inf_grad_steps = steps_from_env("FASTNN_FAULT_INF_GRAD_STEPS");
+  if (m.built.dataset.num_samples > 0 && h.num_epochs > 0) {
+    m.epochs_final_step = h.num_epochs * (m.built.dataset.num_samples / h.batch_size);
+  }
   if (h.eval_every_n_iters > 0) {
     m.eval_built = build(h, h.eval_split_name, /*create_model=*/false);
     m.eval_built->model = m.built.model;
@@ -352,11 +394,16 @@ int Trainer::run() {
       break;
     }
     s.learning_rate = optim::learning_rate_at(m.schedule, m.step);
+    // ProfilerHook's operator-level detail: LibTorch's profiler around
+    // forward, backward and the optimizer of the profiled step only.
+    std::ostringstream op_trace;
+    std::optional<torch::autograd::profiler::RecordProfile> op_profile;
+    if (profiles_step(h, m.step + 1)) op_profile.emplace(op_trace);
     models::ModelOutput out;
     {
       CpuAutocast autocast(m.bf16);
       model.set_global_step(m.step);
-      out = model.forward(batch->images);
+      out = model.forward(to_data_format(h, batch->images));
     }
     out.logits = out.logits.to(torch::kFloat32);
     if (out.aux_logits.defined()) out.aux_logits = out.aux_logits.to(torch::kFloat32);
@@ -367,22 +414,41 @@ int Trainer::run() {
     }
     s.spans.forward_end = now();
     model.zero_grad();
-    loss.backward();
+    s.loss_scale = m.scaler->scale();
+    if (s.loss_scale != 1.0) {
+      (loss * s.loss_scale).backward();
+    } else {
+      loss.backward();
+    }
     s.loss = loss.item<double>();
+    const auto& vars = m.optimizer->variables();
+    if (s.loss_scale != 1.0) scale_gradients(vars, 1.0 / s.loss_scale);
+    if (std::count(m.inject_inf_grad_steps.begin(), m.inject_inf_grad_steps.end(), m.step)) {
+      torch::NoGradGuard no_grad;
+      vars.front().var.mutable_grad().fill_(std::numeric_limits<float>::infinity());
+    }
     if (!m.regularized.empty()) {
       s.loss += apply_l2_regularization(m.regularized, h.weight_decay);
     }
     s.spans.backward_end = now();
-    if (!std::isfinite(s.loss)) {
-      throw DivergedError("loss is " + std::to_string(s.loss) + " at global_step " +
-                          std::to_string(m.step) + " (lower learning_rate?)");
+    s.gradient_norm = gradient_global_norm(vars);
+    s.skipped = !m.scaler->update(std::isfinite(s.gradient_norm));
+    if (s.skipped) {
+      std::printf("global_step %lld: Inf/NaN gradients at loss scale %g: update "
+                  "skipped, loss scale now %g\n",
+                  static_cast<long long>(m.step), s.loss_scale, m.scaler->scale());
+    } else if (std::isfinite(s.loss) && std::isfinite(s.gradient_norm)) {
+      if (h.max_gradient_norm) {
+        clip_to_global_norm(vars, s.gradient_norm, *h.max_gradient_norm);
+      }
+      m.optimizer->step(s.learning_rate);
+      m.update_moving_averages(m.step);
     }
-    if (h.max_gradient_norm) {
-      clip_by_global_norm(m.optimizer->variables(), *h.max_gradient_norm);
-    }
-    m.optimizer->step(s.learning_rate);
-    m.update_moving_averages(m.step);
     s.spans.optimizer_end = now();
+    if (op_profile) {
+      op_profile.reset();  // writes the trace
+      s.op_trace = op_trace.str();
+    }
     ++m.step;
     ++m.batches_consumed;
     s.global_step = m.step;
@@ -411,8 +477,9 @@ int Trainer::run() {
             << " images/sec, data wait " << (wall > 0 ? 100 * data_secs / wall : 0)
             << "%\n";
   if (!last_ckpt.empty()) std::cout << "Saved " << last_ckpt << "\n";
+  const auto stats = pipeline.stats();
+  if (stats.records_skipped) std::cout << datasets::describe_skipped(stats) << "\n";
   if (m.checkpoints) {
-    const auto stats = pipeline.stats();
     nlohmann::json j = {{"final_step", m.step},
                         {"steps_this_run", m.step - start_step},
                         {"loss", last_loss},
@@ -421,6 +488,14 @@ int Trainer::run() {
                         {"wall_secs", wall},
                         {"data_wait_secs", data_secs},
                         {"records_skipped", stats.records_skipped},
+                        {"loss_scale", m.scaler->scale()},
+                        {"steps_skipped_overflow", m.scaler->skipped_steps()},
+                        {"records_skipped_by_kind",
+                         {{"crc_mismatch", stats.skipped_crc_mismatch},
+                          {"truncated", stats.skipped_truncated},
+                          {"bad_example", stats.skipped_bad_example},
+                          {"bad_image", stats.skipped_bad_image},
+                          {"bad_label", stats.skipped_bad_label}}},
                         {"stop_reason", m.stop_reason},
                         {"eval_accuracy", m.last_eval ? nlohmann::json(m.last_eval->top1)
                                                       : nlohmann::json()},

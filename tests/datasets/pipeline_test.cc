@@ -141,6 +141,35 @@ TEST(Pipeline, SameSeedSameBatchesWhateverTheThreadCount) {
   EXPECT_NE(drain(c), drain(d));
 }
 
+TEST(Pipeline, EachEpochIsShuffledAfresh) {
+  auto dir = tmp_dir("pipe_reshuffle");
+  auto o = base_options(write_file(dir, kRecords));
+  o.num_epochs = 3;
+  o.shuffle_buffer_size = kRecords;
+  Pipeline p(o);
+  std::vector<int> order;
+  for (const auto& b : drain(p)) order.insert(order.end(), b.begin(), b.end());
+  ASSERT_EQ(order.size(), 3u * kRecords);
+  std::vector<int> first(order.begin(), order.begin() + kRecords);
+  std::vector<int> second(order.begin() + kRecords, order.begin() + 2 * kRecords);
+  EXPECT_NE(first, second) << "the second epoch repeats the first one's order";
+}
+
+TEST(Pipeline, CacheReadsTheFilesOnceAndChangesNoBatch) {
+  auto dir = tmp_dir("pipe_cache");
+  auto o = base_options(write_file(dir, kRecords));
+  o.num_epochs = 3;
+  o.seed = 3;
+  Pipeline uncached(o);
+  auto expected = drain(uncached);
+  EXPECT_EQ(uncached.stats().records_read, 3 * kRecords);
+  o.cache = true;
+  Pipeline cached(o);
+  EXPECT_EQ(drain(cached), expected);
+  EXPECT_EQ(cached.stats().records_read, kRecords);
+  EXPECT_EQ(cached.stats().epochs_started, 3);
+}
+
 TEST(Pipeline, SkipBatchesResumesAtTheSamePosition) {
   auto dir = tmp_dir("pipe_skip");
   auto o = base_options(write_file(dir, kRecords));

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -209,9 +210,13 @@ TEST_F(FashionMnist, AliasRunsWithAWarningAndDryRunDescribesTheModel) {
                       "--print_cluster", "--task_index=0"},
                      (kTmp / "cluster.log").string());
   EXPECT_EQ(cluster.exit_code, 0) << cluster.output;
-  EXPECT_NE(cluster.output.find("world_size = 1, rank = 0 (chief)"), std::string::npos)
+  EXPECT_NE(cluster.output.find("world_size = 1  (default: no cluster source)"),
+            std::string::npos)
       << cluster.output;
-  EXPECT_NE(cluster.output.find("task_index = 0  (command line)"), std::string::npos)
+  EXPECT_NE(cluster.output.find("rank = 0 (chief)  (task_index (command line))"),
+            std::string::npos)
+      << cluster.output;
+  EXPECT_NE(cluster.output.find("mode = single process"), std::string::npos)
       << cluster.output;
   const auto dir = fresh("alias_run");
   auto trained = run({kBin + "/train_image_classifier", "--config", cfg,
@@ -294,6 +299,130 @@ TEST_F(FashionMnist, MovingAveragesAreSavedAndUsedByEvaluation) {
   ASSERT_EQ(e.exit_code, 0) << e.output;
   EXPECT_NE(e.output.find("moving-average weights"), std::string::npos) << e.output;
   EXPECT_NE(e.output.find("\"moving_averages\":true"), std::string::npos) << e.output;
+}
+
+// Dynamic loss scaling: injected Inf gradients at steps 10 and 11 skip
+// those updates (weights and slots unchanged), halve the scale twice, and
+// training carries on; the scale is checkpointed.
+TEST_F(FashionMnist, DynamicLossScalingSkipsOverflowedStepsAndRecovers) {
+  const auto dir = fresh("loss_scale");
+  auto args = train_args(dir, "16");
+  args.insert(args.end(), {"--loss_scaling=dynamic", "--save_checkpoints_steps=1",
+                           "--max_to_keep=0"});
+  ::setenv("FASTNN_FAULT_INF_GRAD_STEPS", "10,11", 1);
+  auto r = run(args, (kTmp / "loss_scale.log").string());
+  ::unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("global_step 10: Inf/NaN gradients at loss scale 32768: "
+                          "update skipped, loss scale now 16384"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("global_step 11: Inf/NaN gradients at loss scale 16384: "
+                          "update skipped, loss scale now 8192"),
+            std::string::npos)
+      << r.output;
+  nlohmann::json metrics;
+  std::ifstream(fs::path(dir) / "metrics.json") >> metrics;
+  EXPECT_EQ(metrics["final_step"], 16);
+  EXPECT_EQ(metrics["steps_skipped_overflow"], 2);
+  EXPECT_EQ(metrics["loss_scale"].get<double>(), 8192.0);
+  auto ckpt = [&](int step) {
+    return train::load_tensors((fs::path(dir) / ("model.ckpt-" + std::to_string(step))).string());
+  };
+  const auto c10 = ckpt(10), c12 = ckpt(12), c13 = ckpt(13);
+  const std::string w = "model/LeNet/fc4/weights";
+  EXPECT_TRUE(torch::equal(c10.at(w), c12.at(w))) << "a skipped step changed weights";
+  EXPECT_TRUE(torch::equal(c10.at("optimizer/" + std::string("LeNet/fc4/weights/Momentum")),
+                           c12.at("optimizer/LeNet/fc4/weights/Momentum")));
+  EXPECT_FALSE(torch::equal(c12.at(w), c13.at(w))) << "training did not resume";
+  EXPECT_EQ(c12.at("loss_scale/scale").item<double>(), 8192.0);
+  EXPECT_TRUE(torch::isfinite(c13.at(w)).all().item<bool>());
+}
+
+// Without dynamic scaling the same Inf gradients are divergence:
+// NanTensorHook stops with exit 4 and names the step; no checkpoint of the
+// bad state is written.
+TEST_F(FashionMnist, NanTensorHookExitsFourNamingTheStep) {
+  const auto dir = fresh("nan");
+  auto args = train_args(dir, "16");
+  args.insert(args.end(), {"--hooks=NanTensorHook,StopAtStepHook,CheckpointSaverHook",
+                           "--save_checkpoints_steps=1"});
+  ::setenv("FASTNN_FAULT_INF_GRAD_STEPS", "5", 1);
+  auto r = run(args, (kTmp / "nan.log").string());
+  ::unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_NE(r.output.find("gradient norm is inf at global_step 6"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-5"));
+  EXPECT_FALSE(fs::exists(fs::path(dir) / "model.ckpt-6"));
+}
+
+// TF-slim's evaluation loop: eval_image_classifier follows a train_dir,
+// evaluates new checkpoints as they appear and ends when the run finishes.
+TEST_F(FashionMnist, EvaluationLoopFollowsTrainingToTheEnd) {
+  const auto dir = fresh("eval_loop");
+  auto args = train_args(dir, "120");
+  args.push_back("--save_checkpoints_steps=40");
+  Child trainer = spawn(args, (kTmp / "eval_loop_train.log").string());
+  Child loop = spawn({kBin + "/eval_image_classifier", "--config", config(),
+                      "--checkpoint_path=" + dir, "--eval_interval_secs=1"},
+                     (kTmp / "eval_loop.log").string());
+  auto t = wait_for(trainer, 300);
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  auto e = wait_for(loop, 120);
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_NE(e.output.find("global_step 120"), std::string::npos) << e.output;
+  EXPECT_NE(e.output.find("the training run finished at global_step 120"),
+            std::string::npos)
+      << e.output;
+  bool has_events = false;
+  for (const auto& f : fs::directory_iterator(fs::path(dir) / "eval_test")) {
+    has_events |= f.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  }
+  EXPECT_TRUE(has_events);
+  // No new checkpoint and no finished run: eval_timeout_secs ends the loop.
+  fs::remove(fs::path(dir) / "metrics.json");
+  auto idle = run({kBin + "/eval_image_classifier", "--config", config(),
+                   "--checkpoint_path=" + dir, "--eval_interval_secs=1",
+                   "--eval_timeout_secs=2"},
+                  (kTmp / "eval_loop_idle.log").string(), 120);
+  EXPECT_EQ(idle.exit_code, 0) << idle.output;
+  EXPECT_NE(idle.output.find("no new checkpoint for 2 s"), std::string::npos) << idle.output;
+}
+
+// ProfilerHook: timeline-<step>.json in Chrome trace format with the
+// step's phases and LibTorch's operators, the operators inside the phase
+// that ran them.
+TEST_F(FashionMnist, ProfilerTimelineHasPhasesAndOperators) {
+  const auto dir = fresh("profile");
+  auto args = train_args(dir, "4");
+  args.push_back("--profile_every_n_iters=2");
+  ASSERT_EQ(run(args, (kTmp / "profile.log").string()).exit_code, 0);
+  ASSERT_TRUE(fs::exists(fs::path(dir) / "timeline-4.json"));
+  EXPECT_FALSE(fs::exists(fs::path(dir) / "timeline-3.json"));
+  nlohmann::json trace;
+  std::ifstream(fs::path(dir) / "timeline-2.json") >> trace;
+  std::map<std::string, std::pair<double, double>> phase;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["tid"] == 0) {
+      phase[e["name"]] = {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()};
+    }
+  }
+  for (const char* p : {"input_wait", "forward", "backward", "optimizer"}) {
+    ASSERT_TRUE(phase.count(p)) << p;
+  }
+  auto inside = [&](const nlohmann::json& e, const std::string& p) {
+    const double ts = e["ts"].get<double>();
+    return ts >= phase[p].first - 1 && ts + e["dur"].get<double>() <= phase[p].second + 1;
+  };
+  int conv_forward = 0, conv_backward = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || e["tid"] != 1) continue;
+    if (e["name"] == "aten::conv2d" && inside(e, "forward")) ++conv_forward;
+    if (e["name"] == "ConvolutionBackward0" && inside(e, "backward")) ++conv_backward;
+  }
+  EXPECT_EQ(conv_forward, 2);  // LeNet's conv1 and conv2
+  EXPECT_EQ(conv_backward, 2);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "src/train/loss.h"
+#include "src/train/loss_scale.h"
 
 namespace fastnn::train {
 namespace {
@@ -56,6 +57,67 @@ TEST(Loss, TrainableScopesMatchPrefixes) {
   EXPECT_TRUE(in_scopes("LeNet/fc4/weights", ""));
   EXPECT_TRUE(in_scopes("LeNet/fc4/weights", "LeNet/fc3, LeNet/fc4"));
   EXPECT_FALSE(in_scopes("LeNet/conv1/weights", "LeNet/fc3,LeNet/fc4"));
+}
+
+}  // namespace
+}  // namespace fastnn::train
+
+namespace fastnn::train {
+namespace {
+
+TEST(LossScaler, DynamicBacksOffOnOverflowAndGrowsAfterTheInterval) {
+  LossScaleOptions o;
+  o.dynamic = true;
+  o.initial_scale = 1024;
+  o.growth_interval = 3;
+  LossScaler s(o);
+  EXPECT_FALSE(s.update(false));  // skipped, halved
+  EXPECT_EQ(s.scale(), 512);
+  EXPECT_TRUE(s.update(true));
+  EXPECT_TRUE(s.update(true));
+  EXPECT_EQ(s.scale(), 512);
+  EXPECT_EQ(s.good_steps(), 2);
+  EXPECT_TRUE(s.update(true));  // third finite step in a row: doubled
+  EXPECT_EQ(s.scale(), 1024);
+  EXPECT_EQ(s.good_steps(), 0);
+  EXPECT_TRUE(s.update(true));
+  EXPECT_FALSE(s.update(false));  // an overflow resets the run of good steps
+  EXPECT_EQ(s.scale(), 512);
+  EXPECT_EQ(s.good_steps(), 0);
+  EXPECT_EQ(s.skipped_steps(), 2);
+}
+
+TEST(LossScaler, NeverFallsBelowTheMinimum) {
+  LossScaleOptions o;
+  o.dynamic = true;
+  o.initial_scale = 4;
+  LossScaler s(o);
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(s.update(false));
+  EXPECT_EQ(s.scale(), 1.0);
+}
+
+TEST(LossScaler, StaticKeepsItsScaleAndLetsTheCallerJudge) {
+  LossScaleOptions o;
+  o.initial_scale = 128;
+  LossScaler s(o);
+  EXPECT_TRUE(s.update(false));
+  EXPECT_EQ(s.scale(), 128);
+  EXPECT_EQ(s.skipped_steps(), 0);
+}
+
+TEST(LossScaler, PolicyFromHyperparameters) {
+  HParams hp;
+  EXPECT_FALSE(loss_scale_options(hp, /*fp16_autocast=*/false).dynamic);
+  EXPECT_TRUE(loss_scale_options(hp, /*fp16_autocast=*/true).dynamic);
+  EXPECT_EQ(loss_scale_options(hp, true).initial_scale, 32768.0);  // TF's 2^15
+  hp.loss_scaling = "static";
+  EXPECT_FALSE(loss_scale_options(hp, true).dynamic);
+  hp.loss_scaling = "dynamic";
+  hp.loss_scale = 256;
+  hp.sources["loss_scale"] = "flag";
+  auto o = loss_scale_options(hp, false);
+  EXPECT_TRUE(o.dynamic);
+  EXPECT_EQ(o.initial_scale, 256.0);
 }
 
 }  // namespace

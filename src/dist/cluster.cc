@@ -1,0 +1,740 @@
+#include "src/dist/cluster.h"
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "fastnn/errors.h"
+#include "fastnn/hparams.h"
+
+extern char** environ;
+
+namespace fastnn::dist {
+namespace {
+
+/// torch's default MASTER_PORT, used when a source names a host only.
+constexpr int kDefaultPort = 29500;
+
+std::optional<std::string> get(const Environment& env, const std::string& k) {
+  auto it = env.find(k);
+  if (it == env.end() || it->second.empty())
+    return std::nullopt;
+  return it->second;
+}
+
+int64_t parse_int(const std::string& text, const std::string& what) {
+  size_t i = (!text.empty() && (text[0] == '-' || text[0] == '+')) ? 1 : 0;
+  bool ok = i < text.size() && text.size() - i <= 12;
+  for (size_t j = i; ok && j < text.size(); ++j)
+    ok = std::isdigit(static_cast<unsigned char>(text[j]));
+  if (!ok) {
+    throw ConfigError(what + "='" + text + "' is not an integer");
+  }
+  return std::stoll(text);
+}
+
+int env_int(const Environment& env, const std::string& k) {
+  return static_cast<int>(parse_int(*get(env, k), k));
+}
+
+std::string trim(std::string s) {
+  auto sp = [](unsigned char c) { return std::isspace(c) != 0; };
+  s.erase(s.begin(), std::find_if_not(s.begin(), s.end(), sp));
+  s.erase(std::find_if_not(s.rbegin(), s.rend(), sp).base(), s.end());
+  return s;
+}
+
+std::vector<std::string> split_commas(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) {
+    item = trim(item);
+    if (!item.empty())
+      out.push_back(item);
+  }
+  return out;
+}
+
+std::string host_of(const std::string& address) {
+  return split_host_port(address, "host").first;
+}
+
+/// Local rank and size from the entries on this worker's host; the first
+/// entry is the coordinator.
+void set_from_hosts(ClusterSpec& spec) {
+  const std::string me = host_of(spec.hosts[spec.rank]);
+  spec.local_rank = 0;
+  spec.local_world_size = 0;
+  for (int i = 0; i < spec.world_size; ++i) {
+    if (host_of(spec.hosts[i]) != me)
+      continue;
+    if (i < spec.rank)
+      ++spec.local_rank;
+    ++spec.local_world_size;
+  }
+  if (spec.world_size > 1)
+    spec.coordinator = spec.hosts[0];
+}
+
+/// The source's coordinator from MASTER_ADDR and MASTER_PORT (torch's
+/// default port when only the address is set).
+std::string master_address(const Environment& env,
+                           ClusterSpec& spec,
+                           const std::string& missing_hint) {
+  auto addr = get(env, "MASTER_ADDR");
+  if (!addr) {
+    if (spec.world_size > 1)
+      throw ConfigError(missing_hint);
+    return "";
+  }
+  int port = kDefaultPort;
+  std::string origin =
+      "MASTER_ADDR, default port " + std::to_string(kDefaultPort);
+  if (auto p = get(env, "MASTER_PORT")) {
+    port = static_cast<int>(parse_int(*p, "MASTER_PORT"));
+    if (port < 1 || port > 65535) {
+      throw ConfigError("MASTER_PORT=" + *p + " is not a port (1-65535)");
+    }
+    origin = "MASTER_ADDR, MASTER_PORT";
+  }
+  spec.provenance.emplace_back("coordinator", origin);
+  return *addr + ":" + std::to_string(port);
+}
+
+ClusterSpec from_flags(const HParams& hp) {
+  ClusterSpec spec;
+  spec.source = "flags";
+  spec.hosts = split_commas(hp.worker_hosts);
+  for (const auto& h : spec.hosts)
+    split_host_port(h, "worker_hosts");
+  if (hp.job_name == "chief" && hp.task_index != 0) {
+    throw ConfigError("task_index: " + std::to_string(hp.task_index) +
+                      " contradicts job_name=chief (the chief is task 0)");
+  }
+  spec.world_size = static_cast<int>(spec.hosts.size());
+  spec.rank = static_cast<int>(hp.task_index);
+  if (spec.rank >= spec.world_size) {
+    throw ConfigError("task_index: " + std::to_string(spec.rank) +
+                      " is out of range (worker_hosts lists " +
+                      std::to_string(spec.world_size) + ")");
+  }
+  set_from_hosts(spec);
+  const std::string where = "worker_hosts (" + hp.where("worker_hosts") + ")";
+  spec.provenance = {{"rank", "task_index (" + hp.where("task_index") + ")"},
+                     {"world_size", where},
+                     {"local_rank", "worker_hosts entries on this host"},
+                     {"local_world_size", "worker_hosts entries on this host"},
+                     {"coordinator", "worker_hosts[0]"},
+                     {"hosts", where}};
+  return spec;
+}
+
+ClusterSpec from_tf_config(const std::string& text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw ConfigError(std::string("TF_CONFIG is not valid JSON: ") + e.what());
+  }
+  auto fail = [](const std::string& why) {
+    throw ConfigError("TF_CONFIG: " + why);
+  };
+  if (!j.is_object() || !j.contains("cluster") || !j["cluster"].is_object()) {
+    fail("no \"cluster\" object");
+  }
+  auto list = [&](const char* role) {
+    std::vector<std::string> out;
+    if (!j["cluster"].contains(role))
+      return out;
+    const auto& v = j["cluster"][role];
+    if (!v.is_array())
+      fail(std::string("cluster.") + role + " is not a list");
+    for (const auto& h : v) {
+      if (!h.is_string())
+        fail(std::string("cluster.") + role + " holds a non-string");
+      split_host_port(h.get<std::string>(),
+                      std::string("TF_CONFIG cluster.") + role);
+      out.push_back(h.get<std::string>());
+    }
+    return out;
+  };
+  std::vector<std::string> chief = list("chief"), master = list("master"),
+                           worker = list("worker");
+  chief.insert(chief.end(), master.begin(), master.end());
+  if (chief.size() > 1)
+    fail("more than one chief/master task");
+  if (!j.contains("task") || !j["task"].is_object() ||
+      !j["task"].value("type", nlohmann::json()).is_string()) {
+    fail("no \"task\" object with a \"type\"");
+  }
+  const std::string type = j["task"]["type"].get<std::string>();
+  const auto& index_json = j["task"].value("index", nlohmann::json(0));
+  if (!index_json.is_number_integer())
+    fail("task.index is not an integer");
+  const int index = index_json.get<int>();
+  ClusterSpec spec;
+  spec.source = "TF_CONFIG";
+  spec.hosts = chief;
+  spec.hosts.insert(spec.hosts.end(), worker.begin(), worker.end());
+  if (type == "chief" || type == "master") {
+    if (chief.empty() || index != 0)
+      fail("task " + type + ":" + std::to_string(index) + " is not in cluster");
+    spec.rank = 0;
+  } else if (type == "worker") {
+    if (index < 0 || index >= static_cast<int>(worker.size())) {
+      fail("task.index " + std::to_string(index) + " is out of range (" +
+           std::to_string(worker.size()) + " workers)");
+    }
+    spec.rank = static_cast<int>(chief.size()) + index;
+  } else {
+    fail("task type '" + type +
+         "' is not supported: every FastNN task is a worker (chief, master "
+         "or worker)");
+  }
+  spec.world_size = static_cast<int>(spec.hosts.size());
+  set_from_hosts(spec);
+  spec.provenance = {{"rank",
+                      "TF_CONFIG task " + type + ":" + std::to_string(index) +
+                          " (chief first, then workers)"},
+                     {"world_size", "TF_CONFIG cluster (chief + worker)"},
+                     {"local_rank", "TF_CONFIG tasks on this host"},
+                     {"local_world_size", "TF_CONFIG tasks on this host"},
+                     {"coordinator", "TF_CONFIG first task"},
+                     {"hosts", "TF_CONFIG cluster"}};
+  return spec;
+}
+
+/// torchrun, or this project's launcher (same variables).
+ClusterSpec from_torchrun(const Environment& env, bool launcher) {
+  ClusterSpec spec;
+  spec.source = launcher ? "launcher" : "torchrun";
+  for (const char* k : {"RANK", "WORLD_SIZE"}) {
+    if (!get(env, k)) {
+      throw ConfigError(std::string("LOCAL_RANK is set (") + spec.source +
+                        ") but " + k + " is not");
+    }
+  }
+  spec.rank = env_int(env, "RANK");
+  spec.world_size = env_int(env, "WORLD_SIZE");
+  spec.local_rank = env_int(env, "LOCAL_RANK");
+  spec.provenance = {{"rank", "RANK"},
+                     {"world_size", "WORLD_SIZE"},
+                     {"local_rank", "LOCAL_RANK"}};
+  if (get(env, "LOCAL_WORLD_SIZE")) {
+    spec.local_world_size = env_int(env, "LOCAL_WORLD_SIZE");
+    spec.provenance.emplace_back("local_world_size", "LOCAL_WORLD_SIZE");
+  } else {
+    spec.local_world_size = spec.world_size;
+    spec.provenance.emplace_back("local_world_size",
+                                 "WORLD_SIZE (LOCAL_WORLD_SIZE not set)");
+  }
+  spec.coordinator =
+      master_address(env,
+                     spec,
+                     "MASTER_ADDR is not set (" + spec.source +
+                         " variables RANK/WORLD_SIZE/LOCAL_RANK are)");
+  return spec;
+}
+
+/// PAI-DLC / Kubeflow PyTorchJob: WORLD_SIZE and RANK count nodes (pods),
+/// not processes; NPROC_PER_NODE (or nproc_per_node) processes run on each.
+ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
+  for (const char* k : {"RANK", "WORLD_SIZE"}) {
+    if (!get(env, k)) {
+      throw ConfigError(std::string(k) + " is not set but " +
+                        (std::string(k) == "RANK" ? "WORLD_SIZE" : "RANK") +
+                        " is (PAI-DLC/Kubeflow set both)");
+    }
+  }
+  const int nodes = env_int(env, "WORLD_SIZE");
+  const int node = env_int(env, "RANK");
+  if (nodes < 1)
+    throw ConfigError("WORLD_SIZE=" + std::to_string(nodes) + " must be >= 1");
+  if (node < 0 || node >= nodes) {
+    throw ConfigError("RANK=" + std::to_string(node) +
+                      " is out of range (WORLD_SIZE=" + std::to_string(nodes) +
+                      " nodes)");
+  }
+  int nproc = static_cast<int>(hp.nproc_per_node);
+  std::string nproc_from =
+      "nproc_per_node (" + hp.where("nproc_per_node") + ")";
+  if (get(env, "NPROC_PER_NODE")) {
+    const int e = env_int(env, "NPROC_PER_NODE");
+    if (e < 1)
+      throw ConfigError("NPROC_PER_NODE=" + std::to_string(e) +
+                        " must be >= 1");
+    if (hp.sources.count("nproc_per_node") && e != nproc) {
+      throw ConfigError("nproc_per_node=" + std::to_string(nproc) + " (" +
+                        hp.where("nproc_per_node") +
+                        ") contradicts NPROC_PER_NODE=" + std::to_string(e));
+    }
+    nproc = e;
+    nproc_from = "NPROC_PER_NODE";
+  }
+  ClusterSpec spec;
+  spec.source = "PAI-DLC/Kubeflow";
+  spec.world_size = nodes * nproc;
+  spec.rank = node * nproc;
+  spec.local_rank = 0;
+  spec.local_world_size = nproc;
+  spec.launch_workers = nproc > 1 ? nproc : 0;
+  spec.provenance = {
+      {"rank",
+       "RANK (node index) x " + nproc_from +
+           (nproc > 1 ? " + local rank" : "")},
+      {"world_size", "WORLD_SIZE (nodes) x " + nproc_from},
+      {"local_rank",
+       nproc > 1 ? "the launcher assigns 0.." + std::to_string(nproc - 1)
+                 : "one process per node"},
+      {"local_world_size", nproc_from}};
+  if (nodes == 1 && !get(env, "MASTER_ADDR")) {
+    // One node: the launcher's own coordinator on this machine.
+    const auto port = get(env, "MASTER_PORT");
+    spec.coordinator =
+        "127.0.0.1:" +
+        (port ? std::to_string(parse_int(*port, "MASTER_PORT")) : "0");
+    spec.provenance.emplace_back("coordinator",
+                                 "127.0.0.1 (one node, MASTER_ADDR not set)");
+    return spec;
+  }
+  spec.coordinator = master_address(
+      env, spec, "MASTER_ADDR is not set (WORLD_SIZE and RANK are)");
+  return spec;
+}
+
+/// "2(x3),1" -> 2 2 2 1 (Slurm's SLURM_TASKS_PER_NODE).
+std::vector<int> expand_tasks_per_node(const std::string& text,
+                                       const std::string& what) {
+  std::vector<int> out;
+  for (const auto& item : split_commas(text)) {
+    const size_t paren = item.find("(x");
+    const int n = static_cast<int>(parse_int(item.substr(0, paren), what));
+    int times = 1;
+    if (paren != std::string::npos) {
+      if (item.back() != ')')
+        throw ConfigError(what + "='" + text + "' is malformed");
+      times = static_cast<int>(
+          parse_int(item.substr(paren + 2, item.size() - paren - 3), what));
+    }
+    for (int i = 0; i < times; ++i)
+      out.push_back(n);
+  }
+  return out;
+}
+
+ClusterSpec from_slurm(const Environment& env) {
+  ClusterSpec spec;
+  spec.source = "Slurm";
+  const char* ntasks =
+      get(env, "SLURM_NTASKS") ? "SLURM_NTASKS" : "SLURM_NPROCS";
+  if (!get(env, ntasks)) {
+    throw ConfigError("SLURM_PROCID is set but SLURM_NTASKS is not");
+  }
+  spec.rank = env_int(env, "SLURM_PROCID");
+  spec.world_size = env_int(env, ntasks);
+  spec.provenance = {{"rank", "SLURM_PROCID"}, {"world_size", ntasks}};
+  if (get(env, "SLURM_LOCALID")) {
+    spec.local_rank = env_int(env, "SLURM_LOCALID");
+    spec.provenance.emplace_back("local_rank", "SLURM_LOCALID");
+  }
+  if (get(env, "SLURM_NTASKS_PER_NODE")) {
+    auto v = expand_tasks_per_node(*get(env, "SLURM_NTASKS_PER_NODE"),
+                                   "SLURM_NTASKS_PER_NODE");
+    spec.local_world_size = v.empty() ? 1 : v[0];
+    spec.provenance.emplace_back("local_world_size", "SLURM_NTASKS_PER_NODE");
+  } else if (get(env, "SLURM_TASKS_PER_NODE")) {
+    auto v = expand_tasks_per_node(*get(env, "SLURM_TASKS_PER_NODE"),
+                                   "SLURM_TASKS_PER_NODE");
+    const int node =
+        get(env, "SLURM_NODEID") ? env_int(env, "SLURM_NODEID") : 0;
+    if (node < 0 || node >= static_cast<int>(v.size())) {
+      throw ConfigError("SLURM_NODEID=" + std::to_string(node) +
+                        " is out of range of SLURM_TASKS_PER_NODE");
+    }
+    spec.local_world_size = v[node];
+    spec.provenance.emplace_back("local_world_size",
+                                 "SLURM_TASKS_PER_NODE[SLURM_NODEID]");
+  }
+  for (const char* k :
+       {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+    if (auto list = get(env, k)) {
+      spec.hosts = expand_nodelist(*list, k);
+      spec.provenance.emplace_back("hosts", k);
+      break;
+    }
+  }
+  if (get(env, "MASTER_ADDR")) {
+    spec.coordinator = master_address(env, spec, "");
+  } else if (!spec.hosts.empty()) {
+    int port = kDefaultPort;
+    std::string origin =
+        "first Slurm node, default port " + std::to_string(kDefaultPort);
+    if (auto p = get(env, "MASTER_PORT")) {
+      port = static_cast<int>(parse_int(*p, "MASTER_PORT"));
+      origin = "first Slurm node, MASTER_PORT";
+    }
+    spec.coordinator = spec.hosts[0] + ":" + std::to_string(port);
+    spec.provenance.emplace_back("coordinator", origin);
+  } else if (spec.world_size > 1) {
+    throw ConfigError(
+        "Slurm: neither SLURM_STEP_NODELIST, SLURM_JOB_NODELIST nor "
+        "MASTER_ADDR names the coordinator's host");
+  }
+  return spec;
+}
+
+ClusterSpec from_open_mpi(const Environment& env) {
+  ClusterSpec spec;
+  spec.source = "Open MPI";
+  if (!get(env, "OMPI_COMM_WORLD_SIZE")) {
+    throw ConfigError(
+        "OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not");
+  }
+  spec.rank = env_int(env, "OMPI_COMM_WORLD_RANK");
+  spec.world_size = env_int(env, "OMPI_COMM_WORLD_SIZE");
+  spec.provenance = {{"rank", "OMPI_COMM_WORLD_RANK"},
+                     {"world_size", "OMPI_COMM_WORLD_SIZE"}};
+  if (get(env, "OMPI_COMM_WORLD_LOCAL_RANK")) {
+    spec.local_rank = env_int(env, "OMPI_COMM_WORLD_LOCAL_RANK");
+    spec.provenance.emplace_back("local_rank", "OMPI_COMM_WORLD_LOCAL_RANK");
+  }
+  if (get(env, "OMPI_COMM_WORLD_LOCAL_SIZE")) {
+    spec.local_world_size = env_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE");
+    spec.provenance.emplace_back("local_world_size",
+                                 "OMPI_COMM_WORLD_LOCAL_SIZE");
+  }
+  // Open MPI names no hosts; MASTER_ADDR or coordinator_address must.
+  if (get(env, "MASTER_ADDR"))
+    spec.coordinator = master_address(env, spec, "");
+  return spec;
+}
+
+void check_ranges(const ClusterSpec& spec) {
+  auto origin = [&](const std::string& field) {
+    for (const auto& [k, v] : spec.provenance) {
+      if (k == field)
+        return v;
+    }
+    return field;
+  };
+  if (spec.world_size < 1) {
+    throw ConfigError(origin("world_size") + ": world size " +
+                      std::to_string(spec.world_size) + " must be >= 1");
+  }
+  if (spec.rank < 0 || spec.rank >= spec.world_size) {
+    throw ConfigError(origin("rank") + ": rank " + std::to_string(spec.rank) +
+                      " is out of range (world size " +
+                      std::to_string(spec.world_size) + " from " +
+                      origin("world_size") + ")");
+  }
+  if (spec.local_world_size < 1 || spec.local_world_size > spec.world_size) {
+    throw ConfigError(origin("local_world_size") + ": local world size " +
+                      std::to_string(spec.local_world_size) +
+                      " must be in [1, world size " +
+                      std::to_string(spec.world_size) + "]");
+  }
+  if (spec.local_rank < 0 || spec.local_rank >= spec.local_world_size) {
+    throw ConfigError(origin("local_rank") + ": local rank " +
+                      std::to_string(spec.local_rank) +
+                      " is out of range (local world size " +
+                      std::to_string(spec.local_world_size) + ")");
+  }
+}
+
+}  // namespace
+
+Environment process_environment() {
+  Environment env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos)
+      env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+std::pair<std::string, int> split_host_port(const std::string& address,
+                                            const std::string& what) {
+  const size_t colon = address.rfind(':');
+  const bool bracketed = !address.empty() && address[0] == '[';
+  if (colon == std::string::npos || colon == 0 ||
+      (bracketed && address[colon - 1] != ']')) {
+    throw ConfigError(what + ": '" + address + "' is not host:port");
+  }
+  std::string host = address.substr(0, colon);
+  if (bracketed)
+    host = host.substr(1, host.size() - 2);
+  const std::string port_text = address.substr(colon + 1);
+  int64_t port = -1;
+  try {
+    port = parse_int(port_text, what);
+  } catch (const ConfigError&) {
+  }
+  if (port < 0 || port > 65535 || host.empty()) {
+    throw ConfigError(what + ": '" + address +
+                      "' is not host:port (port 0-65535)");
+  }
+  return {host, static_cast<int>(port)};
+}
+
+std::vector<std::string> expand_nodelist(const std::string& list,
+                                         const std::string& what) {
+  auto bad = [&]() {
+    return ConfigError(what + "='" + list + "' is not a Slurm host list");
+  };
+  // Split at commas outside brackets.
+  std::vector<std::string> items;
+  std::string cur;
+  int depth = 0;
+  for (char c : list) {
+    if (c == '[')
+      ++depth;
+    if (c == ']' && --depth < 0)
+      throw bad();
+    if (c == ',' && depth == 0) {
+      if (!cur.empty())
+        items.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (depth != 0)
+    throw bad();
+  if (!cur.empty())
+    items.push_back(cur);
+  std::vector<std::string> out;
+  for (const std::string& item : items) {
+    const size_t open = item.find('[');
+    if (open == std::string::npos) {
+      out.push_back(item);
+      continue;
+    }
+    const size_t close = item.find(']', open);
+    const std::string prefix = item.substr(0, open);
+    const std::vector<std::string> rest =
+        close + 1 < item.size() ? expand_nodelist(item.substr(close + 1), what)
+                                : std::vector<std::string>{""};
+    for (const std::string& range :
+         split_commas(item.substr(open + 1, close - open - 1))) {
+      const size_t dash = range.find('-');
+      const std::string lo_text = range.substr(0, dash);
+      const std::string hi_text =
+          dash == std::string::npos ? lo_text : range.substr(dash + 1);
+      int64_t lo, hi;
+      try {
+        lo = parse_int(lo_text, what);
+        hi = parse_int(hi_text, what);
+      } catch (const ConfigError&) {
+        throw bad();
+      }
+      if (lo < 0 || hi < lo || hi - lo > 100000)
+        throw bad();
+      for (int64_t n = lo; n <= hi; ++n) {
+        std::string num = std::to_string(n);
+        if (num.size() < lo_text.size()) {
+          num.insert(0, lo_text.size() - num.size(), '0');
+        }
+        for (const std::string& r : rest)
+          out.push_back(prefix + num + r);
+      }
+    }
+  }
+  if (out.empty())
+    throw bad();
+  return out;
+}
+
+ClusterSpec resolve_cluster(const HParams& hp, const Environment& env) {
+  const bool launched = get(env, kLauncherMarker).has_value() &&
+                        get(env, "LOCAL_RANK").has_value();
+  const bool has_flags = !split_commas(hp.worker_hosts).empty();
+  const bool has_tf =
+      get(env, "TF_CONFIG").has_value() && trim(*get(env, "TF_CONFIG")) != "{}";
+  const bool has_torchrun = get(env, "LOCAL_RANK").has_value();
+  const bool has_node_level =
+      !has_torchrun && (get(env, "WORLD_SIZE") || get(env, "RANK"));
+  const bool has_slurm = get(env, "SLURM_PROCID").has_value();
+  const bool has_mpi = get(env, "OMPI_COMM_WORLD_RANK").has_value();
+
+  ClusterSpec spec;
+  std::vector<std::string> present;
+  if (launched) {
+    spec = from_torchrun(env, /*launcher=*/true);
+  } else if (has_flags) {
+    spec = from_flags(hp);
+  } else if (has_tf) {
+    spec = from_tf_config(*get(env, "TF_CONFIG"));
+  } else if (has_torchrun) {
+    spec = from_torchrun(env, /*launcher=*/false);
+  } else if (has_node_level) {
+    spec = from_node_level(hp, env);
+  } else if (has_slurm) {
+    spec = from_slurm(env);
+    // mpirun inside a Slurm allocation: the Slurm variables describe the
+    // batch step, Open MPI's this process.
+    if (has_mpi) {
+      ClusterSpec mpi = from_open_mpi(env);
+      if (mpi.rank != spec.rank || mpi.world_size != spec.world_size) {
+        if (mpi.coordinator.empty() && !spec.hosts.empty()) {
+          mpi.coordinator = spec.coordinator;
+          mpi.hosts = spec.hosts;
+          mpi.provenance.emplace_back("coordinator", "first Slurm node");
+        }
+        spec = mpi;
+      }
+    }
+  } else if (has_mpi) {
+    spec = from_open_mpi(env);
+  } else {
+    const bool set = hp.sources.count("task_index") > 0;
+    if (hp.task_index != 0) {
+      throw ConfigError("task_index=" + std::to_string(hp.task_index) + " (" +
+                        hp.where("task_index") +
+                        ") needs worker_hosts or an environment source "
+                        "(TF_CONFIG, torchrun, ...) with more workers");
+    }
+    spec.provenance = {
+        {"rank",
+         set ? "task_index (" + hp.where("task_index") + ")" : "default"},
+        {"world_size", "default: no cluster source"}};
+  }
+  for (auto [on, name] : {std::pair{has_flags, "flags"},
+                          {has_tf, "TF_CONFIG"},
+                          {has_torchrun && !launched, "torchrun"},
+                          {has_node_level, "PAI-DLC/Kubeflow"},
+                          {has_slurm, "Slurm"},
+                          {has_mpi, "Open MPI"}}) {
+    if (on && spec.source != name)
+      present.push_back(name);
+  }
+
+  // An explicit task_index must agree with an environment source.
+  if (hp.sources.count("task_index") && spec.source != "flags" &&
+      spec.source != "single process" && spec.source != "launcher" &&
+      hp.task_index != spec.rank) {
+    std::string from = spec.source;
+    for (const auto& [k, v] : spec.provenance) {
+      if (k == "rank")
+        from = v;
+    }
+    throw ConfigError("task_index=" + std::to_string(hp.task_index) + " (" +
+                      hp.where("task_index") + ") contradicts rank " +
+                      std::to_string(spec.rank) + " from " + from);
+  }
+
+  // nproc_per_node > 1: start local workers unless something already did.
+  const int nproc = static_cast<int>(hp.nproc_per_node);
+  if (nproc > 1 && spec.launch_workers == 0) {
+    if (spec.source == "single process" ||
+        (spec.world_size == 1 && spec.source != "launcher")) {
+      const std::string was = spec.source;
+      spec = ClusterSpec();
+      spec.source = "launcher";
+      spec.world_size = spec.local_world_size = nproc;
+      spec.launch_workers = nproc;
+      std::string port = "0";
+      std::string origin = "127.0.0.1, a free port";
+      if (auto p = get(env, "MASTER_PORT")) {
+        port = std::to_string(parse_int(*p, "MASTER_PORT"));
+        origin = "127.0.0.1, MASTER_PORT";
+      }
+      spec.coordinator = "127.0.0.1:" + port;
+      const std::string from =
+          "nproc_per_node (" + hp.where("nproc_per_node") + ")";
+      spec.provenance = {
+          {"rank", "the launcher assigns 0.." + std::to_string(nproc - 1)},
+          {"world_size", from},
+          {"local_rank",
+           "the launcher assigns 0.." + std::to_string(nproc - 1)},
+          {"local_world_size", from},
+          {"coordinator", origin}};
+      if (was != "single process")
+        present.push_back(was);
+    } else if (spec.source == "flags" || spec.source == "TF_CONFIG") {
+      throw ConfigError("nproc_per_node=" + std::to_string(nproc) + " (" +
+                        hp.where("nproc_per_node") + ") cannot be used with " +
+                        spec.source + " listing " +
+                        std::to_string(spec.world_size) +
+                        " workers: each listed worker is one process");
+    } else if (nproc != spec.local_world_size) {
+      throw ConfigError(
+          "nproc_per_node=" + std::to_string(nproc) + " (" +
+          hp.where("nproc_per_node") + ") contradicts " + spec.source + "'s " +
+          std::to_string(spec.local_world_size) + " processes per node");
+    }
+  }
+
+  if (!hp.coordinator_address.empty()) {
+    split_host_port(hp.coordinator_address, "coordinator_address");
+    spec.coordinator = hp.coordinator_address;
+    for (auto it = spec.provenance.begin(); it != spec.provenance.end();) {
+      it = it->first == "coordinator" ? spec.provenance.erase(it) : it + 1;
+    }
+    spec.provenance.emplace_back(
+        "coordinator",
+        "coordinator_address (" + hp.where("coordinator_address") + ")");
+  }
+  check_ranges(spec);
+  if (spec.world_size == 1 && spec.launch_workers == 0) {
+    spec.coordinator.clear();
+  } else if (spec.coordinator.empty()) {
+    throw ConfigError(spec.source +
+                      " names no coordinator: set MASTER_ADDR (and "
+                      "MASTER_PORT) or coordinator_address");
+  } else {
+    split_host_port(spec.coordinator, "coordinator");
+  }
+  if (!present.empty()) {
+    std::string list;
+    for (const auto& p : present)
+      list += (list.empty() ? "" : ", ") + p;
+    spec.provenance.emplace_back("ignored", list);
+  }
+  return spec;
+}
+
+std::string describe(const ClusterSpec& spec) {
+  std::ostringstream os;
+  auto origin = [&](const std::string& field) -> std::string {
+    for (const auto& [k, v] : spec.provenance) {
+      if (k == field)
+        return "  (" + v + ")";
+    }
+    return "  (default)";
+  };
+  os << "source = " << spec.source << "\n"
+     << "rank = " << spec.rank << (spec.is_chief() ? " (chief)" : "")
+     << origin("rank") << "\n"
+     << "world_size = " << spec.world_size << origin("world_size") << "\n"
+     << "local_rank = " << spec.local_rank << origin("local_rank") << "\n"
+     << "local_world_size = " << spec.local_world_size
+     << origin("local_world_size") << "\n"
+     << "coordinator = "
+     << (spec.coordinator.empty() ? "None" : spec.coordinator)
+     << (spec.coordinator.empty() ? "" : origin("coordinator")) << "\n";
+  if (!spec.hosts.empty()) {
+    os << "hosts = ";
+    for (size_t i = 0; i < spec.hosts.size(); ++i) {
+      os << (i ? "," : "") << spec.hosts[i];
+    }
+    os << origin("hosts") << "\n";
+  }
+  if (spec.launch_workers > 0) {
+    os << "launcher = starts " << spec.launch_workers
+       << " local workers, ranks " << spec.rank << ".."
+       << spec.rank + spec.launch_workers - 1 << "\n";
+  }
+  for (const auto& [k, v] : spec.provenance) {
+    if (k == "ignored")
+      os << "ignored sources = " << v << "\n";
+  }
+  if (!spec.distributed())
+    os << "mode = single process\n";
+  return os.str();
+}
+
+}  // namespace fastnn::dist

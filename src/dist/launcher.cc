@@ -1,0 +1,259 @@
+#include "src/dist/launcher.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "fastnn/errors.h"
+#include "fastnn/hparams.h"
+#include "src/dist/coordinator.h"
+
+namespace fastnn::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+volatile sig_atomic_t g_signal = 0;
+volatile sig_atomic_t g_signal_count = 0;
+
+void on_signal(int sig) {
+  g_signal = sig;
+  g_signal_count = g_signal_count + 1;
+}
+
+struct Child {
+  pid_t pid = -1;
+  int rank = 0;
+  bool alive = false;
+};
+
+std::string random_token() {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  unsigned char raw[16] = {};
+  if (!in.read(reinterpret_cast<char*>(raw), sizeof raw)) {
+    throw DistributedError("launcher: cannot read /dev/urandom for a token");
+  }
+  std::string hex;
+  char buf[3];
+  for (unsigned char c : raw) {
+    std::snprintf(buf, sizeof buf, "%02x", c);
+    hex += buf;
+  }
+  return hex;
+}
+
+void signal_all(std::vector<Child>& children, int sig) {
+  for (const Child& c : children) {
+    if (c.alive)
+      kill(c.pid, sig);
+  }
+}
+
+/// Starts one worker; everything it needs is built before fork().
+pid_t spawn(const std::string& program,
+            const std::vector<std::string>& args,
+            const Environment& env) {
+  std::vector<std::string> argv_s = {program};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<std::string> env_s;
+  for (const auto& [k, v] : env)
+    env_s.push_back(k + "=" + v);
+  std::vector<char*> argv, envp;
+  for (auto& s : argv_s)
+    argv.push_back(s.data());
+  for (auto& s : env_s)
+    envp.push_back(s.data());
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    throw DistributedError(std::string("launcher: fork failed: ") +
+                           std::strerror(errno));
+  }
+  if (pid == 0) {
+    // A worker must not outlive a launcher that was SIGKILLed.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+      _exit(kExitDistributed);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execve(program.c_str(), argv.data(), envp.data());
+    const char msg[] = "launcher: cannot execute the worker program\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+std::vector<std::string> worker_args(int argc, const char* const* argv) {
+  std::vector<std::string> out;
+  const std::string key = "--nproc_per_node";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind(key + "=", 0) == 0)
+      continue;
+    if (a == key) {
+      if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0)
+        ++i;
+      continue;
+    }
+    out.push_back(a);
+  }
+  out.push_back(key + "=1");
+  return out;
+}
+
+LaunchOptions launch_options(const ClusterSpec& spec,
+                             const HParams& hp,
+                             const Environment& env,
+                             int argc,
+                             const char* const* argv) {
+  LaunchOptions o;
+  char self[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  o.program = n > 0 ? std::string(self, n) : std::string(argv[0]);
+  o.args = worker_args(argc, argv);
+  o.nproc = spec.launch_workers;
+  o.first_rank = spec.rank;
+  o.world_size = spec.world_size;
+  auto [host, port] = split_host_port(spec.coordinator, "coordinator");
+  o.master_addr = host;
+  o.master_port = port;
+  o.env = env;
+  const bool env_token =
+      env.count("FASTNN_JOB_TOKEN") && !env.at("FASTNN_JOB_TOKEN").empty();
+  if (hp.job_token_file.empty() && !env_token) {
+    if (spec.world_size != spec.launch_workers) {
+      throw ConfigError(
+          "a job across several machines needs one shared token: set "
+          "FASTNN_JOB_TOKEN or job_token_file on every node");
+    }
+    o.token = random_token();
+  }
+  return o;
+}
+
+int launch(const LaunchOptions& o) {
+  if (o.nproc < 1)
+    throw ConfigError("launcher: nproc must be >= 1");
+  const int world = o.world_size > 0 ? o.world_size : o.nproc;
+  const int port = o.master_port > 0 ? o.master_port : pick_free_port();
+
+  struct sigaction sa {
+  }, old_int{}, old_term{};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  g_signal = 0;
+  g_signal_count = 0;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+
+  std::vector<Child> children(o.nproc);
+  int result = 0;
+  bool failed = false, forwarded = false, kill_armed = false, killed = false;
+  Clock::time_point kill_at;
+  try {
+    for (int i = 0; i < o.nproc; ++i) {
+      Environment env = o.env;
+      env["RANK"] = std::to_string(o.first_rank + i);
+      env["WORLD_SIZE"] = std::to_string(world);
+      env["LOCAL_RANK"] = std::to_string(i);
+      env["LOCAL_WORLD_SIZE"] = std::to_string(o.nproc);
+      env["MASTER_ADDR"] = o.master_addr;
+      env["MASTER_PORT"] = std::to_string(port);
+      env[kLauncherMarker] = "1";
+      if (!o.token.empty())
+        env["FASTNN_JOB_TOKEN"] = o.token;
+      children[i].rank = o.first_rank + i;
+      children[i].pid = spawn(o.program, o.args, env);
+      children[i].alive = true;
+    }
+  } catch (...) {
+    signal_all(children, SIGKILL);
+    for (Child& c : children) {
+      if (c.alive)
+        waitpid(c.pid, nullptr, 0);
+    }
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    throw;
+  }
+  std::cerr << "launcher: started " << o.nproc << " workers (ranks "
+            << o.first_rank << ".." << o.first_rank + o.nproc - 1 << " of "
+            << world << "), coordinator " << o.master_addr << ":" << port
+            << "\n";
+
+  int seen_signals = 0;
+  for (;;) {
+    if (g_signal_count != seen_signals) {
+      seen_signals = g_signal_count;
+      if (seen_signals >= 2) {
+        std::cerr << "launcher: second signal, killing the workers\n";
+        signal_all(children, SIGKILL);
+      } else {
+        signal_all(children, g_signal);
+      }
+      forwarded = true;
+    }
+    bool any_alive = false;
+    for (Child& c : children) {
+      if (!c.alive)
+        continue;
+      int status = 0;
+      const pid_t r = waitpid(c.pid, &status, WNOHANG);
+      if (r == 0) {
+        any_alive = true;
+        continue;
+      }
+      c.alive = false;
+      int code = kExitDistributed;
+      std::string how;
+      if (r > 0 && WIFEXITED(status)) {
+        code = WEXITSTATUS(status);
+        how = "exited with code " + std::to_string(code);
+      } else if (r > 0 && WIFSIGNALED(status)) {
+        how = std::string("was killed by signal ") +
+              std::to_string(WTERMSIG(status));
+      } else {
+        how = "was lost (waitpid failed)";
+      }
+      if (code != 0 && !failed) {
+        failed = true;
+        result = code;
+        std::cerr << "launcher: worker rank " << c.rank << " (pid " << c.pid
+                  << ") " << how
+                  << (forwarded ? "" : "; stopping the other workers") << "\n";
+        if (!forwarded) {
+          signal_all(children, SIGTERM);
+          kill_at = Clock::now() + o.grace;
+          kill_armed = true;
+        }
+      }
+    }
+    if (!any_alive)
+      break;
+    if (kill_armed && !killed && Clock::now() >= kill_at) {
+      std::cerr << "launcher: workers still running after the grace period, "
+                   "killing them\n";
+      signal_all(children, SIGKILL);
+      killed = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  return result;
+}
+
+}  // namespace fastnn::dist

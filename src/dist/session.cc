@@ -1,0 +1,498 @@
+#include "src/dist/session.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "fastnn/errors.h"
+#include "fastnn/hparams.h"
+#include "src/dist/client.h"
+#include "src/dist/coordinator.h"
+#include "src/dist/kv_core.h"
+
+namespace fastnn::dist {
+namespace {
+
+namespace pb = proto;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+/// Slack on top of a long poll's wait for the call's own deadline.
+constexpr milliseconds kCallSlack{5000};
+
+std::string seconds_text(milliseconds d) {
+  const auto s = std::chrono::duration<double>(d).count();
+  char buf[32];
+  std::snprintf(
+      buf, sizeof buf, s == static_cast<int64_t>(s) ? "%.0f s" : "%.1f s", s);
+  return buf;
+}
+
+std::string join_keys(const std::vector<std::string>& keys) {
+  std::string out;
+  for (const auto& k : keys)
+    out += (out.empty() ? "'" : ", '") + k + "'";
+  return out;
+}
+
+/// A one-process job's store: the same semantics, no server.
+class LocalStore final : public KeyValueStore {
+ public:
+  explicit LocalStore(milliseconds timeout) : timeout_(timeout) {}
+  void set(const std::string& key, const std::vector<uint8_t>& v) override {
+    core_.set(key, v);
+  }
+  std::vector<uint8_t> get(const std::string& key) override {
+    wait({key}, timeout_);
+    return *core_.get(key);
+  }
+  int64_t add(const std::string& key, int64_t delta) override {
+    try {
+      return core_.add(key, delta);
+    } catch (const std::invalid_argument& e) {
+      throw DistributedError(e.what());
+    }
+  }
+  bool check(const std::vector<std::string>& keys) override {
+    return core_.check(keys);
+  }
+  void wait(const std::vector<std::string>& keys,
+            milliseconds timeout) override {
+    auto missing = core_.wait(keys, Clock::now() + timeout, nullptr);
+    if (!missing.empty()) {
+      throw DistributedError("store: " + join_keys(missing) +
+                             " not set within " + seconds_text(timeout));
+    }
+  }
+  bool remove(const std::string& key) override {
+    return core_.remove(key);
+  }
+  int64_t num_keys() override {
+    return core_.num_keys();
+  }
+  milliseconds timeout() const override {
+    return timeout_;
+  }
+
+ private:
+  KvCore core_;
+  milliseconds timeout_;
+};
+
+/// The coordinator's store over gRPC; GET and WAIT are server-side long
+/// polls bounded by the caller's timeout, cut short when the job fails.
+class GrpcStore final : public KeyValueStore {
+ public:
+  GrpcStore(CoordinatorClient& client, milliseconds timeout)
+      : client_(client), timeout_(timeout) {}
+
+  void set(const std::string& key, const std::vector<uint8_t>& v) override {
+    pb::StoreRequest req;
+    req.set_op(pb::StoreRequest::SET);
+    req.add_keys(key);
+    req.set_value(std::string(v.begin(), v.end()));
+    call(req, "store set('" + key + "')");
+  }
+  std::vector<uint8_t> get(const std::string& key) override {
+    pb::StoreRequest req;
+    req.set_op(pb::StoreRequest::GET);
+    req.add_keys(key);
+    req.set_wait_ms(timeout_.count());
+    pb::StoreResponse resp = call(req, "store get('" + key + "')");
+    if (!resp.ok()) {
+      throw DistributedError("store: '" + key + "' not set within " +
+                             seconds_text(timeout_));
+    }
+    return {resp.value().begin(), resp.value().end()};
+  }
+  int64_t add(const std::string& key, int64_t delta) override {
+    pb::StoreRequest req;
+    req.set_op(pb::StoreRequest::ADD);
+    req.add_keys(key);
+    req.set_delta(delta);
+    return call(req, "store add('" + key + "')").number();
+  }
+  bool check(const std::vector<std::string>& keys) override {
+    pb::StoreRequest req;
+    req.set_op(pb::StoreRequest::CHECK);
+    for (const auto& k : keys)
+      req.add_keys(k);
+    return call(req, "store check").ok();
+  }
+  void wait(const std::vector<std::string>& keys,
+            milliseconds timeout) override {
+    pb::StoreRequest req;
+    req.set_op(pb::StoreRequest::WAIT);
+    for (const auto& k : keys)
+      req.add_keys(k);
+    req.set_wait_ms(timeout.count());
+    pb::StoreResponse resp = call(req, "store wait");
+    if (!resp.ok()) {
+      throw DistributedError(
+          "store: " +
+          join_keys({resp.missing().begin(), resp.missing().end()}) +
+          " not set within " + seconds_text(timeout));
+    }
+  }
+  bool remove(const std::string& key) override {
+    pb::StoreRequest req;
+    req.set_op(pb::StoreRequest::REMOVE);
+    req.add_keys(key);
+    return call(req, "store remove('" + key + "')").ok();
+  }
+  int64_t num_keys() override {
+    pb::StoreRequest req;
+    req.set_op(pb::StoreRequest::NUM_KEYS);
+    return call(req, "store num_keys").number();
+  }
+  milliseconds timeout() const override {
+    return timeout_;
+  }
+
+ private:
+  pb::StoreResponse call(const pb::StoreRequest& req, const std::string& what) {
+    auto ctx = client_.context(
+        (req.wait_ms() > 0 ? milliseconds(req.wait_ms()) : timeout_) +
+        kCallSlack);
+    pb::StoreResponse resp;
+    grpc::Status s = client_.stub().Store(ctx.get(), req, &resp);
+    if (s.error_code() == grpc::ABORTED) {
+      throw DistributedError(what + " aborted: " + s.error_message());
+    }
+    if (!s.ok())
+      throw DistributedError(client_.explain(s, what));
+    return resp;
+  }
+
+  CoordinatorClient& client_;
+  milliseconds timeout_;
+};
+
+std::string hostname() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0)
+    return "unknown";
+  return buf;
+}
+
+std::string trim(std::string s) {
+  const char* ws = " \t\r\n";
+  s.erase(0, s.find_first_not_of(ws));
+  s.erase(s.find_last_not_of(ws) + 1);
+  return s;
+}
+
+}  // namespace
+
+SessionOptions session_options(const HParams& hp, const Environment& env) {
+  SessionOptions o;
+  o.worker_timeout = std::chrono::seconds(hp.worker_timeout_secs);
+  if (!hp.job_token_file.empty()) {
+    o.token = trim(read_text_file(hp.job_token_file, "job_token_file"));
+    if (o.token.empty()) {
+      throw ConfigError("job_token_file: '" + hp.job_token_file + "' is empty");
+    }
+  } else if (auto it = env.find("FASTNN_JOB_TOKEN"); it != env.end()) {
+    o.token = trim(it->second);
+  }
+  o.tls_cert_file = hp.tls_cert_file;
+  o.tls_key_file = hp.tls_key_file;
+  o.tls_ca_file = hp.tls_ca_file;
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    throw ConfigError(
+        std::string(o.tls_cert_file.empty() ? "tls_key_file"
+                                            : "tls_cert_file") +
+        " is set without " +
+        (o.tls_cert_file.empty() ? "tls_cert_file" : "tls_key_file"));
+  }
+  if (!o.tls_cert_file.empty() && o.tls_ca_file.empty()) {
+    throw ConfigError(
+        "tls_cert_file is set without tls_ca_file: every worker, the chief "
+        "included, verifies the coordinator with tls_ca_file");
+  }
+  return o;
+}
+
+struct WorkerSession::Impl {
+  ClusterSpec spec;
+  SessionOptions opts;
+  std::unique_ptr<CoordinatorServer> server;
+  std::unique_ptr<CoordinatorClient> client;
+  std::unique_ptr<KeyValueStore> store;
+  std::thread heartbeat;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;                    // ends the heartbeat thread
+  grpc::ClientContext* inflight = nullptr;  // its call, to cancel on stop
+  bool stop_pending = false;                // request_stop() not yet sent
+  bool finished = false;
+  std::atomic<bool> stop_requested{false};
+  std::optional<std::string> failure;
+  WorkerReport report;
+
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stopping = true;
+      if (inflight)
+        inflight->TryCancel();
+    }
+    cv.notify_all();
+    if (heartbeat.joinable())
+      heartbeat.join();
+  }
+
+  void rendezvous() {
+    const auto deadline = Clock::now() + opts.worker_timeout;
+    std::string last_error;
+    bool reached = false;
+    pb::JoinResponse last;
+    while (Clock::now() < deadline) {
+      const auto left =
+          std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      const milliseconds wait = std::min(left, milliseconds(2000));
+      pb::JoinRequest req;
+      req.set_rank(spec.rank);
+      req.set_world_size(spec.world_size);
+      req.set_host(hostname());
+      req.set_pid(getpid());
+      req.set_wait_ms(wait.count());
+      pb::JoinResponse resp;
+      auto ctx = client->context(wait + milliseconds(1000));
+      grpc::Status s = client->stub().Join(ctx.get(), req, &resp);
+      if (s.ok()) {
+        reached = true;
+        last = resp;
+        if (resp.complete())
+          return;
+        continue;
+      }
+      if (s.error_code() == grpc::ABORTED) {
+        throw DistributedError("rendezvous aborted: " + s.error_message());
+      }
+      if (s.error_code() != grpc::UNAVAILABLE &&
+          s.error_code() != grpc::DEADLINE_EXCEEDED) {
+        throw DistributedError(client->explain(s, "rendezvous"));
+      }
+      last_error = client->explain(s, "rendezvous");
+      std::this_thread::sleep_for(std::min(
+          milliseconds(200),
+          std::chrono::duration_cast<milliseconds>(deadline - Clock::now() +
+                                                   milliseconds(1))));
+    }
+    const std::string after = " after " + seconds_text(opts.worker_timeout);
+    if (!reached) {
+      throw DistributedError("rendezvous failed" + after + ": coordinator " +
+                             spec.coordinator +
+                             " unreachable (last error: " + last_error + ")");
+    }
+    std::string missing;
+    for (int r : last.missing()) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    }
+    throw DistributedError("rendezvous timed out" + after + ": " +
+                           std::to_string(last.joined()) + " of " +
+                           std::to_string(spec.world_size) +
+                           " workers joined; missing rank" +
+                           (last.missing_size() > 1 ? "s " : " ") + missing +
+                           " (coordinator " + spec.coordinator + ")");
+  }
+
+  void heartbeat_loop() {
+    const milliseconds call_timeout = std::min<milliseconds>(
+        std::max(opts.heartbeat_interval * 2, milliseconds(1000)),
+        opts.worker_timeout);
+    auto last_ok = Clock::now();
+    std::string last_error;
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stopping) {
+      cv.wait_for(lock, opts.heartbeat_interval, [&] {
+        return stopping || stop_pending;
+      });
+      if (stopping)
+        break;
+      pb::HeartbeatRequest req;
+      req.set_rank(spec.rank);
+      req.mutable_report()->set_step(report.step);
+      req.mutable_report()->set_loss(report.loss);
+      req.mutable_report()->set_images_per_sec(report.images_per_sec);
+      req.mutable_report()->set_eta_secs(report.eta_secs);
+      req.set_request_stop(stop_pending);
+      pb::HeartbeatResponse resp;
+      auto ctx = client->context(call_timeout);
+      inflight = ctx.get();
+      lock.unlock();
+      grpc::Status s = client->stub().Heartbeat(ctx.get(), req, &resp);
+      lock.lock();
+      inflight = nullptr;
+      if (stopping)
+        break;
+      const auto now = Clock::now();
+      if (s.ok()) {
+        last_ok = now;
+        if (req.request_stop())
+          stop_pending = false;
+        if (resp.stop_requested())
+          stop_requested = true;
+        if (!resp.failure().empty() && !failure)
+          failure = resp.failure();
+        continue;
+      }
+      last_error = client->explain(s, "heartbeat");
+      const bool transient = s.error_code() == grpc::UNAVAILABLE ||
+                             s.error_code() == grpc::DEADLINE_EXCEEDED;
+      if (!failure && !transient) {
+        failure = last_error;
+      } else if (!failure && now - last_ok > opts.worker_timeout) {
+        failure = "coordinator " + spec.coordinator +
+                  " lost: no response for " +
+                  seconds_text(opts.worker_timeout) + " (" + last_error + ")";
+      }
+    }
+  }
+};
+
+WorkerSession::WorkerSession(const ClusterSpec& spec,
+                             const SessionOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->spec = spec;
+  impl_->opts = options;
+  if (!spec.distributed()) {
+    impl_->store = std::make_unique<LocalStore>(options.worker_timeout);
+    return;
+  }
+  if (options.token.empty()) {
+    throw ConfigError(
+        "distributed training needs the job's shared token: set "
+        "FASTNN_JOB_TOKEN or job_token_file on every worker (the "
+        "nproc_per_node launcher makes one)");
+  }
+  auto [host, port] = split_host_port(spec.coordinator, "coordinator");
+  ClientOptions co;
+  co.address = spec.coordinator;
+  co.token = options.token;
+  co.tls_ca_file = options.tls_ca_file;
+  if (spec.is_chief()) {
+    CoordinatorOptions so;
+    so.port = port;
+    so.world_size = spec.world_size;
+    so.worker_timeout = options.worker_timeout;
+    so.token = options.token;
+    so.tls_cert_file = options.tls_cert_file;
+    so.tls_key_file = options.tls_key_file;
+    impl_->server = std::make_unique<CoordinatorServer>(so);
+    const std::string bound = std::to_string(impl_->server->port());
+    impl_->spec.coordinator =
+        (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+        bound;
+    co.address = "127.0.0.1:" + bound;
+    co.tls_target_name = host;
+  }
+  impl_->client = std::make_unique<CoordinatorClient>(co);
+  impl_->store =
+      std::make_unique<GrpcStore>(*impl_->client, options.worker_timeout);
+  try {
+    impl_->rendezvous();
+  } catch (const DistributedError& e) {
+    // Tell the workers still waiting why, before the server goes away.
+    if (impl_->server)
+      impl_->server->abort(e.what());
+    throw;
+  }
+  impl_->heartbeat =
+      std::thread([impl = impl_.get()] { impl->heartbeat_loop(); });
+}
+
+WorkerSession::~WorkerSession() {
+  if (impl_)
+    finish(kExitInternal);
+}
+
+const ClusterSpec& WorkerSession::spec() const {
+  return impl_->spec;
+}
+
+KeyValueStore& WorkerSession::store() {
+  return *impl_->store;
+}
+
+void WorkerSession::report(const WorkerReport& r) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->report = r;
+}
+
+bool WorkerSession::stop_requested() const {
+  return impl_->stop_requested;
+}
+
+std::optional<std::string> WorkerSession::failure() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->failure;
+}
+
+void WorkerSession::request_stop() {
+  if (!impl_->client) {
+    impl_->stop_requested = true;
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stop_pending = true;
+  }
+  impl_->cv.notify_all();
+}
+
+void WorkerSession::finish(int exit_code) {
+  Impl& m = *impl_;
+  int64_t step = 0;
+  bool coordinator_lost = false, job_failed = false;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    if (m.finished)
+      return;
+    m.finished = true;
+    m.stopping = true;
+    if (m.inflight)
+      m.inflight->TryCancel();  // do not wait out an unanswered heartbeat
+    step = m.report.step;
+    coordinator_lost = m.failure && m.failure->rfind("coordinator ", 0) == 0;
+    job_failed = m.failure.has_value();
+  }
+  m.cv.notify_all();
+  if (m.heartbeat.joinable())
+    m.heartbeat.join();
+  if (!m.client)
+    return;
+  if (!coordinator_lost) {
+    pb::FinishRequest req;
+    req.set_rank(m.spec.rank);
+    req.set_exit_code(exit_code);
+    req.set_step(step);
+    // Best effort, failing fast: the channel is up while heartbeats flow,
+    // and a coordinator that already shut down must not delay the exit.
+    // Unreported, the worker is taken for lost later, which a finishing
+    // job no longer minds. After a failure the chief has stopped waiting
+    // for it: one attempt.
+    const auto until = Clock::now() + milliseconds(job_failed ? 0 : 1000);
+    for (;;) {
+      pb::FinishResponse resp;
+      auto ctx = m.client->context(milliseconds(1000),
+                                   /*wait_for_ready=*/false);
+      grpc::Status st = m.client->stub().Finish(ctx.get(), req, &resp);
+      if (st.error_code() != grpc::UNAVAILABLE || Clock::now() >= until)
+        break;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+  }
+  if (m.server) {
+    m.server->drain(m.opts.worker_timeout);
+    m.server->shutdown();
+  }
+}
+
+}  // namespace fastnn::dist

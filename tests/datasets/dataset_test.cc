@@ -1,0 +1,256 @@
+// The dataset name table on small generated files of each layout: file
+// names, split sizes, classes, labels_offset, image_folder's split, and the
+// errors for missing or empty file sets.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <fstream>
+#include <functional>
+#include <set>
+
+#include "datasets/dataset_factory.h"
+#include "datasets/image_folder.h"
+#include "fastnn/errors.h"
+#include "fastnn/hparams.h"
+#include "fastnn/pipeline.h"
+#include "tests/datasets/test_data.h"
+
+namespace fastnn::datasets {
+namespace {
+namespace fs = std::filesystem;
+using testing::example_of;
+using testing::fresh_dir;
+using testing::png_of;
+using testing::write_records;
+
+HParams hparams(const std::string& name, const fs::path& dir) {
+  HParams hp;
+  hp.dataset_name = name;
+  hp.dataset_dir = dir.string();
+  return hp;
+}
+
+std::vector<std::string> rgb_records(int n, int64_t first_label = 0) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i)
+    out.push_back(example_of(png_of(32, 32, 3, 7), first_label + i));
+  return out;
+}
+
+std::vector<int64_t> values(const at::Tensor& t) {
+  auto c = t.contiguous();
+  return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+TEST(DatasetTable, ListsEveryDataset) {
+  const auto names = dataset_names();
+  for (const char* n : {"mock",
+                        "mnist",
+                        "fashion_mnist",
+                        "cifar10",
+                        "flowers",
+                        "imagenet",
+                        "tfrecord",
+                        "image_folder"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  }
+  EXPECT_THROW(find_dataset("cifar100"), ConfigError);
+}
+
+TEST(DatasetTable, Cifar10SingleFilePerSplit) {
+  auto dir = fresh_dir("ds_cifar10");
+  write_records(dir / "cifar10_train.tfrecord", rgb_records(3));
+  write_records(dir / "cifar10_test.tfrecord", rgb_records(2));
+  std::ofstream(dir / "labels.txt") << "0:airplane\n1:automobile\n";
+  auto hp = hparams("cifar10", dir);
+  auto train = get_dataset(hp, "train");
+  ASSERT_EQ(train.files.size(), 1u);
+  EXPECT_EQ(fs::path(train.files[0]).filename(), "cifar10_train.tfrecord");
+  EXPECT_EQ(train.num_samples, 50000);
+  EXPECT_EQ(train.num_classes, 10);
+  EXPECT_EQ(train.channels, 3);
+  EXPECT_EQ(train.labels, (std::vector<std::string>{"airplane", "automobile"}));
+  EXPECT_EQ(get_dataset(hp, "test").num_samples, 10000);
+  EXPECT_THROW(get_dataset(hp, "validation"), ConfigError);
+}
+
+TEST(DatasetTable, FlowersFiveShards) {
+  auto dir = fresh_dir("ds_flowers");
+  for (int i = 4; i >= 0; --i) {
+    write_records(
+        dir / ("flowers_train_0000" + std::to_string(i) + "-of-00005.tfrecord"),
+        rgb_records(2));
+  }
+  write_records(dir / "flowers_validation_00000-of-00005.tfrecord",
+                rgb_records(1));
+  auto hp = hparams("flowers", dir);
+  auto train = get_dataset(hp, "train");
+  ASSERT_EQ(train.files.size(), 5u);
+  EXPECT_EQ(fs::path(train.files[0]).filename(),
+            "flowers_train_00000-of-00005.tfrecord");
+  EXPECT_EQ(fs::path(train.files[4]).filename(),
+            "flowers_train_00004-of-00005.tfrecord");
+  EXPECT_EQ(train.num_samples, 3320);
+  EXPECT_EQ(train.num_classes, 5);
+  auto val = get_dataset(hp, "validation");
+  EXPECT_EQ(val.files.size(), 1u);
+  EXPECT_EQ(val.num_samples, 350);
+}
+
+TEST(DatasetTable, ImagenetLayoutAndLabelsOffset) {
+  auto dir = fresh_dir("ds_imagenet");
+  // Labels 1..4: TF-slim's ImageNet has 0 = background, 1..1000 the classes.
+  write_records(dir / "train-00000-of-01024", rgb_records(2, 1));
+  write_records(dir / "train-00001-of-01024", rgb_records(2, 3));
+  write_records(dir / "validation-00000-of-00128", rgb_records(1, 1));
+  auto hp = hparams("imagenet", dir);
+  auto train = get_dataset(hp, "train");
+  EXPECT_EQ(train.files.size(), 2u);
+  EXPECT_EQ(train.num_samples, 1281167);
+  EXPECT_EQ(train.num_classes, 1001);
+  EXPECT_EQ(get_dataset(hp, "validation").num_samples, 50000);
+
+  auto o = testing::eval_options(train.files, 3, 32);
+  o.num_classes = 1000;
+  o.labels_offset = 1;
+  Pipeline p(o);
+  auto b = p.next();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->images.sizes(), (std::vector<int64_t>{4, 3, 32, 32}));
+  EXPECT_EQ(values(b->labels), (std::vector<int64_t>{0, 1, 2, 3}));
+}
+
+TEST(DatasetTable, MissingOrEmptyFilesAreDataErrorsNamingThePattern) {
+  auto dir = fresh_dir("ds_missing");
+  auto hp = hparams("cifar10", dir);
+  auto msg = message_of([&] { get_dataset(hp, "train"); });
+  EXPECT_NE(msg.find("cifar10_train.tfrecord"), std::string::npos) << msg;
+  EXPECT_THROW(get_dataset(hp, "train"), DataError);
+
+  write_records(dir / "cifar10_train.tfrecord", {});
+  msg = message_of([&] { get_dataset(hp, "train"); });
+  EXPECT_NE(msg.find("empty"), std::string::npos) << msg;
+  EXPECT_THROW(get_dataset(hp, "train"), DataError);
+
+  auto in = hparams("imagenet", dir);
+  msg = message_of([&] { get_dataset(in, "validation"); });
+  EXPECT_NE(msg.find("validation-[0-9]"), std::string::npos) << msg;
+
+  hp.train_files = "nothing_*.tfrecord";
+  msg = message_of([&] { get_dataset(hp, "train"); });
+  EXPECT_NE(msg.find("nothing_*.tfrecord"), std::string::npos) << msg;
+  EXPECT_THROW(get_dataset(hp, "train"), DataError);
+}
+
+TEST(DatasetTable, GenericTfrecordCountsRecordsAndNeedsNumClasses) {
+  auto dir = fresh_dir("ds_generic");
+  write_records(dir / "part" / "a.tfrecord", rgb_records(3));
+  write_records(dir / "part" / "b.tfrecord", rgb_records(4));
+  write_records(dir / "val.tfrecord", rgb_records(2));
+  std::ofstream(dir / "labels.txt") << "0:x\n1:y\n2:z\n3:w\n";
+  auto hp = hparams("tfrecord", dir);
+  hp.train_files = "part/*.tfrecord";
+  EXPECT_THROW(get_dataset(hp, "train"), ConfigError);  // num_classes missing
+  hp.num_classes = 4;
+  auto train = get_dataset(hp, "train");
+  EXPECT_EQ(train.files.size(), 2u);
+  EXPECT_EQ(train.records_per_file, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(train.num_samples, 7);
+  EXPECT_EQ(train.num_classes, 4);
+  EXPECT_EQ(train.labels.size(), 4u);
+  EXPECT_THROW(get_dataset(hp, "test"), ConfigError);  // no eval_files
+  hp.eval_files = "val.tfrecord";
+  EXPECT_EQ(get_dataset(hp, "test").num_samples, 2);
+  hp.eval_files = "empty.tfrecord";
+  write_records(dir / "empty.tfrecord", {});
+  EXPECT_THROW(get_dataset(hp, "test"), DataError);
+}
+
+// dir/<class>/<i>.png for 3 classes x 10 images, plus files to ignore.
+fs::path make_folder(const std::string& name) {
+  auto dir = fresh_dir(name);
+  const char* classes[] = {"tulips", "daisy", "roses"};
+  for (const char* c : classes) {
+    fs::create_directories(dir / c);
+    for (int i = 0; i < 10; ++i) {
+      std::ofstream(dir / c / (std::to_string(i) + (i % 2 ? ".png" : ".PNG")))
+          << png_of(8, 8, 3, static_cast<uint8_t>(i));
+    }
+    std::ofstream(dir / c / "notes.txt") << "not an image";
+  }
+  fs::create_directories(dir / ".cache");
+  std::ofstream(dir / "LICENSE.txt") << "x";
+  return dir;
+}
+
+TEST(ImageFolder, SortedClassesAndADeterministicDisjointSplit) {
+  auto dir = make_folder("ds_folder");
+  auto train = list_image_folder(dir.string(), "train", 0.1, 0);
+  auto val = list_image_folder(dir.string(), "validation", 0.1, 0);
+  EXPECT_EQ(train.class_names,
+            (std::vector<std::string>{"daisy", "roses", "tulips"}));
+  EXPECT_EQ(train.files.size(), 27u);
+  EXPECT_EQ(val.files.size(), 3u);
+  std::set<std::string> all(train.files.begin(), train.files.end());
+  for (const auto& f : val.files)
+    EXPECT_TRUE(all.insert(f).second) << f << " in both";
+  EXPECT_EQ(all.size(), 30u);
+  for (size_t i = 0; i < train.files.size(); ++i) {
+    const auto cls = fs::path(train.files[i]).parent_path().filename().string();
+    EXPECT_EQ(train.class_names[train.labels[i]], cls);
+  }
+  EXPECT_EQ(list_image_folder(dir.string(), "validation", 0.1, 0).files,
+            val.files);
+  bool differs = false;
+  for (uint64_t seed = 1; seed < 5; ++seed) {
+    differs |= list_image_folder(dir.string(), "validation", 0.1, seed).files !=
+               val.files;
+  }
+  EXPECT_TRUE(differs);
+  EXPECT_THROW(list_image_folder(dir.string(), "test", 0.1, 0), ConfigError);
+  EXPECT_THROW(list_image_folder(dir.string(), "train", 1.0, 0), ConfigError);
+  EXPECT_THROW(list_image_folder(dir.string(), "validation", 0.0, 0),
+               DataError);
+  EXPECT_THROW(list_image_folder((dir / "nope").string(), "train", 0.1, 0),
+               DataError);
+  EXPECT_THROW(
+      list_image_folder(fresh_dir("ds_folder_empty").string(), "train", 0.1, 0),
+      DataError);
+}
+
+TEST(ImageFolder, DatasetRowFeedsThePipelineFromFiles) {
+  auto dir = make_folder("ds_folder_pipe");
+  auto hp = hparams("image_folder", dir);
+  hp.validation_fraction = 0.2;
+  auto info = get_dataset(hp, "train");
+  EXPECT_EQ(info.num_samples, 24);
+  EXPECT_EQ(info.num_classes, 3);
+  EXPECT_EQ(info.file_labels.size(), info.files.size());
+  EXPECT_EQ(get_dataset(hp, "validation").num_samples, 6);
+
+  auto o = testing::eval_options(info.files, 3, 8);
+  o.file_labels = info.file_labels;
+  o.batch_size = 10;
+  o.num_classes = 3;
+  Pipeline p(o);
+  std::vector<int64_t> labels;
+  while (auto b = p.next()) {
+    EXPECT_EQ(b->images.size(1), 3);
+    for (int64_t l : values(b->labels))
+      labels.push_back(l);
+  }
+  EXPECT_EQ(labels, info.file_labels);
+  EXPECT_EQ(p.stats().images_decoded, 24);
+}
+
+}  // namespace
+}  // namespace fastnn::datasets

@@ -1,0 +1,378 @@
+// Cluster discovery: every source of DESIGN.md §1, their order, and the
+// errors for contradictory or malformed values.
+#include "src/dist/cluster.h"
+
+#include <gtest/gtest.h>
+
+#include "fastnn/errors.h"
+#include "fastnn/hparams.h"
+
+namespace fastnn::dist {
+namespace {
+
+HParams flags(const std::string& hosts, int64_t task_index) {
+  HParams hp;
+  hp.worker_hosts = hosts;
+  hp.task_index = task_index;
+  hp.sources["worker_hosts"] = "command line";
+  hp.sources["task_index"] = "command line";
+  return hp;
+}
+
+HParams with_nproc(int64_t n) {
+  HParams hp;
+  hp.nproc_per_node = n;
+  hp.sources["nproc_per_node"] = "command line";
+  return hp;
+}
+
+/// Runs `f`, expects ConfigError whose message contains `needle`.
+template <typename F>
+void expect_config_error(F f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no ConfigError; expected one naming " << needle;
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ClusterTest, NothingSetIsOneProcess) {
+  ClusterSpec s = resolve_cluster(HParams(), {});
+  EXPECT_EQ(s.source, "single process");
+  EXPECT_EQ(s.world_size, 1);
+  EXPECT_EQ(s.rank, 0);
+  EXPECT_TRUE(s.coordinator.empty());
+  EXPECT_FALSE(s.distributed());
+  EXPECT_EQ(s.launch_workers, 0);
+}
+
+TEST(ClusterTest, TaskIndexWithoutACluster) {
+  HParams hp;
+  hp.sources["task_index"] = "command line";
+  EXPECT_NE(describe(resolve_cluster(hp, {}))
+                .find("rank = 0 (chief)  (task_index (command line))"),
+            std::string::npos);
+  hp.task_index = 2;
+  expect_config_error([&] { resolve_cluster(hp, {}); },
+                      "task_index=2 (command line) needs worker_hosts");
+}
+
+TEST(ClusterTest, FastNNFlags) {
+  ClusterSpec s = resolve_cluster(flags("a:2222,b:2222,b:2223,c:2222", 2), {});
+  EXPECT_EQ(s.source, "flags");
+  EXPECT_EQ(s.rank, 2);
+  EXPECT_EQ(s.world_size, 4);
+  EXPECT_EQ(s.local_rank, 1);  // second entry on host b
+  EXPECT_EQ(s.local_world_size, 2);
+  EXPECT_EQ(s.coordinator, "a:2222");
+  EXPECT_EQ(s.hosts.size(), 4u);
+}
+
+TEST(ClusterTest, FlagsWinOverEnvironment) {
+  ClusterSpec s = resolve_cluster(flags("a:1,b:1", 1),
+                                  {{"RANK", "0"},
+                                   {"WORLD_SIZE", "8"},
+                                   {"LOCAL_RANK", "0"},
+                                   {"MASTER_ADDR", "m"},
+                                   {"MASTER_PORT", "1"}});
+  EXPECT_EQ(s.source, "flags");
+  EXPECT_EQ(s.rank, 1);
+  EXPECT_EQ(s.world_size, 2);
+  EXPECT_NE(describe(s).find("ignored sources = torchrun"), std::string::npos);
+}
+
+TEST(ClusterTest, FlagsErrors) {
+  expect_config_error([] { resolve_cluster(flags("a:1,b", 0), {}); },
+                      "worker_hosts");
+  HParams chief = flags("a:1,b:1", 1);
+  chief.job_name = "chief";
+  expect_config_error([&] { resolve_cluster(chief, {}); }, "job_name=chief");
+  HParams both = flags("a:1,b:1", 0);
+  both.nproc_per_node = 2;
+  expect_config_error([&] { resolve_cluster(both, {}); }, "nproc_per_node");
+}
+
+TEST(ClusterTest, TfConfig) {
+  const std::string tf =
+      R"({"cluster":{"chief":["c:1"],"worker":["w0:1","w1:1"],"ps":[]},)"
+      R"("task":{"type":"worker","index":1}})";
+  ClusterSpec s = resolve_cluster(HParams(), {{"TF_CONFIG", tf}});
+  EXPECT_EQ(s.source, "TF_CONFIG");
+  EXPECT_EQ(s.rank, 2);  // chief first, then workers
+  EXPECT_EQ(s.world_size, 3);
+  EXPECT_EQ(s.coordinator, "c:1");
+  const std::string chief = R"({"cluster":{"chief":["c:1"],"worker":["w0:1"]},)"
+                            R"("task":{"type":"chief","index":0}})";
+  EXPECT_EQ(resolve_cluster(HParams(), {{"TF_CONFIG", chief}}).rank, 0);
+}
+
+TEST(ClusterTest, TfConfigErrors) {
+  expect_config_error(
+      [] {
+        resolve_cluster(HParams(), {{"TF_CONFIG", "{cluster"}});
+      },
+      "TF_CONFIG is not valid JSON");
+  expect_config_error(
+      [] {
+        resolve_cluster(HParams(),
+                        {{"TF_CONFIG",
+                          R"({"cluster":{"worker":["a:1"]},)"
+                          R"("task":{"type":"ps","index":0}})"}});
+      },
+      "task type 'ps'");
+  expect_config_error(
+      [] {
+        resolve_cluster(HParams(),
+                        {{"TF_CONFIG",
+                          R"({"cluster":{"worker":["a:1"]},)"
+                          R"("task":{"type":"worker","index":3}})"}});
+      },
+      "TF_CONFIG: task.index 3");
+}
+
+Environment torchrun(int rank, int world, int local, int local_world) {
+  return {{"RANK", std::to_string(rank)},
+          {"WORLD_SIZE", std::to_string(world)},
+          {"LOCAL_RANK", std::to_string(local)},
+          {"LOCAL_WORLD_SIZE", std::to_string(local_world)},
+          {"MASTER_ADDR", "10.0.0.1"},
+          {"MASTER_PORT", "29400"},
+          {"GROUP_RANK", "1"}};
+}
+
+TEST(ClusterTest, Torchrun) {
+  ClusterSpec s = resolve_cluster(HParams(), torchrun(5, 8, 1, 4));
+  EXPECT_EQ(s.source, "torchrun");
+  EXPECT_EQ(s.rank, 5);
+  EXPECT_EQ(s.world_size, 8);
+  EXPECT_EQ(s.local_rank, 1);
+  EXPECT_EQ(s.local_world_size, 4);
+  EXPECT_EQ(s.coordinator, "10.0.0.1:29400");
+  EXPECT_EQ(s.launch_workers, 0);
+  const std::string text = describe(s);
+  EXPECT_NE(text.find("rank = 5  (RANK)"), std::string::npos) << text;
+  EXPECT_NE(text.find("coordinator = 10.0.0.1:29400  (MASTER_ADDR, "
+                      "MASTER_PORT)"),
+            std::string::npos)
+      << text;
+}
+
+TEST(ClusterTest, TorchrunErrorsNameTheVariable) {
+  expect_config_error([] { resolve_cluster(HParams(), torchrun(8, 8, 0, 4)); },
+                      "RANK");
+  expect_config_error([] { resolve_cluster(HParams(), torchrun(1, 8, 4, 4)); },
+                      "LOCAL_RANK");
+  Environment env = torchrun(1, 2, 1, 2);
+  env["WORLD_SIZE"] = "two";
+  expect_config_error([&] { resolve_cluster(HParams(), env); },
+                      "WORLD_SIZE='two' is not an integer");
+  env = torchrun(1, 2, 1, 2);
+  env.erase("MASTER_ADDR");
+  expect_config_error([&] { resolve_cluster(HParams(), env); }, "MASTER_ADDR");
+  env = torchrun(1, 2, 1, 2);
+  env.erase("WORLD_SIZE");
+  expect_config_error([&] { resolve_cluster(HParams(), env); }, "WORLD_SIZE");
+  env = torchrun(1, 2, 1, 2);
+  env["MASTER_PORT"] = "70000";
+  expect_config_error([&] { resolve_cluster(HParams(), env); }, "MASTER_PORT");
+}
+
+TEST(ClusterTest, ExplicitTaskIndexMustAgree) {
+  HParams hp;
+  hp.task_index = 3;
+  hp.sources["task_index"] = "job.cfg:4";
+  expect_config_error([&] { resolve_cluster(hp, torchrun(1, 4, 1, 4)); },
+                      "task_index=3 (job.cfg:4) contradicts rank 1 from RANK");
+  hp.task_index = 1;
+  EXPECT_EQ(resolve_cluster(hp, torchrun(1, 4, 1, 4)).rank, 1);
+}
+
+// PAI-DLC / Kubeflow: MASTER_ADDR + WORLD_SIZE + RANK without LOCAL_RANK.
+// WORLD_SIZE counts nodes and RANK is the node index, not the process's.
+TEST(ClusterTest, PaiDlcNodeLevelTrap) {
+  Environment env = {{"MASTER_ADDR", "dlc-master-0"},
+                     {"MASTER_PORT", "23456"},
+                     {"WORLD_SIZE", "2"},
+                     {"RANK", "1"},
+                     {"NPROC_PER_NODE", "4"}};
+  ClusterSpec s = resolve_cluster(HParams(), env);
+  EXPECT_EQ(s.source, "PAI-DLC/Kubeflow");
+  EXPECT_EQ(s.world_size, 8);  // 2 nodes x 4, not 2
+  EXPECT_EQ(s.rank, 4);        // node 1's first process, not 1
+  EXPECT_EQ(s.local_rank, 0);
+  EXPECT_EQ(s.local_world_size, 4);
+  EXPECT_EQ(s.launch_workers, 4);
+  EXPECT_EQ(s.coordinator, "dlc-master-0:23456");
+  EXPECT_NE(describe(s).find("ranks 4..7"), std::string::npos) << describe(s);
+
+  // The same count from the hparam instead of the variable.
+  env.erase("NPROC_PER_NODE");
+  s = resolve_cluster(with_nproc(2), env);
+  EXPECT_EQ(s.world_size, 4);
+  EXPECT_EQ(s.rank, 2);
+  EXPECT_EQ(s.launch_workers, 2);
+
+  // One process per pod (Kubeflow's default): node level == process level.
+  s = resolve_cluster(HParams(), env);
+  EXPECT_EQ(s.world_size, 2);
+  EXPECT_EQ(s.rank, 1);
+  EXPECT_EQ(s.launch_workers, 0);
+}
+
+TEST(ClusterTest, NodeLevelSingleNodeWithoutMasterAddr) {
+  ClusterSpec s =
+      resolve_cluster(with_nproc(2), {{"WORLD_SIZE", "1"}, {"RANK", "0"}});
+  EXPECT_EQ(s.world_size, 2);
+  EXPECT_EQ(s.launch_workers, 2);
+  EXPECT_EQ(s.coordinator, "127.0.0.1:0");
+  // Several nodes cannot guess the chief's address.
+  expect_config_error(
+      [] {
+        resolve_cluster(with_nproc(2), {{"WORLD_SIZE", "2"}, {"RANK", "0"}});
+      },
+      "MASTER_ADDR is not set");
+}
+
+TEST(ClusterTest, PaiDlcContradictions) {
+  Environment env = {{"MASTER_ADDR", "m"},
+                     {"WORLD_SIZE", "2"},
+                     {"RANK", "0"},
+                     {"NPROC_PER_NODE", "4"}};
+  expect_config_error([&] { resolve_cluster(with_nproc(8), env); },
+                      "contradicts NPROC_PER_NODE=4");
+  env["RANK"] = "2";
+  expect_config_error([&] { resolve_cluster(HParams(), env); },
+                      "RANK=2 is out of range");
+  env.erase("RANK");
+  expect_config_error([&] { resolve_cluster(HParams(), env); },
+                      "RANK is not set");
+}
+
+TEST(ClusterTest, LauncherForOneMachine) {
+  ClusterSpec s = resolve_cluster(with_nproc(3), {});
+  EXPECT_EQ(s.source, "launcher");
+  EXPECT_EQ(s.world_size, 3);
+  EXPECT_EQ(s.launch_workers, 3);
+  EXPECT_EQ(s.coordinator, "127.0.0.1:0");  // the launcher picks the port
+  s = resolve_cluster(with_nproc(2), {{"MASTER_PORT", "4444"}});
+  EXPECT_EQ(s.coordinator, "127.0.0.1:4444");
+}
+
+TEST(ClusterTest, LauncherWorkersWinOverTheirInheritedSources) {
+  Environment env = torchrun(1, 2, 1, 2);
+  env[kLauncherMarker] = "1";
+  env["TF_CONFIG"] = R"({"cluster":{"worker":["a:1","b:1"]},)"
+                     R"("task":{"type":"worker","index":0}})";
+  ClusterSpec s = resolve_cluster(HParams(), env);
+  EXPECT_EQ(s.source, "launcher");
+  EXPECT_EQ(s.rank, 1);
+  EXPECT_EQ(s.launch_workers, 0);
+}
+
+TEST(ClusterTest, TorchrunWithAgreeingNprocDoesNotLaunch) {
+  ClusterSpec s = resolve_cluster(with_nproc(4), torchrun(1, 8, 1, 4));
+  EXPECT_EQ(s.launch_workers, 0);
+  expect_config_error(
+      [] { resolve_cluster(with_nproc(2), torchrun(1, 8, 1, 4)); },
+      "nproc_per_node=2 (command line) contradicts torchrun's 4");
+}
+
+TEST(ClusterTest, Slurm) {
+  Environment env = {{"SLURM_PROCID", "5"},
+                     {"SLURM_NTASKS", "6"},
+                     {"SLURM_LOCALID", "1"},
+                     {"SLURM_NODEID", "2"},
+                     {"SLURM_TASKS_PER_NODE", "2(x3)"},
+                     {"SLURM_JOB_NODELIST", "gpu[07-09]"}};
+  ClusterSpec s = resolve_cluster(HParams(), env);
+  EXPECT_EQ(s.source, "Slurm");
+  EXPECT_EQ(s.rank, 5);
+  EXPECT_EQ(s.world_size, 6);
+  EXPECT_EQ(s.local_rank, 1);
+  EXPECT_EQ(s.local_world_size, 2);
+  EXPECT_EQ(s.coordinator, "gpu07:29500");
+  ASSERT_EQ(s.hosts.size(), 3u);
+  EXPECT_EQ(s.hosts[2], "gpu09");
+  // The step's list wins over the job's; MASTER_PORT sets the port.
+  env["SLURM_STEP_NODELIST"] = "n[2-3]";
+  env["MASTER_PORT"] = "1234";
+  EXPECT_EQ(resolve_cluster(HParams(), env).coordinator, "n2:1234");
+  env["SLURM_PROCID"] = "6";
+  expect_config_error([&] { resolve_cluster(HParams(), env); },
+                      "SLURM_PROCID: rank 6 is out of range");
+}
+
+TEST(ClusterTest, SlurmNodelist) {
+  EXPECT_EQ(expand_nodelist("host[01-03]", "L"),
+            (std::vector<std::string>{"host01", "host02", "host03"}));
+  EXPECT_EQ(expand_nodelist("a[1,3-4],b,c[9-10]x", "L"),
+            (std::vector<std::string>{"a1", "a3", "a4", "b", "c9x", "c10x"}));
+  EXPECT_EQ(expand_nodelist("r[1-2]n[1-2]", "L"),
+            (std::vector<std::string>{"r1n1", "r1n2", "r2n1", "r2n2"}));
+  expect_config_error([] { expand_nodelist("a[1-", "SLURM_JOB_NODELIST"); },
+                      "SLURM_JOB_NODELIST='a[1-'");
+  expect_config_error([] { expand_nodelist("a[3-1]", "L"); }, "L='a[3-1]'");
+}
+
+TEST(ClusterTest, OpenMpi) {
+  Environment env = {{"OMPI_COMM_WORLD_RANK", "3"},
+                     {"OMPI_COMM_WORLD_SIZE", "4"},
+                     {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}};
+  expect_config_error([&] { resolve_cluster(HParams(), env); },
+                      "set MASTER_ADDR (and MASTER_PORT) or "
+                      "coordinator_address");
+  HParams hp;
+  hp.coordinator_address = "head:7000";
+  hp.sources["coordinator_address"] = "command line";
+  ClusterSpec s = resolve_cluster(hp, env);
+  EXPECT_EQ(s.source, "Open MPI");
+  EXPECT_EQ(s.rank, 3);
+  EXPECT_EQ(s.world_size, 4);
+  EXPECT_EQ(s.local_rank, 1);
+  EXPECT_EQ(s.local_world_size, 2);
+  EXPECT_EQ(s.coordinator, "head:7000");
+  env["MASTER_ADDR"] = "head";
+  EXPECT_EQ(resolve_cluster(HParams(), env).coordinator, "head:29500");
+}
+
+TEST(ClusterTest, MpirunInsideASlurmAllocationUsesOpenMpi) {
+  Environment env = {{"SLURM_PROCID", "0"},
+                     {"SLURM_NTASKS", "4"},
+                     {"SLURM_JOB_NODELIST", "n[1-2]"},
+                     {"OMPI_COMM_WORLD_RANK", "2"},
+                     {"OMPI_COMM_WORLD_SIZE", "4"}};
+  ClusterSpec s = resolve_cluster(HParams(), env);
+  EXPECT_EQ(s.source, "Open MPI");
+  EXPECT_EQ(s.rank, 2);
+  EXPECT_EQ(s.coordinator, "n1:29500");
+}
+
+TEST(ClusterTest, CoordinatorAddressOverrides) {
+  HParams hp;
+  hp.coordinator_address = "other:9";
+  hp.sources["coordinator_address"] = "job.cfg:2";
+  ClusterSpec s = resolve_cluster(hp, torchrun(0, 2, 0, 2));
+  EXPECT_EQ(s.coordinator, "other:9");
+  EXPECT_NE(describe(s).find("coordinator = other:9  (coordinator_address "
+                             "(job.cfg:2))"),
+            std::string::npos)
+      << describe(s);
+  hp.coordinator_address = "nope";
+  expect_config_error([&] { resolve_cluster(hp, torchrun(0, 2, 0, 2)); },
+                      "coordinator_address");
+}
+
+TEST(ClusterTest, SplitHostPort) {
+  EXPECT_EQ(split_host_port("a.b:80", "x"),
+            std::make_pair(std::string("a.b"), 80));
+  EXPECT_EQ(split_host_port("[::1]:9", "x"),
+            std::make_pair(std::string("::1"), 9));
+  expect_config_error([] { split_host_port("a:", "worker_hosts"); },
+                      "worker_hosts");
+}
+
+}  // namespace
+}  // namespace fastnn::dist
