@@ -19,7 +19,8 @@ trap 'rm -rf "$OUT"' EXIT
 
 command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c "import torch" 2>/dev/null || {
   echo "bench: the peer needs Debian's PyTorch: apt-get install python3-torch" >&2; exit 2; }
-"$BIN/convert_dataset" --dataset_name fashion_mnist \
+# convert_dataset refuses to overwrite: convert once.
+[ -f "$DATA/labels.txt" ] || "$BIN/convert_dataset" --dataset_name fashion_mnist \
   --input /usr/share/datasets/fashion-mnist --dataset_dir "$DATA" >/dev/null
 
 peer=$(/usr/bin/python3 "$PEER" fmnist "$EPOCHS" 2 | tail -1)

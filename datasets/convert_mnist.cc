@@ -3,13 +3,10 @@
 #include <zlib.h>
 
 #include <filesystem>
-#include <thread>
 
-#include "fastnn/atomic_file.h"
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
 #include "fastnn/image.h"
-#include "fastnn/tfrecord.h"
 
 namespace fastnn::datasets {
 namespace fs = std::filesystem;
@@ -24,31 +21,22 @@ std::string find_input(const std::string& dir, const std::string& stem) {
                   "[.gz]' (MNIST-format idx file)");
 }
 
-std::vector<std::string> encode_range(const IdxArray& images,
-                                      const IdxArray& labels,
-                                      int64_t begin,
-                                      int64_t end) {
-  const int h = static_cast<int>(images.dims[1]);
-  const int w = static_cast<int>(images.dims[2]);
-  const size_t size = size_t(h) * w;
-  std::vector<std::string> out;
-  out.reserve(end - begin);
+std::string encode_one(const IdxArray& images, const IdxArray& labels,
+                       int64_t i) {
   io::Image img;
-  img.height = h;
-  img.width = w;
+  img.height = static_cast<int>(images.dims[1]);
+  img.width = static_cast<int>(images.dims[2]);
   img.channels = 1;
-  for (int64_t i = begin; i < end; ++i) {
-    img.pixels.assign(images.data.begin() + i * size,
-                      images.data.begin() + (i + 1) * size);
-    io::ImageRecord r;
-    r.encoded = io::encode_png(img);
-    r.format = "png";
-    r.label = labels.data[i];
-    r.height = h;
-    r.width = w;
-    out.push_back(io::encode_image_example(r));
-  }
-  return out;
+  const size_t size = size_t(img.height) * img.width;
+  img.pixels.assign(images.data.begin() + i * size,
+                    images.data.begin() + (i + 1) * size);
+  io::ImageRecord r;
+  r.encoded = io::encode_png(img);
+  r.format = "png";
+  r.label = labels.data[i];
+  r.height = img.height;
+  r.width = img.width;
+  return io::encode_image_example(r);
 }
 
 }  // namespace
@@ -91,23 +79,21 @@ IdxArray read_idx(const std::string& path) {
   return a;
 }
 
-std::vector<ConvertedSplit> convert_mnist(const ConvertOptions& o) {
-  fs::create_directories(o.output_dir);
-  std::vector<ConvertedSplit> result;
-  const std::pair<const char*, const char*> splits[] = {{"train", "train"},
-                                                        {"test", "t10k"}};
-  for (const auto& [split, stem] : splits) {
-    ConvertedSplit cs;
-    cs.split = split;
-    cs.path = (fs::path(o.output_dir) / ("mnist_" + std::string(split) +
-                                         ".tfrecord")).string();
-    if (fs::exists(cs.path) && !o.overwrite) {
-      cs.skipped_existing = true;
-      result.push_back(cs);
-      continue;
-    }
-    IdxArray images = read_idx(find_input(o.input_dir, std::string(stem) + "-images-idx3-ubyte"));
-    IdxArray labels = read_idx(find_input(o.input_dir, std::string(stem) + "-labels-idx1-ubyte"));
+std::vector<ConvertedSplit> convert_mnist(const ConvertOptions& options) {
+  ConvertOptions o = options;
+  if (o.prefix.empty()) o.prefix = "mnist";
+  const std::pair<const char*, const char*> names[] = {{"train", "train"},
+                                                       {"test", "t10k"}};
+  // Both splits stay in memory (idx payloads, 55 MB for MNIST).
+  std::vector<std::pair<IdxArray, IdxArray>> data;
+  std::vector<SplitSource> splits;
+  data.reserve(2);
+  for (const auto& [split, stem] : names) {
+    data.emplace_back(
+        read_idx(find_input(o.input_dir, std::string(stem) + "-images-idx3-ubyte")),
+        read_idx(find_input(o.input_dir, std::string(stem) + "-labels-idx1-ubyte")));
+    const IdxArray& images = data.back().first;
+    const IdxArray& labels = data.back().second;
     if (images.dims.size() != 3 || labels.dims.size() != 1 ||
         images.dims[0] != labels.dims[0]) {
       throw DataError(std::string(split) + ": images and labels disagree "
@@ -115,38 +101,11 @@ std::vector<ConvertedSplit> convert_mnist(const ConvertOptions& o) {
     }
     int64_t n = images.dims[0];
     if (o.max_examples > 0) n = std::min(n, o.max_examples);
-    const int threads = std::max(1, o.num_threads);
-    std::vector<std::vector<std::string>> parts(threads);
-    std::vector<std::thread> pool;
-    std::vector<std::exception_ptr> errors(threads);
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        try {
-          parts[t] = encode_range(images, labels, n * t / threads,
-                                  n * (t + 1) / threads);
-        } catch (...) {
-          errors[t] = std::current_exception();
-        }
-      });
-    }
-    for (auto& th : pool) th.join();
-    for (auto& e : errors) {
-      if (e) std::rethrow_exception(e);
-    }
-    io::TFRecordWriter writer(cs.path);
-    for (const auto& part : parts) {
-      for (const auto& rec : part) writer.write(rec);
-    }
-    writer.close();
-    cs.examples = n;
-    result.push_back(cs);
+    splits.push_back({split, n, [&images, &labels](int64_t i) {
+                        return encode_one(images, labels, i);
+                      }});
   }
-  std::string labels_txt;
-  for (size_t i = 0; i < o.class_names.size(); ++i) {
-    labels_txt += std::to_string(i) + ":" + o.class_names[i] + "\n";
-  }
-  io::write_file_atomic((fs::path(o.output_dir) / "labels.txt").string(), labels_txt);
-  return result;
+  return write_dataset(o, splits);
 }
 
 }  // namespace fastnn::datasets

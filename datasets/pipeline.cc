@@ -294,13 +294,13 @@ int64_t Pipeline::State::decode_record(const Record& r,
                                       " is outside [0, " +
                                       std::to_string(opt.num_classes) + ")");
   }
-  io::Image img;
+  // The preprocessing decodes (only what it needs); its DataErrors are
+  // undecodable images or channel mismatches.
   try {
-    img = io::decode_image(encoded, opt.channels);
+    opt.preprocess({encoded, opt.channels}, rng, out);
   } catch (const DataError& e) {
     throw BadRecord(Skip::kImage, e.what());
   }
-  opt.preprocess(img, rng, out);
   return label - opt.labels_offset;
 }
 

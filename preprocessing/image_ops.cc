@@ -98,42 +98,14 @@ void flip_left_right(FloatImage& img) {
   }
 }
 
+void saturate_pixel(float* rgb, float factor) {
+  saturate_rgb(rgb[0], rgb[1], rgb[2], factor);
+}
+
 void adjust_saturation(FloatImage& img, float factor) {
   if (img.channels != 3) return;
   for (size_t i = 0; i < img.data.size(); i += 3) {
-    const float r = img.data[i], g = img.data[i + 1], b = img.data[i + 2];
-    const float v = std::max({r, g, b});
-    const float mn = std::min({r, g, b});
-    const float range = v - mn;
-    float s = v > 0 ? range / v : 0.0f;
-    float h = 0;
-    if (range > 0) {
-      if (v == r) {
-        h = (g - b) / range;
-      } else if (v == g) {
-        h = 2.0f + (b - r) / range;
-      } else {
-        h = 4.0f + (r - g) / range;
-      }
-      h /= 6.0f;
-      if (h < 0) h += 1.0f;
-    }
-    s = std::clamp(s * factor, 0.0f, 1.0f);
-    // HSV -> RGB.
-    const float hh = h * 6.0f;
-    const int sector = static_cast<int>(std::floor(hh)) % 6;
-    const float f = hh - std::floor(hh);
-    const float p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
-    float out[3];
-    switch (sector) {
-      case 0: out[0] = v; out[1] = t; out[2] = p; break;
-      case 1: out[0] = q; out[1] = v; out[2] = p; break;
-      case 2: out[0] = p; out[1] = v; out[2] = t; break;
-      case 3: out[0] = p; out[1] = q; out[2] = v; break;
-      case 4: out[0] = t; out[1] = p; out[2] = v; break;
-      default: out[0] = v; out[1] = p; out[2] = q; break;
-    }
-    std::copy(out, out + 3, img.data.begin() + i);
+    saturate_pixel(&img.data[i], factor);
   }
 }
 
@@ -204,6 +176,95 @@ Window sample_distorted_box(int height, int width, std::mt19937_64& rng,
     return win;
   }
   return {0, 0, height, width};
+}
+
+namespace {
+
+// One axis of resize_window_bilinear: for each output index, the two source
+// indices (relative to the decoded region) and the weight of the second.
+struct Taps {
+  std::vector<int> i0, i1;
+  std::vector<float> frac;
+};
+
+Taps window_taps(int start, int length, int out_length, int scale_num,
+                 int origin, int decoded) {
+  Taps t;
+  t.i0.resize(out_length);
+  t.i1.resize(out_length);
+  t.frac.resize(out_length);
+  const float step = static_cast<float>(length) / out_length;
+  const double s = scale_num / 8.0;
+  const int64_t end = (int64_t{start + length} * scale_num + 7) / 8;
+  const int last = static_cast<int>(
+      std::min<int64_t>(end - 1 - origin, decoded - 1));
+  for (int i = 0; i < out_length; ++i) {
+    const float c = i * step;
+    const double pos =
+        scale_num == 8 ? start + double(c) - origin : (start + double(c)) * s - origin;
+    int i0 = static_cast<int>(std::floor(pos));
+    i0 = std::clamp(i0, 0, last);
+    t.i0[i] = i0;
+    t.i1[i] = std::min(i0 + 1, last);
+    t.frac[i] = static_cast<float>(pos - i0);
+  }
+  return t;
+}
+
+}  // namespace
+
+FASTNN_VECTOR_CLONES
+void resize_window_bilinear(const io::DecodedRegion& src, const Window& box,
+                            int height, int width, float* out,
+                            const std::function<void(int y)>& after_row) {
+  const io::Image& img = src.image;
+  const int ch = img.channels;
+  const Taps ty = window_taps(box.top, box.height, height, src.scale_num,
+                              src.origin_top, img.height);
+  const Taps tx = window_taps(box.left, box.width, width, src.scale_num,
+                              src.origin_left, img.width);
+  // Vertical blend first, over the source columns the window touches (a
+  // loop that vectorizes), then the horizontal taps on that one row. The
+  // same bilinear weights as TF's horizontal-first order; float rounding
+  // differs by ~1e-5 of a level.
+  const int first = tx.i0.front(), last = tx.i1.back();
+  const size_t span = size_t(last - first + 1) * ch;
+  std::vector<int> x0(width), x1(width);
+  for (int x = 0; x < width; ++x) {
+    x0[x] = (tx.i0[x] - first) * ch;
+    x1[x] = (tx.i1[x] - first) * ch;
+  }
+  std::vector<float> row(span);
+  const size_t stride = size_t(img.width) * ch;
+  const size_t plane = size_t(height) * width;
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* a = img.pixels.data() + ty.i0[y] * stride + size_t(first) * ch;
+    const uint8_t* b = img.pixels.data() + ty.i1[y] * stride + size_t(first) * ch;
+    const float fy = ty.frac[y];
+    for (size_t k = 0; k < span; ++k) {
+      const float top = a[k];
+      row[k] = top + (float(b[k]) - top) * fy;
+    }
+    float* o = out + size_t(y) * width;
+    if (ch == 3) {
+      for (int x = 0; x < width; ++x) {
+        const float* l = &row[x0[x]];
+        const float* r = &row[x1[x]];
+        const float f = tx.frac[x];
+        o[x] = l[0] + (r[0] - l[0]) * f;
+        o[plane + x] = l[1] + (r[1] - l[1]) * f;
+        o[2 * plane + x] = l[2] + (r[2] - l[2]) * f;
+      }
+    } else {
+      for (int c = 0; c < ch; ++c, o += plane) {
+        for (int x = 0; x < width; ++x) {
+          const float l = row[x0[x] + c], r = row[x1[x] + c];
+          o[x] = l + (r - l) * tx.frac[x];
+        }
+      }
+    }
+    if (after_row) after_row(y);
+  }
 }
 
 void write_chw(const FloatImage& img, float* out) {

@@ -2,12 +2,23 @@
 // TF-slim preprocessing functions. Images are HWC float; no LibTorch.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <vector>
 
 #include "fastnn/image.h"
 #include "preprocessing/preprocessing_factory.h"
+
+// Per-pixel loops built twice, for AVX2 and the baseline, picked at load
+// time (GCC function multiversioning): 8 floats per instruction where the
+// CPU has it, and still one binary for every x86-64.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define FASTNN_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define FASTNN_VECTOR_CLONES
+#endif
 
 namespace fastnn::preprocessing {
 
@@ -78,6 +89,41 @@ Window sample_distorted_box(int height, int width, std::mt19937_64& rng,
                             double min_covered = 0.1, double min_aspect = 0.75,
                             double max_aspect = 1.33, double min_area = 0.05,
                             double max_area = 1.0, int max_attempts = 100);
+
+/// TF1 resize_bilinear (as resize_bilinear) of the window `box`, given in
+/// original-image pixels, of an image of which `src` holds a part decoded at
+/// scale src.scale_num/8. Source positions are computed in the window's
+/// original coordinates and then scaled, so at scale 8/8 this equals
+/// crop + resize_bilinear exactly. Writes channels planes of height*width
+/// floats (CHW) in the pixel range 0..255 to `out`. `after_row(y)`, when
+/// given, runs as soon as row y of every plane is written (while it is in
+/// L1 cache), for per-pixel work that follows the resize.
+void resize_window_bilinear(const io::DecodedRegion& src, const Window& box,
+                            int height, int width, float* out,
+                            const std::function<void(int y)>& after_row = {});
+
+/// tf.image.adjust_saturation on one RGB pixel, in closed form: the HSV
+/// round trip keeps hue and value, so each channel c becomes
+/// v - (v - c) * s'/s with s' = clip(s * factor, 0, 1); v <= 0 gives gray v.
+void saturate_pixel(float* rgb, float factor);
+
+/// saturate_pixel's arithmetic, inline so that loops over planes
+/// vectorize: with s = range / v, clip(s * factor, 0, 1) / s equals
+/// min(factor, v / range); range == 0 leaves the pixel as is, and v <= 0
+/// makes it gray v (ratio 0).
+inline void saturate_rgb(float& r, float& g, float& b, float factor) {
+  // Plain selects and no branch around the division, so that loops over
+  // planes vectorize (with -fno-trapping-math, set for this library).
+  const float hi = r > g ? r : g, lo = r < g ? r : g;
+  const float v = hi > b ? hi : b;
+  const float range = v - (lo < b ? lo : b);
+  const float positive = v > 0.0f ? v : 0.0f;
+  const float inverse_s = positive / (range > 1e-30f ? range : 1e-30f);
+  const float ratio = factor < inverse_s ? factor : inverse_s;
+  r = v - (v - r) * ratio;
+  g = v - (v - g) * ratio;
+  b = v - (v - b) * ratio;
+}
 
 /// Writes HWC `img` as CHW floats to `out`. REQUIRES: shape matches.
 void write_chw(const FloatImage& img, float* out);

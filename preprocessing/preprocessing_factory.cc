@@ -10,30 +10,49 @@ namespace {
 
 struct Row {
   const char* name;
-  PreprocessFn (*make)(const OutputShape& shape, bool is_training);
+  PreprocessFn (*make)(const OutputShape& shape, bool is_training,
+                       const PreprocessOptions& options);
 };
 
-PreprocessFn make_lenet(const OutputShape& shape, bool) {
-  return [shape](const io::Image& in, std::mt19937_64&, float* out) {
-    lenet_preprocess(in, shape, out);
+PreprocessFn make_lenet(const OutputShape& shape, bool,
+                        const PreprocessOptions&) {
+  return [shape](const EncodedImage& in, std::mt19937_64&, float* out) {
+    lenet_preprocess(io::decode_image(in.bytes, in.channels), shape, out);
   };
 }
 
+// Decodes the whole image, then runs the TF-slim function on the pixels.
 template <void (*Train)(const io::Image&, const OutputShape&, std::mt19937_64&, float*),
           void (*Eval)(const io::Image&, const OutputShape&, float*)>
-PreprocessFn make_slim(const OutputShape& shape, bool is_training) {
+PreprocessFn make_slim(const OutputShape& shape, bool is_training,
+                       const PreprocessOptions&) {
   if (is_training) {
-    return [shape](const io::Image& in, std::mt19937_64& rng, float* out) {
-      Train(in, shape, rng, out);
+    return [shape](const EncodedImage& in, std::mt19937_64& rng, float* out) {
+      Train(io::decode_image(in.bytes, in.channels), shape, rng, out);
     };
   }
-  return [shape](const io::Image& in, std::mt19937_64&, float* out) {
-    Eval(in, shape, out);
+  return [shape](const EncodedImage& in, std::mt19937_64&, float* out) {
+    Eval(io::decode_image(in.bytes, in.channels), shape, out);
+  };
+}
+
+// Inception decodes inside: only the crop, possibly DCT-downscaled.
+PreprocessFn make_inception(const OutputShape& shape, bool is_training,
+                            const PreprocessOptions& options) {
+  const bool fast = options.fast_jpeg_decode;
+  if (is_training) {
+    return [shape, fast](const EncodedImage& in, std::mt19937_64& rng,
+                         float* out) {
+      inception_train(in, shape, fast, rng, out);
+    };
+  }
+  return [shape, fast](const EncodedImage& in, std::mt19937_64&, float* out) {
+    inception_eval(in, shape, fast, out);
   };
 }
 
 const Row kTable[] = {
-    {"inception", make_slim<inception_train, inception_eval>},
+    {"inception", make_inception},
     {"vgg", make_slim<vgg_train, vgg_eval>},
     {"cifarnet", make_slim<cifarnet_train, cifarnet_eval>},
     {"lenet", make_lenet},
@@ -49,9 +68,10 @@ std::vector<std::string> preprocessing_names() {
 
 PreprocessFn get_preprocessing(const std::string& name,
                                const OutputShape& shape,
-                               bool is_training) {
+                               bool is_training,
+                               const PreprocessOptions& options) {
   for (const auto& r : kTable) {
-    if (name == r.name) return r.make(shape, is_training);
+    if (name == r.name) return r.make(shape, is_training, options);
   }
   throw ConfigError("preprocessing_name: '" + name +
                     "' is not an available preprocessing; available: " +

@@ -1,5 +1,6 @@
 #include "preprocessing/slim_preprocessing.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "fastnn/errors.h"
@@ -40,27 +41,120 @@ FloatImage aspect_preserving_resize(const FloatImage& in, int side) {
   return resize_bilinear(in, h, w);
 }
 
+namespace {
+
+// tf.image.central_crop's window (offsets int((size - size * f) / 2)).
+Window central_window(int height, int width, double fraction) {
+  const int off_h = static_cast<int>((height - height * fraction) / 2);
+  const int off_w = static_cast<int>((width - width * fraction) / 2);
+  return {off_h, off_w, height - 2 * off_h, width - 2 * off_w};
+}
+
+// Crop + resize, random flip, brightness, saturation, clip, (x - 0.5) * 2,
+// computed on CHW planes in the output buffer (loops that vectorize).
+float to_unit_range(float v) {
+  const float low = v > 0.0f ? v : 0.0f;
+  return ((low < 1.0f ? low : 1.0f) - 0.5f) * 2.0f;
+}
+
+// Brightness, saturation, clip and (x - 0.5) * 2 on n RGB pixels in planes.
+FASTNN_VECTOR_CLONES
+void inception_color(float* r, float* g, float* b, int n, float delta,
+                     float saturation) {
+  for (int x = 0; x < n; ++x) {
+    float vr = r[x] * (1.0f / 255.0f) + delta;
+    float vg = g[x] * (1.0f / 255.0f) + delta;
+    float vb = b[x] * (1.0f / 255.0f) + delta;
+    saturate_rgb(vr, vg, vb, saturation);
+    r[x] = to_unit_range(vr);
+    g[x] = to_unit_range(vg);
+    b[x] = to_unit_range(vb);
+  }
+}
+
+// Crop + resize, random flip, brightness, saturation, clip, (x - 0.5) * 2:
+// each resized row gets the per-pixel work while still in cache.
+void inception_train_region(const io::DecodedRegion& src, const Window& box,
+                            const OutputShape& s, std::mt19937_64& rng,
+                            float* out) {
+  check_channels(src.image, s, "inception");
+  const bool flip = coin(rng);
+  const float delta = uniform(rng, -32.0f / 255.0f, 32.0f / 255.0f);
+  const float saturation = uniform(rng, 0.5f, 1.5f);
+  const size_t plane = size_t(s.height) * s.width;
+  const int ch = s.channels;
+  auto color = [&](int y) {
+    float* r = out + size_t(y) * s.width;
+    if (ch == 3) {
+      inception_color(r, r + plane, r + 2 * plane, s.width, delta, saturation);
+    } else {
+      for (int x = 0; x < s.width; ++x) {
+        r[x] = to_unit_range(r[x] * (1.0f / 255.0f) + delta);
+      }
+    }
+    if (flip) {
+      for (int c = 0; c < ch; ++c) std::reverse(r + c * plane, r + c * plane + s.width);
+    }
+  };
+  resize_window_bilinear(src, box, s.height, s.width, out, color);
+}
+
+void inception_eval_region(const io::DecodedRegion& src, const Window& box,
+                           const OutputShape& s, float* out) {
+  check_channels(src.image, s, "inception");
+  resize_window_bilinear(src, box, s.height, s.width, out);
+  const size_t n = size_t(s.numel());
+  for (size_t i = 0; i < n; ++i) out[i] = (out[i] * (1.0f / 255.0f) - 0.5f) * 2.0f;
+}
+
+io::DecodeOptions region_options(const EncodedImage& in, const Window& box,
+                                 const OutputShape& s, bool fast) {
+  io::DecodeOptions o;
+  o.channels = in.channels;
+  if (fast) {
+    o.crop_top = box.top;
+    o.crop_left = box.left;
+    o.crop_height = box.height;
+    o.crop_width = box.width;
+    o.min_height = s.height;
+    o.min_width = s.width;
+  }
+  return o;
+}
+
+}  // namespace
+
 void inception_train(const io::Image& in, const OutputShape& s,
                      std::mt19937_64& rng, float* out) {
-  check_channels(in, s, "inception");
-  FloatImage img = to_float(in, 1.0f / 255.0f);
-  const Window box = sample_distorted_box(img.height, img.width, rng);
-  img = resize_bilinear(crop(img, box.top, box.left, box.height, box.width),
-                        s.height, s.width);
-  if (coin(rng)) flip_left_right(img);
-  adjust_brightness(img, uniform(rng, -32.0f / 255.0f, 32.0f / 255.0f));
-  adjust_saturation(img, uniform(rng, 0.5f, 1.5f));
-  clip(img, 0.0f, 1.0f);
-  affine(img, -0.5f, 2.0f);
-  write_chw(img, out);
+  const Window box = sample_distorted_box(in.height, in.width, rng);
+  io::DecodedRegion whole;
+  whole.image = in;
+  inception_train_region(whole, box, s, rng, out);
 }
 
 void inception_eval(const io::Image& in, const OutputShape& s, float* out) {
-  check_channels(in, s, "inception");
-  FloatImage img = central_crop(to_float(in, 1.0f / 255.0f), 0.875);
-  img = resize_bilinear(img, s.height, s.width);
-  affine(img, -0.5f, 2.0f);
-  write_chw(img, out);
+  io::DecodedRegion whole;
+  whole.image = in;
+  inception_eval_region(whole, central_window(in.height, in.width, 0.875), s,
+                        out);
+}
+
+void inception_train(const EncodedImage& in, const OutputShape& s, bool fast,
+                     std::mt19937_64& rng, float* out) {
+  const io::ImageInfo info = io::read_image_info(in.bytes);
+  const Window box = sample_distorted_box(info.height, info.width, rng);
+  inception_train_region(
+      io::decode_region(in.bytes, region_options(in, box, s, fast)), box, s,
+      rng, out);
+}
+
+void inception_eval(const EncodedImage& in, const OutputShape& s, bool fast,
+                    float* out) {
+  const io::ImageInfo info = io::read_image_info(in.bytes);
+  const Window box = central_window(info.height, info.width, 0.875);
+  inception_eval_region(
+      io::decode_region(in.bytes, region_options(in, box, s, fast)), box, s,
+      out);
 }
 
 void vgg_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng,

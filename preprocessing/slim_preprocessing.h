@@ -21,6 +21,16 @@ namespace fastnn::preprocessing {
 void inception_train(const io::Image& in, const OutputShape& s,
                      std::mt19937_64& rng, float* out);
 void inception_eval(const io::Image& in, const OutputShape& s, float* out);
+
+/// Inception from encoded bytes: the crop is drawn from the header's size
+/// (original-image coordinates, as TF-slim), then with `fast` only that
+/// region is decoded, at the smallest JPEG DCT scale n/8 that keeps it at
+/// least s.height x s.width; without `fast` the whole image is decoded.
+/// Same random draws, in the same order, as the io::Image overloads.
+void inception_train(const EncodedImage& in, const OutputShape& s, bool fast,
+                     std::mt19937_64& rng, float* out);
+void inception_eval(const EncodedImage& in, const OutputShape& s, bool fast,
+                    float* out);
 void vgg_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng,
                float* out);
 void vgg_eval(const io::Image& in, const OutputShape& s, float* out);

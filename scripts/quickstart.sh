@@ -15,7 +15,8 @@ BIN=${BUILD_DIR:-build}/bin
 DATA=data/fashion_mnist
 RUN=runs/quickstart-$(date +%Y%m%d-%H%M%S)
 
-"$BIN/convert_dataset" --dataset_name fashion_mnist \
+# convert_dataset refuses to overwrite: convert once.
+[ -f "$DATA/labels.txt" ] || "$BIN/convert_dataset" --dataset_name fashion_mnist \
   --input /usr/share/datasets/fashion-mnist --dataset_dir "$DATA"
 t2=$(date +%s)
 "$BIN/train_image_classifier" --config configs/quickstart.cfg \

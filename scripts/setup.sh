@@ -11,6 +11,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libcli11-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
   nlohmann-json3-dev libgtest-dev
+  libjpeg-turbo-progs bc
   dataset-fashion-mnist
   openssl iproute2
 )
@@ -21,6 +22,9 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# interop_test runs @roboflow/tfrecords under Node.js (npm installs it into
+# the build tree); any Node.js with npm will do, Debian's or another.
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   SUDO=""

@@ -129,6 +129,8 @@ struct HParams {
   int64_t num_parallel_batches = 8;
   /// Keep raw records in memory after the first pass.
   bool datasets_use_caching = false;
+  /// Inception preprocessing decodes only its crop, DCT-downscaled.
+  bool fast_jpeg_decode = true;
   /// Subtracted from every label. REQUIRES: >= 0.
   int64_t labels_offset = 0;
   /// Training image side; None: the model's default size.

@@ -30,7 +30,53 @@ ImageFormat sniff_format(std::string_view bytes);
 /// dropped, not composited. Throws DataError with the decoder's reason.
 Image decode_image(std::string_view bytes, int channels = 0);
 
+/// What the header says, read without decoding pixels.
+struct ImageInfo {
+  ImageFormat format = ImageFormat::kUnknown;
+  int height = 0;
+  int width = 0;
+  /// Stored color channels: 1 (gray, gray+alpha) or 3 (anything else).
+  int channels = 0;
+};
+
+/// Reads the size from the PNG IHDR chunk or the JPEG SOF marker (no
+/// entropy decoding; microseconds). Throws DataError when the bytes are
+/// neither format or the header is missing or truncated.
+ImageInfo read_image_info(std::string_view bytes);
+
+/// A decode of part of an image, possibly downscaled (see DecodeOptions).
+struct DecodeOptions {
+  /// 0 keeps the stored color type, 1 forces gray, 3 forces RGB.
+  int channels = 0;
+  /// Region of interest in original-image pixels; crop_height == 0 means the
+  /// whole image. REQUIRES: inside the image.
+  int crop_top = 0, crop_left = 0, crop_height = 0, crop_width = 0;
+  /// JPEG only: decode at the smallest DCT scale n/8 (n = 1, 2, 4, 8: the
+  /// scales with SIMD IDCTs) whose scaled region is still at least
+  /// min_height x min_width. 0 = full size.
+  int min_height = 0, min_width = 0;
+};
+
+/// Result of decode_region: `image` covers at least the requested region of
+/// the full image scaled by scale_num/8; pixel (0,0) of `image` is pixel
+/// (origin_top, origin_left) of that scaled full image. PNG and unscaled
+/// JPEG decodes have scale_num 8.
+struct DecodedRegion {
+  Image image;
+  int scale_num = 8;
+  int origin_top = 0, origin_left = 0;
+};
+
+/// Decodes only what `options` asks for. For JPEG this uses libjpeg-turbo's
+/// DCT-domain scaling and skips rows (jpeg_skip_scanlines) and columns
+/// (jpeg_crop_scanline) outside the region; PNG is decoded whole.
+DecodedRegion decode_region(std::string_view bytes, const DecodeOptions& options);
+
 /// Encodes an 8-bit gray (channels 1) or RGB (channels 3) image as PNG.
 std::string encode_png(const Image& img);
+
+/// Encodes an 8-bit gray or RGB image as baseline JPEG (libjpeg defaults:
+/// 4:2:0 chroma subsampling for RGB). REQUIRES: quality in [1, 100].
+std::string encode_jpeg(const Image& img, int quality = 90);
 
 }  // namespace fastnn::io

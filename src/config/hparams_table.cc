@@ -76,6 +76,10 @@ std::vector<KeySpec> build_table() {
      "Batches assembled in parallel.", at_least(1)},
     {FASTNN_KEY(datasets_use_caching), G::kPreprocessing,
      "Keep the raw records in memory after the first pass."},
+    {FASTNN_KEY(fast_jpeg_decode), G::kPreprocessing,
+     "Let inception preprocessing decode only the crop it needs, at the "
+     "smallest libjpeg DCT scale (n/8) that keeps it at least the output "
+     "size; False decodes the full image first (docs/io.md)."},
     {FASTNN_KEY(labels_offset), G::kPreprocessing,
      "Subtracted from every label, e.g. 1 for files whose class 0 is a "
      "background class.", at_least(0)},

@@ -7,7 +7,9 @@
 // clang-format on
 #include <png.h>
 
+#include <algorithm>
 #include <csetjmp>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -132,12 +134,60 @@ void cmyk_row(
   }
 }
 
+// The scaled region to decode, in the coordinates of the full image scaled
+// by scale_num/8 (libjpeg rounds scaled sizes up).
+struct ScaledPlan {
+  int scale_num = 8;
+  JDIMENSION top = 0, left = 0, bottom = 0, right = 0;
+};
+
+JDIMENSION scaled_floor(int64_t v, int num) {
+  return static_cast<JDIMENSION>(v * num / 8);
+}
+
+JDIMENSION scaled_ceil(int64_t v, int num) {
+  return static_cast<JDIMENSION>((v * num + 7) / 8);
+}
+
+ScaledPlan plan_region(const DecodeOptions& o, int height, int width) {
+  const bool crop = o.crop_height > 0 && o.crop_width > 0;
+  const int64_t top = crop ? o.crop_top : 0, left = crop ? o.crop_left : 0;
+  const int64_t h = crop ? o.crop_height : height;
+  const int64_t w = crop ? o.crop_width : width;
+  ScaledPlan p;
+  if (o.min_height > 0 || o.min_width > 0) {
+    // Only 1/8, 1/4, 1/2: libjpeg-turbo has SIMD IDCTs for those (and for
+    // 8/8), while 3/8, 5/8, 3/4, 7/8 use plain C IDCTs (10x10 .. 14x14 for
+    // 4:2:0 chroma) that decode slower than full size.
+    for (int n : {1, 2, 4, 8}) {
+      if (h * n >= int64_t{o.min_height} * 8 &&
+          w * n >= int64_t{o.min_width} * 8) {
+        p.scale_num = n;
+        break;
+      }
+    }
+  }
+  // One extra column on each side: libjpeg-turbo upsamples chroma at a
+  // cropped edge as at an image edge, which changes the edge columns by a
+  // level or two; the margin keeps those outside the requested region.
+  p.top = scaled_floor(top, p.scale_num);
+  p.left = scaled_floor(std::max<int64_t>(left - 1, 0), p.scale_num);
+  p.bottom = std::min(scaled_ceil(top + h, p.scale_num),
+                      scaled_ceil(height, p.scale_num));
+  p.right = std::min(scaled_ceil(left + w + 1, p.scale_num),
+                     scaled_ceil(width, p.scale_num));
+  p.top = std::min(p.top, p.bottom);
+  p.left = std::min(p.left, p.right);
+  return p;
+}
+
 // C-style on purpose: no object with a destructor lives across the setjmp,
 // so longjmp out of libjpeg is well defined. Returns false with *message set
-// when libjpeg reports an error.
+// when libjpeg reports an error. Rows below the region are never decoded
+// (jpeg_abort_decompress), so truncation there goes unnoticed.
 bool decode_jpeg_into(std::string_view bytes,
-                      int channels,
-                      Image* out,
+                      const DecodeOptions& o,
+                      DecodedRegion* region,
                       char* message) {
   jpeg_decompress_struct cinfo;
   JpegError err;
@@ -162,26 +212,48 @@ bool decode_jpeg_into(std::string_view bytes,
     jpeg_destroy_decompress(&cinfo);
     return false;
   }
+  const ScaledPlan plan = plan_region(o,
+                                      static_cast<int>(cinfo.image_height),
+                                      static_cast<int>(cinfo.image_width));
+  if (plan.top == plan.bottom || plan.left == plan.right) {
+    std::snprintf(message, JMSG_LENGTH_MAX, "region outside the image");
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  cinfo.scale_num = static_cast<unsigned int>(plan.scale_num);
+  cinfo.scale_denom = 8;
   const J_COLOR_SPACE stored = cinfo.jpeg_color_space;
   const bool cmyk = stored == JCS_CMYK || stored == JCS_YCCK;
   const int out_channels =
-      channels != 0 ? channels : (stored == JCS_GRAYSCALE ? 1 : 3);
+      o.channels != 0 ? o.channels : (stored == JCS_GRAYSCALE ? 1 : 3);
   if (cmyk) {
     cinfo.out_color_space = JCS_CMYK;
   } else {
     cinfo.out_color_space = out_channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
   }
   jpeg_start_decompress(&cinfo);
+  JDIMENSION left = plan.left;
+  JDIMENSION width = plan.right - plan.left;
+  if (plan.left > 0 || plan.right < cinfo.output_width) {
+    // Widens the window to iMCU boundaries: left moves left, width grows.
+    jpeg_crop_scanline(&cinfo, &left, &width);
+  }
+  const JDIMENSION top = plan.top;
+  const JDIMENSION rows = plan.bottom - plan.top;
+  Image* out = &region->image;
   try {
-    out->height = static_cast<int>(cinfo.output_height);
+    region->scale_num = plan.scale_num;
+    region->origin_top = static_cast<int>(top);
+    region->origin_left = static_cast<int>(left);
+    out->height = static_cast<int>(rows);
     out->width = static_cast<int>(cinfo.output_width);
     out->channels = out_channels;
-    out->pixels.resize(size_t{cinfo.output_width} * cinfo.output_height *
-                       out_channels);
+    out->pixels.resize(size_t{cinfo.output_width} * rows * out_channels);
   } catch (...) {
     jpeg_destroy_decompress(&cinfo);
     throw;
   }
+  if (top > 0) jpeg_skip_scanlines(&cinfo, top);
   const size_t stride = size_t{cinfo.output_width} * out_channels;
   JSAMPARRAY cmyk_buffer =
       cmyk ? (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo),
@@ -189,8 +261,8 @@ bool decode_jpeg_into(std::string_view bytes,
                                         cinfo.output_width * 4,
                                         1)
            : nullptr;
-  while (cinfo.output_scanline < cinfo.output_height) {
-    uint8_t* row = out->pixels.data() + cinfo.output_scanline * stride;
+  for (JDIMENSION y = 0; y < rows; ++y) {
+    uint8_t* row = out->pixels.data() + y * stride;
     if (cmyk) {
       jpeg_read_scanlines(&cinfo, cmyk_buffer, 1);
       cmyk_row(cmyk_buffer[0],
@@ -199,22 +271,100 @@ bool decode_jpeg_into(std::string_view bytes,
                cinfo.saw_Adobe_marker != 0,
                row);
     } else {
-      JSAMPROW rows[1] = {row};
-      jpeg_read_scanlines(&cinfo, rows, 1);
+      JSAMPROW dst[1] = {row};
+      jpeg_read_scanlines(&cinfo, dst, 1);
     }
   }
-  jpeg_finish_decompress(&cinfo);
+  if (cinfo.output_scanline == cinfo.output_height) {
+    jpeg_finish_decompress(&cinfo);
+  } else {
+    jpeg_abort_decompress(&cinfo);
+  }
   jpeg_destroy_decompress(&cinfo);
   return true;
 }
 
-Image decode_jpeg(std::string_view bytes, int channels) {
-  Image out;
+DecodedRegion decode_jpeg(std::string_view bytes, const DecodeOptions& o) {
+  DecodedRegion out;
   char message[JMSG_LENGTH_MAX];
-  if (!decode_jpeg_into(bytes, channels, &out, message)) {
+  if (!decode_jpeg_into(bytes, o, &out, message)) {
     throw DataError(std::string("undecodable JPEG: ") + message);
   }
   return out;
+}
+
+uint32_t be32(std::string_view b, size_t at) {
+  auto u = [&](size_t i) { return uint32_t(static_cast<uint8_t>(b[at + i])); };
+  return (u(0) << 24) | (u(1) << 16) | (u(2) << 8) | u(3);
+}
+
+uint32_t be16(std::string_view b, size_t at) {
+  return (uint32_t(static_cast<uint8_t>(b[at])) << 8) |
+         static_cast<uint8_t>(b[at + 1]);
+}
+
+ImageInfo png_info(std::string_view b) {
+  // Signature (8), then the IHDR chunk: length (4), "IHDR", width, height,
+  // bit depth, color type.
+  if (b.size() < 26 || b.substr(12, 4) != "IHDR") {
+    throw DataError("undecodable PNG: no IHDR chunk");
+  }
+  const int color_type = static_cast<uint8_t>(b[25]);
+  return {ImageFormat::kPng, static_cast<int>(be32(b, 20)),
+          static_cast<int>(be32(b, 16)),
+          color_type == 0 || color_type == 4 ? 1 : 3};
+}
+
+ImageInfo jpeg_info(std::string_view b) {
+  size_t i = 2;
+  while (i + 4 <= b.size()) {
+    if (static_cast<uint8_t>(b[i]) != 0xFF) break;
+    const uint8_t m = static_cast<uint8_t>(b[i + 1]);
+    if (m == 0xFF) {  // fill byte
+      ++i;
+      continue;
+    }
+    if (m == 0x01 || (m >= 0xD0 && m <= 0xD8)) {  // markers without length
+      i += 2;
+      continue;
+    }
+    if (m == 0xD9 || m == 0xDA) break;  // EOI or scan data before any frame
+    const size_t len = be16(b, i + 2);
+    const bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 &&
+                     m != 0xCC;
+    if (sof) {
+      // Length (2), precision (1), height (2), width (2), components (1).
+      if (len < 8 || i + 10 > b.size()) break;
+      ImageInfo info{ImageFormat::kJpeg, static_cast<int>(be16(b, i + 5)),
+                     static_cast<int>(be16(b, i + 7)),
+                     static_cast<uint8_t>(b[i + 9]) == 1 ? 1 : 3};
+      if (info.height == 0 || info.width == 0) break;
+      return info;
+    }
+    if (len < 2) break;
+    i += 2 + len;
+  }
+  throw DataError("undecodable JPEG: no frame header (SOF) with a size");
+}
+
+void check_channels(int channels, const char* fn) {
+  if (channels != 0 && channels != 1 && channels != 3) {
+    throw std::invalid_argument(std::string(fn) +
+                                ": channels must be 0, 1 or 3, got " +
+                                std::to_string(channels));
+  }
+}
+
+[[noreturn]] void throw_unknown(std::string_view bytes) {
+  std::string head;
+  char hex[4];
+  for (size_t i = 0; i < bytes.size() && i < 4; ++i) {
+    std::snprintf(hex, sizeof(hex), " %02x", static_cast<uint8_t>(bytes[i]));
+    head += hex;
+  }
+  throw DataError("undecodable image: neither PNG nor JPEG (" +
+                  std::to_string(bytes.size()) + " bytes" +
+                  (head.empty() ? "" : ", starting" + head) + ")");
 }
 
 }  // namespace
@@ -230,28 +380,38 @@ ImageFormat sniff_format(std::string_view bytes) {
 }
 
 Image decode_image(std::string_view bytes, int channels) {
-  if (channels != 0 && channels != 1 && channels != 3) {
-    throw std::invalid_argument(
-        "decode_image: channels must be 0, 1 or 3, got " +
-        std::to_string(channels));
-  }
+  check_channels(channels, "decode_image");
+  DecodeOptions o;
+  o.channels = channels;
+  return decode_region(bytes, o).image;
+}
+
+ImageInfo read_image_info(std::string_view bytes) {
   switch (sniff_format(bytes)) {
     case ImageFormat::kPng:
-      return decode_png(bytes, channels);
+      return png_info(bytes);
     case ImageFormat::kJpeg:
-      return decode_jpeg(bytes, channels);
+      return jpeg_info(bytes);
     case ImageFormat::kUnknown:
       break;
   }
-  std::string head;
-  char hex[4];
-  for (size_t i = 0; i < bytes.size() && i < 4; ++i) {
-    std::snprintf(hex, sizeof(hex), " %02x", static_cast<uint8_t>(bytes[i]));
-    head += hex;
+  throw_unknown(bytes);
+}
+
+DecodedRegion decode_region(std::string_view bytes, const DecodeOptions& o) {
+  check_channels(o.channels, "decode_region");
+  switch (sniff_format(bytes)) {
+    case ImageFormat::kPng: {
+      DecodedRegion r;
+      r.image = decode_png(bytes, o.channels);
+      return r;
+    }
+    case ImageFormat::kJpeg:
+      return decode_jpeg(bytes, o);
+    case ImageFormat::kUnknown:
+      break;
   }
-  throw DataError("undecodable image: neither PNG nor JPEG (" +
-                  std::to_string(bytes.size()) + " bytes" +
-                  (head.empty() ? "" : ", starting" + head) + ")");
+  throw_unknown(bytes);
 }
 
 std::string encode_png(const Image& img) {
@@ -278,6 +438,62 @@ std::string encode_png(const Image& img) {
     throw DataError("cannot encode PNG: " + reason);
   }
   out.resize(size);
+  return out;
+}
+
+namespace {
+
+// C-style for the same reason as decode_jpeg_into.
+bool encode_jpeg_into(const Image& img, int quality, unsigned char** buffer,
+                      unsigned long* size, char* message) {
+  jpeg_compress_struct cinfo;
+  JpegError err;
+  cinfo.err = jpeg_std_error(&err.mgr);
+  err.mgr.error_exit = jpeg_fail;
+  if (setjmp(err.jump) != 0) {
+    jpeg_destroy_compress(&cinfo);
+    std::memcpy(message, err.message, JMSG_LENGTH_MAX);
+    return false;
+  }
+  jpeg_create_compress(&cinfo);
+  jpeg_mem_dest(&cinfo, buffer, size);
+  cinfo.image_width = static_cast<JDIMENSION>(img.width);
+  cinfo.image_height = static_cast<JDIMENSION>(img.height);
+  cinfo.input_components = img.channels;
+  cinfo.in_color_space = img.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, quality, TRUE);
+  jpeg_start_compress(&cinfo, TRUE);
+  const size_t stride = size_t(img.width) * img.channels;
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = const_cast<uint8_t*>(img.pixels.data()) +
+                   cinfo.next_scanline * stride;
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  return true;
+}
+
+}  // namespace
+
+std::string encode_jpeg(const Image& img, int quality) {
+  if ((img.channels != 1 && img.channels != 3) || img.height <= 0 ||
+      img.width <= 0 || quality < 1 || quality > 100 ||
+      img.pixels.size() !=
+          size_t(img.height) * size_t(img.width) * size_t(img.channels)) {
+    throw std::invalid_argument(
+        "encode_jpeg: need a non-empty 1- or 3-channel image with "
+        "height*width*channels pixels and quality in [1, 100]");
+  }
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  char message[JMSG_LENGTH_MAX];
+  const bool ok = encode_jpeg_into(img, quality, &buffer, &size, message);
+  std::string out = ok ? std::string(reinterpret_cast<char*>(buffer), size)
+                       : std::string();
+  std::free(buffer);
+  if (!ok) throw DataError(std::string("cannot encode JPEG: ") + message);
   return out;
 }
 

@@ -2,7 +2,10 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <thread>
 
+#include "datasets/convert_cifar10.h"
+#include "datasets/convert_image_folder.h"
 #include "datasets/convert_mnist.h"
 #include "datasets/mnist.h"
 #include "fastnn/errors.h"
@@ -12,18 +15,38 @@ int main(int argc, char** argv) {
   CLI::App app{"convert_dataset: raw data -> TF-slim TFRecords + labels.txt"};
   std::string name, input, out;
   datasets::ConvertOptions opt;
-  app.add_option("--dataset_name", name, "mnist | fashion_mnist")
+  opt.num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  opt.num_shards = 0;
+  bool quiet = false;
+  app.add_option("--dataset_name", name,
+                 "mnist | fashion_mnist (idx files) | cifar10 (binary "
+                 "batches) | image_folder (<class>/<image> folders)")
       ->required()
-      ->check(CLI::IsMember({"mnist", "fashion_mnist"}));
-  app.add_option("--input", input, "folder holding the idx(.gz) files")
-      ->required();
+      ->check(CLI::IsMember({"mnist", "fashion_mnist", "cifar10", "image_folder"}));
+  app.add_option("--input", input, "folder holding the raw data")->required();
   app.add_option("--dataset_dir", out, "output folder")->required();
-  app.add_flag("--overwrite", opt.overwrite, "re-create existing outputs");
-  app.add_option("--num_threads", opt.num_threads, "encoding threads")
+  app.add_flag("--overwrite", opt.overwrite,
+               "replace existing outputs (otherwise they are an error, exit 2)");
+  app.add_option("--num_threads", opt.num_threads,
+                 "encoding threads (default: the cores)")
       ->check(CLI::Range(1, 256));
+  app.add_option("--num_shards", opt.num_shards,
+                 "files per split, equal sizes +-1 (default: 1; image_folder: 5)")
+      ->check(CLI::Range(1, 99999));
+  app.add_option("--output_prefix", opt.prefix,
+                 "file name prefix (default: mnist for both MNISTs, cifar10, "
+                 "image_folder; use flowers for the flowers dataset)");
   app.add_option("--max_examples", opt.max_examples,
                  "convert only the first N examples of each split (0 = all)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--validation_fraction", opt.validation_fraction,
+                 "image_folder: share of images in split 'validation'")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.999999));
+  app.add_option("--validation_split_seed", opt.validation_split_seed,
+                 "image_folder: seed of the train/validation split")
+      ->capture_default_str();
+  app.add_flag("--quiet", quiet, "no progress output");
   app.set_version_flag("--version", std::string("convert_dataset ") + FASTNN_VERSION);
   try {
     app.parse(argc, argv);
@@ -35,16 +58,27 @@ int main(int argc, char** argv) {
   }
   opt.input_dir = input;
   opt.output_dir = out;
-  opt.class_names = name == "mnist" ? datasets::mnist_class_names()
-                                    : datasets::fashion_mnist_class_names();
+  opt.progress = !quiet;
+  if (opt.num_shards == 0) opt.num_shards = name == "image_folder" ? 5 : 1;
   try {
-    for (const auto& s : datasets::convert_mnist(opt)) {
-      if (s.skipped_existing) {
-        std::cout << s.path << ": exists, kept (pass --overwrite to re-create)\n";
-      } else {
-        std::cout << s.path << ": " << s.examples << " examples\n";
-      }
+    std::vector<datasets::ConvertedSplit> splits;
+    if (name == "cifar10") {
+      splits = datasets::convert_cifar10(opt);
+    } else if (name == "image_folder") {
+      splits = datasets::convert_image_folder(opt);
+    } else {
+      opt.class_names = name == "mnist" ? datasets::mnist_class_names()
+                                        : datasets::fashion_mnist_class_names();
+      splits = datasets::convert_mnist(opt);
     }
+    for (const auto& s : splits) {
+      std::cout << s.split << ": " << s.examples << " examples in "
+                << s.paths.size() << " file(s): " << s.paths.front()
+                << (s.paths.size() > 1 ? " ..." : "") << "\n";
+    }
+  } catch (const ConfigError& e) {
+    std::cerr << "convert_dataset: " << e.what() << "\n";
+    return kExitUsage;
   } catch (const DataError& e) {
     std::cerr << "convert_dataset: data error: " << e.what() << "\n";
     return kExitData;

@@ -88,8 +88,10 @@ datasets::PipelineOptions pipeline_options(const HParams& hp,
   o.num_classes = b.num_classes;
   o.labels_offset = hp.labels_offset;
   o.shape = b.shape;
-  o.preprocess =
-      preprocessing::get_preprocessing(b.preprocessing_name, b.shape, is_training);
+  preprocessing::PreprocessOptions po;
+  po.fast_jpeg_decode = hp.fast_jpeg_decode;
+  o.preprocess = preprocessing::get_preprocessing(b.preprocessing_name, b.shape,
+                                                  is_training, po);
   if (is_training) {
     const auto cluster = DistributedStep::cluster(hp);
     o.shard_index = cluster.rank;

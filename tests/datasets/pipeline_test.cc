@@ -282,8 +282,8 @@ TEST(ConvertMnist, IdxRoundTripAndMalformedInput) {
   std::string line;
   std::getline(labels, line);
   EXPECT_EQ(line, "0:a");
-  // Existing outputs are kept unless overwrite is asked for.
-  EXPECT_TRUE(convert_mnist(co)[0].skipped_existing);
+  // Existing outputs are refused unless overwrite is asked for.
+  EXPECT_THROW(convert_mnist(co), ConfigError);
   // A truncated payload is a data error naming the file.
   std::ofstream(dir / "train-labels-idx1-ubyte", std::ios::binary) << lab.substr(0, lab.size() - 1);
   co.overwrite = true;

@@ -9,6 +9,7 @@
 #include <png.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -56,7 +57,8 @@ std::string encode_jpeg(const std::vector<uint8_t>& pixels,
                         int height,
                         int width,
                         J_COLOR_SPACE in_space,
-                        int components) {
+                        int components,
+                        bool progressive = false) {
   jpeg_compress_struct cinfo;
   jpeg_error_mgr err;
   cinfo.err = jpeg_std_error(&err);
@@ -70,6 +72,7 @@ std::string encode_jpeg(const std::vector<uint8_t>& pixels,
   cinfo.in_color_space = in_space;
   jpeg_set_defaults(&cinfo);
   jpeg_set_quality(&cinfo, 95, TRUE);
+  if (progressive) jpeg_simple_progression(&cinfo);
   jpeg_start_compress(&cinfo, TRUE);
   while (cinfo.next_scanline < cinfo.image_height) {
     JSAMPROW row = const_cast<uint8_t*>(pixels.data()) +
@@ -81,14 +84,6 @@ std::string encode_jpeg(const std::vector<uint8_t>& pixels,
   std::string out(reinterpret_cast<char*>(buffer), size);
   std::free(buffer);
   return out;
-}
-
-std::string encode_jpeg(const Image& img) {
-  return encode_jpeg(img.pixels,
-                     img.height,
-                     img.width,
-                     img.channels == 1 ? JCS_GRAYSCALE : JCS_RGB,
-                     img.channels);
 }
 
 // Test-only PNG writer for formats encode_png does not produce.
@@ -246,7 +241,7 @@ TEST(ImageCodecTest, PngHeaderClaimingHugeSizeIsRejected) {
 TEST(ImageCodecTest, JpegDecodeRgb) {
   const uint8_t colors[4][3] = {
       {255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {200, 200, 40}};
-  std::string jpeg = encode_jpeg(quadrants(colors, 3));
+  std::string jpeg = encode_jpeg(quadrants(colors, 3), 95);
   ASSERT_EQ(sniff_format(jpeg), ImageFormat::kJpeg);
   Image img = decode_image(jpeg);
   ASSERT_EQ(img.height, 16);
@@ -268,7 +263,7 @@ TEST(ImageCodecTest, JpegDecodeRgb) {
 
 TEST(ImageCodecTest, JpegDecodeGray) {
   const uint8_t colors[4][3] = {{0}, {255}, {100}, {180}};
-  std::string jpeg = encode_jpeg(quadrants(colors, 1));
+  std::string jpeg = encode_jpeg(quadrants(colors, 1), 95);
   Image img = decode_image(jpeg);
   ASSERT_EQ(img.channels, 1);
   EXPECT_TRUE(near(img, 3, 3, {0}, 4));
@@ -294,7 +289,7 @@ TEST(ImageCodecTest, JpegCmykIsConvertedToRgb) {
 }
 
 TEST(ImageCodecTest, CorruptJpegIsDataError) {
-  std::string jpeg = encode_jpeg(make_image(32, 32, 3));
+  std::string jpeg = encode_jpeg(make_image(32, 32, 3), 95);
   for (size_t cut :
        {size_t{3}, size_t{10}, size_t{100}, jpeg.size() / 2, jpeg.size() - 2}) {
     std::string msg = error_of(jpeg.substr(0, cut));
@@ -313,6 +308,160 @@ TEST(ImageCodecTest, BadArguments) {
   EXPECT_THROW(encode_png(bad), std::invalid_argument);
   EXPECT_THROW(encode_png(make_image(2, 2, 4)), std::invalid_argument);
   EXPECT_THROW(encode_png(Image{}), std::invalid_argument);
+}
+
+// Photograph-like content (smooth gradients, an edge, noise) so that JPEG
+// blocks carry real AC energy; seeded.
+Image textured(int height, int width) {
+  Image img = make_image(height, width, 3);
+  uint32_t state = 12345;
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        state = state * 1664525u + 1013904223u;
+        int v = (x * (c + 1) * 255) / width / 2 + (y * 255) / height / 3 +
+                (x > width / 3 && y > height / 2 ? 60 : 0) +
+                static_cast<int>(state >> 28) - 8;
+        img.pixels[(size_t(y) * width + x) * 3 + c] =
+            static_cast<uint8_t>(std::clamp(v, 0, 255));
+      }
+    }
+  }
+  return img;
+}
+
+TEST(ImageCodecTest, ReadImageInfoFromHeadersOnly) {
+  ImageInfo png = read_image_info(encode_png(make_image(7, 5, 1)));
+  EXPECT_EQ(png.format, ImageFormat::kPng);
+  EXPECT_EQ(png.height, 7);
+  EXPECT_EQ(png.width, 5);
+  EXPECT_EQ(png.channels, 1);
+  std::string jpeg = encode_jpeg(textured(37, 53), 90);
+  ImageInfo j = read_image_info(jpeg);
+  EXPECT_EQ(j.format, ImageFormat::kJpeg);
+  EXPECT_EQ(j.height, 37);
+  EXPECT_EQ(j.width, 53);
+  EXPECT_EQ(j.channels, 3);
+  // The header suffices: pixels cut off do not matter.
+  EXPECT_EQ(read_image_info(jpeg.substr(0, 700)).width, 53);
+  EXPECT_EQ(read_image_info(encode_jpeg(make_image(9, 4, 1))).channels, 1);
+  EXPECT_THROW(read_image_info(jpeg.substr(0, 20)), DataError);
+  EXPECT_THROW(read_image_info("GIF89a....."), DataError);
+}
+
+TEST(ImageCodecTest, RegionAtFullScaleEqualsFullDecode) {
+  const std::string jpeg = encode_jpeg(textured(120, 170), 90);
+  const Image full = decode_image(jpeg, 3);
+  DecodeOptions o;
+  o.channels = 3;
+  o.crop_top = 37;
+  o.crop_left = 45;
+  o.crop_height = 50;
+  o.crop_width = 61;
+  const DecodedRegion r = decode_region(jpeg, o);
+  EXPECT_EQ(r.scale_num, 8);
+  EXPECT_EQ(r.origin_top, 37);
+  // jpeg_crop_scanline widens to a 16-pixel iMCU boundary on the left.
+  EXPECT_EQ(r.origin_left, 32);
+  ASSERT_EQ(r.image.height, 50);
+  ASSERT_GE(r.image.width, 45 + 61 - 32);
+  // Inside the requested window the pixels are exactly the full decode's.
+  int max_diff = 0;
+  for (int y = 0; y < 50; ++y) {
+    for (int x = 45 - 32; x < 45 + 61 - 32; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        max_diff = std::max(max_diff, std::abs(at(r.image, y, x, c) -
+                                               at(full, y + 37, x + 32, c)));
+      }
+    }
+  }
+  EXPECT_EQ(max_diff, 0);
+}
+
+// The region's pixels against the same window of the full decode.
+int region_vs_full(const std::string& jpeg, int channels) {
+  const Image full = decode_image(jpeg, channels);
+  DecodeOptions o;
+  o.channels = channels;
+  o.crop_top = 21;
+  o.crop_left = 19;
+  o.crop_height = 40;
+  o.crop_width = 50;
+  const DecodedRegion r = decode_region(jpeg, o);
+  int max_diff = 0;
+  for (int y = 0; y < 40; ++y) {
+    for (int x = 0; x < 50; ++x) {
+      for (int c = 0; c < full.channels; ++c) {
+        const int ry = 21 + y - r.origin_top, rx = 19 + x - r.origin_left;
+        max_diff = std::max(max_diff, std::abs(at(r.image, ry, rx, c) -
+                                               at(full, 21 + y, 19 + x, c)));
+      }
+    }
+  }
+  return max_diff;
+}
+
+TEST(ImageCodecTest, RegionOfProgressiveGrayAndCmykJpegs) {
+  const Image rgb = textured(90, 110);
+  std::vector<uint8_t> gray, cmyk;
+  for (size_t i = 0; i < rgb.pixels.size(); i += 3) {
+    gray.push_back(rgb.pixels[i]);
+    cmyk.insert(cmyk.end(), {rgb.pixels[i], rgb.pixels[i + 1],
+                             rgb.pixels[i + 2], 200});
+  }
+  EXPECT_EQ(region_vs_full(encode_jpeg(rgb.pixels, 90, 110, JCS_RGB, 3, true), 3), 0);
+  EXPECT_EQ(region_vs_full(encode_jpeg(gray, 90, 110, JCS_GRAYSCALE, 1), 1), 0);
+  EXPECT_EQ(region_vs_full(encode_jpeg(gray, 90, 110, JCS_GRAYSCALE, 1), 3), 0);
+  EXPECT_EQ(region_vs_full(encode_jpeg(cmyk, 90, 110, JCS_CMYK, 4), 3), 0);
+  EXPECT_EQ(region_vs_full(encode_jpeg(rgb.pixels, 90, 110, JCS_RGB, 3), 1), 0);
+}
+
+TEST(ImageCodecTest, RegionPicksTheSmallestSufficientDctScale) {
+  const std::string jpeg = encode_jpeg(textured(375, 500), 90);
+  DecodeOptions o;
+  o.channels = 3;
+  o.min_height = 224;
+  o.min_width = 224;
+  // 375 * n / 8 >= 224 first holds for n = 5, which is not offered (no
+  // SIMD IDCT): full scale. For 160 x 160, n = 4 (half size) suffices.
+  DecodedRegion r = decode_region(jpeg, o);
+  EXPECT_EQ(r.scale_num, 8);
+  o.min_height = 160;
+  o.min_width = 160;
+  r = decode_region(jpeg, o);
+  EXPECT_EQ(r.scale_num, 4);
+  EXPECT_EQ(r.image.height, (375 * 4 + 7) / 8);
+  EXPECT_EQ(r.image.width, (500 * 4 + 7) / 8);
+  // A 120x100 crop needs full scale for 224; 2/8 suffices for 28x24.
+  o.min_height = 224;
+  o.min_width = 224;
+  o.crop_top = 100;
+  o.crop_left = 200;
+  o.crop_height = 120;
+  o.crop_width = 100;
+  EXPECT_EQ(decode_region(jpeg, o).scale_num, 8);
+  o.min_height = 28;
+  o.min_width = 24;
+  r = decode_region(jpeg, o);
+  EXPECT_EQ(r.scale_num, 2);
+  EXPECT_EQ(r.origin_top, 25);
+  EXPECT_LE(r.origin_left, 50);
+  EXPECT_GE(r.origin_left + r.image.width, 75);
+  EXPECT_EQ(r.image.height, 30);
+  // PNG has no DCT: always whole, full scale.
+  r = decode_region(encode_png(textured(40, 30)), o);
+  EXPECT_EQ(r.scale_num, 8);
+  EXPECT_EQ(r.image.height, 40);
+}
+
+TEST(ImageCodecTest, FormatComesFromTheBytes) {
+  // Whatever a record's image/format claims, the bytes decide.
+  const std::string jpeg = encode_jpeg(textured(16, 16), 90);
+  const std::string png = encode_png(make_image(16, 16, 3));
+  EXPECT_EQ(decode_image(jpeg).channels, 3);
+  EXPECT_EQ(decode_image(png).channels, 3);
+  EXPECT_EQ(read_image_info(jpeg).format, ImageFormat::kJpeg);
+  EXPECT_EQ(read_image_info(png).format, ImageFormat::kPng);
 }
 
 }  // namespace

@@ -1,0 +1,227 @@
+#include "datasets/convert_common.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "fastnn/atomic_file.h"
+#include "fastnn/errors.h"
+#include "fastnn/tfrecord.h"
+
+namespace fastnn::datasets {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Examples encoded in parallel between two writes: bounds memory (one block
+// of encoded records) while keeping the output order fixed.
+constexpr int64_t kBlock = 512;
+
+std::string clock_text(double seconds) {
+  const long s = static_cast<long>(seconds + 0.5);
+  char buf[32];
+  std::snprintf(
+      buf, sizeof(buf), "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+  return buf;
+}
+
+// A progress bar with rate and ETA on a terminal; a plain line every 5 s
+// otherwise (logs, CI).
+class Progress {
+ public:
+  Progress(bool enabled, int64_t total)
+      : enabled_(enabled), tty_(isatty(STDERR_FILENO) == 1), total_(total) {}
+
+  void update(int64_t done, bool last = false) {
+    if (!enabled_)
+      return;
+    const auto now = Clock::now();
+    const double since = std::chrono::duration<double>(now - shown_).count();
+    if (!last && since < (tty_ ? 0.2 : 5.0))
+      return;
+    shown_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = elapsed > 0 ? done / elapsed : 0.0;
+    const double eta = rate > 0 ? (total_ - done) / rate : 0.0;
+    const double frac = total_ > 0 ? double(done) / total_ : 1.0;
+    if (tty_) {
+      const int width = 30, filled = static_cast<int>(frac * width);
+      std::fprintf(stderr,
+                   "\r[%s%s] %lld/%lld %5.1f%% %.0f/s ETA %s ",
+                   std::string(filled, '#').c_str(),
+                   std::string(width - filled, '.').c_str(),
+                   static_cast<long long>(done),
+                   static_cast<long long>(total_),
+                   100 * frac,
+                   rate,
+                   clock_text(eta).c_str());
+      if (last)
+        std::fprintf(stderr, "\n");
+    } else {
+      std::fprintf(stderr,
+                   "convert_dataset: %lld/%lld examples (%.1f%%), %.0f/s, "
+                   "ETA %s\n",
+                   static_cast<long long>(done),
+                   static_cast<long long>(total_),
+                   100 * frac,
+                   rate,
+                   clock_text(eta).c_str());
+    }
+    std::fflush(stderr);
+  }
+
+ private:
+  bool enabled_, tty_;
+  int64_t total_;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point shown_ = Clock::now();
+};
+
+// Encodes examples [begin, end) with `threads` threads, results in order.
+std::vector<std::string> encode_block(const SplitSource& src,
+                                      int64_t begin,
+                                      int64_t end,
+                                      int threads) {
+  std::vector<std::string> out(end - begin);
+  std::atomic<int64_t> next{begin};
+  std::vector<std::exception_ptr> errors(threads);
+  auto work = [&](int t) {
+    try {
+      for (int64_t i; (i = next.fetch_add(1)) < end;) {
+        out[i - begin] = src.encode(i);
+      }
+    } catch (...) {
+      errors[t] = std::current_exception();
+      next = end;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t)
+    pool.emplace_back(work, t);
+  work(0);
+  for (auto& th : pool)
+    th.join();
+  for (auto& e : errors) {
+    if (e)
+      std::rethrow_exception(e);
+  }
+  return out;
+}
+
+// Files of an earlier conversion of this split, any shard count.
+std::vector<std::string> existing_outputs(const std::string& dir,
+                                          const std::string& prefix,
+                                          const std::string& split) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return out;
+  const std::string base = prefix + "_" + split;
+  const std::regex sharded(
+      std::regex_replace(base, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+      R"(_\d{5}-of-\d{5}\.tfrecord)");
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name == base + ".tfrecord" || std::regex_match(name, sharded)) {
+      out.push_back(e.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::string shard_file_name(const std::string& prefix,
+                            const std::string& split,
+                            int shard,
+                            int num_shards) {
+  if (num_shards == 1)
+    return prefix + "_" + split + ".tfrecord";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "_%05d-of-%05d.tfrecord", shard, num_shards);
+  return prefix + "_" + split + buf;
+}
+
+std::vector<ConvertedSplit> write_dataset(
+    const ConvertOptions& o, const std::vector<SplitSource>& splits) {
+  if (o.num_shards < 1 || o.num_shards > 99999) {
+    throw ConfigError("num_shards: " + std::to_string(o.num_shards) +
+                      " is not in [1, 99999]");
+  }
+  const std::string labels_path =
+      (fs::path(o.output_dir) / "labels.txt").string();
+  std::vector<std::string> stale;
+  for (const auto& s : splits) {
+    for (const auto& p : existing_outputs(o.output_dir, o.prefix, s.split)) {
+      stale.push_back(p);
+    }
+  }
+  if (fs::exists(labels_path))
+    stale.insert(stale.begin(), labels_path);
+  if (!stale.empty() && !o.overwrite) {
+    throw ConfigError("'" + stale.front() +
+                      "' exists; pass --overwrite to replace it (no file was "
+                      "written)");
+  }
+  fs::create_directories(o.output_dir);
+
+  int64_t total = 0;
+  for (const auto& s : splits)
+    total += s.count;
+  Progress progress(o.progress, total);
+  int64_t done = 0;
+  const int threads = std::max(1, o.num_threads);
+  std::vector<std::unique_ptr<io::TFRecordWriter>> writers;
+  std::vector<ConvertedSplit> result;
+  for (const auto& s : splits) {
+    ConvertedSplit cs;
+    cs.split = s.split;
+    cs.examples = s.count;
+    for (int k = 0; k < o.num_shards; ++k) {
+      cs.paths.push_back((fs::path(o.output_dir) /
+                          shard_file_name(o.prefix, s.split, k, o.num_shards))
+                             .string());
+      writers.push_back(std::make_unique<io::TFRecordWriter>(cs.paths.back()));
+      io::TFRecordWriter& w = *writers.back();
+      const int64_t end = s.count * (k + 1) / o.num_shards;
+      for (int64_t b = s.count * k / o.num_shards; b < end; b += kBlock) {
+        const int64_t e = std::min(end, b + kBlock);
+        for (const auto& rec : encode_block(s, b, e, threads))
+          w.write(rec);
+        done += e - b;
+        progress.update(done);
+      }
+    }
+    result.push_back(cs);
+  }
+  progress.update(done, true);
+  // Everything is encoded: only now do the outputs appear.
+  for (auto& w : writers)
+    w->close();
+  std::string labels_txt;
+  for (size_t i = 0; i < o.class_names.size(); ++i) {
+    labels_txt += std::to_string(i) + ":" + o.class_names[i] + "\n";
+  }
+  io::write_file_atomic(labels_path, labels_txt);
+  std::set<std::string> written;
+  for (const auto& cs : result)
+    written.insert(cs.paths.begin(), cs.paths.end());
+  for (const auto& p : stale) {
+    if (p != labels_path && !written.count(p))
+      fs::remove(p);
+  }
+  return result;
+}
+
+}  // namespace fastnn::datasets

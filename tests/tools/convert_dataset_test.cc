@@ -1,0 +1,341 @@
+// convert_dataset's converters on small generated inputs: TF-slim file
+// names, shard balance, labels.txt, record contents, determinism across
+// thread counts, refusal to overwrite, and no partial output on failure.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "datasets/convert_cifar10.h"
+#include "datasets/convert_image_folder.h"
+#include "fastnn/atomic_file.h"
+#include "fastnn/errors.h"
+#include "fastnn/example.h"
+#include "fastnn/image.h"
+#include "fastnn/tfrecord.h"
+
+namespace fastnn::datasets {
+namespace {
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::path(FASTNN_TEST_TMP) / "convert" / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::vector<io::ImageRecord> read_records(const std::string& path) {
+  io::TFRecordReader r(io::open_file(path));
+  std::vector<io::ImageRecord> out;
+  for (std::string rec; r.next(&rec);)
+    out.push_back(io::decode_image_example(rec));
+  return out;
+}
+
+std::vector<std::string> lines(const fs::path& p) {
+  std::ifstream in(p);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);)
+    out.push_back(l);
+  return out;
+}
+
+std::vector<std::string> listing(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// n CIFAR-10 binary records; record i has label i % 10 and pixel bytes
+// derived from (i, position).
+std::string cifar_records(int n, int first) {
+  std::string out;
+  for (int i = first; i < first + n; ++i) {
+    out.push_back(static_cast<char>(i % 10));
+    for (int p = 0; p < 3072; ++p)
+      out.push_back(static_cast<char>((i * 7 + p) & 0xFF));
+  }
+  return out;
+}
+
+// data_batch_1..5 with 3, 2, 2, 2, 2 records (11 train), test_batch with 4.
+fs::path cifar_input(const std::string& name, bool meta) {
+  fs::path in = fresh_dir(name) / "cifar-10-batches-bin";
+  fs::create_directories(in);
+  int first = 0;
+  for (int b = 1; b <= 5; ++b) {
+    const int n = b == 1 ? 3 : 2;
+    io::write_file_atomic(
+        (in / ("data_batch_" + std::to_string(b) + ".bin")).string(),
+        cifar_records(n, first));
+    first += n;
+  }
+  io::write_file_atomic((in / "test_batch.bin").string(),
+                        cifar_records(4, 100));
+  if (meta) {
+    std::string names;
+    for (int i = 0; i < 10; ++i)
+      names += "class" + std::to_string(i) + "\n";
+    io::write_file_atomic((in / "batches.meta.txt").string(), names + "\n");
+  }
+  return in.parent_path();
+}
+
+TEST(ConvertDataset, ShardNamesFollowTfSlim) {
+  EXPECT_EQ(shard_file_name("mnist", "train", 0, 1), "mnist_train.tfrecord");
+  EXPECT_EQ(shard_file_name("flowers", "validation", 3, 5),
+            "flowers_validation_00003-of-00005.tfrecord");
+}
+
+TEST(ConvertDataset, Cifar10ShardsLabelsAndPixels) {
+  const fs::path in = cifar_input("cifar_in", true);
+  ConvertOptions o;
+  o.input_dir = in.string();
+  o.output_dir = (in / "out").string();
+  o.num_shards = 3;
+  o.num_threads = 2;
+  const auto splits = convert_cifar10(o);
+  ASSERT_EQ(splits.size(), 2u);
+  EXPECT_EQ(splits[0].examples, 11);
+  EXPECT_EQ(splits[1].examples, 4);
+  EXPECT_EQ(listing(o.output_dir),
+            (std::vector<std::string>{"cifar10_test_00000-of-00003.tfrecord",
+                                      "cifar10_test_00001-of-00003.tfrecord",
+                                      "cifar10_test_00002-of-00003.tfrecord",
+                                      "cifar10_train_00000-of-00003.tfrecord",
+                                      "cifar10_train_00001-of-00003.tfrecord",
+                                      "cifar10_train_00002-of-00003.tfrecord",
+                                      "labels.txt"}));
+  // 11 over 3 shards: 3, 4, 4 (sizes differ by at most one), in order.
+  int i = 0;
+  for (int k = 0; k < 3; ++k) {
+    const auto recs = read_records(splits[0].paths[k]);
+    EXPECT_EQ(recs.size(), k == 0 ? 3u : 4u);
+    for (const auto& r : recs) {
+      EXPECT_EQ(r.label, i % 10);
+      EXPECT_EQ(r.format, "png");
+      EXPECT_EQ(r.height, 32);
+      EXPECT_EQ(r.width, 32);
+      const io::Image img = io::decode_image(r.encoded);
+      ASSERT_EQ(img.channels, 3);
+      // HWC pixel (y=1, x=2, c=G) came from CHW byte 1024 + 1*32 + 2.
+      EXPECT_EQ(img.pixels[(1 * 32 + 2) * 3 + 1], (i * 7 + 1024 + 34) & 0xFF);
+      ++i;
+    }
+  }
+  const auto labels = lines(fs::path(o.output_dir) / "labels.txt");
+  ASSERT_EQ(labels.size(), 10u);
+  EXPECT_EQ(labels[0], "0:class0");
+  EXPECT_EQ(labels[9], "9:class9");
+}
+
+TEST(ConvertDataset, Cifar10SingleFileAndStandardNames) {
+  const fs::path in = cifar_input("cifar_plain", false);
+  ConvertOptions o;
+  o.input_dir = (in / "cifar-10-batches-bin").string();
+  o.output_dir = (in / "out").string();
+  o.max_examples = 5;
+  convert_cifar10(o);
+  EXPECT_EQ(
+      listing(o.output_dir),
+      (std::vector<std::string>{
+          "cifar10_test.tfrecord", "cifar10_train.tfrecord", "labels.txt"}));
+  EXPECT_EQ(
+      read_records((in / "out" / "cifar10_train.tfrecord").string()).size(),
+      5u);
+  EXPECT_EQ(
+      read_records((in / "out" / "cifar10_test.tfrecord").string()).size(), 4u);
+  const auto labels = lines(in / "out" / "labels.txt");
+  EXPECT_EQ(labels[0], "0:airplane");
+  EXPECT_EQ(labels[9], "9:truck");
+}
+
+TEST(ConvertDataset, OutputIsTheSameForAnyThreadCount) {
+  const fs::path in = cifar_input("cifar_threads", true);
+  ConvertOptions o;
+  o.input_dir = in.string();
+  o.num_shards = 2;
+  std::vector<std::string> bytes;
+  for (int threads : {1, 3}) {
+    o.num_threads = threads;
+    o.output_dir = (in / ("out" + std::to_string(threads))).string();
+    const auto splits = convert_cifar10(o);
+    bytes.push_back(io::read_file(splits[0].paths[1]));
+  }
+  EXPECT_EQ(bytes[0], bytes[1]);
+}
+
+TEST(ConvertDataset, RefusesToOverwriteAndCleansUpOnOverwrite) {
+  const fs::path in = cifar_input("cifar_again", true);
+  ConvertOptions o;
+  o.input_dir = in.string();
+  o.output_dir = (in / "out").string();
+  o.num_shards = 2;
+  convert_cifar10(o);
+  const std::string before = io::read_file(
+      (in / "out" / "cifar10_train_00000-of-00002.tfrecord").string());
+  try {
+    o.num_shards = 1;  // another shard count still collides
+    convert_cifar10(o);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("labels.txt' exists"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(
+      io::read_file(
+          (in / "out" / "cifar10_train_00000-of-00002.tfrecord").string()),
+      before);
+  o.overwrite = true;
+  convert_cifar10(o);
+  EXPECT_EQ(
+      listing(o.output_dir),
+      (std::vector<std::string>{
+          "cifar10_test.tfrecord", "cifar10_train.tfrecord", "labels.txt"}));
+}
+
+TEST(ConvertDataset, FailureLeavesNoPartialOutput) {
+  const fs::path in = cifar_input("cifar_bad", true);
+  // The test split has a record whose label byte is 12: train encodes fine,
+  // test fails, and nothing may appear.
+  std::string bad = cifar_records(4, 100);
+  bad[3073 * 2] = 12;
+  io::write_file_atomic(
+      (in / "cifar-10-batches-bin" / "test_batch.bin").string(), bad);
+  ConvertOptions o;
+  o.input_dir = in.string();
+  o.output_dir = (in / "out").string();
+  EXPECT_THROW(convert_cifar10(o), DataError);
+  EXPECT_TRUE(listing(o.output_dir).empty());
+  // A batch of a wrong size names the file.
+  io::write_file_atomic(
+      (in / "cifar-10-batches-bin" / "data_batch_3.bin").string(), "xyz");
+  try {
+    convert_cifar10(o);
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("data_batch_3.bin"),
+              std::string::npos);
+  }
+}
+
+io::Image gradient(int h, int w, int channels) {
+  io::Image img;
+  img.height = h;
+  img.width = w;
+  img.channels = channels;
+  for (int i = 0; i < h * w * channels; ++i) {
+    img.pixels.push_back(static_cast<uint8_t>(i * 13 % 251));
+  }
+  return img;
+}
+
+TEST(ConvertDataset, ImageFolderKeepsBytesAndSplitsDeterministically) {
+  const fs::path in = fresh_dir("folder_in");
+  // 3 classes, 14 images of assorted sizes and formats, plus entries that
+  // must be skipped.
+  std::map<std::string, std::pair<std::string, int64_t>> by_bytes;
+  const char* classes[] = {"tulips", "daisy", "roses"};  // sorted: d, r, t
+  const int64_t label_of[] = {2, 0, 1};
+  int n = 0;
+  for (int c = 0; c < 3; ++c) {
+    fs::create_directories(in / classes[c]);
+    for (int k = 0; k < 4 + c; ++k, ++n) {
+      const int h = 10 + n, w = 20 + 2 * n;
+      std::string bytes, name;
+      if (n % 3 == 0) {
+        bytes = io::encode_png(gradient(h, w, 3));
+        name = "img" + std::to_string(n) + ".png";
+      } else if (n % 3 == 1) {
+        bytes = io::encode_jpeg(gradient(h, w, 3), 90);
+        name = "img" + std::to_string(n) + ".JPG";
+      } else {
+        // A PNG under a .jpeg name: the format comes from the bytes.
+        bytes = io::encode_png(gradient(h, w, 1));
+        name = "img" + std::to_string(n) + ".jpeg";
+      }
+      io::write_file_atomic((in / classes[c] / name).string(), bytes);
+      by_bytes[bytes] = {name, label_of[c]};
+    }
+  }
+  io::write_file_atomic((in / "daisy" / "notes.txt").string(), "not an image");
+  io::write_file_atomic((in / "daisy" / ".hidden.jpg").string(), "junk");
+  fs::create_directories(in / ".cache");
+
+  ConvertOptions o;
+  o.input_dir = in.string();
+  o.output_dir = (in.parent_path() / "folder_out").string();
+  fs::remove_all(o.output_dir);
+  o.num_shards = 2;
+  o.validation_fraction = 0.25;
+  o.validation_split_seed = 7;
+  o.prefix = "flowers";
+  const auto splits = convert_image_folder(o);
+  ASSERT_EQ(splits.size(), 2u);
+  EXPECT_EQ(splits[0].split, "train");
+  EXPECT_EQ(splits[1].split, "validation");
+  EXPECT_EQ(splits[1].examples, 4);  // round(15 * 0.25)
+  EXPECT_EQ(splits[0].examples + splits[1].examples, n);
+  EXPECT_EQ(lines(fs::path(o.output_dir) / "labels.txt"),
+            (std::vector<std::string>{"0:daisy", "1:roses", "2:tulips"}));
+  EXPECT_EQ(splits[0].paths[1],
+            (fs::path(o.output_dir) / "flowers_train_00001-of-00002.tfrecord")
+                .string());
+  int seen = 0;
+  for (const auto& s : splits) {
+    std::vector<size_t> sizes;
+    for (const auto& p : s.paths) {
+      const auto recs = read_records(p);
+      sizes.push_back(recs.size());
+      for (const auto& r : recs) {
+        ASSERT_TRUE(by_bytes.count(r.encoded)) << "bytes were re-encoded";
+        const auto& [name, label] = by_bytes[r.encoded];
+        EXPECT_EQ(r.label, label) << name;
+        EXPECT_EQ(r.format,
+                  io::sniff_format(r.encoded) == io::ImageFormat::kPng ? "png"
+                                                                       : "jpg")
+            << name;
+        const io::Image img = io::decode_image(r.encoded);
+        EXPECT_EQ(r.height, img.height) << name;
+        EXPECT_EQ(r.width, img.width) << name;
+        ++seen;
+      }
+    }
+    EXPECT_LE(std::max(sizes[0], sizes[1]) - std::min(sizes[0], sizes[1]), 1u);
+  }
+  EXPECT_EQ(seen, n);
+
+  // Same seed: the same bytes; another seed: another validation set.
+  ConvertOptions again = o;
+  again.output_dir = o.output_dir + "_again";
+  fs::remove_all(again.output_dir);
+  EXPECT_EQ(io::read_file(convert_image_folder(again)[1].paths[0]),
+            io::read_file(splits[1].paths[0]));
+  again.validation_split_seed = 8;
+  again.overwrite = true;
+  EXPECT_NE(io::read_file(convert_image_folder(again)[1].paths[0]),
+            io::read_file(splits[1].paths[0]));
+
+  // An image file that is neither PNG nor JPEG is named.
+  io::write_file_atomic((in / "roses" / "broken.jpg").string(),
+                        "GIF89a not really");
+  again.output_dir = o.output_dir + "_broken";
+  try {
+    convert_image_folder(again);
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("broken.jpg"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(fs::path(again.output_dir) / "labels.txt"));
+}
+
+}  // namespace
+}  // namespace fastnn::datasets
