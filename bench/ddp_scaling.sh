@@ -12,6 +12,7 @@
 # (nccl-tests: busbw = algbw x 2(n-1)/n) for the gradient size.
 #
 # Usage: bench/ddp_scaling.sh [STEPS=10] [PEER_MODELS="resnet50 resnet18"] ("" skips the peer)
+#        OURS_FLAGS="--tensor_fusion_max_bytes=..." adds flags to our runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-10}
@@ -44,7 +45,8 @@ ours() {
       --batch_size=32 --optimizer=momentum --learning_rate=0.01 --use_fp16=False \
       --stop_at_step=$((STEPS + 3)) --log_loss_every_n_iters=1 \
       --intra_op_parallelism_threads=1 --num_preprocessing_threads=1 \
-      --prefetch_buffer_size=2 --num_parallel_batches=1 > "$OUT/ours$world.$rank.txt" 2>&1 &
+      --prefetch_buffer_size=2 --num_parallel_batches=1 ${OURS_FLAGS:-} \
+      > "$OUT/ours$world.$rank.txt" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done

@@ -36,14 +36,13 @@ double apply_l2_regularization(const std::vector<torch::Tensor>& weights,
 
 double gradient_global_norm(const std::vector<optim::Variable>& vars) {
   torch::NoGradGuard no_grad;
-  torch::Tensor sq;
+  std::vector<torch::Tensor> norms;
   for (const auto& v : vars) {
-    const auto& g = v.var.grad();
-    if (!g.defined()) continue;
-    auto part = g.to(torch::kFloat64).pow(2).sum();
-    sq = sq.defined() ? sq + part : part;
+    if (v.var.grad().defined()) norms.push_back(v.var.grad().norm());
   }
-  return sq.defined() ? std::sqrt(sq.item<double>()) : 0.0;
+  // One read of each gradient (a float64 copy cost ~10 % of a lenet step);
+  // the per-tensor norms are combined in float64.
+  return norms.empty() ? 0.0 : torch::stack(norms).to(torch::kFloat64).norm().item<double>();
 }
 
 void scale_gradients(const std::vector<optim::Variable>& vars, double factor) {

@@ -25,8 +25,8 @@ torch::Tensor classification_loss(const torch::Tensor& logits,
 double apply_l2_regularization(const std::vector<torch::Tensor>& weights,
                                double decay);
 
-/// sqrt of the sum of squares of every defined gradient (accumulated in
-/// double); Inf/NaN when a gradient holds one.
+/// sqrt of the sum of squares of every defined gradient (per-tensor norms
+/// combined in double); Inf/NaN when a gradient holds one.
 double gradient_global_norm(const std::vector<optim::Variable>& vars);
 
 /// Multiplies every defined gradient by `factor` (unscaling, clipping).
