@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: converts Fashion-MNIST (Debian's
-# dataset-fashion-mnist) once, trains configs/quickstart.cfg, evaluates on
+# dataset-fashion-mnist) once, trains configs/quickstart.cfg (or
+# $QUICKSTART_CONFIG), evaluates on
 # the 10,000 test images and prints the test accuracy.
 # Usage: scripts/quickstart.sh [--KEY=VALUE ...]   (overrides for training)
+#        QUICKSTART_CONFIG=configs/fashion_mnist_lenet.cfg scripts/quickstart.sh
+#        (the 24-epoch recipe that reaches 0.915+, about 13 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,15 +17,16 @@ echo "quickstart: set-up and build took $((t1 - t0)) s"
 BIN=${BUILD_DIR:-build}/bin
 DATA=data/fashion_mnist
 RUN=runs/quickstart-$(date +%Y%m%d-%H%M%S)
+CONFIG=${QUICKSTART_CONFIG:-configs/quickstart.cfg}
 
 # convert_dataset refuses to overwrite: convert once.
 [ -f "$DATA/labels.txt" ] || "$BIN/convert_dataset" --dataset_name fashion_mnist \
   --input /usr/share/datasets/fashion-mnist --dataset_dir "$DATA"
 t2=$(date +%s)
-"$BIN/train_image_classifier" --config configs/quickstart.cfg \
+"$BIN/train_image_classifier" --config "$CONFIG" \
   --dataset_dir="$DATA" --train_dir="$RUN" "$@"
 t3=$(date +%s)
-"$BIN/eval_image_classifier" --config configs/quickstart.cfg \
+"$BIN/eval_image_classifier" --config "$CONFIG" \
   --dataset_dir="$DATA" --checkpoint_path="$RUN" | tee "$RUN/eval.txt"
 t4=$(date +%s)
 
