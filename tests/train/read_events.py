@@ -106,10 +106,13 @@ def main():
     checks += 1
     summaries = [e for e in events[1:] if e["scalars"]]
     assert len(summaries) >= 2, "expected >= 2 summary events, got %d" % len(summaries)
-    tags = {"loss", "accuracy", "learning_rate", "images_per_sec", "global_step/sec"}
+    tags = {"loss", "accuracy", "learning_rate", "images_per_sec", "global_step/sec",
+            "gradient_norm", "loss_scale"}
     for e in summaries:
         assert set(e["scalars"]) == tags, e["scalars"]
         assert e["wall_time"] > 1.5e9, e
+        assert e["scalars"]["loss_scale"] == 1.0, e  # no loss scaling by default
+        assert e["scalars"]["gradient_norm"] > 0, e
     checks += 1
     steps = [e.get("step", 0) for e in summaries]
     assert steps == sorted(set(steps)), steps
