@@ -29,18 +29,4 @@ DatasetSpec imagenet_spec() {
   return s;
 }
 
-const std::vector<std::string>& cifar10_class_names() {
-  static const std::vector<std::string> kNames = {"airplane",
-                                                  "automobile",
-                                                  "bird",
-                                                  "cat",
-                                                  "deer",
-                                                  "dog",
-                                                  "frog",
-                                                  "horse",
-                                                  "ship",
-                                                  "truck"};
-  return kNames;
-}
-
 }  // namespace fastnn::datasets

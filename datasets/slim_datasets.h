@@ -28,7 +28,4 @@ DatasetSpec cifar10_spec();
 DatasetSpec flowers_spec();
 DatasetSpec imagenet_spec();
 
-/// CIFAR-10's class names, in label order (its batches.meta).
-const std::vector<std::string>& cifar10_class_names();
-
 }  // namespace fastnn::datasets

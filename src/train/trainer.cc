@@ -433,9 +433,9 @@ int Trainer::run() {
     s.learning_rate = optim::learning_rate_at(m.schedule, m.step);
     // ProfilerHook's operator-level detail: LibTorch's profiler around
     // forward, backward and the optimizer of the profiled step only.
-    std::ostringstream op_trace;
+    std::optional<std::ostringstream> op_trace;
     std::optional<torch::autograd::profiler::RecordProfile> op_profile;
-    if (profiles_step(h, m.step + 1)) op_profile.emplace(op_trace);
+    if (profiles_step(h, m.step + 1)) op_profile.emplace(op_trace.emplace());
     models::ModelOutput out;
     {
       CpuAutocast autocast(m.bf16);
@@ -493,7 +493,7 @@ int Trainer::run() {
     s.spans.optimizer_end = now();
     if (op_profile) {
       op_profile.reset();  // writes the trace
-      s.op_trace = op_trace.str();
+      s.op_trace = op_trace->str();
     }
     ++m.step;
     ++m.batches_consumed;

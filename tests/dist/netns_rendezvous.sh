@@ -7,29 +7,10 @@
 set -uo pipefail
 bin=${1:?usage: netns_rendezvous.sh BIN_DIR}
 probe=$bin/dist_session_probe
-tag=$$
-subnet=$((tag % 200 + 20))
-ns0=fastnn_ns0_$tag ns1=fastnn_ns1_$tag
-cleanup() {
-  ip netns del "$ns0" 2>/dev/null
-  ip netns del "$ns1" 2>/dev/null
-}
-trap cleanup EXIT
-if [ "$(id -u)" != 0 ] || ! ip netns add "$ns0" 2>/dev/null; then
-  echo "skipped: ip netns needs root with CAP_NET_ADMIN"
-  exit 77
-fi
-ip netns add "$ns1" &&
-  ip link add "fnv0_$tag" type veth peer name "fnv1_$tag" &&
-  ip link set "fnv0_$tag" netns "$ns0" &&
-  ip link set "fnv1_$tag" netns "$ns1" &&
-  ip -n "$ns0" addr add "10.213.$subnet.1/24" dev "fnv0_$tag" &&
-  ip -n "$ns1" addr add "10.213.$subnet.2/24" dev "fnv1_$tag" &&
-  ip -n "$ns0" link set lo up && ip -n "$ns0" link set "fnv0_$tag" up &&
-  ip -n "$ns1" link set lo up && ip -n "$ns1" link set "fnv1_$tag" up ||
-  { echo "skipped: cannot create a veth pair"; exit 77; }
+source "$(dirname "$0")/netns_pair.sh"
+netns_pair_up fnr
 
-export FASTNN_JOB_TOKEN=netns-test-$tag
+export FASTNN_JOB_TOKEN=netns-test-$$
 common=(WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 LOCAL_RANK=0
         MASTER_ADDR=10.213.$subnet.1 MASTER_PORT=29511)
 out0=$(mktemp) out1=$(mktemp)

@@ -7,31 +7,12 @@
 # usage: netns_training.sh BIN_DIR
 set -uo pipefail
 bin=${1:?usage: netns_training.sh BIN_DIR}
-tag=$$
-subnet=$((tag % 200 + 20))
-ns0=fastnn_tr0_$tag ns1=fastnn_tr1_$tag
+source "$(dirname "$0")/netns_pair.sh"
+netns_pair_up fnt
 work=$(mktemp -d)
-cleanup() {
-  ip netns del "$ns0" 2>/dev/null
-  ip netns del "$ns1" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-if [ "$(id -u)" != 0 ] || ! ip netns add "$ns0" 2>/dev/null; then
-  echo "skipped: ip netns needs root with CAP_NET_ADMIN"
-  exit 77
-fi
-ip netns add "$ns1" &&
-  ip link add "ftv0_$tag" type veth peer name "ftv1_$tag" &&
-  ip link set "ftv0_$tag" netns "$ns0" &&
-  ip link set "ftv1_$tag" netns "$ns1" &&
-  ip -n "$ns0" addr add "10.213.$subnet.1/24" dev "ftv0_$tag" &&
-  ip -n "$ns1" addr add "10.213.$subnet.2/24" dev "ftv1_$tag" &&
-  ip -n "$ns0" link set lo up && ip -n "$ns0" link set "ftv0_$tag" up &&
-  ip -n "$ns1" link set lo up && ip -n "$ns1" link set "ftv1_$tag" up ||
-  { echo "skipped: cannot create a veth pair"; exit 77; }
+netns_cleanup_extra() { rm -rf "$work"; }
 
-export FASTNN_JOB_TOKEN=netns-train-$tag
+export FASTNN_JOB_TOKEN=netns-train-$$
 common=(WORLD_SIZE=2 LOCAL_WORLD_SIZE=1 LOCAL_RANK=0
         MASTER_ADDR=10.213.$subnet.1 MASTER_PORT=29521)
 args=(--model_name=lenet --dataset_name=mock --num_classes=10 --batch_size=8
