@@ -5,6 +5,17 @@
 
 namespace fastnn::dist {
 
+bool transient(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::UNAVAILABLE:
+    case grpc::DEADLINE_EXCEEDED:
+    case grpc::CANCELLED:
+      return true;
+    default:
+      return false;
+  }
+}
+
 CoordinatorClient::CoordinatorClient(const ClientOptions& options)
     : options_(options) {
   grpc::ChannelArguments args;

@@ -25,6 +25,12 @@ struct ClientOptions {
   std::string tls_target_name;
 };
 
+/// Whether a failed call may succeed when retried: the coordinator was
+/// unreachable, slow, or went away mid-call (gRPC reports a call cut by the
+/// server's shutdown as CANCELLED). Callers that cancel their own calls
+/// check for that first.
+bool transient(const grpc::Status& status);
+
 class CoordinatorClient {
  public:
   /// Throws ConfigError when tls_ca_file cannot be read.

@@ -275,8 +275,7 @@ struct WorkerSession::Impl {
       if (s.error_code() == grpc::ABORTED) {
         throw DistributedError("rendezvous aborted: " + s.error_message());
       }
-      if (s.error_code() != grpc::UNAVAILABLE &&
-          s.error_code() != grpc::DEADLINE_EXCEEDED) {
+      if (!transient(s)) {
         throw DistributedError(client->explain(s, "rendezvous"));
       }
       last_error = client->explain(s, "rendezvous");
@@ -344,9 +343,7 @@ struct WorkerSession::Impl {
         continue;
       }
       last_error = client->explain(s, "heartbeat");
-      const bool transient = s.error_code() == grpc::UNAVAILABLE ||
-                             s.error_code() == grpc::DEADLINE_EXCEEDED;
-      if (!failure && !transient) {
+      if (!failure && !transient(s)) {
         failure = last_error;
       } else if (!failure && now - last_ok > opts.worker_timeout) {
         failure = "coordinator " + spec.coordinator +
