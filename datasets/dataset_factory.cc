@@ -21,15 +21,15 @@ const std::vector<DatasetSpec>& table() {
   static const std::vector<DatasetSpec> kTable = {
       // FastNN's mock: synthetic images at the model's size, no I/O.
       {"mock", "", {{"train", 1000000}, {"validation", 10000}, {"test", 10000}},
-       1000, 3, DatasetSource::kSynthetic},
+       1000, 3, DatasetSource::kSynthetic, ""},
       mnist_spec(),
       fashion_mnist_spec(),
       cifar10_spec(),
       flowers_spec(),
       imagenet_spec(),
-      {"tfrecord", "", {}, 0, 3, DatasetSource::kCustomTFRecord},
+      {"tfrecord", "", {}, 0, 3, DatasetSource::kCustomTFRecord, ""},
       {"image_folder", "", {{"train", 0}, {"validation", 0}}, 0, 3,
-       DatasetSource::kImageFolder},
+       DatasetSource::kImageFolder, ""},
   };
   return kTable;
 }
