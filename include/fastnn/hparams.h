@@ -75,6 +75,9 @@ struct HParams {
   std::optional<double> max_gradient_norm;
   /// Label smoothing in [0, 1).
   double label_smoothing = 0.0;
+  /// Dropout keep probability while training, in (0, 1]; None: the
+  /// network's TF-slim default. 1 turns dropout off.
+  std::optional<double> dropout_keep_prob;
   /// Checkpoint (or directory) to initialize from when train_dir has none.
   std::string checkpoint_path;
   /// Comma-separated variable prefixes not restored from checkpoint_path.

@@ -120,6 +120,11 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(label_smoothing), G::kModel,
      "Targets become onehot * (1 - x) + x / num_classes.",
      between(0, 1, false, true)},
+    {FASTNN_KEY(dropout_keep_prob), G::kModel,
+     "Probability of keeping a unit in the network's dropout layers while "
+     "training (TF-slim's dropout_keep_prob argument); 1 turns dropout "
+     "off. None: the network's own default.",
+     between(0, 1, true, false), {}, 0, "the network's (TF-slim's)"},
     {FASTNN_KEY(max_gradient_norm), G::kModel,
      "Clip the gradients to this global L2 norm; None: no clipping.",
      above(0), {}, 0, "no clipping"},

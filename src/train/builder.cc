@@ -61,7 +61,7 @@ Built build(const HParams& hp, const std::string& split, bool create_model) {
   mo.num_classes = b.num_classes;
   mo.in_channels = b.dataset.channels;
   mo.image_size = size;
-  mo.dropout_keep_prob = b.spec->dropout_keep_prob;
+  mo.dropout_keep_prob = hp.dropout_keep_prob.value_or(b.spec->dropout_keep_prob);
   b.model = b.spec->create(mo);
   return b;
 }
