@@ -84,8 +84,12 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store,
   }
   auto o = c10d::ProcessGroupGloo::Options::create(options_.timeout);
   o->devices.push_back(gloo_device(options_.coordinator_host));
-  // Buckets are issued in order and the cores are few: one Gloo thread.
-  o->threads = 1;
+  // Two Gloo threads (c10d's default from Python): one bucket's transfer
+  // proceeds while the previous one's reduction runs. Collectives still
+  // match across ranks by their issue order (c10d tags them). Measured
+  // 2 % faster per step than one thread on resnet_v1_50 (2 workers on 2
+  // cores, 9 interleaved pairs of runs).
+  o->threads = 2;
   try {
     group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, options_.rank,
                                                          options_.world_size, o);

@@ -91,24 +91,34 @@ void GradientReducer::prepare() {
   filled_.assign(params_.size(), false);
   next_launch_ = 0;
   launched_early_ = 0;
-  torch::NoGradGuard no_grad;
-  for (size_t k = 0; k < params_.size(); ++k) {
-    auto& p = params_[k];
-    if (p.grad().defined() && p.grad().is_same(views_[k])) continue;
-    if (p.grad().defined()) {
-      views_[k].copy_(p.grad());
-    } else {
-      views_[k].zero_();
-    }
-    p.mutable_grad() = views_[k];
-  }
+  inv_world_ = 1.0 / comm_.world_size();
   armed_ = true;
+}
+
+// One pass over the gradient: its share of the average, g / W, lands in
+// the bucket, and .grad becomes the bucket's view. A .grad set to none
+// before backward was stolen by autograd from backward's own result (no
+// zeroing, no accumulation); a .grad that already was the view (zeroed in
+// place, or kept to accumulate) is scaled where it is.
+void GradientReducer::take_share(size_t k) {
+  torch::NoGradGuard no_grad;
+  auto& p = params_[k];
+  if (!p.grad().defined()) {
+    views_[k].zero_();
+  } else if (p.grad().is_same(views_[k])) {
+    views_[k].mul_(inv_world_);
+    return;
+  } else {
+    at::mul_out(views_[k], p.grad(), inv_world_);
+  }
+  p.mutable_grad() = views_[k];
 }
 
 void GradientReducer::on_gradient(size_t index) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!armed_ || filled_[index]) return;
   Bucket& b = buckets_[where_[index].first];
+  take_share(index);
   filled_[index] = true;
   --b.pending;
   if (b.pending == 0) {
@@ -132,20 +142,20 @@ void GradientReducer::finish() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     armed_ = false;
-    // A parameter backward did not reach keeps its zeroed view.
+    // A parameter backward did not reach contributes zero (or what its
+    // .grad held before backward).
     for (size_t k = 0; k < params_.size(); ++k) {
-      if (!filled_[k]) --buckets_[where_[k].first].pending;
+      if (filled_[k]) continue;
+      take_share(k);
+      --buckets_[where_[k].first].pending;
     }
     launch_ready_locked();
   }
-  torch::NoGradGuard no_grad;
-  const double inv_world = 1.0 / comm_.world_size();
   for (size_t bi = 0; bi < buckets_.size(); ++bi) {
     Bucket& b = buckets_[bi];
     comm_.wait(b.work, "gradient all-reduce (bucket " + std::to_string(bi) + " of " +
                            std::to_string(buckets_.size()) + ")");
     b.work.reset();
-    b.flat.mul_(inv_world);  // the parameters' .grad are views of it
   }
 }
 

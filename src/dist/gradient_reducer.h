@@ -31,14 +31,16 @@ class GradientReducer {
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
-  /// Arms the hooks; call before backward. A .grad that was set to none or
-  /// replaced since the last step is put back as the bucket view (zeroed,
-  /// or holding the replacement's values).
+  /// Arms the hooks; call before backward. Each .grad may be none (the
+  /// cheapest: backward's result is moved into the bucket in one pass),
+  /// the bucket view from the last step (zeroed or not: backward adds to
+  /// it), or a tensor put there since (backward adds to it; its values
+  /// are moved into the bucket).
   void prepare();
   /// Launches what backward left (a parameter without a gradient counts as
   /// zero), waits for every bucket, and leaves grad = Σ grads / W on every
-  /// parameter (in place). Throws DistributedError on a timeout or a lost
-  /// peer.
+  /// parameter, as views of the buckets. Throws DistributedError on a
+  /// timeout or a lost peer.
   void finish();
 
   /// Parameter indices of each bucket, in launch order.
@@ -55,6 +57,7 @@ class GradientReducer {
     c10::intrusive_ptr<c10d::Work> work;
   };
   void on_gradient(size_t index);
+  void take_share(size_t k);
   void launch_ready_locked();
 
   Communicator& comm_;
@@ -72,6 +75,7 @@ class GradientReducer {
   bool armed_ = false;
   size_t next_launch_ = 0;
   int launched_early_ = 0;
+  double inv_world_ = 1.0;
 };
 
 }  // namespace fastnn::dist

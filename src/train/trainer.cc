@@ -450,7 +450,10 @@ int Trainer::run() {
                                               h.label_smoothing);
     }
     s.spans.forward_end = now();
-    model.zero_grad();
+    // None, not zeros: backward's result becomes .grad without a zeroing
+    // pass and an addition (and, as in TF, a variable no gradient reaches
+    // is left alone by the optimizer).
+    model.zero_grad(/*set_to_none=*/true);
     if (m.dist) m.dist->before_backward(m.step);
     s.loss_scale = m.scaler->scale();
     if (s.loss_scale != 1.0) {
