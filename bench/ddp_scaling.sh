@@ -12,6 +12,7 @@
 # (nccl-tests: busbw = algbw x 2(n-1)/n) for the gradient size.
 #
 # Usage: bench/ddp_scaling.sh [STEPS=10] [PEER_MODELS="resnet50 resnet18"] ("" skips the peer)
+#        ROUNDS=3 interleaved repetitions; medians are reported.
 #        OURS_FLAGS="--tensor_fusion_max_bytes=..." adds flags to our runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,13 +25,16 @@ trap 'rm -rf "$OUT"' EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "other busy processes: $(ps -eo pcpu=,comm= | awk '$1 > 15 { printf "%s(%s%%) ", $2, $1 }')"
 
-for model in $PEER_MODELS; do
-  p1=$(/usr/bin/python3 "$PEER" 1 "$model" 32 "$STEPS" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p')
-  p2=$(/usr/bin/python3 "$PEER" 2 "$model" 32 "$STEPS" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p')
-  eff=$(awk -v a="$p1" -v b="$p2" 'BEGIN { printf "%.1f", 100 * b / (2 * a) }')
-  echo "peer DDP $model: 1 process $p1 img/s, 2 processes $p2 img/s, efficiency $eff%"
-  eval "peer_${model}_1=$p1; peer_${model}_2=$p2; peer_${model}_eff=$eff"
-done
+# The machine's speed drifts by ±5 % from minute to minute (a shared VM):
+# every figure is taken ROUNDS times, interleaved, and reported as the
+# median, with the spread of the per-round efficiencies beside it.
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END {
+  if (NR == 0) { print 0; exit } if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+spread() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s–%s", lo, hi }'; }
+eff() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.1f", 100 * b / (2 * a); else print 0 }'; }
+peer() {
+  /usr/bin/python3 "$PEER" "$1" "$2" 32 "$STEPS" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p'
+}
 
 # Ours: W workers joined through the coordinator (torchrun's variables);
 # "ours W solo" starts W independent single-process runs at once instead.
@@ -65,16 +69,35 @@ ours() {
   done
   echo "$total"
 }
-o1=$(ours 1)
-o2=$(ours 2)
-oeff=$(awk -v a="$o1" -v b="$o2" 'BEGIN { printf "%.1f", 100 * b / (2 * a) }')
-echo "ours resnet_v1_50: 1 process $o1 img/s, 2 processes $o2 img/s, efficiency $oeff%"
+ROUNDS=${ROUNDS:-3}
+declare -A p1 p2 pe
+o1s="" o2s="" os2s="" oes=""
+for ((round = 1; round <= ROUNDS; ++round)); do
+  for model in $PEER_MODELS; do
+    a=$(peer 1 "$model"); b=$(peer 2 "$model")
+    p1[$model]+="$a "; p2[$model]+="$b "; pe[$model]+="$(eff "$a" "$b") "
+  done
+  a=$(ours 1); b=$(ours 2); c=$(ours 2 solo)
+  o1s+="$a "; o2s+="$b "; os2s+="$c "; oes+="$(eff "$a" "$b") "
+  echo "round $round: ours $a -> $b img/s ($(eff "$a" "$b")%), independent $c;" \
+    "$(for model in $PEER_MODELS; do printf 'peer %s %s -> %s; ' "$model" \
+      "$(echo "${p1[$model]}" | awk '{ print $NF }')" "$(echo "${p2[$model]}" | awk '{ print $NF }')"; done)"
+done
+echo "medians over $ROUNDS rounds of $STEPS timed steps:"
+for model in $PEER_MODELS; do
+  a=$(echo "${p1[$model]}" | median); b=$(echo "${p2[$model]}" | median)
+  eval "peer_${model}_1=$a; peer_${model}_2=$b"
+  echo "peer DDP $model: 1 process $a img/s, 2 processes $b img/s, efficiency $(eff "$a" "$b")%" \
+    "(rounds: $(echo "${pe[$model]}" | spread)%)"
+done
+o1=$(echo "$o1s" | median); o2=$(echo "$o2s" | median); os2=$(echo "$os2s" | median)
+echo "ours resnet_v1_50: 1 process $o1 img/s, 2 processes $o2 img/s, efficiency $(eff "$o1" "$o2")%" \
+  "(rounds: $(echo "$oes" | spread)%)"
 # Two independent runs at once: what two processes get from this machine
-# as loaded now, without any synchronization; joined / solo isolates the
-# data plane's cost from other load on the cores.
-os2=$(ours 2 solo)
-echo "ours resnet_v1_50: 2 independent processes $os2 img/s; joined / independent" \
-  "$(awk -v a="$o2" -v b="$os2" 'BEGIN { printf "%.1f", 100 * a / b }')%"
+# as loaded now, without any synchronization; joined / independent
+# isolates the data plane's cost from other load on the cores.
+echo "ours resnet_v1_50: 2 independent processes $os2 img/s ($(eff "$o1" "$os2")% of 2 x 1 process);" \
+  "joined / independent $(awk -v a="$o2" -v b="$os2" 'BEGIN { printf "%.1f", 100 * a / b }')%"
 echo "ours/peer(resnet50) images/sec: 1 process $(awk -v a="$o1" -v b="${peer_resnet50_1:-0}" \
   'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'), 2 processes $(awk -v a="$o2" \
   -v b="${peer_resnet50_2:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')"
