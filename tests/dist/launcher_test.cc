@@ -27,17 +27,29 @@ namespace fs = std::filesystem;
 
 // Writes its variables to $OUT/rank<RANK>.env, then behaves as $MODE says
 // ($FAIL_RANK is the worker that misbehaves).
-constexpr char kFakeWorker[] = R"(#!/bin/sh
+// The traps are set before rank<N>.env appears, and the failing rank waits
+// for every rank's .env: a signal can never reach a worker that has not
+// set its trap yet, however slowly the shells start on a loaded machine.
+constexpr char kFakeWorker[] = R"sh(#!/bin/sh
 f="$OUT/rank$RANK"
+pid=
+if [ "$MODE" = stubborn ]; then
+  trap '' TERM
+else
+  trap 'kill $pid 2>/dev/null; echo term > "$f.term"; exit 143' TERM
+fi
+trap 'kill $pid 2>/dev/null; echo int > "$f.int"; exit 130' INT
 echo "RANK=$RANK WORLD_SIZE=$WORLD_SIZE LOCAL_RANK=$LOCAL_RANK" \
   "LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE MASTER_ADDR=$MASTER_ADDR" \
   "MASTER_PORT=$MASTER_PORT TOKEN=$FASTNN_JOB_TOKEN" \
   "LAUNCHER=$FASTNN_LAUNCHER ARGS=$*" > "$f.tmp"
 mv "$f.tmp" "$f.env"
-pid=
-trap 'kill $pid 2>/dev/null; echo term > "$f.term"; exit 143' TERM
-trap 'kill $pid 2>/dev/null; echo int > "$f.int"; exit 130' INT
 if [ "$RANK" = "$FAIL_RANK" ]; then
+  i=0
+  while [ "$(ls "$OUT" | grep -c '\.env$')" -lt "$WORLD_SIZE" ] && [ $i -lt 200 ]; do
+    sleep 0.05
+    i=$((i + 1))
+  done
   sleep 0.3
   case "$MODE" in
     fail|stubborn) exit 3 ;;
@@ -46,13 +58,13 @@ if [ "$RANK" = "$FAIL_RANK" ]; then
 fi
 case "$MODE" in
   ok) exit 0 ;;
-  stubborn) trap '' TERM; exec sleep 30 ;;
+  stubborn) exec sleep 30 ;;
 esac
 sleep 30 &
 pid=$!
 wait $pid
 exit 0
-)";
+)sh";
 
 class LauncherTest : public ::testing::Test {
  protected:
