@@ -30,7 +30,7 @@ class AfterAccumulate : public torch::autograd::FunctionPostHook {
 
 GradientReducer::GradientReducer(Communicator& comm, std::vector<torch::Tensor> params,
                                  int64_t bucket_cap_bytes)
-    : comm_(comm), params_(std::move(params)) {
+    : comm_(comm), params_(std::move(params)), inv_world_(1.0 / comm.world_size()) {
   where_.resize(params_.size());
   filled_.assign(params_.size(), false);
   int64_t bytes = 0;
@@ -91,7 +91,6 @@ void GradientReducer::prepare() {
   filled_.assign(params_.size(), false);
   next_launch_ = 0;
   launched_early_ = 0;
-  inv_world_ = 1.0 / comm_.world_size();
   armed_ = true;
 }
 

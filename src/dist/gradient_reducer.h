@@ -62,6 +62,8 @@ class GradientReducer {
 
   Communicator& comm_;
   std::vector<torch::Tensor> params_;
+  /// 1 / W: each rank contributes g / W, so the sum is the average.
+  const double inv_world_;
   std::vector<Bucket> buckets_;
   /// params_[i] -> (bucket, position in bucket)
   std::vector<std::pair<size_t, size_t>> where_;
@@ -75,7 +77,6 @@ class GradientReducer {
   bool armed_ = false;
   size_t next_launch_ = 0;
   int launched_early_ = 0;
-  double inv_world_ = 1.0;
 };
 
 }  // namespace fastnn::dist

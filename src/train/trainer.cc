@@ -451,8 +451,9 @@ int Trainer::run() {
     }
     s.spans.forward_end = now();
     // None, not zeros: backward's result becomes .grad without a zeroing
-    // pass and an addition (and, as in TF, a variable no gradient reaches
-    // is left alone by the optimizer).
+    // pass and an addition. On one process a variable no gradient reaches
+    // is then left alone by the optimizer, as in TF; across workers it gets
+    // the average, which is zero when no worker reached it.
     model.zero_grad(/*set_to_none=*/true);
     if (m.dist) m.dist->before_backward(m.step);
     s.loss_scale = m.scaler->scale();

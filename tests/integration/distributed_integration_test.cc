@@ -7,7 +7,6 @@
 #include <signal.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -191,8 +190,7 @@ TEST_F(TwoWorkers, LauncherJobStopsGracefullyAtOneStepWithACheckpoint) {
 // the float32 difference between the two summation orders grows from 5e-7
 // after two steps to 2e-2 after six; at 0.001 it stays below 1e-6.
 TEST_F(TwoWorkers, TwoWorkersTrainToTheWeightsOfOneWorkerWithTheDoubleBatch) {
-  const char* env = std::getenv("FASTNN_FMNIST_DIR");
-  const fs::path source = env ? env : "/usr/share/datasets/fashion-mnist";
+  const fs::path source = fmnist_source();
   ASSERT_TRUE(fs::exists(source / "train-images-idx3-ubyte.gz"))
       << "Fashion-MNIST not found in " << source
       << " (apt-get install dataset-fashion-mnist, or set FASTNN_FMNIST_DIR)";

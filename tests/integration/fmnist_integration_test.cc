@@ -25,11 +25,6 @@ namespace fs = std::filesystem;
 const std::string kBin = FASTNN_BIN_DIR;
 const fs::path kTmp = fs::path(FASTNN_TEST_TMP) / "integration";
 
-std::string fmnist_source() {
-  const char* env = std::getenv("FASTNN_FMNIST_DIR");
-  return env ? env : "/usr/share/datasets/fashion-mnist";
-}
-
 class FashionMnist : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -66,6 +67,11 @@ ProcessResult run(const std::vector<std::string>& argv,
                   const std::string& log_path,
                   int timeout_s) {
   return wait_for(spawn(argv, log_path), timeout_s);
+}
+
+std::string fmnist_source() {
+  const char* env = std::getenv("FASTNN_FMNIST_DIR");
+  return env ? env : "/usr/share/datasets/fashion-mnist";
 }
 
 }  // namespace fastnn::testing

@@ -29,4 +29,8 @@ ProcessResult run(const std::vector<std::string>& argv,
 /// True while the child has not exited (reaps nothing).
 bool running(const Child& c);
 
+/// Where Debian's dataset-fashion-mnist put the idx files, or
+/// FASTNN_FMNIST_DIR when set.
+std::string fmnist_source();
+
 }  // namespace fastnn::testing
