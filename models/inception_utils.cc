@@ -175,4 +175,31 @@ torch::Tensor spatial_squeeze(const torch::Tensor& logits,
   return logits.flatten(1);
 }
 
+ConvLogitsOptions conv_logits(const ModelOptions& model,
+                              int64_t in_channels,
+                              const Init& init) {
+  ConvLogitsOptions o;
+  o.in_channels = in_channels;
+  o.num_classes = model.num_classes;
+  o.dropout_keep_prob = model.dropout_keep_prob;
+  o.init = init;
+  return o;
+}
+
+ConvLogitsHeadImpl::ConvLogitsHeadImpl(const ConvLogitsOptions& options,
+                                       std::string network_scope)
+    : network_scope_(std::move(network_scope)) {
+  dropout_ =
+      register_module(options.dropout_scope,
+                      torch::nn::Dropout(1.0 - options.dropout_keep_prob));
+  conv_ = register_module(
+      options.conv_scope,
+      SlimConv(
+          logits_conv(options.in_channels, options.num_classes, options.init)));
+}
+
+torch::Tensor ConvLogitsHeadImpl::forward(const torch::Tensor& x) {
+  return spatial_squeeze(conv_->forward(dropout_->forward(x)), network_scope_);
+}
+
 }  // namespace fastnn::models

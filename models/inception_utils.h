@@ -12,11 +12,13 @@
 #pragma once
 
 #include <torch/nn/module.h>
+#include <torch/nn/modules/dropout.h>
 
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "models/classifier.h"
 #include "models/layers.h"
 
 namespace fastnn::models {
@@ -104,5 +106,43 @@ ConvOptions logits_conv(int64_t in, int64_t classes, const Init& init);
 /// SpatialSqueeze); throws if the map is not 1x1.
 torch::Tensor spatial_squeeze(const torch::Tensor& logits,
                               const std::string& scope);
+
+/// TF-slim's Logits scope on the pooled [N, C, 1, 1] features of the
+/// Inception v1-v3 and MobileNet classifiers: dropout, a 1x1 logits_conv,
+/// SpatialSqueeze. Variables: Logits/<conv_scope>/{weights, biases}.
+struct ConvLogitsOptions {
+  int64_t in_channels = 0;
+  int64_t num_classes = 1000;
+  /// 1.0 disables dropout.
+  double dropout_keep_prob = 0.5;
+  /// The 1x1 conv's weights. Default: variance scaling.
+  Init init;
+  /// Scope names inside Logits (Inception v1: Dropout_0b, Conv2d_0c_1x1;
+  /// MobileNet v2: Dropout).
+  std::string dropout_scope = "Dropout_1b";
+  std::string conv_scope = "Conv2d_1c_1x1";
+};
+
+/// ConvLogitsOptions over `in_channels` features with `model`'s num_classes
+/// and dropout_keep_prob.
+ConvLogitsOptions conv_logits(const ModelOptions& model,
+                              int64_t in_channels,
+                              const Init& init = Init{});
+
+/// Registered by a network as "Logits".
+class ConvLogitsHeadImpl : public torch::nn::Module {
+ public:
+  /// `network_scope` names the network in the error spatial_squeeze raises.
+  ConvLogitsHeadImpl(const ConvLogitsOptions& options,
+                     std::string network_scope);
+  /// [N, in_channels, 1, 1] -> [N, num_classes].
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  std::string network_scope_;
+  torch::nn::Dropout dropout_{nullptr};
+  SlimConv conv_{nullptr};
+};
+TORCH_MODULE(ConvLogitsHead);
 
 }  // namespace fastnn::models

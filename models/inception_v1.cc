@@ -53,22 +53,17 @@ std::vector<StageDef> stages() {
 InceptionV1Impl::InceptionV1Impl(const ModelOptions& options)
     : ClassifierImpl("InceptionV1"),
       trunk_(*this, options.in_channels, stages(), /*stddev=*/0.01) {
-  auto logits =
-      register_module("Logits", std::make_shared<torch::nn::Module>());
-  dropout_ = logits->register_module(
-      "Dropout_0b", torch::nn::Dropout(1.0 - options.dropout_keep_prob));
-  logits_ = logits->register_module(
-      "Conv2d_0c_1x1",
-      SlimConv(
-          logits_conv(trunk_.out_channels(), options.num_classes, Init{})));
+  auto head = conv_logits(options, trunk_.out_channels());
+  head.dropout_scope = "Dropout_0b";
+  head.conv_scope = "Conv2d_0c_1x1";
+  logits_ = register_module("Logits", ConvLogitsHead(head, scope()));
 }
 
 ModelOutput InceptionV1Impl::forward(torch::Tensor x) {
   x = trunk_.forward(x);
   // AvgPool_0a_7x7, VALID.
   x = avg_pool(x, reduced_kernel(x.size(2), 7), 1, Padding::kValid);
-  x = logits_->forward(dropout_->forward(x));
-  return {spatial_squeeze(x, scope()), {}};
+  return {logits_->forward(x), {}};
 }
 
 }  // namespace fastnn::models

@@ -10,8 +10,6 @@
 // No auxiliary heads (TF-slim omits them).
 #pragma once
 
-#include <torch/nn/modules/dropout.h>
-
 #include "models/classifier.h"
 #include "models/inception_utils.h"
 
@@ -26,8 +24,7 @@ class InceptionV1Impl : public ClassifierImpl {
 
  private:
   InceptionTrunk trunk_;
-  torch::nn::Dropout dropout_{nullptr};
-  SlimConv logits_{nullptr};
+  ConvLogitsHead logits_{nullptr};
 };
 
 }  // namespace fastnn::models

@@ -109,22 +109,16 @@ InceptionV2Impl::InceptionV2Impl(const ModelOptions& options)
                         2,
                         Init{Init::kTruncatedNormal, 1.0}))),
       trunk_(*this, 64, stages()) {
-  auto logits =
-      register_module("Logits", std::make_shared<torch::nn::Module>());
-  dropout_ = logits->register_module(
-      "Dropout_1b", torch::nn::Dropout(1.0 - options.dropout_keep_prob));
-  logits_ = logits->register_module(
-      "Conv2d_1c_1x1",
-      SlimConv(
-          logits_conv(trunk_.out_channels(), options.num_classes, Init{})));
+  logits_ = register_module(
+      "Logits",
+      ConvLogitsHead(conv_logits(options, trunk_.out_channels()), scope()));
 }
 
 ModelOutput InceptionV2Impl::forward(torch::Tensor x) {
   x = trunk_.forward(conv1_->forward(x));
   // AvgPool_1a_7x7, VALID, reduced for small inputs.
   x = avg_pool(x, reduced_kernel(x.size(2), 7), 1, Padding::kValid);
-  x = logits_->forward(dropout_->forward(x));
-  return {spatial_squeeze(x, scope()), {}};
+  return {logits_->forward(x), {}};
 }
 
 }  // namespace fastnn::models

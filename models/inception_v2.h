@@ -11,8 +11,6 @@
 // Mixed_5a are the stride-2 reductions) and InceptionV2/Logits/Conv2d_1c_1x1.
 #pragma once
 
-#include <torch/nn/modules/dropout.h>
-
 #include "models/classifier.h"
 #include "models/inception_utils.h"
 
@@ -45,8 +43,7 @@ class InceptionV2Impl : public ClassifierImpl {
  private:
   SeparableConv conv1_{nullptr};
   InceptionTrunk trunk_;
-  torch::nn::Dropout dropout_{nullptr};
-  SlimConv logits_{nullptr};
+  ConvLogitsHead logits_{nullptr};
 };
 
 }  // namespace fastnn::models

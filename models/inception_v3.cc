@@ -141,14 +141,9 @@ InceptionV3Impl::InceptionV3Impl(const ModelOptions& options)
       SlimConv(logits_conv(
           768, options.num_classes, Init{Init::kTruncatedNormal, 0.001})));
 
-  auto logits =
-      register_module("Logits", std::make_shared<torch::nn::Module>());
-  dropout_ = logits->register_module(
-      "Dropout_1b", torch::nn::Dropout(1.0 - options.dropout_keep_prob));
-  logits_ = logits->register_module(
-      "Conv2d_1c_1x1",
-      SlimConv(
-          logits_conv(trunk_.out_channels(), options.num_classes, Init{})));
+  logits_ = register_module(
+      "Logits",
+      ConvLogitsHead(conv_logits(options, trunk_.out_channels()), scope()));
 }
 
 ModelOutput InceptionV3Impl::forward(torch::Tensor x) {
@@ -161,8 +156,7 @@ ModelOutput InceptionV3Impl::forward(torch::Tensor x) {
 
   // AvgPool_1a_8x8, VALID, reduced for small inputs.
   x = avg_pool(x, reduced_kernel(x.size(2), 8), 1, Padding::kValid);
-  x = logits_->forward(dropout_->forward(x));
-  return {spatial_squeeze(x, scope()), aux};
+  return {logits_->forward(x), aux};
 }
 
 }  // namespace fastnn::models

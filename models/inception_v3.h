@@ -10,8 +10,6 @@
 // InceptionV3/Logits/Conv2d_1c_1x1. forward() returns both heads' logits.
 #pragma once
 
-#include <torch/nn/modules/dropout.h>
-
 #include "models/classifier.h"
 #include "models/inception_utils.h"
 
@@ -28,8 +26,7 @@ class InceptionV3Impl : public ClassifierImpl {
  private:
   InceptionTrunk trunk_;
   SlimConv aux_conv1_{nullptr}, aux_conv2_{nullptr}, aux_logits_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
-  SlimConv logits_{nullptr};
+  ConvLogitsHead logits_{nullptr};
 };
 
 }  // namespace fastnn::models

@@ -62,14 +62,11 @@ MobileNetV1Impl::MobileNetV1Impl(const ModelOptions& options,
                         SlimConv(mobilenet_v1_conv(conv(channels, out, 1)))));
     channels = out;
   }
-  auto logits =
-      register_module("Logits", std::make_shared<torch::nn::Module>());
-  dropout_ = logits->register_module(
-      "Dropout_1b", torch::nn::Dropout(1.0 - options.dropout_keep_prob));
-  logits_ = logits->register_module(
-      "Conv2d_1c_1x1",
-      SlimConv(logits_conv(
-          channels, options.num_classes, Init{Init::kTruncatedNormal, 0.09})));
+  logits_ = register_module(
+      "Logits",
+      ConvLogitsHead(
+          conv_logits(options, channels, Init{Init::kTruncatedNormal, 0.09}),
+          scope()));
 }
 
 ModelOutput MobileNetV1Impl::forward(torch::Tensor x) {
@@ -77,8 +74,7 @@ ModelOutput MobileNetV1Impl::forward(torch::Tensor x) {
     x = layer->forward(x);
   // AvgPool_1a: 7x7 VALID, reduced for small inputs.
   x = avg_pool(x, reduced_kernel(x.size(2), 7), 1, Padding::kValid);
-  x = logits_->forward(dropout_->forward(x));
-  return {spatial_squeeze(x, scope()), {}};
+  return {logits_->forward(x), {}};
 }
 
 std::shared_ptr<ClassifierImpl> mobilenet_v1(const ModelOptions& options,

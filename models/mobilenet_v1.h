@@ -12,12 +12,11 @@
 // epsilon 1e-3), L2 on conv weights but not on depthwise ones.
 #pragma once
 
-#include <torch/nn/modules/dropout.h>
-
 #include <memory>
 #include <vector>
 
 #include "models/classifier.h"
+#include "models/inception_utils.h"
 #include "models/layers.h"
 
 namespace fastnn::models {
@@ -30,8 +29,7 @@ class MobileNetV1Impl : public ClassifierImpl {
 
  private:
   std::vector<SlimConv> layers_;
-  torch::nn::Dropout dropout_{nullptr};
-  SlimConv logits_{nullptr};
+  ConvLogitsHead logits_{nullptr};
 };
 
 /// A MobileNetV1Impl for the model table.

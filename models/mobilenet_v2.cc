@@ -105,14 +105,9 @@ MobileNetV2Impl::MobileNetV2Impl(const ModelOptions& options,
   conv_1_ =
       register_module("Conv_1", SlimConv(v2_conv(conv(channels, last, 1))));
 
-  auto logits =
-      register_module("Logits", std::make_shared<torch::nn::Module>());
-  dropout_ = logits->register_module(
-      "Dropout", torch::nn::Dropout(1.0 - options.dropout_keep_prob));
-  logits_ = logits->register_module(
-      "Conv2d_1c_1x1",
-      SlimConv(logits_conv(
-          last, options.num_classes, Init{Init::kTruncatedNormal, 0.09})));
+  auto head = conv_logits(options, last, Init{Init::kTruncatedNormal, 0.09});
+  head.dropout_scope = "Dropout";
+  logits_ = register_module("Logits", ConvLogitsHead(head, scope()));
 }
 
 ModelOutput MobileNetV2Impl::forward(torch::Tensor x) {
@@ -121,8 +116,7 @@ ModelOutput MobileNetV2Impl::forward(torch::Tensor x) {
     x = block->forward(x);
   x = conv_1_->forward(x);
   x = x.mean({2, 3}, /*keepdim=*/true);  // global_pool
-  x = logits_->forward(dropout_->forward(x));
-  return {spatial_squeeze(x, scope()), {}};
+  return {logits_->forward(x), {}};
 }
 
 std::shared_ptr<ClassifierImpl> mobilenet_v2(const ModelOptions& options,

@@ -15,12 +15,11 @@
 // which keeps Conv_1 at 1280.
 #pragma once
 
-#include <torch/nn/modules/dropout.h>
-
 #include <memory>
 #include <vector>
 
 #include "models/classifier.h"
+#include "models/inception_utils.h"
 #include "models/layers.h"
 
 namespace fastnn::models {
@@ -53,8 +52,7 @@ class MobileNetV2Impl : public ClassifierImpl {
  private:
   SlimConv conv_{nullptr}, conv_1_{nullptr};
   std::vector<ExpandedConv> blocks_;
-  torch::nn::Dropout dropout_{nullptr};
-  SlimConv logits_{nullptr};
+  ConvLogitsHead logits_{nullptr};
 };
 
 /// A MobileNetV2Impl for the model table.

@@ -7,23 +7,22 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "models/lenet.h"
-// zoo-A includes
+// Classic CNNs
 #include "models/alexnet.h"
 #include "models/cifarnet.h"
 #include "models/overfeat.h"
 #include "models/resnet.h"
 #include "models/vgg.h"
-// zoo-B includes
+// Inception v1-v3 and MobileNet v1/v2
 #include "models/inception_v1.h"
 #include "models/inception_v2.h"
 #include "models/inception_v3.h"
 #include "models/mobilenet_v1.h"
 #include "models/mobilenet_v2.h"
-// zoo-C includes
-// zoo-D includes
+// NASNet and PNASNet
 #include "models/nasnet.h"
-// zoo-E includes
 #include "models/pnasnet.h"
+// Inception v4 and Inception-ResNet v2
 #include "models/inception_resnet_v2.h"
 #include "models/inception_v4.h"
 
@@ -37,8 +36,8 @@ std::shared_ptr<ClassifierImpl> make(const ModelOptions& o) {
 
 const std::vector<ModelSpec>& table() {
   static const std::vector<ModelSpec> kModels = {
-      {"lenet", 28, "lenet", make<LeNetImpl>},
-      // zoo-A rows
+      {"lenet", 28, "lenet", make<LeNetImpl>, 0.5, /*fixed_image_size=*/true},
+      // Classic CNNs
       {"alexnet_v2", 224, "inception", make<AlexNetV2Impl>},
       {"cifarnet", 32, "cifarnet", make<CifarNetImpl>},
       {"overfeat", 231, "inception", make<OverFeatImpl>},
@@ -53,7 +52,7 @@ const std::vector<ModelSpec>& table() {
       {"resnet_v2_101", 224, "vgg", make_resnet<2, 101>},
       {"resnet_v2_152", 224, "vgg", make_resnet<2, 152>},
       {"resnet_v2_200", 224, "vgg", make_resnet<2, 200>},
-      // zoo-B rows
+      // Inception v1-v3 and MobileNet v1/v2
       {"inception_v1", 224, "inception", make<InceptionV1Impl>, 0.8},
       {"inception_v2", 224, "inception", make<InceptionV2Impl>, 0.8},
       {"inception_v3", 299, "inception", make<InceptionV3Impl>, 0.8},
@@ -71,17 +70,16 @@ const std::vector<ModelSpec>& table() {
        [](const ModelOptions& o) { return mobilenet_v2(o, 1.4); }, 0.8},
       {"mobilenet_v2_035", 224, "inception",
        [](const ModelOptions& o) { return mobilenet_v2(o, 0.35, true); }, 0.8},
-      // zoo-C rows
-      // zoo-D rows
+      // NASNet and PNASNet
       {"nasnet_cifar", 32, "cifarnet",
        [](const ModelOptions& o) { return nasnet(o, "nasnet_cifar"); }, 1.0},
       {"nasnet_mobile", 224, "inception",
        [](const ModelOptions& o) { return nasnet(o, "nasnet_mobile"); }, 0.5},
       {"nasnet_large", 331, "inception",
        [](const ModelOptions& o) { return nasnet(o, "nasnet_large"); }, 0.5},
-      // zoo-E rows
       {"pnasnet_large", 331, "inception", make_pnasnet_large, 0.5},
       {"pnasnet_mobile", 224, "inception", make_pnasnet_mobile, 0.5},
+      // Inception v4 and Inception-ResNet v2
       {"inception_v4", 299, "inception", make<InceptionV4Impl>, 0.8},
       {"inception_resnet_v2", 299, "inception",
        make<InceptionResnetV2Impl>, 0.8},

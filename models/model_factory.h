@@ -19,6 +19,9 @@ struct ModelSpec {
   std::function<std::shared_ptr<ClassifierImpl>(const ModelOptions&)> create;
   /// TF-slim's dropout_keep_prob default for this network (training).
   double dropout_keep_prob = 0.5;
+  /// The network takes default_image_size images only (lenet: 28x28);
+  /// a different train_image_size is a configuration error.
+  bool fixed_image_size = false;
 };
 
 /// The row for `name`; throws ConfigError listing the valid names.

@@ -3,7 +3,6 @@
 #include "fastnn/hparams.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -38,12 +37,6 @@ const KeySpec* resolve(const std::string& name) {
   return nullptr;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 int edit_distance(const std::string& a, const std::string& b) {
   std::vector<int> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j)
@@ -76,7 +69,7 @@ std::string closest(const std::string& key,
   std::string best;
   int best_distance = kMaxSuggestDistance + 1;
   for (const auto& [name, answer] : candidates) {
-    int d = edit_distance(lower(key), lower(name));
+    int d = edit_distance(config::lower(key), config::lower(name));
     if (d < best_distance) {
       best_distance = d;
       best = answer;

@@ -1,5 +1,6 @@
 #include "src/config/value_parse.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <system_error>
@@ -26,6 +27,12 @@ std::string_view trim(std::string_view s) {
     s.remove_prefix(1);
   while (!s.empty() && is_space(s.back()))
     s.remove_suffix(1);
+  return s;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 

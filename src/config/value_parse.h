@@ -1,5 +1,6 @@
-// Python-style scalar values as FastNN hyperparameter files write them.
-// Internal to the config component.
+// Python-style scalar values as FastNN hyperparameter files write them,
+// and the string helpers that go with them. Internal to FastNN (config,
+// dist and train use it); not part of include/fastnn.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,9 @@ namespace fastnn::config {
 
 /// `s` without leading and trailing spaces, tabs, CR and LF.
 std::string_view trim(std::string_view s);
+
+/// `s` with ASCII letters in lower case (no locale).
+std::string lower(std::string s);
 
 /// True when `s` is wrapped in a matching pair of '...' or "...".
 bool is_quoted(std::string_view s);

@@ -1,6 +1,5 @@
 #include "src/dist/cluster.h"
 
-#include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -8,6 +7,7 @@
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
+#include "src/config/value_parse.h"
 
 extern char** environ;
 
@@ -39,18 +39,11 @@ int env_int(const Environment& env, const std::string& k) {
   return static_cast<int>(parse_int(*get(env, k), k));
 }
 
-std::string trim(std::string s) {
-  auto sp = [](unsigned char c) { return std::isspace(c) != 0; };
-  s.erase(s.begin(), std::find_if_not(s.begin(), s.end(), sp));
-  s.erase(std::find_if_not(s.rbegin(), s.rend(), sp).base(), s.end());
-  return s;
-}
-
 std::vector<std::string> split_commas(const std::string& list) {
   std::vector<std::string> out;
   std::stringstream ss(list);
   for (std::string item; std::getline(ss, item, ',');) {
-    item = trim(item);
+    item = std::string(config::trim(item));
     if (!item.empty())
       out.push_back(item);
   }
@@ -552,8 +545,8 @@ ClusterSpec resolve_cluster(const HParams& hp, const Environment& env) {
   const bool launched = get(env, kLauncherMarker).has_value() &&
                         get(env, "LOCAL_RANK").has_value();
   const bool has_flags = !split_commas(hp.worker_hosts).empty();
-  const bool has_tf =
-      get(env, "TF_CONFIG").has_value() && trim(*get(env, "TF_CONFIG")) != "{}";
+  const bool has_tf = get(env, "TF_CONFIG").has_value() &&
+                      config::trim(*get(env, "TF_CONFIG")) != "{}";
   const bool has_torchrun = get(env, "LOCAL_RANK").has_value();
   const bool has_node_level =
       !has_torchrun && (get(env, "WORLD_SIZE") || get(env, "RANK"));

@@ -10,6 +10,7 @@
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
+#include "src/config/value_parse.h"
 #include "src/dist/client.h"
 #include "src/dist/coordinator.h"
 #include "src/dist/kv_core.h"
@@ -179,25 +180,19 @@ std::string hostname() {
   return buf;
 }
 
-std::string trim(std::string s) {
-  const char* ws = " \t\r\n";
-  s.erase(0, s.find_first_not_of(ws));
-  s.erase(s.find_last_not_of(ws) + 1);
-  return s;
-}
-
 }  // namespace
 
 SessionOptions session_options(const HParams& hp, const Environment& env) {
   SessionOptions o;
   o.worker_timeout = std::chrono::seconds(hp.worker_timeout_secs);
   if (!hp.job_token_file.empty()) {
-    o.token = trim(read_text_file(hp.job_token_file, "job_token_file"));
+    o.token = std::string(
+        config::trim(read_text_file(hp.job_token_file, "job_token_file")));
     if (o.token.empty()) {
       throw ConfigError("job_token_file: '" + hp.job_token_file + "' is empty");
     }
   } else if (auto it = env.find("FASTNN_JOB_TOKEN"); it != env.end()) {
-    o.token = trim(it->second);
+    o.token = std::string(config::trim(it->second));
   }
   o.tls_cert_file = hp.tls_cert_file;
   o.tls_key_file = hp.tls_key_file;

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "tests/models/slim_net_checks.h"
+#include "tests/models/net_checks.h"
 
 namespace fastnn::models {
 namespace {

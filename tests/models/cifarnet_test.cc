@@ -8,7 +8,7 @@
 #include <cmath>
 #include <map>
 
-#include "tests/models/slim_net_checks.h"
+#include "tests/models/net_checks.h"
 
 namespace fastnn::models {
 namespace {

@@ -7,7 +7,7 @@
 // auxiliary head's FC where the net has one.
 #include <gtest/gtest.h>
 
-#include "tests/models/slim_net_checks.h"
+#include "tests/models/net_checks.h"
 
 namespace fastnn::models::testing {
 namespace {

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "tests/models/zoo_b_checks.h"
+#include "tests/models/net_checks.h"
 
-namespace fastnn::models::zoo_b {
+namespace fastnn::models::testing {
 namespace {
 
 // Counts below use num_classes = 1000, the default of TF-slim's
@@ -15,24 +15,24 @@ namespace {
 // in * classes + classes.
 
 TEST(InceptionV1, OutputShape) {
-  auto m = build("inception_v1", 1000);
+  auto m = create("inception_v1", 1000);
   auto out = eval_forward(*m, 1, 224);
   EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 1000}));
   EXPECT_FALSE(out.aux_logits.defined());
 }
 
 TEST(InceptionV1, ParameterCountMatchesTFSlim) {
-  auto m = build("inception_v1", 1000);
+  auto m = create("inception_v1", 1000);
   // Stem (Conv2d_1a_7x7, 2b_1x1, 2c_3x3) 124,416; Mixed_3b 155,504;
   // 3c 339,584; 4b 363,888; 4c 424,584; 4d 485,528; 4e 572,608;
   // 4f 802,816; 5b 977,920; 5c 1,345,776; Logits 1024 * 1000 + 1000.
-  EXPECT_EQ(count_parameters(*m),
+  EXPECT_EQ(trainable_parameters(*m),
             124416 + 155504 + 339584 + 363888 + 424584 + 485528 + 572608 +
                 802816 + 977920 + 1345776 + 1025000);  // 6,617,624
 }
 
 TEST(InceptionV1, TFSlimVariables) {
-  auto m = build("inception_v1", 1000);
+  auto m = create("inception_v1", 1000);
   expect_variables(
       *m,
       {{"InceptionV1/Conv2d_1a_7x7/weights", {7, 7, 3, 64}},
@@ -52,7 +52,7 @@ TEST(InceptionV1, TFSlimVariables) {
 
 TEST(InceptionV1, Initializers) {
   torch::manual_seed(3);
-  auto m = build("inception_v1", 1000);
+  auto m = create("inception_v1", 1000);
   // The body is trunc_normal(0.01); the logits keep variance scaling.
   auto w = variable(*m, "InceptionV1/Mixed_4f/Branch_1/Conv2d_0b_3x3/weights");
   EXPECT_NEAR(w.std().item<double>(), truncated_std(0.01), 3e-4);
@@ -62,7 +62,7 @@ TEST(InceptionV1, Initializers) {
 }
 
 TEST(InceptionV1, OneTrainingStepLowersTheLoss) {
-  auto [before, after] = sgd_step("inception_v1", 64, 1e-6);
+  auto [before, after] = fixed_lr_step("inception_v1", 64, 1e-6);
   EXPECT_LT(after, before);
 }
 
@@ -71,26 +71,26 @@ TEST(InceptionV1, SaveLoadRoundTrip) {
 }
 
 TEST(InceptionV2, OutputShape) {
-  auto m = build("inception_v2", 1000);
+  auto m = create("inception_v2", 1000);
   auto out = eval_forward(*m, 1, 224);
   EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 1000}));
   EXPECT_FALSE(out.aux_logits.defined());
 }
 
 TEST(InceptionV2, ParameterCountMatchesTFSlim) {
-  auto m = build("inception_v2", 1000);
+  auto m = create("inception_v2", 1000);
   // Stem 117,720: separable Conv2d_1a_7x7 (7*7*3*8 depthwise + 24*64
   // pointwise + 64 biases) + Conv2d_2b_1x1 + Conv2d_2c_3x3. Mixed_3b
   // 218,592; 3c 259,616; 4a 384,544; 4b 609,120; 4c 664,448; 4d 894,944;
   // 4e 1,106,976; 5a 1,438,720; 5b 2,180,672; 5c 2,277,984; Logits
   // 1024 * 1000 + 1000.
-  EXPECT_EQ(count_parameters(*m),
+  EXPECT_EQ(trainable_parameters(*m),
             117720 + 218592 + 259616 + 384544 + 609120 + 664448 + 894944 +
                 1106976 + 1438720 + 2180672 + 2277984 + 1025000);  // 11,178,336
 }
 
 TEST(InceptionV2, TFSlimVariables) {
-  auto m = build("inception_v2", 1000);
+  auto m = create("inception_v2", 1000);
   expect_variables(
       *m,
       {{"InceptionV2/Conv2d_1a_7x7/depthwise_weights", {7, 7, 3, 8}},
@@ -110,7 +110,7 @@ TEST(InceptionV2, TFSlimVariables) {
 
 TEST(InceptionV2, Initializers) {
   torch::manual_seed(3);
-  auto m = build("inception_v2", 1000);
+  auto m = create("inception_v2", 1000);
   auto dw = variable(*m, "InceptionV2/Conv2d_1a_7x7/depthwise_weights");
   EXPECT_LE(dw.abs().max().item<double>(), 2.0);  // trunc_normal(1.0)
   auto b1 = variable(*m, "InceptionV2/Mixed_4e/Branch_2/Conv2d_0a_1x1/weights");
@@ -122,7 +122,7 @@ TEST(InceptionV2, Initializers) {
 }
 
 TEST(InceptionV2, OneTrainingStepLowersTheLoss) {
-  auto [before, after] = sgd_step("inception_v2", 64, 1e-6);
+  auto [before, after] = fixed_lr_step("inception_v2", 64, 1e-6);
   EXPECT_LT(after, before);
 }
 
@@ -131,7 +131,7 @@ TEST(InceptionV2, SaveLoadRoundTrip) {
 }
 
 TEST(InceptionV3, OutputAndAuxShapes) {
-  auto m = build("inception_v3", 1000);
+  auto m = create("inception_v3", 1000);
   auto out = eval_forward(*m, 1, 299);
   EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 1000}));
   ASSERT_TRUE(out.aux_logits.defined());
@@ -139,7 +139,7 @@ TEST(InceptionV3, OutputAndAuxShapes) {
 }
 
 TEST(InceptionV3, ParameterCountMatchesTFSlim) {
-  auto m = build("inception_v3", 1000);
+  auto m = create("inception_v3", 1000);
   // Stem (Conv2d_1a..4a) 172,272; Mixed_5b 255,440; 5c 276,976;
   // 5d 284,656; 6a 1,152,640; 6b 1,295,872; 6c 1,689,280; 6d 1,689,280;
   // 6e 2,140,032; 7a 1,697,024; 7b 5,041,344; 7c 6,073,536; Logits
@@ -152,11 +152,11 @@ TEST(InceptionV3, ParameterCountMatchesTFSlim) {
   // 768, Conv2d_2b_1x1 768 * 1000 + 1000 = 3,325,800.
   const int64_t aux = 98432 + 2458368 + 769000;
   EXPECT_EQ(main, 23817352);
-  EXPECT_EQ(count_parameters(*m), main + aux);  // 27,143,152
+  EXPECT_EQ(trainable_parameters(*m), main + aux);  // 27,143,152
 }
 
 TEST(InceptionV3, TFSlimVariables) {
-  auto m = build("inception_v3", 1000);
+  auto m = create("inception_v3", 1000);
   expect_variables(
       *m,
       {{"InceptionV3/Conv2d_1a_3x3/weights", {3, 3, 3, 32}},
@@ -187,14 +187,14 @@ TEST(InceptionV3, TFSlimVariables) {
 
 TEST(InceptionV3, SmallInputsShrinkTheAuxKernel) {
   // TF-slim's half-size case: at 150 the map entering Conv2d_2a is 1x1.
-  auto m = build("inception_v3", 10, 150);
+  auto m = create("inception_v3", 10, 150);
   expect_variables(
       *m, {{"InceptionV3/AuxLogits/Conv2d_2a_1x1/weights", {1, 1, 128, 768}}});
-  EXPECT_THROW(build("inception_v3", 10, 99), c10::Error);
+  EXPECT_THROW(create("inception_v3", 10, 99), c10::Error);
 }
 
 TEST(InceptionV3, OneTrainingStepLowersTheLoss) {
-  auto [before, after] = sgd_step("inception_v3", 107, 1e-6);
+  auto [before, after] = fixed_lr_step("inception_v3", 107, 1e-6);
   EXPECT_LT(after, before);
 }
 
@@ -203,4 +203,4 @@ TEST(InceptionV3, SaveLoadRoundTrip) {
 }
 
 }  // namespace
-}  // namespace fastnn::models::zoo_b
+}  // namespace fastnn::models::testing

@@ -5,9 +5,9 @@
 #include <torch/torch.h>
 
 #include "models/mobilenet_v2.h"
-#include "tests/models/zoo_b_checks.h"
+#include "tests/models/net_checks.h"
 
-namespace fastnn::models::zoo_b {
+namespace fastnn::models::testing {
 namespace {
 
 // Counts use num_classes = 1001, the class count of TF-slim's ImageNet
@@ -22,12 +22,12 @@ const char* const kV2Names[] = {
 
 TEST(MobileNet, OutputShapes) {
   for (const char* name : kV1Names) {
-    auto out = eval_forward(*build(name, 1001), 2, 224);
+    auto out = eval_forward(*create(name, 1001), 2, 224);
     EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 1001})) << name;
     EXPECT_FALSE(out.aux_logits.defined());
   }
   for (const char* name : kV2Names) {
-    auto out = eval_forward(*build(name, 1001), 2, 224);
+    auto out = eval_forward(*create(name, 1001), 2, 224);
     EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 1001})) << name;
   }
 }
@@ -37,22 +37,22 @@ TEST(MobileNet, OutputShapes) {
 // 512 x 5, 1024, 1024. For 1.0: conv weights 3,185,088 (TF-slim's layer
 // table) + 2 x 10,944 BatchNorm channels + logits 1024 * 1001 + 1001.
 TEST(MobileNetV1, ParameterCountsMatchTFSlim) {
-  EXPECT_EQ(count_parameters(*build("mobilenet_v1", 1001)),
+  EXPECT_EQ(trainable_parameters(*create("mobilenet_v1", 1001)),
             3185088 + 2 * 10944 + 1026025);  // 4,233,001
   // 0.75: conv weights 1,800,144 (TF-slim's table), 8,208 BN channels,
   // logits 768 * 1001 + 1001.
-  EXPECT_EQ(count_parameters(*build("mobilenet_v1_075", 1001)),
+  EXPECT_EQ(trainable_parameters(*create("mobilenet_v1_075", 1001)),
             1800144 + 2 * 8208 + 769769);  // 2,586,329
   // 0.5: conv weights 807,648; 5,472 BN channels; logits 512 * 1001 + 1001.
-  EXPECT_EQ(count_parameters(*build("mobilenet_v1_050", 1001)),
+  EXPECT_EQ(trainable_parameters(*create("mobilenet_v1_050", 1001)),
             807648 + 2 * 5472 + 513513);  // 1,332,105
   // 0.25: conv weights 207,600; 2,736 BN channels; logits 256 * 1001 + 1001.
-  EXPECT_EQ(count_parameters(*build("mobilenet_v1_025", 1001)),
+  EXPECT_EQ(trainable_parameters(*create("mobilenet_v1_025", 1001)),
             207600 + 2 * 2736 + 257257);  // 470,329
 }
 
 TEST(MobileNetV1, TFSlimVariables) {
-  auto m = build("mobilenet_v1", 1001);
+  auto m = create("mobilenet_v1", 1001);
   expect_variables(
       *m,
       {{"MobilenetV1/Conv2d_0/weights", {3, 3, 3, 32}},
@@ -72,7 +72,7 @@ TEST(MobileNetV1, TFSlimVariables) {
   auto w = variable(*m, "MobilenetV1/Conv2d_13_pointwise/weights");
   EXPECT_NEAR(w.std().item<double>(), truncated_std(0.09), 2e-3);
 
-  auto q = build("mobilenet_v1_025", 1001);
+  auto q = create("mobilenet_v1_025", 1001);
   expect_variables(
       *q,
       {{"MobilenetV1/Conv2d_0/weights", {3, 3, 3, 8}},
@@ -99,18 +99,18 @@ TEST(MobileNetV2, MakeDivisibleFollowsTFSlim) {
 TEST(MobileNetV2, ParameterCountsMatchTFSlim) {
   // 3,504,872 at 1000 classes (the published trainable count of
   // MobileNetV2 1.0) + 1281 for the 1001st class.
-  EXPECT_EQ(count_parameters(*build("mobilenet_v2", 1001)),
+  EXPECT_EQ(trainable_parameters(*create("mobilenet_v2", 1001)),
             3504872 + 1281);  // 3,506,153
   // Body 4,315,776 (summed from the 1.4 depth list) + 1792 * 1001 + 1001.
-  EXPECT_EQ(count_parameters(*build("mobilenet_v2_140", 1001)),
+  EXPECT_EQ(trainable_parameters(*create("mobilenet_v2_140", 1001)),
             4315776 + 1794793);  // 6,110,569
   // Body 396,128 (from the 0.35 depth list) + 1280 * 1001 + 1001.
-  EXPECT_EQ(count_parameters(*build("mobilenet_v2_035", 1001)),
+  EXPECT_EQ(trainable_parameters(*create("mobilenet_v2_035", 1001)),
             396128 + 1282281);  // 1,678,409
 }
 
 TEST(MobileNetV2, TFSlimVariables) {
-  auto m = build("mobilenet_v2", 1001);
+  auto m = create("mobilenet_v2", 1001);
   expect_variables(
       *m,
       {{"MobilenetV2/Conv/weights", {3, 3, 3, 32}},
@@ -132,12 +132,12 @@ TEST(MobileNetV2, TFSlimVariables) {
   EXPECT_EQ(m->regularized_weights().size(), 36u);
 
   expect_variables(
-      *build("mobilenet_v2_140", 1001),
+      *create("mobilenet_v2_140", 1001),
       {{"MobilenetV2/Conv/weights", {3, 3, 3, 48}},
        {"MobilenetV2/Conv_1/weights", {1, 1, 448, 1792}},
        {"MobilenetV2/Logits/Conv2d_1c_1x1/weights", {1, 1, 1792, 1001}}});
   expect_variables(
-      *build("mobilenet_v2_035", 1001),
+      *create("mobilenet_v2_035", 1001),
       {{"MobilenetV2/Conv/weights", {3, 3, 3, 16}},
        {"MobilenetV2/expanded_conv/project/weights", {1, 1, 16, 8}},
        {"MobilenetV2/expanded_conv_16/project/weights", {1, 1, 336, 112}},
@@ -152,7 +152,7 @@ TEST(MobileNet, OneTrainingStepLowersTheLoss) {
                            "mobilenet_v2_035",
                            "mobilenet_v1_075",
                            "mobilenet_v1_050"}) {
-    auto [before, after] = sgd_step(name, 64, 1e-6);
+    auto [before, after] = fixed_lr_step(name, 64, 1e-6);
     EXPECT_LT(after, before) << name;
   }
 }
@@ -165,4 +165,4 @@ TEST(MobileNet, SaveLoadRoundTrip) {
 }
 
 }  // namespace
-}  // namespace fastnn::models::zoo_b
+}  // namespace fastnn::models::testing

@@ -10,6 +10,7 @@
 
 #include "models/model_factory.h"
 #include "src/optim/optimizers.h"
+#include "tests/models/net_checks.h"
 
 namespace fastnn::models {
 namespace {
@@ -282,28 +283,9 @@ void expect_training_step_lowers_loss(const std::string& name, int64_t size) {
   auto loss0 = loss_of();
   m->zero_grad();
   loss0.backward();
-  opt.step(testing::first_order_rate(vars, loss0.item<double>()));
+  opt.step(fastnn::testing::first_order_rate(vars, loss0.item<double>()));
   torch::NoGradGuard no_grad;
   EXPECT_LT(loss_of().item<double>(), loss0.item<double>()) << name;
-}
-
-// Copies every variable (moving statistics moved by a training forward)
-// into a fresh model; eval logits must match.
-void expect_round_trip(const std::string& name, int64_t size) {
-  torch::NoGradGuard no_grad;
-  auto a = make(name, 7, size), b = make(name, 7, size);
-  auto x = torch::randn({2, 3, size, size});
-  a->train();
-  a->forward(x);
-  auto va = model_variables(*a), vb = model_variables(*b);
-  ASSERT_EQ(va.size(), vb.size());
-  for (size_t i = 0; i < va.size(); ++i) {
-    ASSERT_EQ(va[i].name, vb[i].name);
-    vb[i].tensor.copy_(va[i].tensor);
-  }
-  a->eval();
-  b->eval();
-  EXPECT_TRUE(torch::equal(a->forward(x).logits, b->forward(x).logits)) << name;
 }
 
 // Smallest ImageNet input: the aux cell's map must hold the 5x5 pool:
@@ -321,17 +303,17 @@ TEST(NasNet, SmallestImagenetInput) {
 
 TEST(NasNet, CifarTrainingStepAndRoundTrip) {
   expect_training_step_lowers_loss("nasnet_cifar", 16);
-  expect_round_trip("nasnet_cifar", 16);
+  testing::expect_round_trip("nasnet_cifar", 16);
 }
 
 TEST(NasNet, MobileTrainingStepAndRoundTrip) {
   expect_training_step_lowers_loss("nasnet_mobile", kMinImagenetSize);
-  expect_round_trip("nasnet_mobile", kMinImagenetSize);
+  testing::expect_round_trip("nasnet_mobile", kMinImagenetSize);
 }
 
 TEST(NasNet, LargeTrainingStepAndRoundTrip) {
   expect_training_step_lowers_loss("nasnet_large", kMinImagenetSize);
-  expect_round_trip("nasnet_large", kMinImagenetSize);
+  testing::expect_round_trip("nasnet_large", kMinImagenetSize);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "tests/models/slim_net_checks.h"
+#include "tests/models/net_checks.h"
 
 namespace fastnn::models {
 namespace {

@@ -11,6 +11,7 @@
 
 #include "models/model_factory.h"
 #include "src/optim/optimizers.h"
+#include "tests/models/net_checks.h"
 
 namespace fastnn::models {
 namespace {
@@ -285,26 +286,13 @@ TEST_P(PnasnetBoth, OneTrainingStepLowersTheLoss) {
   auto loss0 = loss_of();
   m->zero_grad();
   loss0.backward();
-  opt.step(testing::first_order_rate(vars, loss0.item<double>()));
+  opt.step(fastnn::testing::first_order_rate(vars, loss0.item<double>()));
   torch::NoGradGuard no_grad;
   EXPECT_LT(loss_of().item<double>(), loss0.item<double>());
 }
 
 TEST_P(PnasnetBoth, SaveLoadRoundTrip) {
-  auto a = make(GetParam(), kMinSize), b = make(GetParam(), kMinSize);
-  torch::NoGradGuard no_grad;
-  a->train();
-  a->forward(torch::randn({2, 3, kMinSize, kMinSize}));  // Moves BN stats.
-  auto va = model_variables(*a), vb = model_variables(*b);
-  ASSERT_EQ(va.size(), vb.size());
-  for (size_t i = 0; i < va.size(); ++i) {
-    ASSERT_EQ(va[i].name, vb[i].name);
-    vb[i].tensor.copy_(va[i].tensor);
-  }
-  a->eval();
-  b->eval();
-  auto x = torch::randn({2, 3, kMinSize, kMinSize});
-  EXPECT_TRUE(torch::equal(a->forward(x).logits, b->forward(x).logits));
+  testing::expect_round_trip(GetParam(), kMinSize);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants,
