@@ -183,7 +183,7 @@ struct HParams {
   double min_lr_ratio = 0.0;
 
   // --- Optimizer ---
-  /// adadelta, adagrad, adam, ftrl, momentum, rmsprop, sgd, adamweightdecay.
+  /// Update rule; optim::optimizer_names() lists the valid names.
   std::string optimizer = "rmsprop";
   /// Adadelta decay.
   double adadelta_rho = 0.95;

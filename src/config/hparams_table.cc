@@ -160,10 +160,12 @@ std::vector<KeySpec> build_table() {
      between(0, 1)},
 
     // --- Optimizer ---
+    // No choices here: the optimizer factory (src/optim/optimizers.cc) holds
+    // the one list of names and reports an unknown one with its location.
     {FASTNN_KEY(optimizer), G::kOptimizer,
-     "Update rule, as TensorFlow 1 computes it.",
-     {}, {"adadelta", "adagrad", "adam", "ftrl", "momentum", "rmsprop", "sgd",
-          "adamweightdecay"}},
+     "Update rule, as TensorFlow 1 computes it. The names are listed under "
+     "'Optimizer names' in docs/hyperparameters.md; an unknown name is "
+     "reported with the list before training starts."},
     {FASTNN_KEY(opt_epsilon), G::kOptimizer,
      "Epsilon of adadelta, adam, rmsprop and adamweightdecay. FastNN's 1.0 "
      "is very large for adam; 1e-8 is the usual value.", above(0)},

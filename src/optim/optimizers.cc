@@ -35,8 +35,8 @@ void GradientDescent::step(double lr) {
   }
 }
 
-Momentum::Momentum(std::vector<Variable> vars, double momentum)
-    : Optimizer(std::move(vars)), momentum_(momentum) {
+Momentum::Momentum(std::vector<Variable> vars, const MomentumOptions& options)
+    : Optimizer(std::move(vars)), options_(options) {
   accum_ = make_slots(0.0);
 }
 
@@ -45,7 +45,7 @@ void Momentum::step(double lr) {
   for (size_t i = 0; i < vars_.size(); ++i) {
     const auto& g = vars_[i].var.grad();
     if (!g.defined()) continue;
-    accum_[i].mul_(momentum_).add_(g);
+    accum_[i].mul_(options_.momentum).add_(g);
     vars_[i].var.add_(accum_[i], -lr);
   }
 }
@@ -54,54 +54,63 @@ std::vector<Slot> Momentum::slots() {
   return named(accum_, "Momentum");
 }
 
-RMSProp::RMSProp(std::vector<Variable> vars,
-                 double decay,
-                 double momentum,
-                 double epsilon)
-    : Optimizer(std::move(vars)),
-      decay_(decay),
-      momentum_(momentum),
-      epsilon_(epsilon) {
+RMSProp::RMSProp(std::vector<Variable> vars, const RMSPropOptions& options)
+    : Optimizer(std::move(vars)), options_(options) {
   ms_ = make_slots(1.0);
+  if (options_.centered) mg_ = make_slots(0.0);
   mom_ = make_slots(0.0);
 }
 
 void RMSProp::step(double lr) {
   torch::NoGradGuard no_grad;
+  const double decay = options_.decay;
   for (size_t i = 0; i < vars_.size(); ++i) {
     const auto& g = vars_[i].var.grad();
     if (!g.defined()) continue;
-    ms_[i].mul_(decay_).addcmul_(g, g, 1.0 - decay_);
-    auto denom = (ms_[i] + epsilon_).sqrt_();
-    mom_[i].mul_(momentum_).addcdiv_(g, denom, lr);
+    ms_[i].mul_(decay).addcmul_(g, g, 1.0 - decay);
+    torch::Tensor denom;
+    if (options_.centered) {
+      mg_[i].mul_(decay).add_(g, 1.0 - decay);
+      denom = (ms_[i] - mg_[i] * mg_[i] + options_.epsilon).sqrt_();
+    } else {
+      denom = (ms_[i] + options_.epsilon).sqrt_();
+    }
+    mom_[i].mul_(options_.momentum).addcdiv_(g, denom, lr);
     vars_[i].var.sub_(mom_[i]);
   }
 }
 
 std::vector<Slot> RMSProp::slots() {
+  // TF1 creates the slots in this order and uniquifies the names:
+  // rms "RMSProp", [mg "RMSProp_1",] momentum "RMSProp_1" or "RMSProp_2".
   auto out = named(ms_, "RMSProp");
-  auto mom = named(mom_, "RMSProp_1");
+  if (options_.centered) {
+    auto mg = named(mg_, "RMSProp_1");
+    out.insert(out.end(), mg.begin(), mg.end());
+  }
+  auto mom = named(mom_, options_.centered ? "RMSProp_2" : "RMSProp_1");
   out.insert(out.end(), mom.begin(), mom.end());
   return out;
 }
 
-Adadelta::Adadelta(std::vector<Variable> vars, double rho, double epsilon)
-    : Optimizer(std::move(vars)), rho_(rho), epsilon_(epsilon) {
+Adadelta::Adadelta(std::vector<Variable> vars, const AdadeltaOptions& options)
+    : Optimizer(std::move(vars)), options_(options) {
   accum_ = make_slots(0.0);
   accum_update_ = make_slots(0.0);
 }
 
 void Adadelta::step(double lr) {
   torch::NoGradGuard no_grad;
+  const double rho = options_.rho, epsilon = options_.epsilon;
   for (size_t i = 0; i < vars_.size(); ++i) {
     const auto& g = vars_[i].var.grad();
     if (!g.defined()) continue;
-    accum_[i].mul_(rho_).addcmul_(g, g, 1.0 - rho_);
-    auto update = (accum_update_[i] + epsilon_).sqrt_()
-                      .div_((accum_[i] + epsilon_).sqrt_())
+    accum_[i].mul_(rho).addcmul_(g, g, 1.0 - rho);
+    auto update = (accum_update_[i] + epsilon).sqrt_()
+                      .div_((accum_[i] + epsilon).sqrt_())
                       .mul_(g);
     vars_[i].var.add_(update, -lr);
-    accum_update_[i].mul_(rho_).addcmul_(update, update, 1.0 - rho_);
+    accum_update_[i].mul_(rho).addcmul_(update, update, 1.0 - rho);
   }
 }
 
@@ -112,9 +121,9 @@ std::vector<Slot> Adadelta::slots() {
   return out;
 }
 
-Adagrad::Adagrad(std::vector<Variable> vars, double initial_accumulator_value)
-    : Optimizer(std::move(vars)) {
-  accum_ = make_slots(initial_accumulator_value);
+Adagrad::Adagrad(std::vector<Variable> vars, const AdagradOptions& options)
+    : Optimizer(std::move(vars)), options_(options) {
+  accum_ = make_slots(options_.initial_accumulator_value);
 }
 
 void Adagrad::step(double lr) {
@@ -131,28 +140,29 @@ std::vector<Slot> Adagrad::slots() {
   return named(accum_, "Adagrad");
 }
 
-Adam::Adam(std::vector<Variable> vars, double beta1, double beta2, double epsilon)
-    : Optimizer(std::move(vars)), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {
+Adam::Adam(std::vector<Variable> vars, const AdamOptions& options)
+    : Optimizer(std::move(vars)), options_(options) {
   m_ = make_slots(0.0);
   v_ = make_slots(0.0);
-  beta1_power_ = torch::tensor(beta1, torch::kFloat64);
-  beta2_power_ = torch::tensor(beta2, torch::kFloat64);
+  beta1_power_ = torch::tensor(options_.beta1, torch::kFloat64);
+  beta2_power_ = torch::tensor(options_.beta2, torch::kFloat64);
 }
 
 void Adam::step(double lr) {
   torch::NoGradGuard no_grad;
+  const double beta1 = options_.beta1, beta2 = options_.beta2;
   const double b1p = beta1_power_.item<double>();
   const double b2p = beta2_power_.item<double>();
   const double lr_t = lr * std::sqrt(1.0 - b2p) / (1.0 - b1p);
   for (size_t i = 0; i < vars_.size(); ++i) {
     const auto& g = vars_[i].var.grad();
     if (!g.defined()) continue;
-    m_[i].mul_(beta1_).add_(g, 1.0 - beta1_);
-    v_[i].mul_(beta2_).addcmul_(g, g, 1.0 - beta2_);
-    vars_[i].var.addcdiv_(m_[i], v_[i].sqrt().add_(epsilon_), -lr_t);
+    m_[i].mul_(beta1).add_(g, 1.0 - beta1);
+    v_[i].mul_(beta2).addcmul_(g, g, 1.0 - beta2);
+    vars_[i].var.addcdiv_(m_[i], v_[i].sqrt().add_(options_.epsilon), -lr_t);
   }
-  beta1_power_.mul_(beta1_);
-  beta2_power_.mul_(beta2_);
+  beta1_power_.mul_(beta1);
+  beta2_power_.mul_(beta2);
 }
 
 std::vector<Slot> Adam::slots() {
@@ -164,28 +174,26 @@ std::vector<Slot> Adam::slots() {
   return out;
 }
 
-Ftrl::Ftrl(std::vector<Variable> vars,
-           double learning_rate_power,
-           double initial_accumulator_value,
-           double l1,
-           double l2)
-    : Optimizer(std::move(vars)), power_(learning_rate_power), l1_(l1), l2_(l2) {
-  accum_ = make_slots(initial_accumulator_value);
+Ftrl::Ftrl(std::vector<Variable> vars, const FtrlOptions& options)
+    : Optimizer(std::move(vars)), options_(options) {
+  accum_ = make_slots(options_.initial_accumulator_value);
   linear_ = make_slots(0.0);
 }
 
 void Ftrl::step(double lr) {
   torch::NoGradGuard no_grad;
+  const double power = options_.learning_rate_power;
+  const double l1 = options_.l1, l2 = options_.l2;
   for (size_t i = 0; i < vars_.size(); ++i) {
     const auto& g = vars_[i].var.grad();
     if (!g.defined()) continue;
     auto& var = vars_[i].var;
     auto accum_new = accum_[i] + g * g;
-    auto sigma = (accum_new.pow(-power_) - accum_[i].pow(-power_)) / lr;
+    auto sigma = (accum_new.pow(-power) - accum_[i].pow(-power)) / lr;
     linear_[i].add_(g).sub_(sigma * var);
-    auto quadratic = accum_new.pow(-power_) / lr + 2.0 * l2_;
-    auto shrunk = (linear_[i].sign() * l1_ - linear_[i]) / quadratic;
-    var.copy_(torch::where(linear_[i].abs() > l1_, shrunk, torch::zeros_like(var)));
+    auto quadratic = accum_new.pow(-power) / lr + 2.0 * l2;
+    auto shrunk = (linear_[i].sign() * l1 - linear_[i]) / quadratic;
+    var.copy_(torch::where(linear_[i].abs() > l1, shrunk, torch::zeros_like(var)));
     accum_[i].copy_(accum_new);
   }
 }
@@ -198,15 +206,8 @@ std::vector<Slot> Ftrl::slots() {
 }
 
 AdamWeightDecay::AdamWeightDecay(std::vector<Variable> vars,
-                                 double beta1,
-                                 double beta2,
-                                 double epsilon,
-                                 double weight_decay_rate)
-    : Optimizer(std::move(vars)),
-      beta1_(beta1),
-      beta2_(beta2),
-      epsilon_(epsilon),
-      decay_(weight_decay_rate) {
+                                 const AdamWeightDecayOptions& options)
+    : Optimizer(std::move(vars)), options_(options) {
   m_ = make_slots(0.0);
   v_ = make_slots(0.0);
   for (const auto& v : vars_) {
@@ -220,13 +221,14 @@ AdamWeightDecay::AdamWeightDecay(std::vector<Variable> vars,
 
 void AdamWeightDecay::step(double lr) {
   torch::NoGradGuard no_grad;
+  const double beta1 = options_.beta1, beta2 = options_.beta2;
   for (size_t i = 0; i < vars_.size(); ++i) {
     const auto& g = vars_[i].var.grad();
     if (!g.defined()) continue;
-    m_[i].mul_(beta1_).add_(g, 1.0 - beta1_);
-    v_[i].mul_(beta2_).addcmul_(g, g, 1.0 - beta2_);
-    auto update = m_[i] / (v_[i].sqrt() + epsilon_);
-    if (decayed_[i]) update.add_(vars_[i].var, decay_);
+    m_[i].mul_(beta1).add_(g, 1.0 - beta1);
+    v_[i].mul_(beta2).addcmul_(g, g, 1.0 - beta2);
+    auto update = m_[i] / (v_[i].sqrt() + options_.epsilon);
+    if (decayed_[i]) update.add_(vars_[i].var, options_.weight_decay_rate);
     vars_[i].var.add_(update, -lr);
   }
 }
@@ -238,48 +240,107 @@ std::vector<Slot> AdamWeightDecay::slots() {
   return out;
 }
 
+namespace {
+
+using Made = std::unique_ptr<Optimizer>;
+using Vars = std::vector<Variable>;
+
+struct OptimizerRow {
+  const char* name;
+  Made (*make)(const HParams& hp, Vars vars);
+};
+
+// The one list of `optimizer` values (TF-slim's, then FastNN's
+// adamweightdecay): each row reads its options from FastNN's keys.
+const OptimizerRow kOptimizers[] = {
+    {"adadelta",
+     [](const HParams& hp, Vars vars) -> Made {
+       AdadeltaOptions o;
+       o.rho = hp.adadelta_rho;
+       o.epsilon = hp.opt_epsilon;
+       return std::make_unique<Adadelta>(std::move(vars), o);
+     }},
+    {"adagrad",
+     [](const HParams& hp, Vars vars) -> Made {
+       AdagradOptions o;
+       o.initial_accumulator_value = hp.adagrad_initial_accumulator_value;
+       return std::make_unique<Adagrad>(std::move(vars), o);
+     }},
+    {"adam",
+     [](const HParams& hp, Vars vars) -> Made {
+       AdamOptions o;
+       o.beta1 = hp.adam_beta1;
+       o.beta2 = hp.adam_beta2;
+       o.epsilon = hp.opt_epsilon;
+       return std::make_unique<Adam>(std::move(vars), o);
+     }},
+    {"ftrl",
+     [](const HParams& hp, Vars vars) -> Made {
+       FtrlOptions o;
+       o.learning_rate_power = hp.ftrl_learning_rate_power;
+       o.initial_accumulator_value = hp.ftrl_initial_accumulator_value;
+       o.l1 = hp.ftrl_l1;
+       o.l2 = hp.ftrl_l2;
+       return std::make_unique<Ftrl>(std::move(vars), o);
+     }},
+    {"momentum",
+     [](const HParams& hp, Vars vars) -> Made {
+       MomentumOptions o;
+       o.momentum = hp.momentum;
+       return std::make_unique<Momentum>(std::move(vars), o);
+     }},
+    {"rmsprop",
+     [](const HParams& hp, Vars vars) -> Made {
+       RMSPropOptions o;
+       o.decay = hp.rmsprop_decay;
+       o.momentum = hp.rmsprop_momentum;
+       o.epsilon = hp.opt_epsilon;
+       return std::make_unique<RMSProp>(std::move(vars), o);
+     }},
+    {"sgd",
+     [](const HParams&, Vars vars) -> Made {
+       return std::make_unique<GradientDescent>(std::move(vars));
+     }},
+    {"adamweightdecay",
+     [](const HParams& hp, Vars vars) -> Made {
+       AdamWeightDecayOptions o;
+       o.beta1 = hp.adam_beta1;
+       o.beta2 = hp.adam_beta2;
+       o.epsilon = hp.opt_epsilon;
+       return std::make_unique<AdamWeightDecay>(std::move(vars), o);
+     }},
+};
+
+}  // namespace
+
 std::vector<std::string> optimizer_names() {
-  return {"adadelta", "adagrad", "adam", "ftrl",
-          "momentum", "rmsprop", "sgd",  "adamweightdecay"};
+  std::vector<std::string> out;
+  for (const OptimizerRow& row : kOptimizers) out.push_back(row.name);
+  return out;
 }
 
 std::unique_ptr<Optimizer> create_optimizer(const HParams& hp,
                                             std::vector<Variable> vars) {
-  const std::string& name = hp.optimizer;
-  if (name == "sgd") return std::make_unique<GradientDescent>(std::move(vars));
-  if (name == "momentum") {
-    return std::make_unique<Momentum>(std::move(vars), hp.momentum);
+  for (const OptimizerRow& row : kOptimizers) {
+    if (hp.optimizer == row.name) return row.make(hp, std::move(vars));
   }
-  if (name == "rmsprop") {
-    return std::make_unique<RMSProp>(std::move(vars),
-                                     hp.rmsprop_decay,
-                                     hp.rmsprop_momentum,
-                                     hp.opt_epsilon);
-  }
-  if (name == "adadelta") {
-    return std::make_unique<Adadelta>(std::move(vars), hp.adadelta_rho,
-                                      hp.opt_epsilon);
-  }
-  if (name == "adagrad") {
-    return std::make_unique<Adagrad>(std::move(vars),
-                                     hp.adagrad_initial_accumulator_value);
-  }
-  if (name == "adam") {
-    return std::make_unique<Adam>(std::move(vars), hp.adam_beta1, hp.adam_beta2,
-                                  hp.opt_epsilon);
-  }
-  if (name == "ftrl") {
-    return std::make_unique<Ftrl>(std::move(vars), hp.ftrl_learning_rate_power,
-                                  hp.ftrl_initial_accumulator_value,
-                                  hp.ftrl_l1, hp.ftrl_l2);
-  }
-  if (name == "adamweightdecay") {
-    return std::make_unique<AdamWeightDecay>(std::move(vars), hp.adam_beta1,
-                                             hp.adam_beta2, hp.opt_epsilon);
-  }
-  throw ConfigError(hp.where("optimizer") + ": optimizer: '" + name +
-                    "' is not implemented in this build yet; available: " +
+  throw ConfigError(hp.where("optimizer") + ": optimizer: '" + hp.optimizer +
+                    "' is not valid; valid values: " +
                     join_list(optimizer_names()));
+}
+
+std::string format_optimizers_markdown() {
+  std::string out =
+      "### Optimizer names\n\n"
+      "The valid values of `optimizer` (the optimizer factory's table; an "
+      "unknown name stops the run with exit code 2 and this list).\n\n"
+      "| `optimizer` | TensorFlow 1 optimizer |\n|---|---|\n";
+  const HParams defaults;
+  for (const OptimizerRow& row : kOptimizers) {
+    out += "| `" + std::string(row.name) + "` | " +
+           row.make(defaults, {})->name() + " |\n";
+  }
+  return out;
 }
 
 }  // namespace fastnn::optim

@@ -1,6 +1,8 @@
 // TF1-exact optimizers (reference/fastnn.md §5.1). Each keeps its slots as
 // named tensors ("<var>/Momentum", "<var>/RMSProp", ...) so checkpoints can
-// save and restore them.
+// save and restore them. Settings come in an options struct whose defaults
+// are TensorFlow 1's; create_optimizer fills them from FastNN's keys, whose
+// defaults differ (opt_epsilon = 1.0, rmsprop_momentum = 0.9).
 #pragma once
 
 #include <torch/types.h>
@@ -68,10 +70,19 @@ class GradientDescent : public Optimizer {
   }
 };
 
+/// TF1 MomentumOptimizer (use_nesterov=False).
+struct MomentumOptions {
+  /// Factor applied to the accumulator before adding the gradient.
+  /// REQUIRES: in [0, 1].
+  /// Default: 0.9 (TF-slim's --momentum; TF itself has no default)
+  double momentum = 0.9;
+};
+
 /// `accum = momentum * accum + g; var -= lr * accum` (not Nesterov).
 class Momentum : public Optimizer {
  public:
-  Momentum(std::vector<Variable> vars, double momentum);
+  explicit Momentum(std::vector<Variable> vars,
+                    const MomentumOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
   std::string name() const override {
@@ -79,19 +90,40 @@ class Momentum : public Optimizer {
   }
 
  private:
-  double momentum_;
+  MomentumOptions options_;
   std::vector<torch::Tensor> accum_;
+};
+
+/// TF1 RMSPropOptimizer.
+struct RMSPropOptions {
+  /// Discount of the running mean of squared gradients (TF's `decay`, rho).
+  /// REQUIRES: in [0, 1].
+  /// Default: 0.9
+  double decay = 0.9;
+  /// Factor applied to the update accumulator.
+  /// REQUIRES: in [0, 1].
+  /// Default: 0.0
+  double momentum = 0.0;
+  /// Added to the mean square inside the square root.
+  /// REQUIRES: > 0.
+  /// Default: 1e-10
+  double epsilon = 1e-10;
+  /// Divide by the estimated variance (mean square minus the squared running
+  /// mean gradient) instead of the mean square; adds the slot "RMSProp_1"
+  /// (mg, starts at 0) and the momentum slot becomes "RMSProp_2".
+  /// Default: false
+  bool centered = false;
 };
 
 /// TF1 RMSProp: the mean-square slot starts at 1.0 and epsilon sits inside
 /// the square root. `ms = d*ms + (1-d)*g^2;
-/// mom = m*mom + lr*g/sqrt(ms + eps); var -= mom`.
+/// mom = m*mom + lr*g/sqrt(ms + eps); var -= mom`. Centered:
+/// `mg = d*mg + (1-d)*g; mom = m*mom + lr*g/sqrt(ms - mg^2 + eps)`.
+/// Slots "RMSProp" (ms), ["RMSProp_1" (mg),] then the momentum slot.
 class RMSProp : public Optimizer {
  public:
-  RMSProp(std::vector<Variable> vars,
-          double decay,
-          double momentum,
-          double epsilon);
+  explicit RMSProp(std::vector<Variable> vars,
+                   const RMSPropOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
   std::string name() const override {
@@ -99,8 +131,20 @@ class RMSProp : public Optimizer {
   }
 
  private:
-  double decay_, momentum_, epsilon_;
-  std::vector<torch::Tensor> ms_, mom_;
+  RMSPropOptions options_;
+  std::vector<torch::Tensor> ms_, mg_, mom_;  // mg_ only when centered
+};
+
+/// TF1 AdadeltaOptimizer.
+struct AdadeltaOptions {
+  /// Decay of both running averages.
+  /// REQUIRES: in [0, 1].
+  /// Default: 0.95
+  double rho = 0.95;
+  /// Added inside both square roots.
+  /// REQUIRES: > 0.
+  /// Default: 1e-8
+  double epsilon = 1e-8;
 };
 
 /// TF1 Adadelta: slots accum ("Adadelta") and accum_update ("Adadelta_1")
@@ -109,7 +153,8 @@ class RMSProp : public Optimizer {
 /// accum_update = rho*accum_update + (1-rho)*upd^2`.
 class Adadelta : public Optimizer {
  public:
-  Adadelta(std::vector<Variable> vars, double rho, double epsilon);
+  explicit Adadelta(std::vector<Variable> vars,
+                    const AdadeltaOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
   std::string name() const override {
@@ -117,15 +162,24 @@ class Adadelta : public Optimizer {
   }
 
  private:
-  double rho_, epsilon_;
+  AdadeltaOptions options_;
   std::vector<torch::Tensor> accum_, accum_update_;
+};
+
+/// TF1 AdagradOptimizer.
+struct AdagradOptions {
+  /// Starting value of the "Adagrad" accumulator slot.
+  /// REQUIRES: > 0.
+  /// Default: 0.1
+  double initial_accumulator_value = 0.1;
 };
 
 /// TF1 Adagrad: the "Adagrad" slot starts at initial_accumulator_value.
 /// `accum += g^2; var -= lr*g/sqrt(accum)` (no epsilon).
 class Adagrad : public Optimizer {
  public:
-  Adagrad(std::vector<Variable> vars, double initial_accumulator_value);
+  explicit Adagrad(std::vector<Variable> vars,
+                   const AdagradOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
   std::string name() const override {
@@ -133,7 +187,24 @@ class Adagrad : public Optimizer {
   }
 
  private:
+  AdagradOptions options_;
   std::vector<torch::Tensor> accum_;
+};
+
+/// TF1 AdamOptimizer.
+struct AdamOptions {
+  /// Decay of the first moment m.
+  /// REQUIRES: in [0, 1).
+  /// Default: 0.9
+  double beta1 = 0.9;
+  /// Decay of the second moment v.
+  /// REQUIRES: in [0, 1).
+  /// Default: 0.999
+  double beta2 = 0.999;
+  /// Added to sqrt(v), outside the bias correction ("epsilon hat").
+  /// REQUIRES: > 0.
+  /// Default: 1e-8
+  double epsilon = 1e-8;
 };
 
 /// TF1 Adam: m ("Adam") and v ("Adam_1") start at 0; beta1_power and
@@ -142,7 +213,7 @@ class Adagrad : public Optimizer {
 /// epsilon outside the bias correction.
 class Adam : public Optimizer {
  public:
-  Adam(std::vector<Variable> vars, double beta1, double beta2, double epsilon);
+  explicit Adam(std::vector<Variable> vars, const AdamOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
   std::string name() const override {
@@ -150,9 +221,30 @@ class Adam : public Optimizer {
   }
 
  private:
-  double beta1_, beta2_, epsilon_;
+  AdamOptions options_;
   std::vector<torch::Tensor> m_, v_;
   torch::Tensor beta1_power_, beta2_power_;
+};
+
+/// TF1 FtrlOptimizer (without l2_shrinkage_regularization_strength).
+struct FtrlOptions {
+  /// How the per-coordinate learning rate falls as the accumulator grows
+  /// (the kernel uses accum^-p); 0 keeps it fixed.
+  /// REQUIRES: <= 0.
+  /// Default: -0.5
+  double learning_rate_power = -0.5;
+  /// Starting value of the "Ftrl" accumulator slot.
+  /// REQUIRES: >= 0.
+  /// Default: 0.1
+  double initial_accumulator_value = 0.1;
+  /// TF's l1_regularization_strength.
+  /// REQUIRES: >= 0.
+  /// Default: 0.0
+  double l1 = 0.0;
+  /// TF's l2_regularization_strength.
+  /// REQUIRES: >= 0.
+  /// Default: 0.0
+  double l2 = 0.0;
 };
 
 /// TF1 FTRL-proximal, following the training_ops kernel (note the minus):
@@ -164,11 +256,7 @@ class Adam : public Optimizer {
 /// (linear, starts at 0).
 class Ftrl : public Optimizer {
  public:
-  Ftrl(std::vector<Variable> vars,
-       double learning_rate_power,
-       double initial_accumulator_value,
-       double l1,
-       double l2);
+  explicit Ftrl(std::vector<Variable> vars, const FtrlOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
   std::string name() const override {
@@ -176,21 +264,38 @@ class Ftrl : public Optimizer {
   }
 
  private:
-  double power_, l1_, l2_;
+  FtrlOptions options_;
   std::vector<torch::Tensor> accum_, linear_;
 };
 
+/// FastNN's BERT-style AdamWeightDecayOptimizer.
+struct AdamWeightDecayOptions {
+  /// Decay of the first moment.
+  /// REQUIRES: in [0, 1).
+  /// Default: 0.9
+  double beta1 = 0.9;
+  /// Decay of the second moment.
+  /// REQUIRES: in [0, 1).
+  /// Default: 0.999
+  double beta2 = 0.999;
+  /// Added to sqrt(v).
+  /// REQUIRES: > 0.
+  /// Default: 1e-6 (BERT's)
+  double epsilon = 1e-6;
+  /// Decoupled weight decay added to the update of decayed variables.
+  /// REQUIRES: >= 0.
+  /// Default: 0.01 (FastNN's fixed value; BERT's default is 0.0)
+  double weight_decay_rate = 0.01;
+};
+
 /// FastNN's BERT-style AdamWeightDecay: no bias correction;
-/// `upd = m/(sqrt(v)+eps) + 0.01*var` unless the variable name contains
-/// "LayerNorm", "layer_norm" or "bias"; `var -= lr*upd`. Slots "adam_m",
-/// "adam_v".
+/// `upd = m/(sqrt(v)+eps) + weight_decay_rate*var` unless the variable name
+/// contains "LayerNorm", "layer_norm" or "bias"; `var -= lr*upd`. Slots
+/// "adam_m", "adam_v".
 class AdamWeightDecay : public Optimizer {
  public:
-  AdamWeightDecay(std::vector<Variable> vars,
-                  double beta1,
-                  double beta2,
-                  double epsilon,
-                  double weight_decay_rate = 0.01);
+  explicit AdamWeightDecay(std::vector<Variable> vars,
+                           const AdamWeightDecayOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
   std::string name() const override {
@@ -198,17 +303,23 @@ class AdamWeightDecay : public Optimizer {
   }
 
  private:
-  double beta1_, beta2_, epsilon_, decay_;
+  AdamWeightDecayOptions options_;
   std::vector<torch::Tensor> m_, v_;
   std::vector<bool> decayed_;
 };
 
-/// The optimizer named by `hp.optimizer` with FastNN's keys; throws
-/// ConfigError for a name this build does not implement.
+/// The optimizer named by `hp.optimizer`, its options read from FastNN's
+/// keys. Throws ConfigError "<where>: optimizer: 'X' is not valid; valid
+/// values: ..." (where = hp.where("optimizer"), e.g. "flowers.cfg:3") for a
+/// name not in the table; the config loader does not check this key.
 std::unique_ptr<Optimizer> create_optimizer(const HParams& hp,
                                             std::vector<Variable> vars);
 
-/// Names create_optimizer accepts.
+/// The valid values of `optimizer`, in table order. The only list of them.
 std::vector<std::string> optimizer_names();
+
+/// The "Optimizer names" section of docs/hyperparameters.md (a Markdown
+/// table: name, TF class), printed by hparams_doc after the key tables.
+std::string format_optimizers_markdown();
 
 }  // namespace fastnn::optim

@@ -4,6 +4,12 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
@@ -45,7 +51,9 @@ TEST(Optimizers, GradientDescentThreeSteps) {
 
 TEST(Optimizers, MomentumThreeSteps) {
   Fixture f;
-  Momentum opt(f.vars(), 0.9);
+  MomentumOptions o;
+  o.momentum = 0.9;
+  Momentum opt(f.vars(), o);
   ASSERT_EQ(opt.slots().size(), 1u);
   EXPECT_EQ(opt.slots()[0].name, "w/Momentum");
   EXPECT_DOUBLE_EQ(opt.slots()[0].value.item<double>(), 0.0);
@@ -63,7 +71,11 @@ TEST(Optimizers, MomentumThreeSteps) {
 TEST(Optimizers, RMSPropThreeStepsSlotStartsAtOne) {
   Fixture f;
   const double decay = 0.9, momentum = 0.9, eps = 1.0;
-  RMSProp opt(f.vars(), decay, momentum, eps);
+  RMSPropOptions o;
+  o.decay = decay;
+  o.momentum = momentum;
+  o.epsilon = eps;
+  RMSProp opt(f.vars(), o);
   auto slots = opt.slots();
   ASSERT_EQ(slots.size(), 2u);
   EXPECT_EQ(slots[0].name, "w/RMSProp");
@@ -89,7 +101,9 @@ TEST(Optimizers, RMSPropThreeStepsSlotStartsAtOne) {
 TEST(Optimizers, VariablesWithoutGradientAreUntouched) {
   auto a = torch::ones({2}, torch::kFloat64).requires_grad_();
   auto b = torch::ones({2}, torch::kFloat64).requires_grad_();
-  Momentum opt({{"a", a}, {"b", b}}, 0.9);
+  MomentumOptions o;
+  o.momentum = 0.9;
+  Momentum opt({{"a", a}, {"b", b}}, o);
   a.mutable_grad() = torch::ones({2}, torch::kFloat64);
   opt.step(0.5);
   EXPECT_TRUE(torch::allclose(a, torch::full({2}, 0.5, torch::kFloat64)));
@@ -124,7 +138,10 @@ TEST(Optimizers, UnknownNameIsAConfigError) {
 TEST(Optimizers, AdadeltaThreeSteps) {
   Fixture f;
   const double rho = 0.95, eps = 1.0;
-  Adadelta opt(f.vars(), rho, eps);
+  AdadeltaOptions o;
+  o.rho = rho;
+  o.epsilon = eps;
+  Adadelta opt(f.vars(), o);
   EXPECT_EQ(opt.slots()[0].name, "w/Adadelta");
   EXPECT_EQ(opt.slots()[1].name, "w/Adadelta_1");
   std::vector<double> w;
@@ -144,7 +161,9 @@ TEST(Optimizers, AdadeltaThreeSteps) {
 
 TEST(Optimizers, AdagradThreeStepsAccumulatorStartsAtInitialValue) {
   Fixture f;
-  Adagrad opt(f.vars(), 0.1);
+  AdagradOptions o;
+  o.initial_accumulator_value = 0.1;
+  Adagrad opt(f.vars(), o);
   EXPECT_EQ(opt.slots()[0].name, "w/Adagrad");
   EXPECT_DOUBLE_EQ(opt.slots()[0].value.item<double>(), 0.1);
   std::vector<double> w;
@@ -158,7 +177,11 @@ TEST(Optimizers, AdagradThreeStepsAccumulatorStartsAtInitialValue) {
 TEST(Optimizers, AdamThreeStepsEpsilonOutsideBiasCorrection) {
   Fixture f;
   const double b1 = 0.9, b2 = 0.999, eps = 1.0;  // FastNN's opt_epsilon
-  Adam opt(f.vars(), b1, b2, eps);
+  AdamOptions o;
+  o.beta1 = b1;
+  o.beta2 = b2;
+  o.epsilon = eps;
+  Adam opt(f.vars(), o);
   std::vector<double> w;
   f.run(opt, &w);
   double m = 0, v = 0, b1p = b1, b2p = b2, expect = kW0;
@@ -185,7 +208,12 @@ TEST(Optimizers, AdamThreeStepsEpsilonOutsideBiasCorrection) {
 TEST(Optimizers, FtrlThreeStepsFollowsTheKernel) {
   Fixture f;
   const double p = -0.5, init = 0.1, l1 = 0.01, l2 = 0.02;
-  Ftrl opt(f.vars(), p, init, l1, l2);
+  FtrlOptions o;
+  o.learning_rate_power = p;
+  o.initial_accumulator_value = init;
+  o.l1 = l1;
+  o.l2 = l2;
+  Ftrl opt(f.vars(), o);
   EXPECT_EQ(opt.slots()[0].name, "w/Ftrl");
   EXPECT_EQ(opt.slots()[1].name, "w/Ftrl_1");
   std::vector<double> w;
@@ -211,7 +239,11 @@ TEST(Optimizers, AdamWeightDecayNoBiasCorrectionAndExcludedNames) {
   auto w = torch::full({1}, kW0, torch::kFloat64).requires_grad_();
   auto b = torch::full({1}, kW0, torch::kFloat64).requires_grad_();
   const double b1 = 0.9, b2 = 0.999, eps = 1e-6;
-  AdamWeightDecay opt({{"dense/kernel", w}, {"dense/bias", b}}, b1, b2, eps);
+  AdamWeightDecayOptions o;
+  o.beta1 = b1;
+  o.beta2 = b2;
+  o.epsilon = eps;
+  AdamWeightDecay opt({{"dense/kernel", w}, {"dense/bias", b}}, o);
   double m = 0, v = 0, ew = kW0, eb = kW0;
   for (double g : kGrads) {
     w.mutable_grad() = torch::full({1}, g, torch::kFloat64);
@@ -228,6 +260,8 @@ TEST(Optimizers, AdamWeightDecayNoBiasCorrectionAndExcludedNames) {
   EXPECT_EQ(opt.slots()[3].name, "dense/bias/adam_v");
 }
 
+// Every row of the table: the TF1 name, the variables handed over, one step
+// that moves w. A new row needs a line in `expected`.
 TEST(Optimizers, FactoryBuildsAllEightWithFastNNKeys) {
   HParams hp;
   auto w = torch::zeros({1}).requires_grad_();
@@ -240,6 +274,244 @@ TEST(Optimizers, FactoryBuildsAllEightWithFastNNKeys) {
     EXPECT_EQ(create_optimizer(hp, {{"w", w}})->name(), expected.at(name));
   }
   EXPECT_EQ(optimizer_names().size(), 8u);
+  const auto names = optimizer_names();
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(),
+            names.size())
+      << "a name appears twice in the optimizer table";
+  EXPECT_EQ(expected.size(), names.size());
+  for (const auto& name : names) {
+    hp.optimizer = name;
+    auto v = torch::full({2}, kW0, torch::kFloat64).requires_grad_();
+    auto opt = create_optimizer(hp, {{"v", v}});
+    ASSERT_EQ(opt->variables().size(), 1u) << name;
+    EXPECT_EQ(opt->variables()[0].name, "v");
+    v.mutable_grad() = torch::full({2}, 0.5, torch::kFloat64);
+    opt->step(kLr);
+    EXPECT_FALSE(torch::equal(v, torch::full({2}, kW0, torch::kFloat64)))
+        << name;
+    EXPECT_TRUE(torch::isfinite(v).all().item<bool>()) << name;
+  }
+}
+
+TEST(Optimizers, UnknownNameListsEveryValidNameAndWhereItWasSet) {
+  HParams hp;
+  hp.optimizer = "adamw";
+  hp.sources["optimizer"] = "flowers.cfg:3";
+  auto w = torch::zeros({1}).requires_grad_();
+  try {
+    create_optimizer(hp, {{"w", w}});
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what,
+              "flowers.cfg:3: optimizer: 'adamw' is not valid; valid values: "
+              "adadelta, adagrad, adam, ftrl, momentum, rmsprop, sgd, "
+              "adamweightdecay");
+    for (const auto& name : optimizer_names()) {
+      EXPECT_NE(what.find(name), std::string::npos) << name;
+    }
+  }
+}
+
+// The config loader leaves the name to the factory (the one list), which then
+// names the file and line, as the loader does for other keys.
+TEST(Optimizers, UnknownNameFromAFileIsReportedWithFileAndLine) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(FASTNN_TEST_TMP) / "optim";
+  fs::create_directories(dir);
+  const std::string path = (dir / "flowers.cfg").string();
+  {
+    std::ofstream out(path);
+    out << "batch_size=8\noptimizer=adamw\n";
+  }
+  const char* argv[] = {"train_image_classifier", "--config", path.c_str()};
+  LoadResult r;
+  ASSERT_NO_THROW(r = load_hparams(3, argv));
+  EXPECT_EQ(r.hp.optimizer, "adamw");
+  try {
+    create_optimizer(r.hp, {});
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ":2: optimizer: 'adamw' is not valid; valid values: " +
+                  join_list(optimizer_names()));
+  }
+  const char* cli[] = {"train_image_classifier", "--optimizer=Adam"};
+  ASSERT_NO_THROW(r = load_hparams(2, cli));
+  try {
+    create_optimizer(r.hp, {});
+    FAIL() << "expected ConfigError (names are case-sensitive)";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("command line: optimizer: 'Adam'", 0),
+              0u)
+        << e.what();
+  }
+}
+
+// Each row hands FastNN's keys to the right option fields: three steps
+// through the factory equal three steps of the optimizer built by hand.
+TEST(Optimizers, FactoryMapsFastNNKeysOntoOptions) {
+  HParams hp;
+  hp.opt_epsilon = 0.5;
+  hp.adadelta_rho = 0.8;
+  hp.adagrad_initial_accumulator_value = 0.3;
+  hp.adam_beta1 = 0.7;
+  hp.adam_beta2 = 0.95;
+  hp.ftrl_learning_rate_power = -0.25;
+  hp.ftrl_initial_accumulator_value = 0.2;
+  hp.ftrl_l1 = 0.01;
+  hp.ftrl_l2 = 0.02;
+  hp.momentum = 0.5;
+  hp.rmsprop_momentum = 0.6;
+  hp.rmsprop_decay = 0.7;
+  using Make = std::function<std::unique_ptr<Optimizer>(std::vector<Variable>)>;
+  const std::map<std::string, Make> by_hand = {
+      {"adadelta",
+       [](std::vector<Variable> v) {
+         AdadeltaOptions o;
+         o.rho = 0.8;
+         o.epsilon = 0.5;
+         return std::unique_ptr<Optimizer>(new Adadelta(std::move(v), o));
+       }},
+      {"adagrad",
+       [](std::vector<Variable> v) {
+         AdagradOptions o;
+         o.initial_accumulator_value = 0.3;
+         return std::unique_ptr<Optimizer>(new Adagrad(std::move(v), o));
+       }},
+      {"adam",
+       [](std::vector<Variable> v) {
+         AdamOptions o;
+         o.beta1 = 0.7;
+         o.beta2 = 0.95;
+         o.epsilon = 0.5;
+         return std::unique_ptr<Optimizer>(new Adam(std::move(v), o));
+       }},
+      {"ftrl",
+       [](std::vector<Variable> v) {
+         FtrlOptions o;
+         o.learning_rate_power = -0.25;
+         o.initial_accumulator_value = 0.2;
+         o.l1 = 0.01;
+         o.l2 = 0.02;
+         return std::unique_ptr<Optimizer>(new Ftrl(std::move(v), o));
+       }},
+      {"momentum",
+       [](std::vector<Variable> v) {
+         MomentumOptions o;
+         o.momentum = 0.5;
+         return std::unique_ptr<Optimizer>(new Momentum(std::move(v), o));
+       }},
+      {"rmsprop",
+       [](std::vector<Variable> v) {
+         RMSPropOptions o;
+         o.decay = 0.7;
+         o.momentum = 0.6;
+         o.epsilon = 0.5;
+         return std::unique_ptr<Optimizer>(new RMSProp(std::move(v), o));
+       }},
+      {"sgd",
+       [](std::vector<Variable> v) {
+         return std::unique_ptr<Optimizer>(new GradientDescent(std::move(v)));
+       }},
+      {"adamweightdecay",
+       [](std::vector<Variable> v) {
+         AdamWeightDecayOptions o;
+         o.beta1 = 0.7;
+         o.beta2 = 0.95;
+         o.epsilon = 0.5;
+         return std::unique_ptr<Optimizer>(
+             new AdamWeightDecay(std::move(v), o));
+       }},
+  };
+  for (const auto& name : optimizer_names()) {
+    ASSERT_EQ(by_hand.count(name), 1u) << name;
+    hp.optimizer = name;
+    Fixture a, b;
+    auto made = create_optimizer(hp, a.vars());
+    auto expected = by_hand.at(name)(b.vars());
+    std::vector<double> wa, wb;
+    a.run(*made, &wa);
+    b.run(*expected, &wb);
+    for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(wa[i], wb[i]) << name << i;
+    auto sa = made->slots(), sb = expected->slots();
+    ASSERT_EQ(sa.size(), sb.size()) << name;
+    for (size_t i = 0; i < sa.size(); ++i) {
+      EXPECT_EQ(sa[i].name, sb[i].name) << name;
+      EXPECT_TRUE(torch::equal(sa[i].value, sb[i].value)) << sa[i].name;
+    }
+  }
+}
+
+// The option structs' defaults are TensorFlow 1's (FastNN's keys differ).
+TEST(Optimizers, OptionDefaultsAreTF1s) {
+  EXPECT_EQ(MomentumOptions().momentum, 0.9);
+  const RMSPropOptions rms;
+  EXPECT_EQ(rms.decay, 0.9);
+  EXPECT_EQ(rms.momentum, 0.0);
+  EXPECT_EQ(rms.epsilon, 1e-10);
+  EXPECT_FALSE(rms.centered);
+  EXPECT_EQ(AdadeltaOptions().rho, 0.95);
+  EXPECT_EQ(AdadeltaOptions().epsilon, 1e-8);
+  EXPECT_EQ(AdagradOptions().initial_accumulator_value, 0.1);
+  EXPECT_EQ(AdamOptions().beta1, 0.9);
+  EXPECT_EQ(AdamOptions().beta2, 0.999);
+  EXPECT_EQ(AdamOptions().epsilon, 1e-8);
+  const FtrlOptions ftrl;
+  EXPECT_EQ(ftrl.learning_rate_power, -0.5);
+  EXPECT_EQ(ftrl.initial_accumulator_value, 0.1);
+  EXPECT_EQ(ftrl.l1, 0.0);
+  EXPECT_EQ(ftrl.l2, 0.0);
+  EXPECT_EQ(AdamWeightDecayOptions().epsilon, 1e-6);
+  EXPECT_EQ(AdamWeightDecayOptions().weight_decay_rate, 0.01);
+}
+
+TEST(Optimizers, RMSPropCenteredThreeSteps) {
+  Fixture f;
+  const double decay = 0.9, momentum = 0.9, eps = 1.0;
+  RMSPropOptions o;
+  o.decay = decay;
+  o.momentum = momentum;
+  o.epsilon = eps;
+  o.centered = true;
+  RMSProp opt(f.vars(), o);
+  auto slots = opt.slots();
+  ASSERT_EQ(slots.size(), 3u);
+  // TF1's slot order and uniquified names: rms, mg, momentum.
+  EXPECT_EQ(slots[0].name, "w/RMSProp");
+  EXPECT_EQ(slots[1].name, "w/RMSProp_1");
+  EXPECT_EQ(slots[2].name, "w/RMSProp_2");
+  EXPECT_DOUBLE_EQ(slots[0].value.item<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(slots[1].value.item<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(slots[2].value.item<double>(), 0.0);
+  std::vector<double> w;
+  f.run(opt, &w);
+  double ms = 1.0, mg = 0.0, mom = 0.0, expect = kW0;
+  for (int i = 0; i < 3; ++i) {
+    const double g = kGrads[i];
+    ms = decay * ms + (1 - decay) * g * g;
+    mg = decay * mg + (1 - decay) * g;
+    mom = momentum * mom + kLr * g / std::sqrt(ms - mg * mg + eps);
+    expect -= mom;
+    EXPECT_NEAR(w[i], expect, 1e-12) << i;
+  }
+  // Step 1 spelled out: ms = 0.925, mg = 0.05, denominator sqrt(1.9225).
+  EXPECT_NEAR(w[0], 1.0 - 0.05 / std::sqrt(1.9225), 1e-15);
+  EXPECT_NEAR(opt.slots()[1].value.item<double>(), mg, 1e-15);
+}
+
+TEST(Optimizers, DocsListEveryOptimizerName) {
+  const std::string md = format_optimizers_markdown();
+  for (const auto& name : optimizer_names()) {
+    EXPECT_NE(md.find("| `" + name + "` |"), std::string::npos) << name;
+  }
+  std::ifstream in(std::string(FASTNN_SOURCE_DIR) + "/docs/hyperparameters.md");
+  ASSERT_TRUE(in) << "docs/hyperparameters.md is missing";
+  std::stringstream docs;
+  docs << in.rdbuf();
+  EXPECT_NE(docs.str().find(md), std::string::npos)
+      << "docs/hyperparameters.md's optimizer names are out of date: run "
+         "scripts/update_hparams_doc.sh";
 }
 
 }  // namespace
