@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "src/dist/communicator.h"
+#include "src/dist/gloo_communicator.h"
 
 int main(int argc, char** argv) {
   if (argc != 6) {
@@ -30,12 +30,12 @@ int main(int argc, char** argv) {
   fastnn::dist::CommunicatorOptions o;
   o.rank = rank;
   o.world_size = world;
-  fastnn::dist::Communicator comm(store, o);
+  fastnn::dist::GlooCommunicator comm(store, o);
   auto buffer = torch::ones({bytes / 4});
-  comm.wait(comm.all_reduce_async(buffer), "warm-up");
+  comm.all_reduce_async(buffer)->wait("warm-up");
   comm.barrier("start");
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) comm.wait(comm.all_reduce_async(buffer), "all-reduce");
+  for (int i = 0; i < iters; ++i) comm.all_reduce_async(buffer)->wait("all-reduce");
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters;
   if (rank == 0) {

@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "fastnn/atomic_file.h"
-#include "fastnn/image.h"
+#include "src/io/atomic_file.h"
+#include "src/io/image.h"
 #include "preprocessing/preprocessing_factory.h"
 
 namespace {

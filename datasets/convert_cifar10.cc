@@ -3,10 +3,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "fastnn/atomic_file.h"
+#include "src/io/atomic_file.h"
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
-#include "fastnn/image.h"
+#include "src/io/image.h"
 
 namespace fastnn::datasets {
 namespace fs = std::filesystem;

@@ -13,7 +13,7 @@
 #include <set>
 #include <thread>
 
-#include "fastnn/atomic_file.h"
+#include "src/io/atomic_file.h"
 #include "fastnn/errors.h"
 #include "fastnn/tfrecord.h"
 

@@ -8,10 +8,10 @@
 #include <random>
 #include <utility>
 
-#include "fastnn/atomic_file.h"
+#include "src/io/atomic_file.h"
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
-#include "fastnn/image.h"
+#include "src/io/image.h"
 
 namespace fastnn::datasets {
 namespace fs = std::filesystem;

@@ -6,7 +6,7 @@
 
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
-#include "fastnn/image.h"
+#include "src/io/image.h"
 
 namespace fastnn::datasets {
 namespace fs = std::filesystem;

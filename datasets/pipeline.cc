@@ -12,12 +12,13 @@
 #include <thread>
 
 #include "datasets/sharding.h"
-#include "fastnn/atomic_file.h"
+#include "src/io/atomic_file.h"
 #include "fastnn/byte_source.h"
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
-#include "fastnn/image.h"
+#include "src/io/image.h"
 #include "fastnn/tfrecord.h"
+#include "src/log/log.h"
 
 namespace fastnn::datasets {
 namespace {
@@ -397,7 +398,7 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_unique<State>()) 
     s.plan = plan_shards(counts, s.opt.shard_index, s.opt.num_shards);
     s.stats.shard_samples = s.plan.samples;
     s.stats.shard_dropped = s.plan.dropped;
-    std::cout << "Input " << describe(s.plan, s.opt.files.size()) << "\n";
+    log::info() << "Input " << describe(s.plan, s.opt.files.size());
   }
   s.opt.num_parallel_batches = std::max<int64_t>(1, s.opt.num_parallel_batches);
   s.opt.prefetch_batches = std::max<int64_t>(1, s.opt.prefetch_batches);

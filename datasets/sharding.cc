@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "fastnn/crc32c.h"
+#include "src/io/crc32c.h"
 #include "fastnn/errors.h"
 
 namespace fastnn::datasets {

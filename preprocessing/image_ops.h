@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "fastnn/image.h"
+#include "src/io/image.h"
 #include "preprocessing/preprocessing_factory.h"
 
 // Per-pixel loops built twice, for AVX2 and the baseline, picked at load

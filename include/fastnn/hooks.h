@@ -1,5 +1,7 @@
 // Training hooks (TF's SessionRunHook, as FastNN selects them by name in
-// `hooks=`): called at the start, after every step, and at the end.
+// `hooks=`): called at the start, before and after every step, at the end
+// of a finished run, and after any run. The trainer adds its own hooks
+// (evaluation, metrics.json, the run's statistics) behind the named ones.
 #pragma once
 
 #include <chrono>
@@ -37,11 +39,27 @@ struct StepStats {
   double loss_scale = 1;
   /// The update was skipped: dynamic loss scaling met Inf/NaN gradients.
   bool skipped = false;
-  /// On a step ProfilerHook profiles: LibTorch's operator-level trace of
-  /// forward, backward and optimizer (Chrome trace JSON, times relative to
-  /// spans.input_end). Empty otherwise.
-  std::string op_trace;
   StepSpans spans;
+};
+
+/// How a run ended, for the hooks that report it.
+struct RunSummary {
+  /// The process exit code (0, 130, 143).
+  int exit_code = 0;
+  std::string stop_reason;
+  /// Global step when the run started (after any restore) and at its end.
+  int64_t start_step = 0;
+  int64_t final_step = 0;
+  /// Images trained on by this run (all workers), and the wall time.
+  int64_t samples = 0;
+  double wall_secs = 0;
+  /// Time spent waiting for the input pipeline.
+  double data_wait_secs = 0;
+  /// Loss and accuracy of the last step (0 when no step ran).
+  double loss = 0;
+  double accuracy = 0;
+  /// The checkpoint written because of a stop signal, if any.
+  std::string saved_checkpoint;
 };
 
 /// What hooks can ask of the training loop.
@@ -49,6 +67,12 @@ class TrainControl {
  public:
   virtual ~TrainControl() = default;
   virtual const HParams& hparams() const = 0;
+  /// This worker's rank (0 on one process).
+  virtual int rank() const = 0;
+  /// This process writes train_dir: rank 0, with a train_dir set.
+  virtual bool writes_train_dir() const = 0;
+  /// Seconds since training started: the clock of StepSpans.
+  virtual double now() const = 0;
   virtual int64_t global_step() const = 0;
   /// The step training is expected to end at (stop_at_step, or the end of
   /// num_epochs when that comes first); -1 when unknown.
@@ -62,17 +86,19 @@ class Hook {
  public:
   virtual ~Hook() = default;
   virtual void begin(TrainControl&) {}
+  /// Before the step that will end at global_step() + 1 fetches its batch.
+  virtual void before_step(TrainControl&) {}
   virtual void after_step(TrainControl&, const StepStats&) {}
+  /// The run finished (exit 0): e.g. the final checkpoint.
   virtual void end(TrainControl&) {}
+  /// After every run that reaches the end of the loop, finished or
+  /// stopped by a signal, after end().
+  virtual void after_run(TrainControl&, const RunSummary&) {}
 };
 
 /// The hooks named in hp.hooks (comma list, case-insensitive), in order.
 /// Throws ConfigError for an unknown name, listing the valid ones.
 std::vector<std::unique_ptr<Hook>> make_hooks(const HParams& hp);
-
-/// True when ProfilerHook is selected and profiles the step that ends at
-/// `global_step` (profile_every_n_iters, on task profile_at_task).
-bool profiles_step(const HParams& hp, int64_t global_step);
 
 /// Names make_hooks accepts.
 std::vector<std::string> hook_names();

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "preprocessing/preprocessing_factory.h"
+#include "fastnn/preprocess.h"
 
 namespace fastnn::datasets {
 

@@ -14,10 +14,12 @@
 #include <string_view>
 #include <vector>
 
-#include "fastnn/atomic_file.h"
 #include "fastnn/byte_source.h"
 
 namespace fastnn::io {
+
+class AtomicFileWriter;
+
 
 /// Bytes of framing around each record: 8 + 4 before the data, 4 after.
 constexpr uint64_t kRecordOverheadBytes = 16;
@@ -115,7 +117,7 @@ class TFRecordWriter {
   void close();
 
  private:
-  AtomicFileWriter file_;
+  std::unique_ptr<AtomicFileWriter> file_;
   bool closed_ = false;
 };
 

@@ -1,6 +1,6 @@
 // The training loop: builds everything once from the hyperparameters, then
 // runs steps until a hook requests a stop, the data runs out, or a signal
-// arrives. Rank 0 of a single process for now.
+// arrives; one process of a job (one worker of `cluster`), or the only one.
 #pragma once
 
 #include <memory>
@@ -8,13 +8,20 @@
 
 #include "fastnn/hparams.h"
 
+namespace fastnn::dist {
+struct ClusterSpec;
+}  // namespace fastnn::dist
+
 namespace fastnn::train {
 
 class Trainer {
  public:
   /// Resolves every name (model, dataset, preprocessing, optimizer, hooks)
   /// and builds the model; throws ConfigError / DataError before any work.
-  explicit Trainer(HParams hp);
+  /// `cluster` places this process in the job (dist::resolve_cluster; a
+  /// default ClusterSpec is a single process): rank 0 alone writes
+  /// train_dir, and each worker reads its shard of the training data.
+  Trainer(HParams hp, const dist::ClusterSpec& cluster);
   ~Trainer();
 
   /// Effective hyperparameters, dataset, model statistics (--dry_run).

@@ -3,7 +3,6 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
-#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <functional>
 
@@ -28,7 +27,7 @@ class AfterAccumulate : public torch::autograd::FunctionPostHook {
 
 }  // namespace
 
-GradientReducer::GradientReducer(Communicator& comm, std::vector<torch::Tensor> params,
+GradientReducer::GradientReducer(Collective& comm, std::vector<torch::Tensor> params,
                                  int64_t bucket_cap_bytes)
     : comm_(comm), params_(std::move(params)), inv_world_(1.0 / comm.world_size()) {
   where_.resize(params_.size());
@@ -152,8 +151,8 @@ void GradientReducer::finish() {
   }
   for (size_t bi = 0; bi < buckets_.size(); ++bi) {
     Bucket& b = buckets_[bi];
-    comm_.wait(b.work, "gradient all-reduce (bucket " + std::to_string(bi) + " of " +
-                           std::to_string(buckets_.size()) + ")");
+    b.work->wait("gradient all-reduce (bucket " + std::to_string(bi) + " of " +
+                 std::to_string(buckets_.size()) + ")");
     b.work.reset();
   }
 }

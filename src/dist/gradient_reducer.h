@@ -8,10 +8,11 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
-#include "src/dist/communicator.h"
+#include "src/dist/collective.h"
 
 namespace torch::autograd {
 struct Node;
@@ -25,7 +26,7 @@ class GradientReducer {
   /// filled from the last parameter backwards (backward produces those
   /// first), each at most `bucket_cap_bytes` unless one tensor alone is
   /// larger. `comm` must outlive the reducer.
-  GradientReducer(Communicator& comm, std::vector<torch::Tensor> params,
+  GradientReducer(Collective& comm, std::vector<torch::Tensor> params,
                   int64_t bucket_cap_bytes);
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
@@ -54,13 +55,13 @@ class GradientReducer {
     std::vector<int64_t> offsets;
     torch::Tensor flat;
     size_t pending = 0;
-    c10::intrusive_ptr<c10d::Work> work;
+    std::unique_ptr<PendingCollective> work;
   };
   void on_gradient(size_t index);
   void take_share(size_t k);
   void launch_ready_locked();
 
-  Communicator& comm_;
+  Collective& comm_;
   std::vector<torch::Tensor> params_;
   /// 1 / W: each rank contributes g / W, so the sum is the average.
   const double inv_world_;

@@ -1,4 +1,4 @@
-#include "fastnn/atomic_file.h"
+#include "src/io/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

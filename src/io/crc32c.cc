@@ -1,4 +1,4 @@
-#include "fastnn/crc32c.h"
+#include "src/io/crc32c.h"
 
 #include <array>
 #include <cstring>

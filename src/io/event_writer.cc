@@ -1,4 +1,4 @@
-#include "fastnn/event_writer.h"
+#include "src/io/event_writer.h"
 
 #include <unistd.h>
 

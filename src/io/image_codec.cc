@@ -1,4 +1,4 @@
-#include "fastnn/image.h"
+#include "src/io/image.h"
 
 // clang-format off
 #include <cstdio>  // jpeglib.h needs FILE and size_t first

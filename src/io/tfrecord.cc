@@ -1,10 +1,12 @@
 #include "fastnn/tfrecord.h"
 
+#include "src/io/atomic_file.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
-#include "fastnn/crc32c.h"
+#include "src/io/crc32c.h"
 #include "fastnn/errors.h"
 
 namespace fastnn::io {
@@ -190,7 +192,8 @@ bool TFRecordReader::next(std::string* record) {
   return false;
 }
 
-TFRecordWriter::TFRecordWriter(const std::string& path) : file_(path) {}
+TFRecordWriter::TFRecordWriter(const std::string& path)
+    : file_(std::make_unique<AtomicFileWriter>(path)) {}
 
 TFRecordWriter::~TFRecordWriter() = default;
 
@@ -199,16 +202,16 @@ void TFRecordWriter::write(std::string_view record) {
   char footer[kFooterBytes];
   encode_header(record.size(), header);
   encode_footer(record, footer);
-  file_.append(std::string_view(header, kHeaderBytes));
-  file_.append(record);
-  file_.append(std::string_view(footer, kFooterBytes));
+  file_->append(std::string_view(header, kHeaderBytes));
+  file_->append(record);
+  file_->append(std::string_view(footer, kFooterBytes));
 }
 
 void TFRecordWriter::close() {
   if (closed_) {
     return;
   }
-  file_.commit();
+  file_->commit();
   closed_ = true;
 }
 

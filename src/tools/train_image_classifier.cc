@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
           return dist::launch(
               dist::launch_options(cluster, args.hp, env, argc, argv));
         }
-        fastnn::train::Trainer trainer(args.hp);
+        fastnn::train::Trainer trainer(args.hp, cluster);
         if (args.dry_run) {
           std::cout << trainer.describe();
           return 0;

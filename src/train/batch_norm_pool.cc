@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "models/layers.h"
-#include "src/dist/communicator.h"
+#include "src/dist/gloo_communicator.h"
 
 namespace fastnn::train {
 namespace {

@@ -4,12 +4,11 @@
 
 #include <dlfcn.h>
 
-#include <iostream>
-#include <sstream>
 #include <thread>
 
 #include "fastnn/errors.h"
-#include "src/train/distributed_step.h"
+#include "preprocessing/preprocessing_factory.h"
+#include "src/log/log.h"
 
 namespace fastnn::train {
 
@@ -52,9 +51,10 @@ Built build(const HParams& hp, const std::string& split, bool create_model) {
   } catch (const ConfigError& e) {
     throw ConfigError(hp.where("preprocessing_name") + ": " + e.what());
   }
-  if (size != b.spec->default_image_size && hp.model_name == "lenet") {
-    throw ConfigError(hp.where("train_image_size") +
-                      ": train_image_size: lenet takes 28x28 images only");
+  if (size != b.spec->default_image_size && b.spec->fixed_image_size) {
+    throw ConfigError(hp.where("train_image_size") + ": train_image_size: " + hp.model_name +
+                      " takes " + std::to_string(b.spec->default_image_size) + "x" +
+                      std::to_string(b.spec->default_image_size) + " images only");
   }
   if (!create_model) return b;
   models::ModelOptions mo;
@@ -66,9 +66,8 @@ Built build(const HParams& hp, const std::string& split, bool create_model) {
   return b;
 }
 
-datasets::PipelineOptions pipeline_options(const HParams& hp,
-                                           const Built& b,
-                                           bool is_training) {
+datasets::PipelineOptions pipeline_options(const HParams& hp, const Built& b,
+                                           bool is_training, Shard shard) {
   datasets::PipelineOptions o;
   o.files = b.dataset.files;
   o.file_labels = b.dataset.file_labels;
@@ -93,9 +92,8 @@ datasets::PipelineOptions pipeline_options(const HParams& hp,
   o.preprocess = preprocessing::get_preprocessing(b.preprocessing_name, b.shape,
                                                   is_training, po);
   if (is_training) {
-    const auto cluster = DistributedStep::cluster(hp);
-    o.shard_index = cluster.rank;
-    o.num_shards = cluster.world_size;
+    o.shard_index = shard.index;
+    o.num_shards = shard.count;
   }
   return o;
 }
@@ -117,8 +115,8 @@ int configure_threads(const HParams& hp) {
   } else {
     static bool warned = false;
     if (!warned) {
-      std::cerr << "warning: OpenBLAS is not the active BLAS; matrix products "
-                   "will be far slower (apt-get install libopenblas0-pthread)\n";
+      log::warning() << "OpenBLAS is not the active BLAS; matrix products "
+                        "will be far slower (apt-get install libopenblas0-pthread)";
       warned = true;
     }
   }
@@ -139,53 +137,6 @@ void apply_data_format(const HParams& hp, models::ClassifierImpl& model) {
 torch::Tensor to_data_format(const HParams& hp, const torch::Tensor& images) {
   if (hp.data_format != "NHWC" || images.dim() != 4) return images;
   return images.contiguous(at::MemoryFormat::ChannelsLast);
-}
-
-std::string model_key(const std::string& tf_name) {
-  return "model/" + tf_name;
-}
-
-std::string ema_key(const std::string& tf_name) {
-  return model_key(tf_name) + "/ExponentialMovingAverage";
-}
-
-int restore_model(models::ClassifierImpl& model,
-                  const std::map<std::string, torch::Tensor>& ckpt,
-                  const std::string& path,
-                  const RestoreOptions& options) {
-  std::string problems;
-  int restored = 0;
-  torch::NoGradGuard no_grad;
-  const auto excluded = split_list(options.exclude_scopes);
-  for (auto& v : models::model_variables(model)) {
-    bool skip = false;
-    for (const auto& scope : excluded) {
-      if (v.name.rfind(scope, 0) == 0) skip = true;
-    }
-    if (skip) continue;
-    auto it = ckpt.end();
-    if (options.use_moving_averages) it = ckpt.find(ema_key(v.name));
-    if (it == ckpt.end()) it = ckpt.find(model_key(v.name));
-    if (it == ckpt.end()) {
-      if (!options.ignore_missing) problems += "\n  missing: " + v.name;
-    } else if (it->second.sizes() != v.tensor.sizes()) {
-      std::ostringstream os;
-      os << "\n  shape mismatch: " << v.name << " is " << v.tensor.sizes()
-         << " in the model, " << it->second.sizes() << " in the checkpoint";
-      problems += os.str();
-    } else {
-      v.tensor.copy_(it->second);
-      ++restored;
-    }
-  }
-  if (!problems.empty()) {
-    throw ConfigError("checkpoint '" + path + "' does not match the model:" +
-                      problems +
-                      "\n(checkpoint_exclude_scopes leaves variables out, e.g. "
-                      "the logits when num_classes differs; ignore_missing_vars "
-                      "skips missing ones)");
-  }
-  return restored;
 }
 
 }  // namespace fastnn::train

@@ -32,38 +32,19 @@ void apply_data_format(const HParams& hp, models::ClassifierImpl& model);
 /// The batch in the layout hp.data_format asks for.
 torch::Tensor to_data_format(const HParams& hp, const torch::Tensor& images);
 
-/// Pipeline options for training (shuffle, repeat) or evaluation.
-datasets::PipelineOptions pipeline_options(const HParams& hp,
-                                           const Built& built,
-                                           bool is_training);
+/// This worker's part of the training data: shard `index` of `count`.
+struct Shard {
+  int index = 0;
+  int count = 1;
+};
+
+/// Pipeline options for training (shuffle, repeat; `shard` of the data)
+/// or evaluation (every record).
+datasets::PipelineOptions pipeline_options(const HParams& hp, const Built& built,
+                                           bool is_training, Shard shard = {});
 
 /// Sets LibTorch's thread counts from the hyperparameters, capped at the
 /// machine's cores; returns the intra-op count used.
 int configure_threads(const HParams& hp);
-
-/// "model/<tf name>" for every model variable, for checkpoints.
-std::string model_key(const std::string& tf_name);
-
-/// How restore_model treats the checkpoint.
-struct RestoreOptions {
-  /// Variables whose name starts with one of these (comma list) are left
-  /// as initialized (TF-slim's checkpoint_exclude_scopes).
-  std::string exclude_scopes;
-  /// Skip variables the checkpoint lacks instead of failing.
-  bool ignore_missing = false;
-  /// Read "<var>/ExponentialMovingAverage" where the checkpoint has it.
-  bool use_moving_averages = false;
-};
-
-/// Copies the "model/..." tensors of a checkpoint into `model`; returns the
-/// number restored. Throws ConfigError naming every missing or mis-shaped
-/// variable (with a hint about checkpoint_exclude_scopes).
-int restore_model(models::ClassifierImpl& model,
-                  const std::map<std::string, torch::Tensor>& ckpt,
-                  const std::string& path,
-                  const RestoreOptions& options = {});
-
-/// Checkpoint key of a variable's moving average (TF's slot name).
-std::string ema_key(const std::string& tf_name);
 
 }  // namespace fastnn::train

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "fastnn/atomic_file.h"
-#include "fastnn/crc32c.h"
+#include "src/io/atomic_file.h"
+#include "src/io/crc32c.h"
 #include "fastnn/errors.h"
 
 namespace fastnn::train {

@@ -4,14 +4,14 @@
 
 #include <csignal>
 #include <cstdlib>
-#include <iostream>
 #include <thread>
 
 #include "fastnn/errors.h"
-#include "src/dist/communicator.h"
+#include "src/dist/gloo_communicator.h"
 #include "src/dist/gradient_reducer.h"
 #include "src/dist/session.h"
 #include "src/dist/store_adapter.h"
+#include "src/log/log.h"
 #include "src/train/batch_norm_pool.h"
 
 namespace fastnn::train {
@@ -20,6 +20,19 @@ namespace {
 // Slots of the per-step metrics vector (float64, summed over workers),
 // followed by the BatchNorm moments.
 enum Metric { kLossTimesSamples, kCorrect, kSamples, kStopRequested, kSigint, kSigterm, kMetrics };
+
+// The one place the collective engine is chosen: Gloo, over the job's
+// store, for the CPU tensors training uses today.
+std::unique_ptr<dist::Collective> make_collective(const dist::ClusterSpec& spec,
+                                                  std::chrono::milliseconds timeout,
+                                                  c10::intrusive_ptr<c10d::Store> store) {
+  dist::CommunicatorOptions o;
+  o.rank = spec.rank;
+  o.world_size = spec.world_size;
+  o.timeout = timeout;
+  o.coordinator_host = dist::split_host_port(spec.coordinator, "coordinator").first;
+  return std::make_unique<dist::GlooCommunicator>(std::move(store), o);
+}
 
 }  // namespace
 
@@ -53,14 +66,10 @@ struct DistributedStep::Impl {
   }
 
   c10::intrusive_ptr<c10d::Store> store;
-  std::unique_ptr<dist::Communicator> comm;
+  std::unique_ptr<dist::Collective> comm;
   std::unique_ptr<dist::GradientReducer> reducer;
   std::unique_ptr<BatchNormPool> batch_norm;
 };
-
-dist::ClusterSpec DistributedStep::cluster(const HParams& hp) {
-  return dist::resolve_cluster(hp, dist::process_environment());
-}
 
 DistributedStep::DistributedStep(const HParams& hp, const dist::ClusterSpec& spec,
                                  torch::nn::Module& model,
@@ -76,19 +85,15 @@ DistributedStep::DistributedStep(const HParams& hp, const dist::ClusterSpec& spe
   // prefix of their own.
   impl_->store = c10::make_intrusive<c10d::PrefixStore>(
       "fastnn/gloo", c10::make_intrusive<dist::StoreAdapter>(impl_->session->store()));
-  dist::CommunicatorOptions co;
-  co.rank = spec.rank;
-  co.world_size = spec.world_size;
-  co.timeout = timeout;
-  co.coordinator_host = dist::split_host_port(spec.coordinator, "coordinator").first;
-  impl_->comm = std::make_unique<dist::Communicator>(impl_->store, co);
+  impl_->comm = make_collective(spec, timeout, impl_->store);
   impl_->reducer = std::make_unique<dist::GradientReducer>(*impl_->comm, std::move(trainable),
                                                            hp.tensor_fusion_max_bytes);
   impl_->batch_norm = std::make_unique<BatchNormPool>(model);
-  std::cout << "distributed: rank " << spec.rank << " of " << spec.world_size << " ("
-            << spec.source << "), Gloo, " << impl_->reducer->buckets().size()
-            << " gradient buckets of at most " << hp.tensor_fusion_max_bytes << " bytes, "
-            << impl_->batch_norm->size() << " BatchNorm layers pooled\n";
+  log::info() << "distributed: rank " << spec.rank << " of " << spec.world_size << " ("
+              << spec.source << "), " << impl_->comm->backend() << ", "
+              << impl_->reducer->buckets().size()
+              << " gradient buckets of at most " << hp.tensor_fusion_max_bytes << " bytes, "
+              << impl_->batch_norm->size() << " BatchNorm layers pooled";
 }
 
 DistributedStep::~DistributedStep() = default;

@@ -14,7 +14,7 @@
 #include "src/dist/cluster.h"
 
 namespace fastnn::dist {
-class Communicator;
+class Collective;
 class GradientReducer;
 }  // namespace fastnn::dist
 
@@ -46,13 +46,10 @@ struct LocalStop {
 
 class DistributedStep {
  public:
-  /// The cluster from the hyperparameters and the environment (DESIGN.md
-  /// §1, dist::resolve_cluster); world_size 1 when nothing says otherwise.
-  static dist::ClusterSpec cluster(const HParams& hp);
-
   /// Joins the job through the coordinator (WorkerSession: rendezvous
-  /// bounded by worker_timeout_secs), connects Gloo through its store, and
-  /// builds the gradient buckets of `trainable` (registration order).
+  /// bounded by worker_timeout_secs), connects the collective engine
+  /// through its store (Gloo for CPU tensors), and builds the gradient
+  /// buckets of `trainable` (registration order).
   DistributedStep(const HParams& hp, const dist::ClusterSpec& spec,
                   torch::nn::Module& model, std::vector<torch::Tensor> trainable);
   ~DistributedStep();

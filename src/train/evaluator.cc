@@ -13,9 +13,11 @@
 #include <thread>
 
 #include "fastnn/errors.h"
-#include "fastnn/event_writer.h"
+#include "src/io/event_writer.h"
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
+#include "src/train/train_state.h"
+#include "src/log/log.h"
 #include "src/train/signals.h"
 
 namespace fastnn::train {
@@ -146,15 +148,15 @@ int evaluation_loop(const HParams& hp, const std::string& train_dir,
       continue;
     }
     if (last_step >= 0 && finished_step(train_dir) == last_step) {
-      std::printf("evaluation loop: the training run finished at global_step %lld\n",
-                  static_cast<long long>(last_step));
+      log::info() << "evaluation loop: the training run finished at global_step "
+                  << last_step;
       return kExitOk;
     }
     const double idle =
         std::chrono::duration<double>(Clock::now() - last_new).count();
     if (hp.eval_timeout_secs > 0 && idle >= static_cast<double>(hp.eval_timeout_secs)) {
-      std::printf("evaluation loop: no new checkpoint for %lld s (eval_timeout_secs)\n",
-                  static_cast<long long>(hp.eval_timeout_secs));
+      log::info() << "evaluation loop: no new checkpoint for " << hp.eval_timeout_secs
+                  << " s (eval_timeout_secs)";
       return kExitOk;
     }
     // Sleep in short slices so a signal is answered promptly.

@@ -7,14 +7,18 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
+#include <optional>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <torch/csrc/autograd/profiler_legacy.h>
 
-#include "fastnn/atomic_file.h"
+#include "src/io/atomic_file.h"
 #include "fastnn/errors.h"
-#include "fastnn/event_writer.h"
+#include "src/io/event_writer.h"
 #include "fastnn/hparams.h"
+#include "src/config/value_parse.h"
+#include "src/log/log.h"
 
 namespace fastnn::train {
 namespace {
@@ -68,12 +72,14 @@ class LoggingTensorHook : public Hook {
     if (final_step >= s.global_step && per_step > 0) {
       eta = format_duration(per_step * static_cast<double>(final_step - s.global_step));
     }
-    std::printf("[%.4f secs/step,\t%.4f samples/sec]\tloss = %.6g,\t"
-                "accuracy = %.6g,\tlrate = %.6g,\tglobal_step = %lld\t"
-                "(data %.1f%%, ETA %s)\n",
-                per_step, per_sec, s.loss, s.accuracy, s.learning_rate,
-                static_cast<long long>(s.global_step), data_share, eta.c_str());
-    std::fflush(stdout);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "[%.4f secs/step,\t%.4f samples/sec]\tloss = %.6g,\t"
+                  "accuracy = %.6g,\tlrate = %.6g,\tglobal_step = %lld\t"
+                  "(data %.1f%%, ETA %s)",
+                  per_step, per_sec, s.loss, s.accuracy, s.learning_rate,
+                  static_cast<long long>(s.global_step), data_share, eta.c_str());
+    log::info() << line;
     last_time_ = Clock::now();
     last_step_ = s.global_step;
     last_samples_ = samples_;
@@ -142,15 +148,27 @@ class CheckpointSaverHook : public Hook {
   int64_t last_saved_ = -1;
 };
 
-/// Every profile_every_n_iters steps on task profile_at_task, writes
+/// Every profile_every_n_iters steps on worker profile_at_task, writes
 /// timeline-<step>.json (Chrome trace format): the step's phases on one
-/// track and LibTorch's operators (aten::conv2d, ...) on a second.
+/// track and LibTorch's operators (aten::conv2d, ...) on a second, from
+/// LibTorch's profiler running over that step only.
 class ProfilerHook : public Hook {
  public:
-  void after_step(TrainControl& c, const StepStats& s) override {
+  void before_step(TrainControl& c) override {
     const auto& hp = c.hparams();
-    if (!profiles_step(hp, s.global_step)) return;
-    std::string dir = !hp.train_dir.empty() ? hp.train_dir : hp.output_dir;
+    const int64_t next = c.global_step() + 1;
+    if (hp.profile_every_n_iters <= 0 || c.rank() != hp.profile_at_task ||
+        next % hp.profile_every_n_iters != 0) {
+      return;
+    }
+    profile_.emplace(trace_.emplace());
+    started_ = c.now();
+  }
+  void after_step(TrainControl& c, const StepStats& s) override {
+    if (!profile_) return;
+    profile_.reset();  // writes the operators' trace
+    const auto& hp = c.hparams();
+    std::string dir = c.writes_train_dir() ? hp.train_dir : hp.output_dir;
     std::filesystem::create_directories(dir);
     const auto path = std::filesystem::path(dir) /
                       ("timeline-" + std::to_string(s.global_step) + ".json");
@@ -162,31 +180,33 @@ class ProfilerHook : public Hook {
                   {"forward", t.input_end, t.forward_end},
                   {"backward", t.forward_end, t.backward_end},
                   {"optimizer", t.backward_end, t.optimizer_end}};
+    const int pid = c.rank();
     nlohmann::json events = nlohmann::json::array();
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", hp.task_index},
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid},
                       {"tid", 0}, {"args", {{"name", "step phases"}}}});
     for (const auto& p : phases) {
-      events.push_back({{"name", p.name}, {"ph", "X"}, {"pid", hp.task_index},
+      events.push_back({{"name", p.name}, {"ph", "X"}, {"pid", pid},
                         {"tid", 0}, {"ts", p.begin * 1e6},
                         {"dur", (p.end - p.begin) * 1e6},
                         {"args", {{"global_step", s.global_step}}}});
     }
-    add_operators(s, hp.task_index, events);
+    add_operators(trace_->str(), started_, pid, events);
+    trace_.reset();
     io::write_file_atomic(path.string(),
                           nlohmann::json{{"traceEvents", events}}.dump(1) + "\n");
   }
 
  private:
   // LibTorch's legacy profiler writes a JSON array of complete ("X")
-  // events with microsecond times from its own start, which is the start
-  // of forward; they are shifted onto the phases' clock.
-  static void add_operators(const StepStats& s, int pid, nlohmann::json& events) {
-    if (s.op_trace.empty()) return;
-    nlohmann::json ops = nlohmann::json::parse(s.op_trace, nullptr, false);
+  // events with microsecond times from its own start (`started`, seconds
+  // on the phases' clock); they are shifted onto the phases' clock.
+  static void add_operators(const std::string& trace, double started, int pid,
+                            nlohmann::json& events) {
+    nlohmann::json ops = nlohmann::json::parse(trace, nullptr, false);
     if (!ops.is_array()) return;
     events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid},
                       {"tid", 1}, {"args", {{"name", "LibTorch operators"}}}});
-    const double shift = s.spans.input_end * 1e6;
+    const double shift = started * 1e6;
     for (auto& e : ops) {
       if (!e.is_object() || e.value("ph", "") != "X") continue;
       events.push_back({{"name", e.value("name", "?")}, {"ph", "X"}, {"pid", pid},
@@ -194,6 +214,9 @@ class ProfilerHook : public Hook {
                         {"dur", e.value("dur", 0.0)}});
     }
   }
+  std::optional<std::ostringstream> trace_;
+  std::optional<torch::autograd::profiler::RecordProfile> profile_;
+  double started_ = 0;
 };
 
 /// TensorBoard scalars (loss, accuracy, learning rate, images/sec,
@@ -202,7 +225,7 @@ class ProfilerHook : public Hook {
 class SummarySaverHook : public Hook {
  public:
   void begin(TrainControl& c) override {
-    if (c.hparams().train_dir.empty()) return;
+    if (!c.writes_train_dir()) return;
     writer_ = std::make_unique<io::EventWriter>(c.hparams().train_dir);
     last_time_ = Clock::now();
     last_step_ = c.global_step();
@@ -264,19 +287,16 @@ const HookRow kHooks[] = {
     {"NanTensorHook", make<NanTensorHook>},
 };
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return s;
+// The row of `name` (any case); ConfigError naming hp's hooks line.
+const HookRow& hook_row(const HParams& hp, const std::string& name) {
+  for (const auto& r : kHooks) {
+    if (config::lower(name) == config::lower(r.name)) return r;
+  }
+  throw ConfigError(hp.where("hooks") + ": hooks: unknown hook '" + name +
+                    "'; valid: " + join_list(hook_names()));
 }
 
 }  // namespace
-
-bool profiles_step(const HParams& hp, int64_t global_step) {
-  return hp.profile_every_n_iters > 0 && hp.task_index == hp.profile_at_task &&
-         global_step % hp.profile_every_n_iters == 0 &&
-         lower(hp.hooks).find("profilerhook") != std::string::npos;
-}
 
 std::vector<std::string> hook_names() {
   std::vector<std::string> out;
@@ -285,29 +305,23 @@ std::vector<std::string> hook_names() {
 }
 
 std::vector<std::unique_ptr<Hook>> make_hooks(const HParams& hp) {
+  const HookRow& nan = hook_row(hp, "NanTensorHook");
+  const HookRow& summary = hook_row(hp, "SummarySaverHook");
   std::vector<std::unique_ptr<Hook>> hooks;
   // A NaN run is never worth continuing: NanTensorHook runs whether it is
   // listed or not, and first, so no later hook checkpoints a NaN state.
-  hooks.push_back(std::make_unique<NanTensorHook>());
+  hooks.push_back(nan.make());
+  bool summaries = false;
   for (const std::string& name : split_list(hp.hooks)) {
-    bool found = false;
-    if (lower(name) == "nantensorhook") continue;
-    for (const auto& r : kHooks) {
-      if (lower(name) == lower(r.name)) {
-        hooks.push_back(r.make());
-        found = true;
-      }
-    }
-    if (!found) {
-      throw ConfigError(hp.where("hooks") + ": hooks: unknown hook '" + name +
-                        "'; valid: " + join_list(hook_names()));
-    }
+    const HookRow& r = hook_row(hp, name);
+    if (&r == &nan) continue;
+    summaries = summaries || &r == &summary;
+    hooks.push_back(r.make());
   }
   // As TF's MonitoredTrainingSession with a summary_dir: summaries are
   // written whenever there is a train_dir, listed or not.
-  const bool listed = lower(hp.hooks).find("summarysaverhook") != std::string::npos;
-  if (!listed && !hp.train_dir.empty() && hp.save_summaries_secs > 0) {
-    hooks.push_back(std::make_unique<SummarySaverHook>());
+  if (!summaries && !hp.train_dir.empty() && hp.save_summaries_secs > 0) {
+    hooks.push_back(summary.make());
   }
   return hooks;
 }

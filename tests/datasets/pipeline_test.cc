@@ -10,8 +10,9 @@
 #include "datasets/convert_mnist.h"
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
-#include "fastnn/image.h"
+#include "src/io/image.h"
 #include "fastnn/pipeline.h"
+#include "preprocessing/preprocessing_factory.h"
 #include "fastnn/tfrecord.h"
 
 namespace fastnn::datasets {

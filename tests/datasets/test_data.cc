@@ -1,8 +1,9 @@
 #include "tests/datasets/test_data.h"
 
 #include "fastnn/example.h"
-#include "fastnn/image.h"
+#include "src/io/image.h"
 #include "fastnn/tfrecord.h"
+#include "preprocessing/preprocessing_factory.h"
 
 namespace fastnn::testing {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "src/dist/communicator.h"
+#include "src/dist/gloo_communicator.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@ using testing::MemoryStore;
 // Runs fn(comm) for every rank on its own thread, all through one store
 // (the adapter: the path the coordinator's store takes). Rethrows the
 // first failure.
-void run_ranks(int world, const std::function<void(Communicator&)>& fn,
+void run_ranks(int world, const std::function<void(GlooCommunicator&)>& fn,
                std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
   MemoryStore store;
   std::vector<std::thread> threads;
@@ -30,7 +30,7 @@ void run_ranks(int world, const std::function<void(Communicator&)>& fn,
         o.rank = r;
         o.world_size = world;
         o.timeout = timeout;
-        Communicator comm(c10::make_intrusive<StoreAdapter>(store), o);
+        GlooCommunicator comm(c10::make_intrusive<StoreAdapter>(store), o);
         fn(comm);
       } catch (...) {
         errors[r] = std::current_exception();
@@ -44,7 +44,7 @@ void run_ranks(int world, const std::function<void(Communicator&)>& fn,
 }
 
 TEST(CommunicatorTest, BroadcastFromRankZeroOverEveryDtype) {
-  run_ranks(3, [](Communicator& c) {
+  run_ranks(3, [](GlooCommunicator& c) {
     auto f = torch::full({2, 3}, static_cast<float>(c.rank() + 1));
     auto d = torch::full({4}, static_cast<double>(10 * (c.rank() + 1)), torch::kFloat64);
     auto i = torch::full({1}, static_cast<int64_t>(100 + c.rank()), torch::kInt64);
@@ -56,7 +56,7 @@ TEST(CommunicatorTest, BroadcastFromRankZeroOverEveryDtype) {
 }
 
 TEST(CommunicatorTest, AllReduceSums) {
-  run_ranks(2, [](Communicator& c) {
+  run_ranks(2, [](GlooCommunicator& c) {
     auto v = torch::tensor({1.0, 2.0}, torch::kFloat64) * (c.rank() + 1);
     c.all_reduce_sum({v}, "metrics");
     EXPECT_DOUBLE_EQ(v[0].item<double>(), 3.0);
@@ -70,7 +70,7 @@ TEST(CommunicatorTest, MissingPeerIsADistributedErrorNamingTheStep) {
   try {
     run_ranks(
         2,
-        [](Communicator& c) {
+        [](GlooCommunicator& c) {
           c.set_step(17);
           if (c.rank() == 0) {
             auto v = torch::ones({4});
@@ -94,7 +94,7 @@ TEST(CommunicatorTest, RendezvousTimeoutIsADistributedError) {
   o.world_size = 2;
   o.timeout = std::chrono::milliseconds(500);
   const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_THROW(Communicator(c10::make_intrusive<StoreAdapter>(store), o), DistributedError);
+  EXPECT_THROW(GlooCommunicator(c10::make_intrusive<StoreAdapter>(store), o), DistributedError);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
 
@@ -126,7 +126,7 @@ std::vector<torch::Tensor> make_params(int64_t scale) {
 }
 
 TEST(GradientReducerTest, BucketsFollowReverseOrderAndTheByteCap) {
-  run_ranks(1, [](Communicator& c) {
+  run_ranks(1, [](GlooCommunicator& c) {
     auto ps = make_params(1);
     // 220 floats = 880 bytes: 5+50 fit, 300 alone, 10+100 fit.
     GradientReducer r(c, ps, 880);
@@ -140,7 +140,7 @@ TEST(GradientReducerTest, BucketsFollowReverseOrderAndTheByteCap) {
 }
 
 TEST(GradientReducerTest, AveragesGradientsAndStartsBucketsDuringBackward) {
-  run_ranks(2, [](Communicator& c) {
+  run_ranks(2, [](GlooCommunicator& c) {
     auto ps = make_params(1);
     GradientReducer r(c, ps, 880);
     for (int step = 0; step < 3; ++step) {

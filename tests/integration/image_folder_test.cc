@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "fastnn/atomic_file.h"
-#include "fastnn/image.h"
+#include "src/io/atomic_file.h"
+#include "src/io/image.h"
 #include "tests/datasets/test_data.h"
 #include "tests/integration/process.h"
 

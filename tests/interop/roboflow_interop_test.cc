@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <sstream>
 
-#include "fastnn/atomic_file.h"
+#include "src/io/atomic_file.h"
 #include "fastnn/example.h"
-#include "fastnn/image.h"
+#include "src/io/image.h"
 #include "fastnn/tfrecord.h"
 #include "tests/integration/process.h"
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "fastnn/image.h"
+#include "src/io/image.h"
 
 // clang-format off
 #include <cstdio>  // jpeglib.h needs FILE and size_t first

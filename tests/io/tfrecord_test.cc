@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "fastnn/atomic_file.h"
+#include "src/io/atomic_file.h"
 #include "fastnn/byte_source.h"
-#include "fastnn/crc32c.h"
+#include "src/io/crc32c.h"
 #include "fastnn/errors.h"
 
 namespace fastnn::io {

@@ -10,10 +10,10 @@
 
 #include "datasets/convert_cifar10.h"
 #include "datasets/convert_image_folder.h"
-#include "fastnn/atomic_file.h"
+#include "src/io/atomic_file.h"
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
-#include "fastnn/image.h"
+#include "src/io/image.h"
 #include "fastnn/tfrecord.h"
 
 namespace fastnn::datasets {

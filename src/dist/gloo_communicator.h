@@ -1,11 +1,10 @@
-// The collectives of replicated-variables training over one engine: Gloo
-// (through LibTorch's c10d) for CPU tensors. Every call is bounded by the
-// communicator's timeout; a timeout or a lost peer throws DistributedError
-// (exit 5) naming the operation and the global step.
+// The Collective over Gloo (through LibTorch's c10d), for CPU tensors.
+// Every call is bounded by the communicator's timeout; a timeout or a lost
+// peer throws DistributedError (exit 5) naming the operation and the global
+// step.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
-#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -13,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "src/dist/collective.h"
 
 namespace c10d {
 class ProcessGroup;
@@ -23,8 +24,6 @@ namespace fastnn::dist {
 struct CommunicatorOptions {
   int rank = 0;
   int world_size = 1;
-  /// "gloo" (CPU tensors). CUDA tensors go through NcclCommunicator.
-  std::string backend = "gloo";
   /// Bound of rendezvous and of every collective. Default: 60 s.
   std::chrono::milliseconds timeout{60000};
   /// The coordinator's host: Gloo listens on the local address that routes
@@ -32,37 +31,33 @@ struct CommunicatorOptions {
   std::string coordinator_host;
 };
 
-/// One process group. Collectives must be called in the same order on every
-/// rank (as with any c10d group).
-class Communicator {
+/// One Gloo process group.
+class GlooCommunicator : public Collective {
  public:
   /// Rendezvous through `store`; returns when all ranks connected.
-  Communicator(c10::intrusive_ptr<c10d::Store> store,
-               const CommunicatorOptions& options);
-  ~Communicator();
+  GlooCommunicator(c10::intrusive_ptr<c10d::Store> store,
+                   const CommunicatorOptions& options);
+  ~GlooCommunicator() override;
 
-  int rank() const { return options_.rank; }
-  int world_size() const { return options_.world_size; }
-  /// The global step named in error messages.
-  void set_step(int64_t step) { step_ = step; }
+  int rank() const override { return options_.rank; }
+  int world_size() const override { return options_.world_size; }
+  std::string backend() const override { return "Gloo"; }
+  void set_step(int64_t step) override { step_ = step; }
 
-  /// Overwrites `tensors` on every rank with rank 0's values (one fused
-  /// message per dtype). `what` names the payload in errors.
-  void broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what);
-  /// In-place sum over ranks of each tensor (fused per dtype).
-  void all_reduce_sum(const std::vector<torch::Tensor>& tensors, const std::string& what);
-
-  /// Starts an in-place sum of one contiguous CPU tensor; finish with wait().
-  c10::intrusive_ptr<c10d::Work> all_reduce_async(torch::Tensor flat);
-  /// Waits for `work`, bounded; DistributedError naming `what` and the step.
-  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what);
-  /// Every rank reached this point (bounded).
-  void barrier(const std::string& what);
+  /// One fused message per dtype.
+  void broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what) override;
+  /// Fused per dtype.
+  void all_reduce_sum(const std::vector<torch::Tensor>& tensors,
+                      const std::string& what) override;
+  /// `flat`: a contiguous CPU tensor.
+  std::unique_ptr<PendingCollective> all_reduce_async(torch::Tensor flat) override;
+  void barrier(const std::string& what) override;
 
   /// "<what> failed at global step N: <cause>" as a DistributedError.
   [[noreturn]] void fail(const std::string& what, const std::string& cause) const;
 
  private:
+  class Pending;
   CommunicatorOptions options_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;

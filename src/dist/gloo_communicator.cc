@@ -1,6 +1,7 @@
-#include "src/dist/communicator.h"
+#include "src/dist/gloo_communicator.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -74,14 +75,9 @@ std::string local_address_toward(const std::string& host) {
   return result;
 }
 
-Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store,
-                           const CommunicatorOptions& options)
+GlooCommunicator::GlooCommunicator(c10::intrusive_ptr<c10d::Store> store,
+                                   const CommunicatorOptions& options)
     : options_(options), store_(std::move(store)) {
-  if (options_.backend != "gloo") {
-    throw ConfigError("communicator backend '" + options_.backend +
-                      "' is not a c10d backend here (valid: gloo; CUDA "
-                      "tensors use the NCCL communicator)");
-  }
   auto o = c10d::ProcessGroupGloo::Options::create(options_.timeout);
   o->devices.push_back(gloo_device(options_.coordinator_host));
   // Two Gloo threads (c10d's default from Python): one bucket's transfer
@@ -102,9 +98,9 @@ Communicator::Communicator(c10::intrusive_ptr<c10d::Store> store,
   }
 }
 
-Communicator::~Communicator() = default;
+GlooCommunicator::~GlooCommunicator() = default;
 
-void Communicator::fail(const std::string& what, const std::string& cause) const {
+void GlooCommunicator::fail(const std::string& what, const std::string& cause) const {
   throw DistributedError(what + " failed at global step " + std::to_string(step_) +
                          " (rank " + std::to_string(options_.rank) + " of " +
                          std::to_string(options_.world_size) +
@@ -112,63 +108,72 @@ void Communicator::fail(const std::string& what, const std::string& cause) const
                          " s): " + cause.substr(0, 400));
 }
 
-void Communicator::wait(const c10::intrusive_ptr<c10d::Work>& work,
-                        const std::string& what) {
-  try {
-    if (!work->wait(options_.timeout)) fail(what, "timed out");
-  } catch (const DistributedError&) {
-    throw;
-  } catch (const std::exception& e) {
-    fail(what, e.what());
+// c10d's Work, waited for within the communicator's timeout.
+class GlooCommunicator::Pending : public PendingCollective {
+ public:
+  Pending(const GlooCommunicator& comm, c10::intrusive_ptr<c10d::Work> work)
+      : comm_(comm), work_(std::move(work)) {}
+  void wait(const std::string& what) override {
+    try {
+      if (!work_->wait(comm_.options_.timeout)) comm_.fail(what, "timed out");
+    } catch (const DistributedError&) {
+      throw;
+    } catch (const std::exception& e) {
+      comm_.fail(what, e.what());
+    }
   }
-}
 
-c10::intrusive_ptr<c10d::Work> Communicator::all_reduce_async(torch::Tensor flat) {
+ private:
+  const GlooCommunicator& comm_;
+  c10::intrusive_ptr<c10d::Work> work_;
+};
+
+std::unique_ptr<PendingCollective> GlooCommunicator::all_reduce_async(torch::Tensor flat) {
   std::vector<torch::Tensor> one{std::move(flat)};
   try {
-    return group_->allreduce(one);
+    return std::make_unique<Pending>(*this, group_->allreduce(one));
   } catch (const std::exception& e) {
     fail("all-reduce", e.what());
   }
 }
 
-void Communicator::broadcast(const std::vector<torch::Tensor>& tensors,
+void GlooCommunicator::broadcast(const std::vector<torch::Tensor>& tensors,
                              const std::string& what) {
   if (options_.world_size == 1 || tensors.empty()) return;
   for (const auto& [dtype, group] : by_dtype(tensors)) {
     std::vector<torch::Tensor> flat{flatten(group)};
-    c10::intrusive_ptr<c10d::Work> work;
+    std::unique_ptr<PendingCollective> pending;
     try {
-      work = group_->broadcast(flat);
+      pending = std::make_unique<Pending>(*this, group_->broadcast(flat));
     } catch (const std::exception& e) {
       fail("broadcast of " + what, e.what());
     }
-    wait(work, "broadcast of " + what);
+    pending->wait("broadcast of " + what);
     unflatten_into(flat[0], group);
   }
 }
 
-void Communicator::all_reduce_sum(const std::vector<torch::Tensor>& tensors,
+void GlooCommunicator::all_reduce_sum(const std::vector<torch::Tensor>& tensors,
                                   const std::string& what) {
   if (options_.world_size == 1 || tensors.empty()) return;
   for (const auto& [dtype, group] : by_dtype(tensors)) {
     torch::Tensor flat = flatten(group);
-    c10::intrusive_ptr<c10d::Work> work;
+    std::unique_ptr<PendingCollective> pending;
     try {
-      work = all_reduce_async(flat);
+      pending = all_reduce_async(flat);
     } catch (const DistributedError& e) {
       fail("all-reduce of " + what, e.what());
     }
-    wait(work, "all-reduce of " + what);
+    pending->wait("all-reduce of " + what);
     unflatten_into(flat, group);
   }
 }
 
-void Communicator::barrier(const std::string& what) {
+void GlooCommunicator::barrier(const std::string& what) {
   if (options_.world_size == 1) return;
   // A one-element all-reduce: Gloo's barrier has no per-call bound here.
   torch::Tensor one = torch::ones({1});
-  wait(all_reduce_async(one), what);
+  all_reduce_async(one)->wait(what);
 }
 
 std::pair<torch::Tensor, torch::Tensor> pooled_moments(const torch::Tensor& sum_means,

@@ -1,0 +1,146 @@
+#include "src/train/step.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "src/log/log.h"
+#include "src/train/loss.h"
+#include "src/train/signals.h"
+
+namespace fastnn::train {
+namespace {
+
+// Autocast for the forward pass; only the kind asked for is switched on.
+class AutocastScope {
+ public:
+  explicit AutocastScope(Autocast mode) : mode_(mode) {
+    if (mode_ != Autocast::kCpuBFloat16) return;
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastScope() {
+    if (mode_ != Autocast::kCpuBFloat16) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_cpu_enabled(false);
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  Autocast mode_;
+};
+
+}  // namespace
+
+GradientFault gradient_fault_from_env() {
+  const char* value = std::getenv("FASTNN_FAULT_INF_GRAD_STEPS");
+  if (!value) return {};
+  std::vector<int64_t> steps;
+  std::stringstream ss(value);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) steps.push_back(std::stoll(item));
+  }
+  return [steps](int64_t step, const std::vector<optim::Variable>& vars) {
+    if (std::find(steps.begin(), steps.end(), step) == steps.end()) return;
+    torch::NoGradGuard no_grad;
+    vars.front().var.mutable_grad().fill_(std::numeric_limits<float>::infinity());
+  };
+}
+
+Step::Step(StepOptions options, models::ClassifierImpl& model, optim::Optimizer& optimizer,
+           LossScaler& scaler, TrainState& state, DistributedStep* dist, GradientFault fault)
+    : options_(std::move(options)),
+      model_(model),
+      optimizer_(optimizer),
+      scaler_(scaler),
+      state_(state),
+      dist_(dist),
+      fault_(std::move(fault)) {
+  if (options_.weight_decay > 0) regularized_ = model_.regularized_weights();
+}
+
+CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
+                       const std::function<double()>& now, StepStats& s) {
+  s.learning_rate = learning_rate;
+  models::ModelOutput out;
+  {
+    AutocastScope autocast(options_.autocast);
+    model_.set_global_step(state_.step);
+    const bool nhwc = options_.channels_last && batch.images.dim() == 4;
+    out = model_.forward(nhwc ? batch.images.contiguous(at::MemoryFormat::ChannelsLast)
+                              : batch.images);
+  }
+  out.logits = out.logits.to(torch::kFloat32);
+  if (out.aux_logits.defined()) out.aux_logits = out.aux_logits.to(torch::kFloat32);
+  auto loss = classification_loss(out.logits, batch.labels, options_.label_smoothing);
+  if (out.aux_logits.defined()) {
+    loss = loss + options_.aux_loss_weight *
+                      classification_loss(out.aux_logits, batch.labels, options_.label_smoothing);
+  }
+  s.spans.forward_end = now();
+  // None, not zeros: backward's result becomes .grad without a zeroing
+  // pass and an addition. On one process a variable no gradient reaches
+  // is then left alone by the optimizer, as in TF; across workers it gets
+  // the average, which is zero when no worker reached it.
+  model_.zero_grad(/*set_to_none=*/true);
+  if (dist_) dist_->before_backward(state_.step);
+  s.loss_scale = scaler_.scale();
+  if (s.loss_scale != 1.0) {
+    (loss * s.loss_scale).backward();
+  } else {
+    loss.backward();
+  }
+  s.loss = loss.item<double>();
+  // Distributed: average the data gradients first (still scaled: the
+  // average is linear); the L2 term below is the same on every worker
+  // (same weights), so it is added after.
+  CombinedStep combined;
+  if (dist_) {
+    LocalStop local;
+    local.signal = stop_signal();
+    const int64_t correct = out.logits.argmax(1).eq(batch.labels).sum().item<int64_t>();
+    combined = dist_->after_backward(s.loss, correct, batch.labels.size(0), local);
+    s.loss = combined.loss;
+  }
+  const auto& vars = optimizer_.variables();
+  if (s.loss_scale != 1.0) scale_gradients(vars, 1.0 / s.loss_scale);
+  if (fault_) fault_(state_.step, vars);
+  if (!regularized_.empty()) s.loss += apply_l2_regularization(regularized_, options_.weight_decay);
+  s.spans.backward_end = now();
+  s.gradient_norm = gradient_global_norm(vars);
+  s.skipped = !scaler_.update(std::isfinite(s.gradient_norm));
+  if (s.skipped) {
+    log::info() << "global_step " << state_.step << ": Inf/NaN gradients at loss scale "
+                << s.loss_scale << ": update skipped, loss scale now " << scaler_.scale();
+  } else if (std::isfinite(s.loss) && std::isfinite(s.gradient_norm)) {
+    if (options_.max_gradient_norm) {
+      clip_to_global_norm(vars, s.gradient_norm, *options_.max_gradient_norm);
+    }
+    optimizer_.step(learning_rate);
+    state_.update_moving_averages();
+  }
+  s.spans.optimizer_end = now();
+  ++state_.step;
+  ++state_.batches_consumed;
+  s.global_step = state_.step;
+  if (dist_) {
+    s.batch_samples = combined.samples;
+    s.accuracy = combined.accuracy;
+  } else {
+    s.batch_samples = batch.labels.size(0);
+    s.accuracy =
+        out.logits.argmax(1).eq(batch.labels).to(torch::kFloat64).mean().item<double>();
+  }
+  return combined;
+}
+
+}  // namespace fastnn::train
