@@ -1,11 +1,14 @@
 #include "datasets/convert_common.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <memory>
@@ -13,9 +16,10 @@
 #include <set>
 #include <thread>
 
-#include "src/io/atomic_file.h"
 #include "fastnn/errors.h"
 #include "fastnn/tfrecord.h"
+#include "src/config/value_parse.h"
+#include "src/io/atomic_file.h"
 
 namespace fastnn::datasets {
 namespace fs = std::filesystem;
@@ -142,6 +146,28 @@ std::vector<std::string> existing_outputs(const std::string& dir,
 
 }  // namespace
 
+void check_folder_flag(const std::string& flag, const std::string& path) {
+  if (path.empty())
+    throw ConfigError(flag + ": empty (expected a folder)");
+  const std::string head = flag + " " + config::quote_value(path) + ": ";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode))
+      throw ConfigError(head + "is a file, not a folder");
+    return;
+  }
+  switch (const int err = errno) {
+    case ENOENT:
+      return;
+    case ENOTDIR:
+      throw ConfigError(head + "a part of the path is a file, not a folder");
+    case ENAMETOOLONG:
+      throw ConfigError(head + "too long for the file system");
+    default:
+      throw ConfigError(head + std::strerror(err));
+  }
+}
+
 std::string shard_file_name(const std::string& prefix,
                             const std::string& split,
                             int shard,
@@ -159,6 +185,7 @@ std::vector<ConvertedSplit> write_dataset(
     throw ConfigError("num_shards: " + std::to_string(o.num_shards) +
                       " is not in [1, 99999]");
   }
+  check_folder_flag("--dataset_dir", o.output_dir);
   const std::string labels_path =
       (fs::path(o.output_dir) / "labels.txt").string();
   std::vector<std::string> stale;
@@ -170,11 +197,17 @@ std::vector<ConvertedSplit> write_dataset(
   if (fs::exists(labels_path))
     stale.insert(stale.begin(), labels_path);
   if (!stale.empty() && !o.overwrite) {
-    throw ConfigError("'" + stale.front() +
-                      "' exists; pass --overwrite to replace it (no file was "
-                      "written)");
+    throw ConfigError(
+        config::quote_value(fs::path(stale.front()).filename().string()) +
+        " exists in " + config::quote_value(o.output_dir) +
+        "; pass --overwrite to replace it (no file was written)");
   }
-  fs::create_directories(o.output_dir);
+  std::error_code ec;
+  fs::create_directories(o.output_dir, ec);
+  if (ec) {
+    throw ConfigError("--dataset_dir " + config::quote_value(o.output_dir) +
+                      ": cannot create it: " + ec.message());
+  }
 
   int64_t total = 0;
   for (const auto& s : splits)

@@ -60,6 +60,13 @@ struct SplitSource {
   std::function<std::string(int64_t)> encode;
 };
 
+/// Checks a folder given on the command line before any work: throws
+/// ConfigError, one line naming `flag` and at most the first 100 bytes of
+/// `path`, when it is empty, too long for the file system, an existing file
+/// or under one, or unusable (permissions). A missing folder passes (an
+/// output folder is created; a converter names a missing input).
+void check_folder_flag(const std::string& flag, const std::string& path);
+
 /// TF-slim's file name of shard `shard` of `num_shards` (no directory).
 std::string shard_file_name(const std::string& prefix,
                             const std::string& split,
@@ -71,7 +78,8 @@ std::string shard_file_name(const std::string& prefix,
 /// or labels.txt) unless options.overwrite; with overwrite, shard files of
 /// an earlier conversion with another shard count are removed afterwards.
 /// Files are written under temporary names and renamed when all splits are
-/// encoded, so a failed run leaves no partial output.
+/// encoded, so a failed run leaves no partial output. Throws ConfigError
+/// (see check_folder_flag) when options.output_dir cannot be the output.
 std::vector<ConvertedSplit> write_dataset(
     const ConvertOptions& options, const std::vector<SplitSource>& splits);
 

@@ -12,6 +12,8 @@
 #include "datasets/slim_datasets.h"
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
+#include "src/config/value_parse.h"
+#include "src/io/atomic_file.h"
 
 namespace fastnn::datasets {
 namespace fs = std::filesystem;
@@ -46,8 +48,8 @@ const DatasetSpec& find_dataset(const std::string& name) {
   for (const auto& d : table()) {
     if (d.name == name) return d;
   }
-  throw ConfigError("dataset_name: '" + name +
-                    "' is not an available dataset; available: " +
+  throw ConfigError("dataset_name: " + config::quote_value(name) +
+                    " is not an available dataset; available: " +
                     join_list(dataset_names()));
 }
 
@@ -59,7 +61,9 @@ std::vector<std::string> read_labels_file(const std::string& path) {
   while (std::getline(in, line)) {
     auto colon = line.find(':');
     if (colon == std::string::npos) continue;
-    const int64_t id = std::stoll(line.substr(0, colon));
+    int64_t id = -1;
+    const std::string_view id_text = std::string_view(line).substr(0, colon);
+    config::parse_int(config::trim(id_text), &id);  // junk: skipped
     if (id < 0 || id > 1000000) continue;
     if (labels.size() <= static_cast<size_t>(id)) labels.resize(id + 1);
     labels[id] = line.substr(colon + 1);
@@ -70,18 +74,29 @@ std::vector<std::string> read_labels_file(const std::string& path) {
 std::vector<std::string> expand_file_list(const std::string& list,
                                           const std::string& dir) {
   std::vector<std::string> files;
-  for (std::string item : split_list(list)) {
-    if (!dir.empty() && fs::path(item).is_relative()) {
-      item = (fs::path(dir) / item).string();
-    }
+  for (const std::string& pattern : split_list(list)) {
+    const bool joined = !dir.empty() && fs::path(pattern).is_relative();
+    const std::string item =
+        joined ? (fs::path(dir) / pattern).string() : pattern;
     glob_t g{};
-    int rc = glob(item.c_str(), 0, nullptr, &g);
-    if (rc != 0) {
-      globfree(&g);
-      throw DataError("no file matches '" + item + "'");
+    const int rc = glob(item.c_str(), 0, nullptr, &g);
+    size_t matched = 0, temporaries = 0;
+    for (size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) {
+      // A *.tmp-PID file is a write in progress (or killed): never data.
+      if (io::is_temporary_name(fs::path(g.gl_pathv[i]).filename().string())) {
+        ++temporaries;
+        continue;
+      }
+      files.emplace_back(g.gl_pathv[i]);
+      ++matched;
     }
-    for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
     globfree(&g);
+    if (matched == 0) {
+      throw DataError(
+          "no file matches " + config::quote_value(pattern) +
+          (joined ? " in " + config::quote_value(dir) : std::string()) +
+          (temporaries > 0 ? " (only unfinished writes, *.tmp-PID)" : ""));
+    }
   }
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
@@ -114,8 +129,9 @@ std::vector<std::string> find_split_files(const DatasetSpec& spec,
     }
   }
   if (found.empty()) {
-    throw DataError("dataset " + spec.name + ": no file for split '" + split + "' in '" +
-                    dir + "' (looked for " + join_list(patterns) +
+    throw DataError("dataset " + spec.name + ": no file for split " +
+                    config::quote_value(split) + " in " + config::quote_value(dir) +
+                    " (looked for " + join_list(patterns) +
                     "); run convert_dataset first");
   }
   std::sort(found.begin(), found.end());
@@ -157,7 +173,8 @@ void resolve_custom(const HParams& hp, const std::string& files, DatasetInfo& in
   }
   if (info.num_samples == 0) {
     throw DataError("dataset tfrecord: the " + std::to_string(info.files.size()) +
-                    " file(s) matching '" + files + "' hold no record");
+                    " file(s) matching " + config::quote_value(files) +
+                    " hold no record");
   }
 }
 
@@ -191,8 +208,9 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
       }
     }
     if (!known_split) {
-      throw ConfigError("dataset_split_name: '" + split + "' is not a split of " +
-                        spec.name + "; valid: " + join_list(split_names));
+      throw ConfigError("dataset_split_name: " + config::quote_value(split) +
+                        " is not a split of " + spec.name + "; valid: " +
+                        join_list(split_names));
     }
     if (info.synthetic) return info;
     if (hp.dataset_dir.empty() && files_override.empty()) {

@@ -137,20 +137,29 @@ bool Pipeline::State::read_files(Take&& take) {
       }
       continue;
     }
-    io::TFRecordReader reader(io::open_file(opt.files[f]), opt.skip_corrupt);
+    io::TFRecordReaderOptions ro;
+    ro.skip_corrupt = opt.skip_corrupt;
+    ro.max_skipped_share = opt.max_skipped_share;
+    io::TFRecordReader reader(io::open_file(opt.files[f]), ro);
     std::string data;
     int64_t index = 0;
-    uint64_t skipped = 0, truncated = 0;
+    io::RecordStats counted;  // the reader's skips already in stats
     while (true) {
       const bool more = reader.next(&data);
       const auto& rs = reader.stats();
-      if (rs.skipped > skipped) {
-        const auto t = static_cast<int64_t>(rs.skipped_truncated - truncated);
+      if (rs.skipped > counted.skipped) {
+        const auto skips = static_cast<int64_t>(rs.skipped - counted.skipped);
+        const auto t = static_cast<int64_t>(rs.skipped_truncated -
+                                            counted.skipped_truncated);
         count(Skip::kTruncated, t);
-        count(Skip::kCrc, static_cast<int64_t>(rs.skipped - skipped) - t);
-        index += static_cast<int64_t>(rs.skipped - skipped);
-        skipped = rs.skipped;
-        truncated = rs.skipped_truncated;
+        count(Skip::kCrc, skips - t);
+        index += skips;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          stats.bytes_skipped +=
+              static_cast<int64_t>(rs.skipped_bytes - counted.skipped_bytes);
+        }
+        counted = rs;
       }
       if (!more) break;
       {
@@ -379,6 +388,10 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_unique<State>()) 
   State& s = *state_;
   s.opt = std::move(options);
   if (s.opt.batch_size < 1) throw ConfigError("batch_size must be >= 1");
+  if (!(s.opt.max_skipped_share >= 0 && s.opt.max_skipped_share <= 1)) {
+    throw ConfigError("max_skipped_share must be in [0, 1], got " +
+                      std::to_string(s.opt.max_skipped_share));
+  }
   if (s.opt.files.empty() && s.opt.synthetic_samples <= 0) {
     throw DataError("input pipeline: no files to read");
   }
@@ -456,6 +469,9 @@ std::string describe_skipped(const PipelineStats& st) {
     if (n == 0) continue;
     out += sep + std::to_string(n) + " " + name;
     sep = ", ";
+  }
+  if (st.bytes_skipped > 0) {
+    out += "; " + std::to_string(st.bytes_skipped) + " corrupt bytes skipped";
   }
   return out;
 }

@@ -14,6 +14,9 @@ enum ExitCode : int {
   kExitData = 3,
   kExitDiverged = 4,
   kExitDistributed = 5,
+  /// A second SIGINT/SIGTERM ended the run before its final checkpoint was
+  /// written (the last periodic checkpoint is intact).
+  kExitStoppedUnsaved = 6,
   kExitSigint = 130,
   kExitSigterm = 143,
 };

@@ -112,6 +112,10 @@ struct HParams {
   int64_t eval_batch_size = 100;
   /// Skip and count undecodable records instead of failing (exit 3).
   bool skip_corrupt_records = false;
+  /// With skip_corrupt_records: a TFRecord file of which more than this share
+  /// of the bytes was skipped as corrupt fails the run (exit 3); 1 never
+  /// fails. REQUIRES: in [0, 1].
+  double max_skipped_share = 0.1;
   /// image_folder: share of the images held out as split "validation".
   /// REQUIRES: in [0, 1).
   double validation_fraction = 0.1;

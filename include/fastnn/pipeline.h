@@ -55,6 +55,10 @@ struct PipelineOptions {
   bool cache = false;
   /// Skip (and count) corrupt records and bad images instead of failing.
   bool skip_corrupt = false;
+  /// With skip_corrupt: a TFRecord file of which more than this share of the
+  /// bytes was skipped as corrupt throws DataError at its end; 1 never does.
+  /// REQUIRES: in [0, 1].
+  double max_skipped_share = 0.1;
   uint64_t seed = 0;
   /// Batches to drop at the start without decoding (resume position).
   int64_t skip_batches = 0;
@@ -94,6 +98,10 @@ struct PipelineStats {
   int64_t skipped_bad_image = 0;
   /// label - labels_offset is outside [0, num_classes).
   int64_t skipped_bad_label = 0;
+  /// Bytes of the TFRecord files the reader passed over as corrupt (framing
+  /// included): the crc_mismatch and truncated skips, not records dropped
+  /// later for their content.
+  int64_t bytes_skipped = 0;
   int64_t epochs_started = 0;
   /// Records this worker yields per epoch (0 = not counted: one worker).
   int64_t shard_samples = 0;
@@ -102,7 +110,8 @@ struct PipelineStats {
   int64_t shard_dropped = 0;
 };
 
-/// "3 corrupt records skipped: 1 crc_mismatch, 2 bad_image" or "".
+/// "3 corrupt records skipped: 1 crc_mismatch, 2 bad_image; 4096 corrupt
+/// bytes skipped" (the bytes part only when bytes_skipped > 0) or "".
 std::string describe_skipped(const PipelineStats& stats);
 
 class Pipeline {

@@ -28,7 +28,8 @@ constexpr uint64_t kRecordOverheadBytes = 16;
 struct RecordStats {
   /// Records returned by next().
   uint64_t records = 0;
-  /// Corrupt records dropped (skip policy only).
+  /// Corrupt stretches dropped (skip policy only): one per fault, however
+  /// many records the stretch held.
   uint64_t skipped = 0;
   /// Bytes of the source not returned as records because of corruption,
   /// framing included (skip policy only).
@@ -37,22 +38,39 @@ struct RecordStats {
   uint64_t skipped_truncated = 0;
 };
 
+/// How a TFRecordReader treats corruption.
+struct TFRecordReaderOptions {
+  /// false: any corruption throws DataError. true: corrupt records are
+  /// skipped and counted. Default: false.
+  bool skip_corrupt = false;
+  /// Skip policy only: a source of which more than this share of the bytes
+  /// was skipped throws DataError when its end is reached; 1 never throws.
+  /// REQUIRES: in [0, 1]. Default: 0.1.
+  double max_skipped_share = 0.1;
+};
+
 /// Reads records one by one from a byte source.
 ///
 /// Fail policy (skip_corrupt = false): any corruption throws DataError
 /// "NAME: record I at offset O: REASON" (I counts records from 0, O is the
 /// byte offset of the record's length field).
-/// Skip policy: a data-CRC mismatch drops that record and reading goes on; a
-/// length-CRC mismatch or a truncation cannot be resynchronised, so it counts
-/// as one skipped record and ends the source. I/O errors throw either way.
+/// Skip policy: a data-CRC mismatch followed by a valid header drops that
+/// record. Any other fault (length CRC, a length past the end, a data-CRC
+/// mismatch followed by garbage) resynchronises: the reader scans forward
+/// byte by byte from O + 1 for the next offset whose length CRC and data CRC
+/// both check out and continues there (or ends the source). Either way the
+/// fault counts as one skipped record plus the bytes passed over. At the end
+/// of the source, more than max_skipped_share of its bytes skipped throws
+/// DataError. I/O errors throw under both policies.
 class TFRecordReader {
  public:
   /// Maximum number of entries kept in skip_reasons().
   static constexpr size_t kMaxSkipReasons = 100;
 
-  /// Takes ownership of src; skip_corrupt selects the skip policy.
+  /// Takes ownership of src. Throws std::invalid_argument if
+  /// options.max_skipped_share is outside [0, 1].
   explicit TFRecordReader(std::unique_ptr<ByteSource> src,
-                          bool skip_corrupt = false);
+                          TFRecordReaderOptions options = {});
 
   /// Stores the next record in *record (reusing its capacity) and returns
   /// true, or returns false at the end of the source.
@@ -69,7 +87,7 @@ class TFRecordReader {
   }
 
   /// Why records were skipped, one message per skip, in the fail policy's
-  /// wording; at most kMaxSkipReasons entries.
+  /// wording followed by the bytes skipped; at most kMaxSkipReasons entries.
   const std::vector<std::string>& skip_reasons() const {
     return skip_reasons_;
   }
@@ -82,15 +100,29 @@ class TFRecordReader {
  private:
   size_t read_full(void* dst, size_t n);
   bool read_data(uint64_t length, std::string* record);
+  bool fill(size_t n);
+  const unsigned char* ahead(size_t pos) const;
+  bool valid_record_at(size_t pos);
+  bool framing_intact();
+  void resync();
+  void finish();
   std::string describe(uint64_t index,
                        uint64_t offset,
                        const std::string& reason) const;
   void skip(std::string message, uint64_t bytes);
-  void stop(uint64_t index, uint64_t offset, const std::string& reason);
+  void fault(uint64_t index, uint64_t offset, const std::string& reason,
+             std::string_view header, std::string_view data = {},
+             std::string_view footer = {});
 
   std::unique_ptr<ByteSource> src_;
-  bool skip_corrupt_;
+  TFRecordReaderOptions options_;
   bool done_ = false;
+  /// The source has returned 0 (its end).
+  bool eof_ = false;
+  /// Bytes taken from src_ (or put back) but not consumed yet:
+  /// lookahead_[lookahead_pos_] is the byte at offset_.
+  std::string lookahead_;
+  size_t lookahead_pos_ = 0;
   uint64_t offset_ = 0;
   uint64_t index_ = 0;
   uint64_t record_offset_ = 0;

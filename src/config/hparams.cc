@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -55,6 +56,8 @@ int edit_distance(const std::string& a, const std::string& b) {
 }
 
 // Closest of the keys, aliases (as their canonical key) and `extra` names.
+// Names whose length differs by more than the distance are skipped unread,
+// so a 10 MB --key costs nothing.
 std::string closest(const std::string& key,
                     const std::vector<std::string>& extra) {
   std::vector<std::pair<std::string, std::string>> candidates;
@@ -68,7 +71,12 @@ std::string closest(const std::string& key,
     candidates.emplace_back(e, e);
   std::string best;
   int best_distance = kMaxSuggestDistance + 1;
+  const size_t max_gap = kMaxSuggestDistance;
   for (const auto& [name, answer] : candidates) {
+    if (key.size() > name.size() + max_gap ||
+        name.size() > key.size() + max_gap) {
+      continue;
+    }
     int d = edit_distance(config::lower(key), config::lower(name));
     if (d < best_distance) {
       best_distance = d;
@@ -81,9 +89,16 @@ std::string closest(const std::string& key,
 std::string unknown_key(const std::string& name,
                         const std::vector<std::string>& extra) {
   std::string guess = closest(name, extra);
-  std::string msg = "unknown key '" + name + "'";
+  std::string msg = "unknown key " + config::quote_value(name);
   return guess.empty() ? msg + " (--help lists the keys)"
                        : msg + "; did you mean '" + guess + "'?";
+}
+
+// `text` as the user typed it (a flag, a raw value) when short; cut and
+// quoted by quote_value() when longer than a message may show.
+std::string shown(const std::string& text) {
+  return text.size() <= config::kMaxQuotedBytes ? text
+                                                : config::quote_value(text);
 }
 
 // Sets one key; records its source; notes aliases and ignored keys.
@@ -139,8 +154,8 @@ bool split_line(std::string_view line,
         return true;
       }
     }
-    throw ConfigError(location + ": " + *key + ": unterminated quote in " +
-                      std::string(v));
+    throw ConfigError(location + ": " + shown(*key) +
+                      ": unterminated quote in " + shown(std::string(v)));
   }
   for (size_t i = 0; i < v.size(); ++i) {
     if (v[i] == '#' && (i == 0 || v[i - 1] == ' ' || v[i - 1] == '\t')) {
@@ -155,10 +170,15 @@ bool split_line(std::string_view line,
 void load_file(const std::string& path,
                HParams* hp,
                std::vector<std::string>* warnings) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ConfigError("cannot read config file " + config::quote_value(path) +
+                      ": it is a folder");
+  }
   std::ifstream in(path);
   if (!in) {
-    throw ConfigError("cannot read config file '" + path +
-                      "': " + std::strerror(errno));
+    throw ConfigError("cannot read config file " + config::quote_value(path) +
+                      ": " + std::strerror(errno));
   }
   std::map<std::string, int> first_line;
   std::string line;
@@ -182,9 +202,29 @@ void load_file(const std::string& path,
     apply(s, location, hp, warnings);
   }
   if (in.bad()) {
-    throw ConfigError("cannot read config file '" + path +
-                      "': " + std::strerror(errno));
+    throw ConfigError("cannot read config file " + config::quote_value(path) +
+                      ": " + std::strerror(errno));
   }
+  if (first_line.empty()) {
+    warnings->push_back(path +
+                        ": the config file sets no key (it is empty or holds "
+                        "only comments and blank lines)");
+  }
+}
+
+// Notes a key given again on the command line (the last value wins).
+void note_repeat(const std::string& key,
+                 const std::string& value,
+                 std::map<std::string, std::string>* seen,
+                 std::vector<std::string>* warnings) {
+  auto [it, fresh] = seen->emplace(key, value);
+  if (fresh)
+    return;
+  warnings->push_back("command line: '" + key + "' is set again: " +
+                      config::quote_value(value) + " replaces " +
+                      config::quote_value(it->second) +
+                      " (the last value wins)");
+  it->second = value;
 }
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
@@ -274,11 +314,13 @@ LoadResult load_hparams(int argc,
   }
   const std::string kCli = "command line";
   std::vector<Setting> settings;
+  std::map<std::string, std::string> given;  // key -> its latest value
+  std::vector<std::string> repeats;           // after the file's warnings
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.size() < 2 || arg[0] != '-') {
-      throw ConfigError(kCli + ": unexpected argument '" + arg +
-                        "' (expected --KEY=VALUE)");
+      throw ConfigError(kCli + ": unexpected argument " +
+                        config::quote_value(arg) + " (expected --KEY=VALUE)");
     }
     std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
     std::string value;
@@ -299,8 +341,9 @@ LoadResult load_hparams(int argc,
     if (name == "dry_run" || name == "print_cluster") {
       bool on = true;
       if (has_value && !config::parse_bool(config::trim(value), &on)) {
-        throw ConfigError(kCli + ": " + arg + ": '" + value +
-                          "' is not a boolean (expected True or False)");
+        throw ConfigError(kCli + ": " + shown(arg) + ": " +
+                          config::quote_value(value) +
+                          " is not a boolean (expected True or False)");
       }
       (name == "dry_run" ? result.dry_run : result.print_cluster) = on;
       continue;
@@ -318,6 +361,7 @@ LoadResult load_hparams(int argc,
     if (contains(extra_keys, name)) {
       if (!has_value && !take_next())
         value = "True";
+      note_repeat(name, value, &given, &repeats);
       result.extras[name] = value;
       continue;
     }
@@ -326,15 +370,16 @@ LoadResult load_hparams(int argc,
       const KeySpec* negated = resolve(name.substr(2));
       if (negated && std::holds_alternative<bool HParams::*>(negated->field)) {
         settings.push_back({negated, "False", name.substr(2)});
+        note_repeat(negated->name, "False", &given, &repeats);
         continue;
       }
       if (negated) {
-        throw ConfigError(kCli + ": " + arg + ": '" + negated->name +
+        throw ConfigError(kCli + ": " + shown(arg) + ": '" + negated->name +
                           "' is not a bool key, so it has no --no form");
       }
     }
     if (!s.spec) {
-      throw ConfigError(kCli + ": " + arg + ": " +
+      throw ConfigError(kCli + ": " + shown(arg) + ": " +
                         unknown_key(name, extra_keys));
     }
     if (!has_value) {
@@ -343,15 +388,18 @@ LoadResult load_hparams(int argc,
       } else if (take_next()) {
         s.value = value;
       } else {
-        throw ConfigError(kCli + ": " + arg + ": missing value (expected " +
-                          arg + "=VALUE)");
+        throw ConfigError(kCli + ": " + shown(arg) +
+                          ": missing value (expected " + shown(arg) +
+                          "=VALUE)");
       }
     }
+    note_repeat(s.spec->name, s.value, &given, &repeats);
     settings.push_back(s);
   }
   if (!result.config_path.empty()) {
     load_file(result.config_path, &result.hp, &result.warnings);
   }
+  result.warnings.insert(result.warnings.end(), repeats.begin(), repeats.end());
   for (const Setting& s : settings) {
     apply(s, kCli, &result.hp, &result.warnings);
   }
@@ -364,7 +412,8 @@ void validate(const HParams& hp) {
     const std::string head = prefix(hp, spec.name) + spec.name + ": ";
     const std::string* text = config::string_value(spec, hp);
     if (text && !spec.choices.empty() && !contains(spec.choices, *text)) {
-      throw ConfigError(head + "'" + *text + "' is not valid; valid values: " +
+      throw ConfigError(head + config::quote_value(*text) +
+                        " is not valid; valid values: " +
                         join_choices(spec.choices));
     }
     std::optional<double> v = config::numeric_value(spec, hp);
@@ -404,8 +453,9 @@ void validate(const HParams& hp) {
   if (hp.num_epochs_per_decay && !hp.decay_scheme.empty()) {
     throw ConfigError(prefix(hp, "num_epochs_per_decay") +
                       "num_epochs_per_decay: cannot be combined with "
-                      "decay_scheme '" +
-                      hp.decay_scheme + "'; set one of them");
+                      "decay_scheme " +
+                      config::quote_value(hp.decay_scheme) +
+                      "; set one of them");
   }
 }
 

@@ -45,6 +45,10 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(skip_corrupt_records), G::kDataset,
      "Skip (and count) records that cannot be parsed or decoded instead of "
      "stopping with exit code 3."},
+    {FASTNN_KEY(max_skipped_share), G::kDataset,
+     "With skip_corrupt_records=True: share of a TFRecord file's bytes that "
+     "may be skipped as corrupt; a file that loses more stops the run with "
+     "exit code 3. 1: never stop.", between(0, 1)},
     {FASTNN_KEY(validation_fraction), G::kDataset,
      "image_folder: share of the images held out as split 'validation' "
      "(the rest is 'train').", between(0, 1, false, true)},
@@ -491,7 +495,7 @@ std::string assign_value(const KeySpec& spec,
   const bool none = text == "None";  // 'None' in quotes is the string None
   const std::string raw(strip_quotes(text));
   const std::string head = std::string(spec.name) + ": ";
-  const std::string shown = none ? "None" : "'" + raw + "'";
+  const std::string shown = none ? "None" : quote_value(raw);
   const std::string example = format_value(spec, defaults());
   return std::visit(
       [&](auto member) -> std::string {

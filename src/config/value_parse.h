@@ -3,6 +3,7 @@
 // dist and train use it); not part of include/fastnn.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -44,5 +45,23 @@ std::string format_bool(bool v);
 /// `s` as a value token that reads back as `s`: bare when safe, otherwise in
 /// single quotes (empty, "None", '#', quotes or outer whitespace).
 std::string quote_if_needed(const std::string& s);
+
+/// The most bytes of a value that a message shows (quote_value()).
+inline constexpr size_t kMaxQuotedBytes = 100;
+
+/// `s` in single quotes for an error or warning: at most its first
+/// kMaxQuotedBytes bytes (cut at a UTF-8 character boundary), then
+/// "... (N bytes)" after the closing quote, so a 10 MB value is never echoed.
+/// Every message that names a value uses it. Inline so that binaries that do
+/// not link fastnn_config (convert_dataset) can use it too.
+inline std::string quote_value(std::string_view s) {
+  if (s.size() <= kMaxQuotedBytes)
+    return "'" + std::string(s) + "'";
+  size_t cut = kMaxQuotedBytes;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80)
+    --cut;
+  return "'" + std::string(s.substr(0, cut)) + "'... (" +
+         std::to_string(s.size()) + " bytes)";
+}
 
 }  // namespace fastnn::config

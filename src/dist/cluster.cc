@@ -30,7 +30,8 @@ int64_t parse_int(const std::string& text, const std::string& what) {
   for (size_t j = i; ok && j < text.size(); ++j)
     ok = std::isdigit(static_cast<unsigned char>(text[j]));
   if (!ok) {
-    throw ConfigError(what + "='" + text + "' is not an integer");
+    throw ConfigError(what + "=" + config::quote_value(text) +
+                      " is not an integer");
   }
   return std::stoll(text);
 }
@@ -88,7 +89,8 @@ std::string master_address(const Environment& env,
   if (auto p = get(env, "MASTER_PORT")) {
     port = static_cast<int>(parse_int(*p, "MASTER_PORT"));
     if (port < 1 || port > 65535) {
-      throw ConfigError("MASTER_PORT=" + *p + " is not a port (1-65535)");
+      throw ConfigError("MASTER_PORT=" + config::quote_value(*p) +
+                        " is not a port (1-65535)");
     }
     origin = "MASTER_ADDR, MASTER_PORT";
   }
@@ -182,8 +184,8 @@ ClusterSpec from_tf_config(const std::string& text) {
     }
     spec.rank = static_cast<int>(chief.size()) + index;
   } else {
-    fail("task type '" + type +
-         "' is not supported: every FastNN task is a worker (chief, master "
+    fail("task type " + config::quote_value(type) +
+         " is not supported: every FastNN task is a worker (chief, master "
          "or worker)");
   }
   spec.world_size = static_cast<int>(spec.hosts.size());
@@ -307,7 +309,8 @@ std::vector<int> expand_tasks_per_node(const std::string& text,
     int times = 1;
     if (paren != std::string::npos) {
       if (item.back() != ')')
-        throw ConfigError(what + "='" + text + "' is malformed");
+        throw ConfigError(what + "=" + config::quote_value(text) +
+                          " is malformed");
       times = static_cast<int>(
           parse_int(item.substr(paren + 2, item.size() - paren - 3), what));
     }
@@ -455,7 +458,8 @@ std::pair<std::string, int> split_host_port(const std::string& address,
   const bool bracketed = !address.empty() && address[0] == '[';
   if (colon == std::string::npos || colon == 0 ||
       (bracketed && address[colon - 1] != ']')) {
-    throw ConfigError(what + ": '" + address + "' is not host:port");
+    throw ConfigError(what + ": " + config::quote_value(address) +
+                      " is not host:port");
   }
   std::string host = address.substr(0, colon);
   if (bracketed)
@@ -467,8 +471,8 @@ std::pair<std::string, int> split_host_port(const std::string& address,
   } catch (const ConfigError&) {
   }
   if (port < 0 || port > 65535 || host.empty()) {
-    throw ConfigError(what + ": '" + address +
-                      "' is not host:port (port 0-65535)");
+    throw ConfigError(what + ": " + config::quote_value(address) +
+                      " is not host:port (port 0-65535)");
   }
   return {host, static_cast<int>(port)};
 }
@@ -476,7 +480,8 @@ std::pair<std::string, int> split_host_port(const std::string& address,
 std::vector<std::string> expand_nodelist(const std::string& list,
                                          const std::string& what) {
   auto bad = [&]() {
-    return ConfigError(what + "='" + list + "' is not a Slurm host list");
+    return ConfigError(what + "=" + config::quote_value(list) +
+                       " is not a Slurm host list");
   };
   // Split at commas outside brackets.
   std::vector<std::string> items;

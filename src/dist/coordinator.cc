@@ -1,5 +1,6 @@
 #include "src/dist/coordinator.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <netinet/in.h>
@@ -18,6 +19,7 @@
 
 #include "fastnn/coordinator.grpc.pb.h"
 #include "fastnn/errors.h"
+#include "src/config/value_parse.h"
 #include "src/dist/kv_core.h"
 
 namespace fastnn::dist {
@@ -440,10 +442,22 @@ int pick_free_port() {
   return ntohs(addr.sin_port);
 }
 
+std::string listen_host_for(const std::string& host) {
+  in_addr v4{};
+  in6_addr v6{};
+  const bool loopback =
+      host == "localhost" ||
+      (inet_pton(AF_INET, host.c_str(), &v4) == 1 &&
+       (ntohl(v4.s_addr) >> 24) == 127) ||
+      (inet_pton(AF_INET6, host.c_str(), &v6) == 1 &&
+       IN6_IS_ADDR_LOOPBACK(&v6));
+  return loopback ? host : "0.0.0.0";
+}
+
 std::string read_text_file(const std::string& path, const std::string& key) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw ConfigError(key + ": cannot read '" + path + "'");
+    throw ConfigError(key + ": cannot read " + config::quote_value(path));
   std::ostringstream os;
   os << in.rdbuf();
   return os.str();
@@ -453,6 +467,7 @@ struct CoordinatorServer::Impl {
   std::unique_ptr<Service> service;
   std::unique_ptr<grpc::Server> server;
   std::thread monitor;
+  std::string host;  // as in a gRPC address: IPv6 in brackets
   int port = 0;
   std::once_flag stopped;
 };
@@ -478,13 +493,15 @@ CoordinatorServer::CoordinatorServer(const CoordinatorOptions& options)
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(
-      "0.0.0.0:" + std::to_string(options.port), creds, &impl_->port);
+  impl_->host = options.host.find(':') == std::string::npos
+                    ? options.host
+                    : "[" + options.host + "]";
+  const std::string listen = impl_->host + ":" + std::to_string(options.port);
+  builder.AddListeningPort(listen, creds, &impl_->port);
   builder.RegisterService(impl_->service.get());
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || impl_->port == 0) {
-    throw DistributedError("coordinator: cannot listen on port " +
-                           std::to_string(options.port) +
+    throw DistributedError("coordinator: cannot listen on " + listen +
                            " (in use, or not allowed)");
   }
   if (auto* health = impl_->server->GetHealthCheckService()) {
@@ -499,6 +516,15 @@ CoordinatorServer::~CoordinatorServer() {
 
 int CoordinatorServer::port() const {
   return impl_->port;
+}
+
+std::string CoordinatorServer::address() const {
+  return impl_->host + ":" + std::to_string(impl_->port);
+}
+
+std::string CoordinatorServer::local_address() const {
+  return impl_->host == "0.0.0.0" ? "127.0.0.1:" + std::to_string(impl_->port)
+                                  : address();
 }
 
 void CoordinatorServer::drain(std::chrono::milliseconds timeout) {

@@ -13,7 +13,10 @@
 namespace fastnn::dist {
 
 struct CoordinatorOptions {
-  /// Port to listen on, all interfaces. 0: any free port (see port()).
+  /// Address to listen on. Default: every interface (a job across machines);
+  /// a one-machine job listens on loopback only (see listen_host_for()).
+  std::string host = "0.0.0.0";
+  /// Port to listen on. 0: any free port (see port()).
   int port = 0;
   /// Workers expected at rendezvous. REQUIRES: >= 1.
   int world_size = 1;
@@ -35,6 +38,11 @@ class CoordinatorServer {
 
   /// The port actually bound.
   int port() const;
+  /// host:port as bound, e.g. "127.0.0.1:41234" ("[::1]:41234" for IPv6).
+  std::string address() const;
+  /// An address a client on this machine can dial: 127.0.0.1:port when
+  /// listening on every interface, address() otherwise.
+  std::string local_address() const;
   /// Waits up to `timeout` until every worker has finished or been lost, or,
   /// once the job failed or a stop was requested, has heard of it through a
   /// heartbeat; lets rank 0 leave without peers taking it for lost.
@@ -50,6 +58,13 @@ class CoordinatorServer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Where the chief's coordinator listens, from the host the workers dial
+/// (ClusterSpec::coordinator's host): that host itself when it is a loopback
+/// address (127.0.0.0/8, ::1, localhost), as in a one-machine job such as the
+/// nproc_per_node launcher's, so that nothing off the machine can reach it;
+/// "0.0.0.0", every interface, otherwise.
+std::string listen_host_for(const std::string& coordinator_host);
 
 /// A TCP port free on all interfaces right now (bound to 0, then released):
 /// for the launcher's MASTER_PORT and tests. Throws DistributedError.

@@ -372,6 +372,7 @@ WorkerSession::WorkerSession(const ClusterSpec& spec,
   if (spec.is_chief()) {
     CoordinatorOptions so;
     so.port = port;
+    so.host = listen_host_for(host);
     so.world_size = spec.world_size;
     so.worker_timeout = options.worker_timeout;
     so.token = options.token;
@@ -382,7 +383,7 @@ WorkerSession::WorkerSession(const ClusterSpec& spec,
     impl_->spec.coordinator =
         (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
         bound;
-    co.address = "127.0.0.1:" + bound;
+    co.address = impl_->server->local_address();
     co.tls_target_name = host;
   }
   impl_->client = std::make_unique<CoordinatorClient>(co);

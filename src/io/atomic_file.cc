@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 #include "fastnn/errors.h"
@@ -160,6 +163,31 @@ std::string read_file(const std::string& path) {
   out.resize(size);
   ::close(fd);
   return out;
+}
+
+bool is_temporary_name(const std::string& filename) {
+  const auto at = filename.rfind(".tmp-");
+  if (at == std::string::npos || at + 5 == filename.size()) return false;
+  for (size_t i = at + 5; i < filename.size(); ++i) {
+    if (filename[i] < '0' || filename[i] > '9') return false;
+  }
+  return true;
+}
+
+std::vector<std::string> remove_stale_temporaries(const std::string& dir) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!is_temporary_name(name) || !entry.is_regular_file(ec)) continue;
+    const long pid = std::strtol(name.c_str() + name.rfind(".tmp-") + 5, nullptr, 10);
+    // kill(pid, 0) fails with ESRCH only when no such process exists; EPERM
+    // means it exists (another user's), so its file is kept.
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      if (std::filesystem::remove(entry.path(), ec)) removed.push_back(name);
+    }
+  }
+  return removed;
 }
 
 }  // namespace fastnn::io

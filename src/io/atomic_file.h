@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fastnn::io {
 
@@ -48,5 +49,14 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 
 /// Reads a whole file. Throws DataError "cannot open/read 'PATH': REASON".
 std::string read_file(const std::string& path);
+
+/// True for the name of an AtomicFileWriter temporary ("<anything>.tmp-<pid>"):
+/// never data, never a checkpoint.
+bool is_temporary_name(const std::string& filename);
+
+/// Removes the temporaries in `dir` (not recursive) left by processes that
+/// no longer exist (SIGKILL, a lost machine); a live process's are kept.
+/// Returns the names removed. Errors reading `dir` are ignored.
+std::vector<std::string> remove_stale_temporaries(const std::string& dir);
 
 }  // namespace fastnn::io

@@ -27,7 +27,8 @@ ImageFormat sniff_format(std::string_view bytes);
 /// Decodes PNG or JPEG bytes (format sniffed, not taken from image/format).
 /// channels: 0 keeps the stored color type (gray and gray+alpha give 1;
 /// RGB, RGBA, palette and CMYK give 3), 1 forces gray, 3 forces RGB. Alpha is
-/// dropped, not composited. Throws DataError with the decoder's reason.
+/// dropped, not composited. Throws DataError with the decoder's reason,
+/// also for a JPEG whose scan ends early (libjpeg would pad it with gray).
 Image decode_image(std::string_view bytes, int channels = 0);
 
 /// What the header says, read without decoding pixels.
@@ -69,7 +70,9 @@ struct DecodedRegion {
 
 /// Decodes only what `options` asks for. For JPEG this uses libjpeg-turbo's
 /// DCT-domain scaling and skips rows (jpeg_skip_scanlines) and columns
-/// (jpeg_crop_scanline) outside the region; PNG is decoded whole.
+/// (jpeg_crop_scanline) outside the region; PNG is decoded whole. A JPEG
+/// whose data ends early throws DataError as in decode_image; below the
+/// region, where nothing is decoded, only a missing EOI marker shows it.
 DecodedRegion decode_region(std::string_view bytes, const DecodeOptions& options);
 
 /// Encodes an 8-bit gray (channels 1) or RGB (channels 3) image as PNG.

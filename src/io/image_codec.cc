@@ -105,11 +105,23 @@ struct JpegError {
 }
 
 // Warnings are not printed. Running out of data is an error: libjpeg would
-// otherwise pad the image with gray and report success.
+// otherwise pad the image with gray and report success. It says
+// JWRN_JPEG_EOF ("Premature end of JPEG file") when the bytes run out, and
+// JWRN_HIT_MARKER ("Corrupt JPEG data: premature end of data segment") when
+// a scan is cut short by a marker, e.g. a truncated file that kept its EOI.
 void jpeg_message(j_common_ptr cinfo, int level) {
-  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) {
+  const int code = cinfo->err->msg_code;
+  if (level < 0 && (code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER)) {
     jpeg_fail(cinfo);
   }
+}
+
+// Whether an EOI marker (FF D9) lies at or after `from`. Entropy-coded data
+// cannot hold one (an FF data byte is stored as FF 00), so without it the
+// file was cut short.
+bool has_eoi_after(std::string_view bytes, size_t from) {
+  const size_t at = bytes.rfind(std::string_view("\xFF\xD9", 2));
+  return at != std::string_view::npos && at >= from;
 }
 
 uint8_t cmyk_channel(int c, int k, bool inverted) {
@@ -183,8 +195,9 @@ ScaledPlan plan_region(const DecodeOptions& o, int height, int width) {
 
 // C-style on purpose: no object with a destructor lives across the setjmp,
 // so longjmp out of libjpeg is well defined. Returns false with *message set
-// when libjpeg reports an error. Rows below the region are never decoded
-// (jpeg_abort_decompress), so truncation there goes unnoticed.
+// when libjpeg reports an error or the data ends early. Rows below the
+// region are never decoded (jpeg_abort_decompress): a file cut short there is
+// caught by its missing EOI marker, a cut scan followed by EOI is not.
 bool decode_jpeg_into(std::string_view bytes,
                       const DecodeOptions& o,
                       DecodedRegion* region,
@@ -204,6 +217,8 @@ bool decode_jpeg_into(std::string_view bytes,
                reinterpret_cast<const unsigned char*>(bytes.data()),
                static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&cinfo, TRUE);
+  // The header reader stops at the first scan's data.
+  const size_t scan_start = bytes.size() - cinfo.src->bytes_in_buffer;
   if (!size_ok(cinfo.image_width, cinfo.image_height)) {
     std::snprintf(message,
                   JMSG_LENGTH_MAX,
@@ -277,6 +292,12 @@ bool decode_jpeg_into(std::string_view bytes,
   }
   if (cinfo.output_scanline == cinfo.output_height) {
     jpeg_finish_decompress(&cinfo);
+  } else if (!has_eoi_after(bytes, scan_start)) {
+    std::snprintf(message,
+                  JMSG_LENGTH_MAX,
+                  "Premature end of JPEG file (no EOI marker after the scan)");
+    jpeg_destroy_decompress(&cinfo);
+    return false;
   } else {
     jpeg_abort_decompress(&cinfo);
   }

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
 
 #include "src/io/crc32c.h"
 #include "fastnn/errors.h"
@@ -17,6 +20,8 @@ constexpr size_t kFooterBytes = 4;
 // Record data is read in growing chunks starting here, so a corrupt but
 // CRC-valid length cannot make the reader allocate more than the file holds.
 constexpr uint64_t kFirstChunkBytes = uint64_t{1} << 20;
+// Resynchronisation reads ahead in chunks of at least this size.
+constexpr size_t kScanChunkBytes = size_t{64} << 10;
 
 void put_le32(uint32_t v, char* out) {
   for (int i = 0; i < 4; ++i) {
@@ -63,15 +68,30 @@ std::string crc_mismatch(const char* what, uint32_t stored, uint32_t computed) {
 }  // namespace
 
 TFRecordReader::TFRecordReader(std::unique_ptr<ByteSource> src,
-                               bool skip_corrupt)
-    : src_(std::move(src)), skip_corrupt_(skip_corrupt) {}
+                               TFRecordReaderOptions options)
+    : src_(std::move(src)), options_(options) {
+  if (!(options_.max_skipped_share >= 0 && options_.max_skipped_share <= 1)) {
+    throw std::invalid_argument(
+        "TFRecordReader: max_skipped_share must be in [0, 1], got " +
+        std::to_string(options_.max_skipped_share));
+  }
+}
 
 size_t TFRecordReader::read_full(void* dst, size_t n) {
   auto* p = static_cast<char*>(dst);
-  size_t got = 0;
-  while (got < n) {
+  size_t got = std::min(n, lookahead_.size() - lookahead_pos_);
+  if (got > 0) {
+    std::memcpy(p, lookahead_.data() + lookahead_pos_, got);
+    lookahead_pos_ += got;
+    if (lookahead_pos_ == lookahead_.size()) {
+      std::string().swap(lookahead_);  // release a large resync buffer
+      lookahead_pos_ = 0;
+    }
+  }
+  while (got < n && !eof_) {
     size_t r = src_->read(p + got, n - got);
     if (r == 0) {
+      eof_ = true;
       break;
     }
     got += r;
@@ -96,6 +116,111 @@ bool TFRecordReader::read_data(uint64_t length, std::string* record) {
   return true;
 }
 
+// Makes n unconsumed bytes available in lookahead_; false if the source ends
+// first (lookahead_ then holds all of the rest).
+bool TFRecordReader::fill(size_t n) {
+  while (lookahead_.size() - lookahead_pos_ < n) {
+    if (eof_) {
+      return false;
+    }
+    if (lookahead_pos_ > 0) {
+      lookahead_.erase(0, lookahead_pos_);
+      lookahead_pos_ = 0;
+    }
+    const size_t have = lookahead_.size();
+    // At least a scan chunk, at most doubling: a false length costs no more
+    // memory than the source holds.
+    const size_t want = std::clamp(
+        n - have, kScanChunkBytes, std::max(kScanChunkBytes, have));
+    lookahead_.resize(have + want);
+    size_t got = 0;
+    while (got < want) {
+      size_t r = src_->read(&lookahead_[have + got], want - got);
+      if (r == 0) {
+        eof_ = true;
+        break;
+      }
+      got += r;
+    }
+    lookahead_.resize(have + got);
+  }
+  return true;
+}
+
+const unsigned char* TFRecordReader::ahead(size_t pos) const {
+  return reinterpret_cast<const unsigned char*>(lookahead_.data()) +
+         lookahead_pos_ + pos;
+}
+
+// Whether a record whose length CRC and data CRC both check out starts pos
+// bytes after offset_. REQUIRES: fill(pos + kHeaderBytes).
+bool TFRecordReader::valid_record_at(size_t pos) {
+  const unsigned char* header = ahead(pos);
+  if (get_le32(header + 8) != mask_crc(crc32c(header, 8))) {
+    return false;
+  }
+  const uint64_t length = get_le64(header);
+  const size_t room = std::numeric_limits<size_t>::max() - pos -
+                      kHeaderBytes - kFooterBytes;
+  if (length > room ||
+      !fill(pos + kHeaderBytes + static_cast<size_t>(length) + kFooterBytes)) {
+    return false;
+  }
+  const unsigned char* data = ahead(pos + kHeaderBytes);  // fill may move it
+  const auto n = static_cast<size_t>(length);
+  return get_le32(data + n) == mask_crc(crc32c(data, n));
+}
+
+// After a data-CRC mismatch: whether a plausible header (or the end) follows,
+// so that only the record's own bytes are bad.
+bool TFRecordReader::framing_intact() {
+  if (!fill(kHeaderBytes)) {
+    return true;  // the end, or a short tail the next header read reports
+  }
+  const unsigned char* header = ahead(0);
+  return get_le32(header + 8) == mask_crc(crc32c(header, 8));
+}
+
+// Consumes bytes from offset_ up to the next valid record or the end.
+void TFRecordReader::resync() {
+  size_t pos = 0;
+  for (;; ++pos) {
+    if (!fill(pos + kHeaderBytes)) {
+      pos = lookahead_.size() - lookahead_pos_;  // too short for a record
+      break;
+    }
+    if (valid_record_at(pos)) {
+      break;
+    }
+  }
+  lookahead_pos_ += pos;
+  offset_ += pos;
+}
+
+// End of the source: enforces max_skipped_share.
+void TFRecordReader::finish() {
+  done_ = true;
+  const uint64_t skipped = stats_.skipped_bytes;
+  if (skipped == 0) {
+    return;
+  }
+  const double share =
+      static_cast<double>(skipped) / static_cast<double>(offset_);
+  if (share <= options_.max_skipped_share) {
+    return;
+  }
+  char detail[160];
+  std::snprintf(detail,
+                sizeof(detail),
+                " bytes (%.1f %%) skipped as corrupt, more than "
+                "max_skipped_share = %g allows (1 accepts any loss)",
+                100 * share,
+                options_.max_skipped_share);
+  throw DataError(src_->name() + ": " + std::to_string(skipped) + " of " +
+                  std::to_string(offset_) + detail +
+                  "; first fault: " + skip_reasons_.front());
+}
+
 std::string TFRecordReader::describe(uint64_t index,
                                      uint64_t offset,
                                      const std::string& reason) const {
@@ -107,82 +232,106 @@ void TFRecordReader::skip(std::string message, uint64_t bytes) {
   ++stats_.skipped;
   stats_.skipped_bytes += bytes;
   if (skip_reasons_.size() < kMaxSkipReasons) {
-    skip_reasons_.push_back(std::move(message));
+    skip_reasons_.push_back(std::move(message) + "; " +
+                            std::to_string(bytes) + " bytes skipped");
   }
 }
 
-void TFRecordReader::stop(uint64_t index,
-                          uint64_t offset,
-                          const std::string& reason) {
+// A framing fault of the record at offset, of which header + data + footer
+// were consumed: throws under the fail policy, else resynchronises from
+// offset + 1 and counts one skip.
+void TFRecordReader::fault(uint64_t index,
+                           uint64_t offset,
+                           const std::string& reason,
+                           std::string_view header,
+                           std::string_view data,
+                           std::string_view footer) {
   std::string message = describe(index, offset, reason);
-  if (!skip_corrupt_) {
+  if (!options_.skip_corrupt) {
     throw DataError(message);
   }
   if (reason.rfind("truncated", 0) == 0) ++stats_.skipped_truncated;
-  // Nothing after this point can be trusted; count the unread tail as lost.
-  char sink[1 << 16];
-  while (read_full(sink, sizeof(sink)) > 0) {
-  }
+  // Put back what was read of the record except its first byte, and look
+  // for the next record from there.
+  std::string rest;
+  rest.reserve(header.size() - 1 + data.size() + footer.size() +
+               (lookahead_.size() - lookahead_pos_));
+  rest.append(header.substr(1)).append(data).append(footer);
+  rest.append(lookahead_, lookahead_pos_, std::string::npos);
+  lookahead_.swap(rest);
+  lookahead_pos_ = 0;
+  offset_ = offset + 1;
+  resync();
   skip(std::move(message), offset_ - offset);
-  done_ = true;
 }
 
 bool TFRecordReader::next(std::string* record) {
   while (!done_) {
     const uint64_t offset = offset_;
     const uint64_t index = index_;
-    unsigned char header[kHeaderBytes];
-    size_t got = read_full(header, kHeaderBytes);
+    char header_bytes[kHeaderBytes];
+    size_t got = read_full(header_bytes, kHeaderBytes);
+    const std::string_view header(header_bytes, got);
     if (got == 0) {
-      done_ = true;
+      finish();
       return false;
     }
     ++index_;
     if (got < kHeaderBytes) {
-      stop(index,
-           offset,
-           "truncated header (" + std::to_string(got) + " of " +
-               std::to_string(kHeaderBytes) + " bytes)");
-      return false;
+      fault(index,
+            offset,
+            "truncated header (" + std::to_string(got) + " of " +
+                std::to_string(kHeaderBytes) + " bytes)",
+            header);
+      continue;
     }
-    const uint32_t stored_length_crc = get_le32(header + 8);
-    const uint32_t length_crc = mask_crc(crc32c(header, 8));
+    const auto* h = reinterpret_cast<const unsigned char*>(header_bytes);
+    const uint32_t stored_length_crc = get_le32(h + 8);
+    const uint32_t length_crc = mask_crc(crc32c(h, 8));
     if (stored_length_crc != length_crc) {
       std::string reason =
           crc_mismatch("length", stored_length_crc, length_crc);
-      if (offset == 0 && header[0] == 0x1f && header[1] == 0x8b) {
+      if (offset == 0 && h[0] == 0x1f && h[1] == 0x8b) {
         reason += "; the file looks gzip-compressed, which is not supported";
       }
-      stop(index, offset, reason);
-      return false;
+      fault(index, offset, reason, header);
+      continue;
     }
-    const uint64_t length = get_le64(header);
+    const uint64_t length = get_le64(h);
     if (!read_data(length, record)) {
-      stop(index,
-           offset,
-           "truncated record (header says " + std::to_string(length) +
-               " bytes, file ends after " + std::to_string(record->size()) +
-               ")");
-      return false;
+      fault(index,
+            offset,
+            "truncated record (header says " + std::to_string(length) +
+                " bytes, file ends after " + std::to_string(record->size()) +
+                ")",
+            header,
+            *record);
+      continue;
     }
-    unsigned char footer[kFooterBytes];
-    got = read_full(footer, kFooterBytes);
+    char footer_bytes[kFooterBytes];
+    got = read_full(footer_bytes, kFooterBytes);
+    const std::string_view footer(footer_bytes, got);
     if (got < kFooterBytes) {
-      stop(index,
-           offset,
-           "truncated record (data CRC: " + std::to_string(got) + " of " +
-               std::to_string(kFooterBytes) + " bytes)");
-      return false;
+      fault(index,
+            offset,
+            "truncated record (data CRC: " + std::to_string(got) + " of " +
+                std::to_string(kFooterBytes) + " bytes)",
+            header,
+            *record,
+            footer);
+      continue;
     }
-    const uint32_t stored_data_crc = get_le32(footer);
+    const uint32_t stored_data_crc =
+        get_le32(reinterpret_cast<const unsigned char*>(footer_bytes));
     const uint32_t data_crc = mask_crc(crc32c(record->data(), record->size()));
     if (stored_data_crc != data_crc) {
-      std::string message = describe(
-          index, offset, crc_mismatch("data", stored_data_crc, data_crc));
-      if (!skip_corrupt_) {
-        throw DataError(message);
+      std::string reason = crc_mismatch("data", stored_data_crc, data_crc);
+      // A valid header next means only this record's bytes are bad.
+      if (options_.skip_corrupt && framing_intact()) {
+        skip(describe(index, offset, reason), offset_ - offset);
+      } else {
+        fault(index, offset, reason, header, *record, footer);
       }
-      skip(std::move(message), offset_ - offset);
       continue;
     }
     record_offset_ = offset;

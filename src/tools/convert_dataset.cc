@@ -9,6 +9,8 @@
 #include "datasets/convert_mnist.h"
 #include "datasets/mnist.h"
 #include "fastnn/errors.h"
+#include "src/config/value_parse.h"
+#include "src/io/atomic_file.h"
 
 int main(int argc, char** argv) {
   using namespace fastnn;
@@ -61,6 +63,16 @@ int main(int argc, char** argv) {
   opt.progress = !quiet;
   if (opt.num_shards == 0) opt.num_shards = name == "image_folder" ? 5 : 1;
   try {
+    datasets::check_folder_flag("--input", input);
+    datasets::check_folder_flag("--dataset_dir", out);
+    // Temporaries of a run that was killed (SIGTERM, SIGKILL) before it
+    // renamed them; a running converter's are kept.
+    const auto removed = io::remove_stale_temporaries(out);
+    if (!removed.empty()) {
+      std::cerr << "convert_dataset: removed " << removed.size()
+                << " stale temporary file(s) of an interrupted run from "
+                << config::quote_value(out) << "\n";
+    }
     std::vector<datasets::ConvertedSplit> splits;
     if (name == "cifar10") {
       splits = datasets::convert_cifar10(opt);

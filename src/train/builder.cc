@@ -4,6 +4,8 @@
 
 #include <dlfcn.h>
 
+#include <new>
+#include <string>
 #include <thread>
 
 #include "fastnn/errors.h"
@@ -62,7 +64,20 @@ Built build(const HParams& hp, const std::string& split, bool create_model) {
   mo.in_channels = b.dataset.channels;
   mo.image_size = size;
   mo.dropout_keep_prob = hp.dropout_keep_prob.value_or(b.spec->dropout_keep_prob);
-  b.model = b.spec->create(mo);
+  // A num_classes (or image size) too large to allocate is the
+  // configuration's fault, not an internal error.
+  try {
+    b.model = b.spec->create(mo);
+  } catch (const std::bad_alloc&) {
+    throw ConfigError(hp.where("num_classes") + ": num_classes: " +
+                      std::to_string(b.num_classes) + ": the model does not fit in memory");
+  } catch (const c10::Error& e) {
+    if (std::string(e.what()).find("allocate") == std::string::npos) throw;
+    throw ConfigError(hp.where("num_classes") + ": num_classes: " +
+                      std::to_string(b.num_classes) +
+                      ": the model does not fit in memory (" +
+                      std::string(e.what_without_backtrace()).substr(0, 200) + ")");
+  }
   return b;
 }
 
@@ -82,6 +97,7 @@ datasets::PipelineOptions pipeline_options(const HParams& hp, const Built& b,
   o.num_parallel_batches = hp.num_parallel_batches;
   o.cache = hp.datasets_use_caching;
   o.skip_corrupt = hp.skip_corrupt_records;
+  o.max_skipped_share = hp.max_skipped_share;
   o.seed = static_cast<uint64_t>(hp.seed);
   o.channels = b.dataset.channels;
   o.num_classes = b.num_classes;

@@ -2,14 +2,24 @@
 
 #include <torch/torch.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <regex>
 #include <sstream>
 
 #include "src/io/atomic_file.h"
 #include "src/io/crc32c.h"
 #include "fastnn/errors.h"
+#include "src/config/value_parse.h"
+#include "src/log/log.h"
 
 namespace fastnn::train {
 namespace fs = std::filesystem;
@@ -125,9 +135,95 @@ TensorMap load_tensors(const std::string& path) {
   return out;
 }
 
+std::vector<std::string> checkpoint_files(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  const std::regex name_re("model\\.ckpt-(\\d{1,18})");
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::smatch m;
+    if (std::regex_match(name, m, name_re) && entry.is_regular_file(ec)) {
+      found.emplace_back(std::stoll(m[1]), entry.path().string());
+    }
+  }
+  std::sort(found.begin(), found.end(), std::greater<>());
+  std::vector<std::string> paths;
+  for (auto& f : found) paths.push_back(std::move(f.second));
+  return paths;
+}
+
+std::optional<LatestCheckpoint> find_latest_checkpoint(const std::string& dir) {
+  const std::vector<std::string> found = checkpoint_files(dir);
+  if (found.empty()) return std::nullopt;
+  std::string indexed;
+  {
+    std::ifstream in(fs::path(dir) / "checkpoint");
+    std::string line;
+    const std::string key = "model_checkpoint_path: \"";
+    while (std::getline(in, line)) {
+      if (line.rfind(key, 0) == 0 && line.size() > key.size() + 1) {
+        indexed = fs::path(line.substr(key.size(), line.size() - key.size() - 1))
+                      .filename()
+                      .string();
+        break;
+      }
+    }
+  }
+  std::string problems;
+  for (const auto& path : found) {
+    try {
+      LatestCheckpoint latest{path, load_tensors(path)};
+      const std::string name = fs::path(path).filename().string();
+      if (!problems.empty() || indexed != name) {
+        log::warning() << "resuming from " << path << ", the newest readable checkpoint"
+                       << (indexed.empty() ? " (the 'checkpoint' index is missing or unreadable)"
+                           : indexed == name ? ""
+                                             : " (the 'checkpoint' index names '" +
+                                                   indexed.substr(0, 100) + "')")
+                       << problems;
+      }
+      return latest;
+    } catch (const DataError& e) {
+      problems += "; passed over: " + std::string(e.what());
+    }
+  }
+  throw DataError("'" + dir + "' holds " + std::to_string(found.size()) +
+                  " checkpoint file(s) but none is readable" + problems +
+                  ". Starting over would overwrite them: move them away or choose another "
+                  "train_dir");
+}
+
 CheckpointManager::CheckpointManager(std::string dir, int64_t max_to_keep)
     : dir_(std::move(dir)), max_to_keep_(max_to_keep) {
-  fs::create_directories(dir_);
+  const std::string shown = config::quote_value(dir_);
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec || !fs::is_directory(dir_)) {
+    throw ConfigError("train_dir: cannot create or use directory " + shown + ": " +
+                      (ec ? ec.message() : "not a directory"));
+  }
+  const std::string lock_path = (fs::path(dir_) / ".lock").string();
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) {
+    throw ConfigError("train_dir: cannot write in " + shown + ": " + std::strerror(errno));
+  }
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    if (err == EWOULDBLOCK) {
+      throw ConfigError("train_dir " + shown +
+                        " is in use by another training process (it holds " + lock_path +
+                        "); use another train_dir, or stop that process first");
+    }
+    throw ConfigError("train_dir: cannot lock " + lock_path + ": " + std::strerror(err));
+  }
+  const auto removed = io::remove_stale_temporaries(dir_);
+  if (!removed.empty()) {
+    log::info() << "train_dir: removed " << removed.size()
+                << " temporary file(s) of processes that no longer run (e.g. " << removed.front()
+                << ")";
+  }
   std::ifstream in(fs::path(dir_) / "checkpoint");
   std::string line;
   while (std::getline(in, line)) {
@@ -138,19 +234,12 @@ CheckpointManager::CheckpointManager(std::string dir, int64_t max_to_keep)
   }
 }
 
-std::optional<std::string> CheckpointManager::latest() const {
-  std::ifstream in(fs::path(dir_) / "checkpoint");
-  std::string line;
-  const std::string key = "model_checkpoint_path: \"";
-  while (std::getline(in, line)) {
-    if (line.rfind(key, 0) == 0 && line.size() > key.size()) {
-      const std::string name = line.substr(key.size(), line.size() - key.size() - 1);
-      const fs::path p = fs::path(name).is_absolute() ? fs::path(name)
-                                                      : fs::path(dir_) / name;
-      if (fs::exists(p)) return p.string();
-    }
-  }
-  return std::nullopt;
+CheckpointManager::~CheckpointManager() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+std::optional<LatestCheckpoint> CheckpointManager::latest() const {
+  return find_latest_checkpoint(dir_);
 }
 
 std::string CheckpointManager::save(int64_t step, const TensorMap& tensors) {
@@ -176,12 +265,9 @@ std::string CheckpointManager::save(int64_t step, const TensorMap& tensors) {
 std::string resolve_checkpoint(const std::string& path) {
   if (path.empty()) throw ConfigError("checkpoint_path: not set");
   if (fs::is_directory(path)) {
-    CheckpointManager m(path, 5);
-    auto latest = m.latest();
-    if (!latest) {
-      throw DataError("no checkpoint in '" + path + "' (no 'checkpoint' index)");
-    }
-    return *latest;
+    auto latest = find_latest_checkpoint(path);
+    if (!latest) throw DataError("no checkpoint in '" + path + "' (no model.ckpt-* file)");
+    return latest->path;
   }
   if (!fs::exists(path)) throw DataError("checkpoint '" + path + "' does not exist");
   return path;

@@ -24,14 +24,41 @@ void save_tensors(const std::string& path, const TensorMap& tensors);
 /// Reads a file written by save_tensors; DataError if missing or corrupt.
 TensorMap load_tensors(const std::string& path);
 
-/// Keeps model.ckpt-<step> files and the index in a train_dir.
+/// The model.ckpt-<step> files of `dir`, newest first (none is read;
+/// temporaries and other names never count).
+std::vector<std::string> checkpoint_files(const std::string& dir);
+
+/// The newest readable checkpoint of a train_dir, read.
+struct LatestCheckpoint {
+  std::string path;
+  TensorMap tensors;
+};
+
+/// The newest model.ckpt-<step> in `dir` that reads (CRC checked). The
+/// `checkpoint` index is a convenience, not the truth: when it is missing,
+/// empty, garbage or names another file, or when the newest file is
+/// corrupt, the newest readable file wins, with a warning on stderr for
+/// each file passed over. nullopt when `dir` has no model.ckpt-* file.
+/// Throws DataError when it has some but none reads (starting over would
+/// overwrite them).
+std::optional<LatestCheckpoint> find_latest_checkpoint(const std::string& dir);
+
+/// Keeps model.ckpt-<step> files and the index in a train_dir, which it
+/// holds for this process alone.
 class CheckpointManager {
  public:
-  /// max_to_keep = 0 keeps every checkpoint.
+  /// Creates `dir` and takes an exclusive lock on it (dir/.lock, released
+  /// by the kernel when the process ends): a second trainer on the same
+  /// train_dir is a ConfigError, as is a train_dir that cannot be created.
+  /// Removes the temporaries of dead processes (a checkpoint cut by
+  /// SIGKILL). max_to_keep = 0 keeps every checkpoint.
   CheckpointManager(std::string dir, int64_t max_to_keep);
+  ~CheckpointManager();
+  CheckpointManager(const CheckpointManager&) = delete;
+  CheckpointManager& operator=(const CheckpointManager&) = delete;
 
-  /// Path of the newest checkpoint named by the index, if any.
-  std::optional<std::string> latest() const;
+  /// find_latest_checkpoint(dir).
+  std::optional<LatestCheckpoint> latest() const;
   /// Writes model.ckpt-<step>, updates the index, prunes old files.
   std::string save(int64_t step, const TensorMap& tensors);
 
@@ -39,10 +66,11 @@ class CheckpointManager {
   std::string dir_;
   int64_t max_to_keep_;
   std::vector<std::string> kept_;
+  int lock_fd_ = -1;
 };
 
-/// A checkpoint file itself, or a train_dir's latest. Throws DataError
-/// when nothing is found.
+/// A checkpoint file itself, or a train_dir's newest readable one
+/// (find_latest_checkpoint). Throws DataError when nothing is found.
 std::string resolve_checkpoint(const std::string& path);
 
 }  // namespace fastnn::train

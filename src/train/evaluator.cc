@@ -113,7 +113,7 @@ int evaluation_loop(const HParams& hp, const std::string& train_dir,
   namespace fs = std::filesystem;
   using Clock = std::chrono::steady_clock;
   install_stop_signals();
-  const CheckpointManager index(train_dir, 0);
+  mark_state_saved();  // evaluation holds nothing a second signal could lose
   std::unique_ptr<io::EventWriter> events;
   std::string last_path;
   int64_t last_step = -1;
@@ -121,7 +121,11 @@ int evaluation_loop(const HParams& hp, const std::string& train_dir,
   const auto interval = std::chrono::seconds(std::max<int64_t>(1, hp.eval_interval_secs));
   while (true) {
     if (const int sig = stop_signal()) return sig == SIGINT ? kExitSigint : kExitSigterm;
-    const auto latest = index.latest();
+    // The newest file, not the index: files appear whole (renamed into
+    // place), and the index is written after them.
+    const auto files = checkpoint_files(train_dir);
+    const std::optional<std::string> latest =
+        files.empty() ? std::nullopt : std::optional<std::string>(files.front());
     if (latest && *latest != last_path && fs::exists(*latest)) {
       EvalResult r;
       try {

@@ -292,8 +292,8 @@ const HookRow& hook_row(const HParams& hp, const std::string& name) {
   for (const auto& r : kHooks) {
     if (config::lower(name) == config::lower(r.name)) return r;
   }
-  throw ConfigError(hp.where("hooks") + ": hooks: unknown hook '" + name +
-                    "'; valid: " + join_list(hook_names()));
+  throw ConfigError(hp.where("hooks") + ": hooks: unknown hook " + config::quote_value(name) +
+                    "; valid: " + join_list(hook_names()));
 }
 
 }  // namespace

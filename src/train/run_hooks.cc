@@ -92,6 +92,7 @@ class MetricsHook : public Hook {
         {"wall_secs", r.wall_secs},
         {"data_wait_secs", r.data_wait_secs},
         {"records_skipped", stats.records_skipped},
+        {"bytes_skipped", stats.bytes_skipped},
         {"loss_scale", scaler_.scale()},
         {"steps_skipped_overflow", scaler_.skipped_steps()},
         {"records_skipped_by_kind",

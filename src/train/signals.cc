@@ -1,15 +1,25 @@
 #include "src/train/signals.h"
 
+#include <unistd.h>
+
 #include <csignal>
+
+#include "fastnn/errors.h"
 
 namespace fastnn::train {
 namespace {
 
 volatile std::sig_atomic_t g_signal = 0;
+volatile std::sig_atomic_t g_saved = 0;
 
 extern "C" void on_stop_signal(int sig) {
-  g_signal = sig;
-  std::signal(sig, SIG_DFL);
+  if (g_signal == 0) {
+    g_signal = sig;
+    return;
+  }
+  // Only async-signal-safe calls here.
+  const int first = g_signal;
+  ::_exit(g_saved ? (first == SIGINT ? kExitSigint : kExitSigterm) : kExitStoppedUnsaved);
 }
 
 }  // namespace
@@ -21,6 +31,10 @@ void install_stop_signals() {
 
 int stop_signal() {
   return g_signal;
+}
+
+void mark_state_saved() {
+  g_saved = 1;
 }
 
 }  // namespace fastnn::train

@@ -12,6 +12,7 @@
 #include "src/io/atomic_file.h"
 #include "fastnn/errors.h"
 #include "fastnn/hooks.h"
+#include "src/config/value_parse.h"
 #include "src/dist/cluster.h"
 #include "src/log/log.h"
 #include "src/optim/learning_rate.h"
@@ -96,7 +97,9 @@ struct Trainer::Impl : TrainControl {
   void init_from_checkpoint();
   void prepare();
   void start_distributed();
+  void loop(Step& step, RunSummary& r);
   void finish(RunSummary& r);
+  void report_failure(RunSummary& r, int exit_code, const std::string& why);
 };
 
 void Trainer::Impl::add_run_hooks() {
@@ -136,9 +139,6 @@ void Trainer::Impl::init_from_checkpoint() {
 // train_dir, or initialized and then fine-tuned from a checkpoint), the
 // job's data plane, and the input pipeline at the state's position.
 void Trainer::Impl::prepare() {
-  if (checkpoints) {
-    io::write_file_atomic((fs::path(hp.train_dir) / "config.cfg").string(), format_hparams(hp));
-  }
   const auto latest = checkpoints ? checkpoints->latest() : std::nullopt;
   if (!latest) init_from_checkpoint();
   state = std::make_unique<TrainState>(*built.model, *optimizer, *scaler,
@@ -148,8 +148,13 @@ void Trainer::Impl::prepare() {
       log::info() << "train_dir has a checkpoint: resuming from it; the "
                      "fine-tuning source is not used";
     }
-    state->from_checkpoint(load_tensors(*latest), *latest);
-    log::info() << "Restored " << *latest << " (global_step " << state->step << ")";
+    state->from_checkpoint(latest->tensors, latest->path);
+    log::info() << "Restored " << latest->path << " (global_step " << state->step << ")";
+  }
+  // Only now, with the directory's checkpoint accepted by this model and
+  // optimizer: config.cfg must describe the checkpoints beside it.
+  if (checkpoints) {
+    io::write_file_atomic((fs::path(hp.train_dir) / "config.cfg").string(), format_hparams(hp));
   }
   if (cluster.distributed()) start_distributed();
   if (!checkpoints && cluster.is_chief()) {
@@ -183,6 +188,7 @@ void Trainer::Impl::start_distributed() {
 void Trainer::Impl::finish(RunSummary& r) {
   if (r.exit_code != kExitOk) {
     r.saved_checkpoint = save_checkpoint();
+    mark_state_saved();
   } else {
     for (auto& hook : hooks) hook->end(*this);
   }
@@ -202,6 +208,16 @@ void Trainer::Impl::finish(RunSummary& r) {
     log::info() << line;
     dist->finish(r.exit_code);
   }
+}
+
+// A run ended by an exception: no final checkpoint (the state may be bad),
+// but the hooks report it, and metrics.json records its exit status.
+void Trainer::Impl::report_failure(RunSummary& r, int exit_code, const std::string& why) {
+  r.exit_code = exit_code;
+  r.stop_reason = why.substr(0, 300);
+  r.final_step = state->step;
+  r.wall_secs = now();
+  for (auto& hook : hooks) hook->after_run(*this, r);
 }
 
 Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
@@ -225,8 +241,8 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
     }
   }
   if (vars.empty()) {
-    throw ConfigError(h.where("trainable_scopes") + ": trainable_scopes: '" +
-                      h.trainable_scopes + "' matches no variable of " +
+    throw ConfigError(h.where("trainable_scopes") + ": trainable_scopes: " +
+                      config::quote_value(h.trainable_scopes) + " matches no variable of " +
                       m.built.model->scope());
   }
   m.optimizer = optim::create_optimizer(h, std::move(vars));
@@ -237,6 +253,15 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
   // LibTorch's CPU autocast is bfloat16, which has fp32's exponent range:
   // half-precision autocast (and so "auto" dynamic scaling) is CUDA only.
   m.scaler = std::make_unique<LossScaler>(loss_scale_options(h, /*fp16_autocast=*/false));
+  // A batch larger than this worker's part of the split never fills: a
+  // configuration error now, not 0 steps (or an epoch buffered) later.
+  const int64_t shard_samples = m.built.dataset.num_samples / m.cluster.world_size;
+  if (m.built.dataset.num_samples > 0 && h.batch_size > shard_samples) {
+    throw ConfigError(h.where("batch_size") + ": batch_size: " + std::to_string(h.batch_size) +
+                      " is larger than the " + std::to_string(shard_samples) + " samples of " +
+                      m.built.dataset.name + "'s " + m.built.dataset.split + " split" +
+                      (m.cluster.world_size > 1 ? " per worker" : ""));
+  }
   if (m.built.dataset.num_samples > 0 && h.num_epochs > 0) {
     m.epochs_final_step = h.num_epochs * (m.built.dataset.num_samples / h.batch_size);
   }
@@ -282,41 +307,58 @@ int Trainer::run() {
   Step step(so, *m.built.model, *m.optimizer, *m.scaler, *m.state, m.dist.get(),
             gradient_fault_from_env());
   m.t0 = Clock::now();
-  auto now = [&m] { return m.now(); };
   RunSummary r;
   r.start_step = m.state->step;
-  for (auto& hook : m.hooks) hook->begin(m);
-  while (!m.stop) {
-    // Distributed: a signal travels with the step's metrics instead, so
-    // every worker stops after the same step.
-    if (int sig = m.dist ? 0 : stop_signal()) {
-      r.exit_code = sig == SIGINT ? kExitSigint : kExitSigterm;
-      m.request_stop(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
-      break;
-    }
-    for (auto& hook : m.hooks) hook->before_step(m);
-    StepStats s;
-    s.spans.input_begin = now();
-    auto batch = m.pipeline->next();
-    s.spans.input_end = now();
-    r.data_wait_secs += s.spans.input_end - s.spans.input_begin;
-    if (!batch) {
-      m.request_stop("input exhausted after num_epochs=" + std::to_string(h.num_epochs));
-      break;
-    }
-    const CombinedStep combined =
-        step.run(*batch, optim::learning_rate_at(m.schedule, m.state->step), now, s);
-    r.samples += s.batch_samples;
-    r.loss = s.loss;
-    r.accuracy = s.accuracy;
-    for (auto& hook : m.hooks) hook->after_step(m, s);
-    if (combined.stop) {
-      r.exit_code = combined.exit_code;
-      m.request_stop(combined.stop_reason);
-    }
+  // A data error, divergence or a lost worker still ends with the hooks'
+  // after_run (metrics.json carries the exit status), then propagates.
+  try {
+    m.loop(step, r);
+  } catch (const DataError& e) {
+    m.report_failure(r, kExitData, e.what());
+    throw;
+  } catch (const DivergedError& e) {
+    m.report_failure(r, kExitDiverged, e.what());
+    throw;
+  } catch (const DistributedError& e) {
+    m.report_failure(r, kExitDistributed, e.what());
+    throw;
   }
   m.finish(r);
   return r.exit_code;
+}
+
+void Trainer::Impl::loop(Step& step, RunSummary& r) {
+  auto clock = [this] { return now(); };
+  for (auto& hook : hooks) hook->begin(*this);
+  while (!stop) {
+    // Distributed: a signal travels with the step's metrics instead, so
+    // every worker stops after the same step.
+    if (int sig = dist ? 0 : stop_signal()) {
+      r.exit_code = sig == SIGINT ? kExitSigint : kExitSigterm;
+      request_stop(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+      break;
+    }
+    for (auto& hook : hooks) hook->before_step(*this);
+    StepStats s;
+    s.spans.input_begin = now();
+    auto batch = pipeline->next();
+    s.spans.input_end = now();
+    r.data_wait_secs += s.spans.input_end - s.spans.input_begin;
+    if (!batch) {
+      request_stop("input exhausted after num_epochs=" + std::to_string(hp.num_epochs));
+      break;
+    }
+    const CombinedStep combined =
+        step.run(*batch, optim::learning_rate_at(schedule, state->step), clock, s);
+    r.samples += s.batch_samples;
+    r.loss = s.loss;
+    r.accuracy = s.accuracy;
+    for (auto& hook : hooks) hook->after_step(*this, s);
+    if (combined.stop) {
+      r.exit_code = combined.exit_code;
+      request_stop(combined.stop_reason);
+    }
+  }
 }
 
 }  // namespace fastnn::train

@@ -212,6 +212,20 @@ TEST(ValueParseTest, Quotes) {
   EXPECT_EQ(config::quote_if_needed(""), "''");
 }
 
+TEST(ValueParseTest, QuoteValueShowsAtMost100Bytes) {
+  EXPECT_EQ(config::quote_value("abc"), "'abc'");
+  EXPECT_EQ(config::quote_value(""), "''");
+  const std::string hundred(100, 'a');
+  EXPECT_EQ(config::quote_value(hundred), "'" + hundred + "'");
+  const std::string big(10 << 20, 'x');
+  EXPECT_EQ(config::quote_value(big),
+            "'" + std::string(100, 'x') + "'... (10485760 bytes)");
+  // The cut never splits a UTF-8 character: 99 bytes, then a 2-byte one.
+  const std::string accented = std::string(99, 'a') + "\xC3\xA9" + "bcd";
+  EXPECT_EQ(config::quote_value(accented),
+            "'" + std::string(99, 'a') + "'... (104 bytes)");
+}
+
 TEST_F(HParamsTest, DefaultsAreFastNNs) {
   HParams hp;
   EXPECT_EQ(hp.opt_epsilon, 1.0);
@@ -431,6 +445,100 @@ TEST_F(HParamsTest, DuplicateKeyLastWinsWithWarning) {
             path +
                 ":3: 'batch_size' is set again (first set "
                 "on line 1); the last value wins");
+}
+
+TEST_F(HParamsTest, RepeatedCommandLineKeyWarnsAndTheLastWins) {
+  LoadResult r = load({"--learning_rate=0.1", "--learning_rate=0.2"});
+  EXPECT_EQ(r.hp.learning_rate, 0.2);
+  EXPECT_EQ(r.warnings,
+            (std::vector<std::string>{
+                "command line: 'learning_rate' is set again: '0.2' replaces "
+                "'0.1' (the last value wins)"}));
+  // Other spellings of the same key count: --KEY VALUE, --noKEY, aliases.
+  r = load({"--batch_size", "8", "--use_fp16", "--batch_size=4",
+            "--nouse_fp16"});
+  EXPECT_EQ(r.hp.batch_size, 4);
+  EXPECT_FALSE(r.hp.use_fp16);
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_EQ(r.warnings[0],
+            "command line: 'batch_size' is set again: '4' replaces '8' (the "
+            "last value wins)");
+  EXPECT_EQ(r.warnings[1],
+            "command line: 'use_fp16' is set again: 'False' replaces 'True' "
+            "(the last value wins)");
+  r = load({"--max_number_of_steps=5", "--stop_at_step=9"});
+  EXPECT_EQ(r.hp.stop_at_step, 9);
+  ASSERT_EQ(r.warnings.size(), 2u);  // the repeat, then the alias
+  EXPECT_EQ(r.warnings[0],
+            "command line: 'stop_at_step' is set again: '9' replaces '5' (the "
+            "last value wins)");
+  // A tool's own flag given twice, too; a file value then a flag is not a
+  // repeat (the command line wins by design).
+  r = load({"--input=/a", "--input", "/b"}, {"input"});
+  EXPECT_EQ(r.extras.at("input"), "/b");
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("'input' is set again: '/b' replaces '/a'"),
+            std::string::npos);
+  const std::string path = write("a.cfg", "batch_size=8\n");
+  EXPECT_TRUE(load({"--config", path, "--batch_size=4"}).warnings.empty());
+}
+
+TEST_F(HParamsTest, EmptyConfigFileWarns) {
+  for (const char* text : {"", "# only a comment\n\n   \n\t# another\n"}) {
+    const std::string path = write("empty.cfg", text);
+    LoadResult r = load({"--config", path, "--batch_size=4"});
+    EXPECT_EQ(r.hp.batch_size, 4);
+    EXPECT_EQ(r.warnings,
+              (std::vector<std::string>{
+                  path + ": the config file sets no key (it is empty or "
+                         "holds only comments and blank lines)"}))
+        << "text: " << text;
+  }
+  EXPECT_TRUE(
+      load({"--config", write("one.cfg", "# c\nbatch_size=8\n")})
+          .warnings.empty());
+  // A folder is not an empty file.
+  EXPECT_EQ(error_of([&] { load({"--config", dir_}); }),
+            "cannot read config file '" + dir_ + "': it is a folder");
+}
+
+// True when `msg` is short and names a value by its first 100 bytes.
+::testing::AssertionResult is_cut(const std::string& msg) {
+  if (msg.size() < 400 && msg.find("'... (") != std::string::npos &&
+      msg.find(" bytes)") != std::string::npos) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << msg.size() << " bytes: " << msg.substr(0, 400);
+}
+
+TEST_F(HParamsTest, ErrorsShowAtMost100BytesOfAValue) {
+  const std::string big(10 << 20, 'x');  // 10 MB
+  // An invalid choice, an unknown key, a bad --dry_run, a stray argument,
+  // a config path that cannot be read.
+  EXPECT_TRUE(is_cut(error_of([&] { load({"--warmup_scheme", big}); })));
+  EXPECT_TRUE(is_cut(error_of([&] { load({"--" + big + "=1"}); })));
+  EXPECT_TRUE(is_cut(error_of([&] { load({"--dry_run=" + big}); })));
+  EXPECT_TRUE(is_cut(error_of([&] { load({big}); })));
+  EXPECT_TRUE(is_cut(error_of([&] { load({"--config", big}); })));
+  // The same from a file line.
+  EXPECT_TRUE(is_cut(load_error(big + "=1\n")));
+  EXPECT_TRUE(is_cut(load_error("warmup_scheme=" + big + "\n")));
+  EXPECT_TRUE(is_cut(load_error("model_dir='" + big + "\n")));
+  // A short value is still shown whole, as before.
+  EXPECT_EQ(error_of([] { load({"--warmup_scheme=linear"}); }),
+            "command line: warmup_scheme: 'linear' is not valid; valid "
+            "values: t2t, none, ''");
+}
+
+TEST_F(HParamsTest, ValueErrorsShowAtMost100BytesOfAValue) {
+  // Not a number, out of the 64-bit range, not a boolean (the messages of
+  // config::assign_value).
+  const std::string big(10 << 20, '7');
+  EXPECT_TRUE(is_cut(error_of([&] { load({"--stop_at_step=" + big}); })));
+  EXPECT_TRUE(is_cut(error_of([&] { load({"--learning_rate=x" + big}); })));
+  EXPECT_TRUE(is_cut(error_of([&] { load({"--use_fp16=" + big}); })));
+  EXPECT_TRUE(is_cut(load_error("batch_size=" + big + "x\n")));
 }
 
 TEST_F(HParamsTest, ExtraKeys) {

@@ -1,7 +1,8 @@
 // Every kind of bad data under both policies: a CRC mismatch, a truncated
 // file, an unparsable Example, an undecodable image and a label outside
 // [0, num_classes). Fail: DataError naming file, record index and byte
-// offset. Skip: dropped, counted by kind, the rest read.
+// offset. Skip: dropped, counted by kind (and corrupt bytes), the rest read;
+// a file that loses more than max_skipped_share of its bytes fails.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -18,7 +19,8 @@ namespace fs = std::filesystem;
 using testing::example_of;
 using testing::png_of;
 
-constexpr int kRecords = 10;
+// One bad record of 20 is 5 % of the file, under max_skipped_share's 10 %.
+constexpr int kRecords = 20;
 constexpr int kBad = 6;
 
 enum class Fault { kCrc, kTruncated, kExample, kImage, kLabel };
@@ -29,15 +31,27 @@ struct Case {
   const char* reason;  // expected in the fail-policy message
 };
 
-// Writes 10 records with record kBad (the last one for truncation) broken;
-// returns the file and the bad record's byte offset.
-std::pair<std::string, uint64_t> write_faulty(const fs::path& dir,
-                                              Fault fault) {
+std::vector<std::string> id_records() {
   std::vector<std::string> records;
   for (int i = 0; i < kRecords; ++i) {
     records.push_back(
         example_of(png_of(28, 28, 1, static_cast<uint8_t>(i)), i % 10));
   }
+  return records;
+}
+
+struct Faulty {
+  std::string file;
+  /// The bad record's byte offset.
+  uint64_t offset = 0;
+  /// Bytes the TFRecord reader loses to the fault.
+  int64_t lost_bytes = 0;
+};
+
+// Writes kRecords records with record kBad (the last one for truncation)
+// broken.
+Faulty write_faulty(const fs::path& dir, Fault fault) {
+  std::vector<std::string> records = id_records();
   const int bad = fault == Fault::kTruncated ? kRecords - 1 : kBad;
   if (fault == Fault::kExample)
     records[bad] = "\xff\xff\xff not a protobuf";
@@ -50,7 +64,11 @@ std::pair<std::string, uint64_t> write_faulty(const fs::path& dir,
   for (int i = 0; i < bad; ++i)
     offset += io::frame_record(records[i]).size();
   const auto file = testing::write_records(dir / "data.tfrecord", records);
+  const auto framed =
+      static_cast<int64_t>(io::frame_record(records[bad]).size());
+  int64_t lost_bytes = 0;
   if (fault == Fault::kCrc) {
+    lost_bytes = framed;
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
     f.seekg(static_cast<std::streamoff>(offset + 12 + 20));
     char c = 0;
@@ -58,9 +76,11 @@ std::pair<std::string, uint64_t> write_faulty(const fs::path& dir,
     f.seekp(static_cast<std::streamoff>(offset + 12 + 20));
     f.put(static_cast<char>(c ^ 0x40));
   }
-  if (fault == Fault::kTruncated)
+  if (fault == Fault::kTruncated) {
     fs::resize_file(file, fs::file_size(file) - 10);
-  return {file, offset};
+    lost_bytes = framed - 10;
+  }
+  return {file, offset, lost_bytes};
 }
 
 PipelineOptions options(const std::string& file) {
@@ -74,32 +94,40 @@ int64_t drain(Pipeline& p) {
   return n;
 }
 
+// The DataError message that ends reading `file` with `o`, or "".
+std::string error_of(PipelineOptions o) {
+  Pipeline p(std::move(o));
+  try {
+    drain(p);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 class BadData : public ::testing::TestWithParam<Case> {};
 
 TEST_P(BadData, FailPolicyNamesFileRecordAndOffset) {
   const Case c = GetParam();
   auto dir = testing::fresh_dir(std::string("bad_fail_") + c.name);
-  auto [file, offset] = write_faulty(dir, c.fault);
+  const Faulty faulty = write_faulty(dir, c.fault);
+  const std::string& file = faulty.file;
+  const uint64_t offset = faulty.offset;
   const int bad = c.fault == Fault::kTruncated ? kRecords - 1 : kBad;
-  Pipeline p(options(file));
-  try {
-    drain(p);
-    FAIL() << "expected DataError for " << c.name;
-  } catch (const DataError& e) {
-    const std::string msg = e.what();
-    const std::string where = file + ": record " + std::to_string(bad) +
-                              " at offset " + std::to_string(offset);
-    EXPECT_NE(msg.find(where), std::string::npos)
-        << msg << "\nexpected: " << where;
-    EXPECT_NE(msg.find(c.reason), std::string::npos) << msg;
-  }
+  const std::string msg = error_of(options(file));
+  ASSERT_NE(msg, "") << "expected DataError for " << c.name;
+  const std::string where = file + ": record " + std::to_string(bad) +
+                            " at offset " + std::to_string(offset);
+  EXPECT_NE(msg.find(where), std::string::npos)
+      << msg << "\nexpected: " << where;
+  EXPECT_NE(msg.find(c.reason), std::string::npos) << msg;
 }
 
 TEST_P(BadData, SkipPolicyDropsAndCountsByKind) {
   const Case c = GetParam();
   auto dir = testing::fresh_dir(std::string("bad_skip_") + c.name);
-  auto file = write_faulty(dir, c.fault).first;
-  auto o = options(file);
+  const Faulty faulty = write_faulty(dir, c.fault);
+  auto o = options(faulty.file);
   o.skip_corrupt = true;
   Pipeline p(o);
   EXPECT_EQ(drain(p), kRecords - 1);
@@ -115,8 +143,13 @@ TEST_P(BadData, SkipPolicyDropsAndCountsByKind) {
     EXPECT_EQ(by_kind[k], k == static_cast<int>(c.fault) ? 1 : 0)
         << "kind " << k;
   }
-  EXPECT_EQ(describe_skipped(st),
-            std::string("1 corrupt records skipped: 1 ") + c.name);
+  EXPECT_EQ(st.bytes_skipped, faulty.lost_bytes);
+  std::string expected = std::string("1 corrupt records skipped: 1 ") + c.name;
+  if (faulty.lost_bytes > 0) {
+    expected +=
+        "; " + std::to_string(faulty.lost_bytes) + " corrupt bytes skipped";
+  }
+  EXPECT_EQ(describe_skipped(st), expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -131,7 +164,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(BadData, ShardedWorkersKeepTheirStepCountWhenRecordsAreSkipped) {
   auto dir = testing::fresh_dir("bad_sharded");
-  auto file = write_faulty(dir, Fault::kCrc).first;
+  auto file = write_faulty(dir, Fault::kCrc).file;
   for (int rank = 0; rank < 2; ++rank) {
     auto o = options(file);
     o.skip_corrupt = true;
@@ -143,8 +176,70 @@ TEST(BadData, ShardedWorkersKeepTheirStepCountWhenRecordsAreSkipped) {
     int batches = 0;
     while (p.next())
       ++batches;
-    EXPECT_EQ(batches, 1) << "rank " << rank;
+    EXPECT_EQ(batches, kRecords / 2 / 5) << "rank " << rank;
   }
+}
+
+// Writes id_records() with `corrupt` applied to the framed bytes; returns the
+// file and each record's offset (plus the file size).
+std::pair<std::string, std::vector<uint64_t>> write_corrupted(
+    const fs::path& dir, void (*corrupt)(std::string*,
+                                         const std::vector<uint64_t>&)) {
+  std::string bytes;
+  std::vector<uint64_t> offsets;
+  for (const auto& r : id_records()) {
+    offsets.push_back(bytes.size());
+    bytes += io::frame_record(r);
+  }
+  offsets.push_back(bytes.size());
+  corrupt(&bytes, offsets);
+  const auto file = (dir / "data.tfrecord").string();
+  std::ofstream(file, std::ios::binary) << bytes;
+  return {file, offsets};
+}
+
+TEST(BadData, FlippedLengthBitLosesOneRecordNotTheRestOfTheFile) {
+  auto dir = testing::fresh_dir("bad_length_bit");
+  auto [file, offsets] = write_corrupted(
+      dir, [](std::string* bytes, const std::vector<uint64_t>& at) {
+        (*bytes)[at[2] + 1] ^= 0x08;  // record 2's length
+      });
+  auto o = options(file);
+  o.skip_corrupt = true;
+  Pipeline p(o);
+  EXPECT_EQ(drain(p), kRecords - 1);
+  const auto st = p.stats();
+  EXPECT_EQ(st.skipped_crc_mismatch, 1);
+  EXPECT_EQ(st.bytes_skipped, static_cast<int64_t>(offsets[3] - offsets[2]));
+  EXPECT_EQ(describe_skipped(st),
+            "1 corrupt records skipped: 1 crc_mismatch; " +
+                std::to_string(offsets[3] - offsets[2]) +
+                " corrupt bytes skipped");
+}
+
+TEST(BadData, LosingMoreThanMaxSkippedShareOfAFileFails) {
+  auto dir = testing::fresh_dir("bad_share");
+  // Records 2..9 (40 % of the file) overwritten.
+  auto [file, offsets] = write_corrupted(
+      dir, [](std::string* bytes, const std::vector<uint64_t>& at) {
+        for (uint64_t i = at[2] + 30; i < at[9] + 30; ++i) {
+          (*bytes)[i] = static_cast<char>(i * 131 % 251);
+        }
+      });
+  const uint64_t lost = offsets[10] - offsets[2];
+  auto o = options(file);
+  o.skip_corrupt = true;
+  const std::string msg = error_of(o);
+  EXPECT_NE(msg.find(file + ": " + std::to_string(lost) + " of " +
+                     std::to_string(offsets.back()) + " bytes"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("max_skipped_share"), std::string::npos) << msg;
+  o.max_skipped_share = 1;
+  Pipeline p(o);
+  EXPECT_EQ(drain(p), kRecords - 8);
+  EXPECT_EQ(p.stats().records_skipped, 1);
+  EXPECT_EQ(p.stats().bytes_skipped, static_cast<int64_t>(lost));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // errors for missing or empty file sets.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <functional>
@@ -173,6 +174,33 @@ TEST(DatasetTable, GenericTfrecordCountsRecordsAndNeedsNumClasses) {
   hp.eval_files = "empty.tfrecord";
   write_records(dir / "empty.tfrecord", {});
   EXPECT_THROW(get_dataset(hp, "test"), DataError);
+}
+
+// Regression: a converter killed by SIGTERM leaves NAME.tmp-PID beside the
+// shards, and train_files=* read it as data.
+TEST(DatasetTable, GlobsNeverMatchTemporaries) {
+  auto dir = fresh_dir("ds_temporaries");
+  write_records(dir / "cifar10_train.tfrecord", rgb_records(3));
+  // Whether the writer is alive (this process) or not, a temporary is no data.
+  write_records(dir / ("cifar10_train.tfrecord.tmp-" + std::to_string(getpid())),
+                rgb_records(2));
+  write_records(dir / "cifar10_test.tfrecord.tmp-999999999", rgb_records(2));
+  auto hp = hparams("tfrecord", dir);
+  hp.num_classes = 10;
+  for (const char* files : {"*", "cifar10_train*", "*.tfrecord*"}) {
+    hp.train_files = files;
+    const auto train = get_dataset(hp, "train");
+    ASSERT_EQ(train.files.size(), 1u) << files;
+    EXPECT_EQ(fs::path(train.files[0]).filename(), "cifar10_train.tfrecord");
+    EXPECT_EQ(train.num_samples, 3) << files;
+  }
+  EXPECT_EQ(expand_file_list("cifar10_*", dir.string()).size(), 1u);
+  // A pattern that matches only temporaries matches nothing.
+  const std::string msg =
+      message_of([&] { expand_file_list("*.tmp-*", dir.string()); });
+  EXPECT_NE(msg.find("no file matches '*.tmp-*'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unfinished"), std::string::npos) << msg;
+  EXPECT_THROW(expand_file_list("*.tmp-*", dir.string()), DataError);
 }
 
 // dir/<class>/<i>.png for 3 classes x 10 images, plus files to ignore.

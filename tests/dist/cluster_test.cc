@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 
@@ -177,6 +179,31 @@ TEST(ClusterTest, TorchrunErrorsNameTheVariable) {
   env = torchrun(1, 2, 1, 2);
   env["MASTER_PORT"] = "70000";
   expect_config_error([&] { resolve_cluster(HParams(), env); }, "MASTER_PORT");
+}
+
+// A hostile 10 MB value is named by its first 100 bytes, never echoed.
+TEST(ClusterTest, ErrorsShowAtMost100BytesOfAValue) {
+  const std::string big(10 << 20, 'x');
+  auto expect_cut = [](const std::function<void()>& f) {
+    try {
+      f();
+      ADD_FAILURE() << "no ConfigError";
+    } catch (const ConfigError& e) {
+      const std::string msg = e.what();
+      EXPECT_LT(msg.size(), 300u) << msg.substr(0, 300);
+      EXPECT_NE(msg.find("'... (1048576"), std::string::npos)
+          << msg.substr(0, 300);
+    }
+  };
+  Environment env = torchrun(1, 2, 1, 2);
+  env["WORLD_SIZE"] = big;
+  expect_cut([&] { resolve_cluster(HParams(), env); });
+  expect_cut([&] { resolve_cluster(flags(big + ",b:2", 0), {}); });
+  expect_cut([&] { split_host_port(big + ":x", "c"); });
+  expect_cut([&] { expand_nodelist(big + "]", "SLURM_JOB_NODELIST"); });
+  env = {{"TF_CONFIG", R"({"cluster": {"worker": ["a:1"]}, "task": {"type": ")" +
+                           big + R"(", "index": 0}})"}};
+  expect_cut([&] { resolve_cluster(HParams(), env); });
 }
 
 TEST(ClusterTest, ExplicitTaskIndexMustAgree) {

@@ -11,7 +11,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <future>
+#include <sstream>
 #include <thread>
 
 #include "fastnn/errors.h"
@@ -510,6 +512,82 @@ TEST(CoordinatorTest, TlsWhenCertificateFilesAreGiven) {
   w[1]->finish(0);
   w[0]->finish(0);
   fs::remove_all(dir);
+}
+
+/// The local addresses listening on TCP `port`, in /proc/net/tcp{,6}'s hex:
+/// "0100007F" is 127.0.0.1; all zeros is every interface.
+std::vector<std::string> listeners(int port) {
+  char suffix[8];
+  std::snprintf(suffix, sizeof suffix, ":%04X", port);
+  std::vector<std::string> out;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line, slot, local, remote, state;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      fields >> slot >> local >> remote >> state;
+      if (state == "0A" && local.size() > 5 &&
+          local.compare(local.size() - 5, 5, suffix) == 0) {
+        out.push_back(local.substr(0, local.size() - 5));
+      }
+    }
+  }
+  return out;
+}
+
+// 127.0.0.1 as /proc/net/tcp writes it, or as /proc/net/tcp6 writes the
+// IPv4-mapped ::ffff:127.0.0.1 of a dual-stack socket (gRPC's choice).
+bool only_loopback(const std::vector<std::string>& listeners) {
+  if (listeners.empty()) return false;
+  for (const auto& a : listeners) {
+    if (a != "0100007F" && a != "0000000000000000FFFF00000100007F") return false;
+  }
+  return true;
+}
+
+TEST(CoordinatorTest, ListenHostIsLoopbackOnlyForALoopbackCoordinator) {
+  EXPECT_EQ(listen_host_for("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(listen_host_for("127.0.1.1"), "127.0.1.1");
+  EXPECT_EQ(listen_host_for("localhost"), "localhost");
+  EXPECT_EQ(listen_host_for("::1"), "::1");
+  EXPECT_EQ(listen_host_for("10.0.0.7"), "0.0.0.0");
+  EXPECT_EQ(listen_host_for("node-1.cluster"), "0.0.0.0");
+  EXPECT_EQ(listen_host_for("::"), "0.0.0.0");
+  EXPECT_EQ(listen_host_for("0.0.0.0"), "0.0.0.0");
+
+  CoordinatorOptions o;
+  o.token = kToken;
+  {
+    o.host = "127.0.0.1";
+    CoordinatorServer loopback(o);
+    EXPECT_EQ(loopback.address(),
+              "127.0.0.1:" + std::to_string(loopback.port()));
+    EXPECT_EQ(loopback.local_address(), loopback.address());
+    EXPECT_TRUE(only_loopback(listeners(loopback.port())))
+        << testing::PrintToString(listeners(loopback.port()));
+  }
+  o.host = CoordinatorOptions().host;  // the default: every interface
+  CoordinatorServer everywhere(o);
+  EXPECT_EQ(everywhere.address(),
+            "0.0.0.0:" + std::to_string(everywhere.port()));
+  EXPECT_EQ(everywhere.local_address(),
+            "127.0.0.1:" + std::to_string(everywhere.port()));
+  const auto all = listeners(everywhere.port());
+  EXPECT_FALSE(all.empty());
+  for (const auto& a : all)
+    EXPECT_EQ(a.find_first_not_of('0'), std::string::npos) << a;
+}
+
+// Regression: the chief of a one-machine job (coordinator 127.0.0.1:PORT,
+// as the nproc_per_node launcher hands it out) listened on 0.0.0.0, open
+// to the whole network.
+TEST(CoordinatorTest, OneMachineJobListensOnLoopbackOnly) {
+  const int port = pick_free_port();
+  auto w = start_all(2, port, fast_options());
+  EXPECT_TRUE(only_loopback(listeners(port))) << testing::PrintToString(listeners(port));
+  w[1]->finish(0);
+  w[0]->finish(0);
 }
 
 TEST(CoordinatorTest, OneProcessJobNeedsNoServer) {

@@ -17,6 +17,7 @@
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
+#include "src/dist/coordinator.h"
 
 namespace fastnn::dist {
 namespace {
@@ -203,6 +204,7 @@ TEST(LauncherArgsTest, TokenAndPortForALocalJob) {
   LaunchOptions o = launch_options(spec, hp, {}, 2, argv);
   EXPECT_EQ(o.nproc, 2);
   EXPECT_EQ(o.master_addr, "127.0.0.1");
+  EXPECT_EQ(listen_host_for(o.master_addr), "127.0.0.1");  // loopback only
   EXPECT_EQ(o.master_port, 0);     // picked at launch
   EXPECT_EQ(o.token.size(), 32u);  // random, 128 bits in hex
   EXPECT_NE(o.token, launch_options(spec, hp, {}, 2, argv).token);
@@ -228,6 +230,40 @@ TEST(LauncherArgsTest, MultiNodeJobNeedsASharedToken) {
   EXPECT_EQ(o.world_size, 4);
   EXPECT_EQ(o.master_addr, "m");
   EXPECT_EQ(o.master_port, 23456);
+  EXPECT_EQ(listen_host_for(o.master_addr), "0.0.0.0");  // every interface
+}
+
+// What the chief started by the launcher resolves from the variables the
+// launcher sets: a loopback coordinator, so it listens on 127.0.0.1 only.
+// A job listed across machines keeps listening on every interface.
+TEST(LauncherArgsTest, OneMachineChiefListensOnLoopbackOnly) {
+  HParams hp;
+  hp.nproc_per_node = 2;
+  hp.sources["nproc_per_node"] = "command line";
+  const char* argv[] = {"train", "--nproc_per_node=2"};
+  const LaunchOptions o =
+      launch_options(resolve_cluster(hp, {}), hp, {}, 2, argv);
+  const Environment chief_env = {{"RANK", "0"},
+                                 {"WORLD_SIZE", "2"},
+                                 {"LOCAL_RANK", "0"},
+                                 {"LOCAL_WORLD_SIZE", "2"},
+                                 {"MASTER_ADDR", o.master_addr},
+                                 {"MASTER_PORT", "41234"},
+                                 {kLauncherMarker, "1"}};
+  HParams worker;  // --nproc_per_node=1, as worker_args() passes it
+  const ClusterSpec chief = resolve_cluster(worker, chief_env);
+  ASSERT_TRUE(chief.is_chief() && chief.distributed());
+  EXPECT_EQ(chief.coordinator, "127.0.0.1:41234");
+  EXPECT_EQ(listen_host_for(split_host_port(chief.coordinator, "c").first),
+            "127.0.0.1");
+
+  HParams multi;
+  multi.worker_hosts = "10.0.0.1:2222,10.0.0.2:2222";
+  multi.sources["worker_hosts"] = "command line";
+  const ClusterSpec listed = resolve_cluster(multi, {});
+  ASSERT_TRUE(listed.is_chief() && listed.distributed());
+  EXPECT_EQ(listen_host_for(split_host_port(listed.coordinator, "c").first),
+            "0.0.0.0");
 }
 
 }  // namespace

@@ -36,7 +36,13 @@ Child spawn(const std::vector<std::string>& argv, const std::string& log_path) {
 }
 
 bool running(const Child& c) {
-  return kill(c.pid, 0) == 0 && waitpid(c.pid, nullptr, WNOHANG | WNOWAIT) == 0;
+  // waitid, not waitpid: only waitid takes WNOWAIT (leave it to wait_for
+  // to reap); si_pid stays 0 while the child has not exited.
+  siginfo_t info{};
+  if (waitid(P_PID, static_cast<id_t>(c.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+    return false;
+  }
+  return info.si_pid == 0;
 }
 
 ProcessResult wait_for(const Child& c, int timeout_s) {

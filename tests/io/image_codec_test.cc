@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -108,6 +109,20 @@ std::string write_png(png_uint_32 format,
       &image, out.data(), &size, 0, buffer.data(), 0, cmap));
   out.resize(size);
   return out;
+}
+
+// A region decode of rows [top, top + height) and columns [left, left +
+// width); min_side > 0 lets JPEG decode at a DCT scale down to that size.
+DecodeOptions crop_options(
+    int channels, int top, int left, int height, int width, int min_side = 0) {
+  DecodeOptions o;
+  o.channels = channels;
+  o.crop_top = top;
+  o.crop_left = left;
+  o.crop_height = height;
+  o.crop_width = width;
+  o.min_height = o.min_width = min_side;
+  return o;
 }
 
 std::string error_of(const std::string& bytes, int channels = 0) {
@@ -352,13 +367,7 @@ TEST(ImageCodecTest, ReadImageInfoFromHeadersOnly) {
 TEST(ImageCodecTest, RegionAtFullScaleEqualsFullDecode) {
   const std::string jpeg = encode_jpeg(textured(120, 170), 90);
   const Image full = decode_image(jpeg, 3);
-  DecodeOptions o;
-  o.channels = 3;
-  o.crop_top = 37;
-  o.crop_left = 45;
-  o.crop_height = 50;
-  o.crop_width = 61;
-  const DecodedRegion r = decode_region(jpeg, o);
+  const DecodedRegion r = decode_region(jpeg, crop_options(3, 37, 45, 50, 61));
   EXPECT_EQ(r.scale_num, 8);
   EXPECT_EQ(r.origin_top, 37);
   // jpeg_crop_scanline widens to a 16-pixel iMCU boundary on the left.
@@ -381,13 +390,8 @@ TEST(ImageCodecTest, RegionAtFullScaleEqualsFullDecode) {
 // The region's pixels against the same window of the full decode.
 int region_vs_full(const std::string& jpeg, int channels) {
   const Image full = decode_image(jpeg, channels);
-  DecodeOptions o;
-  o.channels = channels;
-  o.crop_top = 21;
-  o.crop_left = 19;
-  o.crop_height = 40;
-  o.crop_width = 50;
-  const DecodedRegion r = decode_region(jpeg, o);
+  const DecodedRegion r =
+      decode_region(jpeg, crop_options(channels, 21, 19, 40, 50));
   int max_diff = 0;
   for (int y = 0; y < 40; ++y) {
     for (int x = 0; x < 50; ++x) {
@@ -452,6 +456,73 @@ TEST(ImageCodecTest, RegionPicksTheSmallestSufficientDctScale) {
   r = decode_region(encode_png(textured(40, 30)), o);
   EXPECT_EQ(r.scale_num, 8);
   EXPECT_EQ(r.image.height, 40);
+}
+
+::testing::AssertionResult premature_end(const std::string& msg) {
+  std::string lower = msg;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  });
+  if (msg.rfind("undecodable JPEG: ", 0) == 0 &&
+      lower.find("premature end") != std::string::npos) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "'" << msg << "' is not a premature-end JPEG error";
+}
+
+std::string region_error_of(const std::string& bytes, const DecodeOptions& o) {
+  try {
+    decode_region(bytes, o);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ImageCodecTest, JpegCutInsideItsScanIsDataErrorOnEveryPath) {
+  // libjpeg pads a cut scan with gray and only warns: JWRN_JPEG_EOF when the
+  // bytes run out, JWRN_HIT_MARKER when the EOI marker follows the cut.
+  const std::string jpeg = encode_jpeg(textured(120, 170), 90);
+  const size_t sos = jpeg.find("\xFF\xDA");
+  ASSERT_NE(sos, std::string::npos);
+  const size_t scan = sos + 2 +
+                      (size_t{static_cast<uint8_t>(jpeg[sos + 2])} << 8 |
+                       static_cast<uint8_t>(jpeg[sos + 3]));
+  const size_t eoi = jpeg.size() - 2;
+  ASSERT_EQ(jpeg.substr(eoi), "\xFF\xD9");
+  ASSERT_GT(eoi, scan + 1000);
+  // About 40 % of the scan: the first 40-odd of 120 rows survive.
+  const std::string head = jpeg.substr(0, scan + (eoi - scan) * 2 / 5);
+
+  // Inception's crop, at full scale and DCT-downscaled to 2/8; inception
+  // eval's central 87.5 % at 4/8; rows above the cut, where only the missing
+  // EOI tells.
+  const DecodeOptions bottom = crop_options(3, 96, 40, 24, 100);
+  const DecodeOptions bottom_quarter = crop_options(3, 96, 40, 24, 100, 6);
+  const DecodeOptions central = crop_options(3, 7, 10, 105, 149, 50);
+  const DecodeOptions top = crop_options(3, 0, 0, 16, 170);
+
+  for (const bool keep_eoi : {true, false}) {
+    const std::string cut = keep_eoi ? head + "\xFF\xD9" : head;
+    SCOPED_TRACE(keep_eoi ? "EOI kept" : "EOI dropped");
+    for (int channels : {0, 1, 3}) {
+      EXPECT_TRUE(premature_end(error_of(cut, channels))) << channels;
+    }
+    EXPECT_TRUE(premature_end(region_error_of(cut, bottom)));
+    EXPECT_TRUE(premature_end(region_error_of(cut, bottom_quarter)));
+    EXPECT_TRUE(premature_end(region_error_of(cut, central)));
+    // The header is intact: inception still reads the size, then fails above.
+    EXPECT_EQ(read_image_info(cut).height, 120);
+  }
+  EXPECT_TRUE(premature_end(region_error_of(head, top)));
+
+  // The complete file decodes on every path.
+  EXPECT_EQ(decode_image(jpeg, 3).height, 120);
+  EXPECT_EQ(decode_region(jpeg, bottom).image.height, 24);
+  EXPECT_EQ(decode_region(jpeg, bottom_quarter).scale_num, 2);
+  EXPECT_EQ(decode_region(jpeg, central).scale_num, 4);
+  EXPECT_EQ(decode_region(jpeg, top).image.height, 16);
 }
 
 TEST(ImageCodecTest, FormatComesFromTheBytes) {

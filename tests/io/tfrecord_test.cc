@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <stdexcept>
@@ -85,8 +86,18 @@ std::vector<std::string> read_all(TFRecordReader* reader) {
   return out;
 }
 
-std::string error_of(std::string file, bool skip = false) {
-  TFRecordReader reader(memory_source(std::move(file), "data.tfrecord"), skip);
+// The skip policy; max_skipped_share 1 (never fail) unless a test is about it.
+TFRecordReaderOptions skip_policy(double max_skipped_share = 1) {
+  TFRecordReaderOptions o;
+  o.skip_corrupt = true;
+  o.max_skipped_share = max_skipped_share;
+  return o;
+}
+
+std::string error_of(std::string file,
+                     TFRecordReaderOptions options = TFRecordReaderOptions{}) {
+  TFRecordReader reader(memory_source(std::move(file), "data.tfrecord"),
+                        options);
   try {
     read_all(&reader);
   } catch (const DataError& e) {
@@ -337,7 +348,7 @@ TEST(TFRecordReaderTest, TruncationAtEveryCutPoint) {
           << "cut " << cut;
     }
 
-    TFRecordReader reader(memory_source(part, "part"), /*skip_corrupt=*/true);
+    TFRecordReader reader(memory_source(part, "part"), skip_policy());
     auto got = read_all(&reader);
     ASSERT_EQ(got.size(), complete) << "cut " << cut;
     for (size_t i = 0; i < complete; ++i) {
@@ -369,7 +380,7 @@ TEST(TFRecordReaderTest, SkipPolicyContinuesPastDataCrcErrors) {
   std::string file = frame_all(records, &offsets);
   file[offsets[3] + 12] ^= 0x20;
   file[offsets[7] + 14] ^= 0x20;
-  TFRecordReader reader(memory_source(file, "data.tfrecord"), true);
+  TFRecordReader reader(memory_source(file, "data.tfrecord"), skip_policy());
   std::string record;
   std::vector<std::string> got;
   while (reader.next(&record)) {
@@ -391,17 +402,144 @@ TEST(TFRecordReaderTest, SkipPolicyContinuesPastDataCrcErrors) {
   EXPECT_TRUE(contains(reader.skip_reasons()[1], "record 7 at offset"));
 }
 
-TEST(TFRecordReaderTest, SkipPolicyStopsAtLengthCrcError) {
+TEST(TFRecordReaderTest, SkipPolicyResyncsAfterFlippedLengthCrc) {
   std::vector<std::string> records(10, "payload");
   std::vector<uint64_t> offsets;
   std::string file = frame_all(records, &offsets);
   file[offsets[4] + 9] ^= 0x01;  // the stored length CRC
-  TFRecordReader reader(memory_source(file, "f"), true);
-  EXPECT_EQ(read_all(&reader).size(), 4u);
+  TFRecordReader reader(memory_source(file, "f"), skip_policy());
+  EXPECT_EQ(read_all(&reader).size(), 9u);
   EXPECT_EQ(reader.stats().skipped, 1u);
-  EXPECT_EQ(reader.stats().skipped_bytes, file.size() - offsets[4]);
+  EXPECT_EQ(reader.stats().skipped_bytes, offsets[5] - offsets[4]);
   ASSERT_EQ(reader.skip_reasons().size(), 1u);
   EXPECT_TRUE(contains(reader.skip_reasons()[0], "length CRC mismatch"));
+}
+
+// 1000 records of 50..249 random bytes.
+std::vector<std::string> thousand_records() {
+  std::vector<std::string> records;
+  for (uint32_t i = 0; i < 1000; ++i) {
+    records.push_back(make_record(50 + i * 37 % 200, 7000 + i));
+  }
+  return records;
+}
+
+// Reads everything and checks that exactly records [lost_begin, lost_end)
+// are missing, each other record at its own offset.
+void expect_all_but(TFRecordReader* reader,
+                    const std::vector<std::string>& records,
+                    const std::vector<uint64_t>& offsets,
+                    size_t lost_begin,
+                    size_t lost_end) {
+  std::string record;
+  size_t i = 0;
+  while (reader->next(&record)) {
+    if (i == lost_begin) {
+      i = lost_end;
+    }
+    ASSERT_LT(i, records.size());
+    EXPECT_EQ(record, records[i]) << i;
+    EXPECT_EQ(reader->record_offset(), offsets[i]) << i;
+    ++i;
+  }
+  EXPECT_EQ(i, records.size());
+  EXPECT_EQ(reader->stats().records,
+            records.size() - (lost_end - lost_begin));
+  EXPECT_EQ(reader->stats().skipped, 1u);
+  EXPECT_EQ(reader->stats().skipped_bytes,
+            offsets[lost_end] - offsets[lost_begin]);
+  EXPECT_EQ(reader->stats().skipped_truncated, 0u);
+}
+
+TEST(TFRecordReaderTest, SkipPolicyResyncsAfterFlippedLengthBit) {
+  // Used to drop all 990 records after the flipped bit and report one skip.
+  const auto records = thousand_records();
+  std::vector<uint64_t> offsets;
+  std::string file = frame_all(records, &offsets);
+  offsets.push_back(file.size());
+  file[offsets[10] + 1] ^= 0x10;  // a bit of record 10's length
+  TFRecordReaderOptions options;  // default max_skipped_share: 0.1 % is fine
+  options.skip_corrupt = true;
+  {
+    TFRecordReader reader(memory_source(file, "data.tfrecord"), options);
+    expect_all_but(&reader, records, offsets, 10, 11);
+    EXPECT_EQ(reader.stats().skipped_bytes,
+              kRecordOverheadBytes + records[10].size());
+    ASSERT_EQ(reader.skip_reasons().size(), 1u);
+    EXPECT_TRUE(contains(reader.skip_reasons()[0],
+                         "data.tfrecord: record 10 at offset " +
+                             std::to_string(offsets[10]) +
+                             ": length CRC mismatch"));
+    EXPECT_TRUE(contains(
+        reader.skip_reasons()[0],
+        "; " + std::to_string(offsets[11] - offsets[10]) + " bytes skipped"));
+  }
+  // The same through one-byte reads, so the look-ahead refills often.
+  TFRecordReader trickle(std::make_unique<TrickleSource>(file), options);
+  expect_all_but(&trickle, records, offsets, 10, 11);
+  // The fail policy is unchanged.
+  EXPECT_TRUE(contains(error_of(file),
+                       "data.tfrecord: record 10 at offset " +
+                           std::to_string(offsets[10]) +
+                           ": length CRC mismatch"));
+}
+
+TEST(TFRecordReaderTest, SkipPolicyResyncsAfterBytesInsertedIntoData) {
+  // Record 5's header is intact, its data CRC fails and what follows is not
+  // a header: the reader must not trust record 5's length.
+  const auto records = thousand_records();
+  std::vector<uint64_t> offsets;
+  std::string file = frame_all(records, &offsets);
+  file.insert(offsets[5] + 12 + 3, "xyz");
+  for (size_t i = 6; i < offsets.size(); ++i) {
+    offsets[i] += 3;
+  }
+  offsets.push_back(file.size());
+  TFRecordReader reader(memory_source(file, "data.tfrecord"), skip_policy());
+  expect_all_but(&reader, records, offsets, 5, 6);
+  ASSERT_EQ(reader.skip_reasons().size(), 1u);
+  EXPECT_TRUE(contains(reader.skip_reasons()[0],
+                       "record 5 at offset " + std::to_string(offsets[5]) +
+                           ": data CRC mismatch"));
+}
+
+TEST(TFRecordReaderTest, SkipPolicyFailsWhenMoreThanMaxSkippedShareIsLost) {
+  const auto records = thousand_records();
+  std::vector<uint64_t> offsets;
+  std::string file = frame_all(records, &offsets);
+  offsets.push_back(file.size());
+  // Garbage from inside record 100 to inside record 300: records 100..300.
+  std::mt19937 rng(42);
+  for (uint64_t i = offsets[100] + 20; i < offsets[300] + 5; ++i) {
+    file[i] = static_cast<char>(rng());
+  }
+  const uint64_t lost = offsets[301] - offsets[100];
+  char share[32];
+  std::snprintf(share,
+                sizeof(share),
+                "(%.1f %%)",
+                100 * (static_cast<double>(lost) /
+                       static_cast<double>(file.size())));
+  ASSERT_GT(lost, file.size() / 10);
+
+  const std::string msg = error_of(file, skip_policy(0.1));
+  EXPECT_TRUE(contains(msg, "data.tfrecord: " + std::to_string(lost) +
+                                " of " + std::to_string(file.size()) +
+                                " bytes " + share + " skipped as corrupt"));
+  EXPECT_TRUE(contains(msg, "max_skipped_share = 0.1"));
+  EXPECT_TRUE(contains(msg, "record 100 at offset " +
+                                std::to_string(offsets[100])));
+
+  EXPECT_EQ(error_of(file, skip_policy(0.5)), "");
+  TFRecordReader reader(memory_source(file, "data.tfrecord"), skip_policy(1));
+  expect_all_but(&reader, records, offsets, 100, 301);
+}
+
+TEST(TFRecordReaderTest, MaxSkippedShareOutsideUnitIntervalIsRejected) {
+  EXPECT_THROW(TFRecordReader(memory_source("", "f"), skip_policy(1.5)),
+               std::invalid_argument);
+  EXPECT_THROW(TFRecordReader(memory_source("", "f"), skip_policy(-0.1)),
+               std::invalid_argument);
 }
 
 TEST(TFRecordReaderTest, SkipReasonsAreCapped) {
@@ -412,7 +550,7 @@ TEST(TFRecordReaderTest, SkipReasonsAreCapped) {
     file += framed;
   }
   file += frame_record("last");
-  TFRecordReader reader(memory_source(file, "f"), true);
+  TFRecordReader reader(memory_source(file, "f"), skip_policy());
   EXPECT_EQ(read_all(&reader), std::vector<std::string>{"last"});
   EXPECT_EQ(reader.stats().skipped, 150u);
   EXPECT_EQ(reader.skip_reasons().size(), TFRecordReader::kMaxSkipReasons);
@@ -420,7 +558,8 @@ TEST(TFRecordReaderTest, SkipReasonsAreCapped) {
 
 TEST(TFRecordReaderTest, IoErrorsThrowEvenUnderSkipPolicy) {
   TFRecordReader reader(
-      std::make_unique<FailingSource>(frame_all({"a"}) + "\x01\x02"), true);
+      std::make_unique<FailingSource>(frame_all({"a"}) + "\x01\x02"),
+      skip_policy());
   std::string record;
   EXPECT_THROW(
       {

@@ -2,13 +2,18 @@
 // names, shard balance, labels.txt, record contents, determinism across
 // thread counts, refusal to overwrite, and no partial output on failure.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
 
 #include "datasets/convert_cifar10.h"
+#include "datasets/convert_common.h"
 #include "datasets/convert_image_folder.h"
 #include "src/io/atomic_file.h"
 #include "fastnn/errors.h"
@@ -335,6 +340,109 @@ TEST(ConvertDataset, ImageFolderKeepsBytesAndSplitsDeterministically) {
         << e.what();
   }
   EXPECT_FALSE(fs::exists(fs::path(again.output_dir) / "labels.txt"));
+}
+
+TEST(ConvertDataset, FolderFlagChecks) {
+  const fs::path d = fresh_dir("folder_checks");
+  io::write_file_atomic((d / "f").string(), "x");
+  auto message = [](const std::string& path) -> std::string {
+    try {
+      check_folder_flag("--dataset_dir", path);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(message(d.string()), "");
+  EXPECT_EQ(message((d / "new" / "deeper").string()), "");  // created later
+  EXPECT_NE(message((d / "f").string()).find("is a file, not a folder"),
+            std::string::npos);
+  EXPECT_NE(message((d / "f" / "x").string()).find("a part of the path is a "
+                                                   "file, not a folder"),
+            std::string::npos);
+  EXPECT_NE(message("").find("--dataset_dir: empty"), std::string::npos);
+  for (const std::string& path :
+       {(d / std::string(300, 'a')).string(),
+        d.string() + "/" + std::string(5000, 'b')}) {
+    const std::string m = message(path);
+    EXPECT_LT(m.size(), 300u) << m;
+    EXPECT_NE(m.find("too long"), std::string::npos) << m;
+    EXPECT_NE(m.find("'... ("), std::string::npos) << m;
+  }
+  // Library use: write_dataset refuses the same way, before writing.
+  ConvertOptions o;
+  o.output_dir = (d / "f").string();
+  EXPECT_THROW(write_dataset(o, {}), ConfigError);
+}
+
+// The binary, as a user runs it.
+const std::string kTool = std::string(FASTNN_BIN_DIR) + "/convert_dataset";
+
+// Runs convert_dataset with `args` (shell words); its output goes to `log`.
+// Returns {exit code, output}.
+std::pair<int, std::string> convert(const std::string& args,
+                                    const fs::path& log) {
+  const int st = std::system(
+      (kTool + " " + args + " > '" + log.string() + "' 2>&1").c_str());
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, io::read_file(log.string())};
+}
+
+TEST(ConvertDatasetTool, UnusableDatasetDirIsAUsageError) {
+  ASSERT_TRUE(fs::exists(kTool)) << kTool << " is not built";
+  const fs::path in = cifar_input("tool_bad_out", true);
+  const fs::path file = in / "plain.txt";
+  io::write_file_atomic(file.string(), "x");
+  std::string deep;  // 20 names of 250 bytes: beyond PATH_MAX
+  for (int i = 0; i < 20; ++i)
+    deep += "/" + std::string(250, 'b');
+  for (const fs::path& bad :
+       {file, file / "sub", in / std::string(300, 'a'),
+        fs::path(in.string() + deep)}) {
+    auto [code, out] = convert("--quiet --dataset_name cifar10 --input '" +
+                                   in.string() + "' --dataset_dir '" +
+                                   bad.string() + "'",
+                               in / "log.txt");
+    EXPECT_EQ(code, 2) << out.substr(0, 300);  // was 1, "internal error"
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out.substr(0, 300);
+    EXPECT_LT(out.size(), 300u) << out.substr(0, 300);
+    EXPECT_NE(out.find("--dataset_dir '" + bad.string().substr(0, 100)),
+              std::string::npos)
+        << out.substr(0, 300);
+  }
+}
+
+// A pid that no process has: a child that exited and was reaped.
+pid_t dead_pid() {
+  const pid_t pid = fork();
+  if (pid == 0)
+    _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+TEST(ConvertDatasetTool, RemovesStaleTemporariesOfDeadProcessesOnly) {
+  ASSERT_TRUE(fs::exists(kTool)) << kTool << " is not built";
+  const fs::path in = cifar_input("tool_stale", true);
+  const fs::path out = in / "out";
+  fs::create_directories(out);
+  // What a SIGTERM during an earlier conversion leaves, and a temporary of
+  // a process that is still running (this test).
+  const std::string stale =
+      "cifar10_train.tfrecord.tmp-" + std::to_string(dead_pid());
+  const std::string live =
+      "cifar10_test.tfrecord.tmp-" + std::to_string(getpid());
+  io::write_file_atomic((out / stale).string(), "partial");
+  io::write_file_atomic((out / live).string(), "in progress");
+  auto [code, text] = convert("--quiet --dataset_name cifar10 --input '" +
+                                  in.string() + "' --dataset_dir '" +
+                                  out.string() + "'",
+                              in / "log.txt");
+  EXPECT_EQ(code, 0) << text;
+  EXPECT_NE(text.find("removed 1 stale temporary file(s)"), std::string::npos)
+      << text;
+  EXPECT_FALSE(fs::exists(out / stale));
+  EXPECT_TRUE(fs::exists(out / live));
+  EXPECT_TRUE(fs::exists(out / "cifar10_train.tfrecord"));
 }
 
 }  // namespace

@@ -59,16 +59,19 @@ TEST(Checkpoint, CorruptionIsDetected) {
 
 TEST(Checkpoint, ManagerKeepsLastNAndIndexNamesLatest) {
   auto dir = fresh_dir("ckpt_manager");
-  CheckpointManager mgr(dir.string(), 2);
-  EXPECT_FALSE(mgr.latest().has_value());
-  for (int step : {10, 20, 30}) {
-    mgr.save(step, {{"global_step", torch::tensor(step, torch::kInt64)}});
+  {
+    CheckpointManager mgr(dir.string(), 2);
+    EXPECT_FALSE(mgr.latest().has_value());
+    for (int step : {10, 20, 30}) {
+      mgr.save(step, {{"global_step", torch::tensor(step, torch::kInt64)}});
+    }
+    EXPECT_FALSE(fs::exists(dir / "model.ckpt-10"));
+    EXPECT_TRUE(fs::exists(dir / "model.ckpt-20"));
+    ASSERT_TRUE(mgr.latest().has_value());
+    EXPECT_EQ(fs::path(mgr.latest()->path).filename(), "model.ckpt-30");
   }
-  EXPECT_FALSE(fs::exists(dir / "model.ckpt-10"));
-  EXPECT_TRUE(fs::exists(dir / "model.ckpt-20"));
-  ASSERT_TRUE(mgr.latest().has_value());
-  EXPECT_EQ(fs::path(*mgr.latest()).filename(), "model.ckpt-30");
-  // A new manager on the same directory continues the same list.
+  // A new manager on the same directory (the first one has released its
+  // lock) continues the same list.
   CheckpointManager again(dir.string(), 2);
   again.save(40, {{"global_step", torch::tensor(40, torch::kInt64)}});
   EXPECT_FALSE(fs::exists(dir / "model.ckpt-20"));
