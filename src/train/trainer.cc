@@ -139,6 +139,12 @@ void Trainer::Impl::init_from_checkpoint() {
 // train_dir, or initialized and then fine-tuned from a checkpoint), the
 // job's data plane, and the input pipeline at the state's position.
 void Trainer::Impl::prepare() {
+  // Only rank 0 writes train_dir; the others receive its state when
+  // training starts. Opened here, not in the constructor, so --dry_run
+  // neither writes nor locks it.
+  if (!hp.train_dir.empty() && cluster.is_chief()) {
+    checkpoints = std::make_unique<CheckpointManager>(hp.train_dir, hp.max_to_keep);
+  }
   const auto latest = checkpoints ? checkpoints->latest() : std::nullopt;
   if (!latest) init_from_checkpoint();
   state = std::make_unique<TrainState>(*built.model, *optimizer, *scaler,
@@ -264,11 +270,6 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
   }
   if (m.built.dataset.num_samples > 0 && h.num_epochs > 0) {
     m.epochs_final_step = h.num_epochs * (m.built.dataset.num_samples / h.batch_size);
-  }
-  // Only rank 0 writes train_dir; the others receive its state when
-  // training starts.
-  if (!h.train_dir.empty() && m.cluster.is_chief()) {
-    m.checkpoints = std::make_unique<CheckpointManager>(h.train_dir, h.max_to_keep);
   }
   m.hooks = make_hooks(h);
   m.add_run_hooks();
