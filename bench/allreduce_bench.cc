@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "src/compat/torch_compat.h"
 #include "src/dist/gloo_communicator.h"
 
 int main(int argc, char** argv) {
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   so.isServer = rank == 0;
   so.numWorkers = world;
   so.timeout = std::chrono::seconds(60);
+  fastnn::compat::use_socket_tcpstore(so);
   auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
   fastnn::dist::CommunicatorOptions o;
   o.rank = rank;

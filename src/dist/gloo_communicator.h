@@ -16,7 +16,7 @@
 #include "src/dist/collective.h"
 
 namespace c10d {
-class ProcessGroup;
+class ProcessGroupGloo;
 }  // namespace c10d
 
 namespace fastnn::dist {
@@ -60,7 +60,8 @@ class GlooCommunicator : public Collective {
   class Pending;
   CommunicatorOptions options_;
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  // The concrete type: a ProcessGroup in LibTorch 1.x, a Backend in 2.x.
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
   int64_t step_ = 0;
 };
 

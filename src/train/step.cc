@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "src/compat/torch_compat.h"
 #include "src/log/log.h"
 #include "src/train/loss.h"
 #include "src/train/signals.h"
@@ -22,14 +23,13 @@ class AutocastScope {
  public:
   explicit AutocastScope(Autocast mode) : mode_(mode) {
     if (mode_ != Autocast::kCpuBFloat16) return;
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::set_cpu_enabled(true);
+    compat::set_cpu_autocast(true, at::kBFloat16);
     at::autocast::increment_nesting();
   }
   ~AutocastScope() {
     if (mode_ != Autocast::kCpuBFloat16) return;
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    at::autocast::set_cpu_enabled(false);
+    compat::set_cpu_autocast(false);
   }
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;

@@ -202,7 +202,7 @@ TEST(InceptionResnetV2Small, OneTrainingStepLowersTheLoss) {
            0.4 * F::cross_entropy(out.aux_logits, y);
   };
   auto loss0 = loss_of();
-  m->zero_grad();
+  m->zero_grad(/*set_to_none=*/false);
   loss0.backward();
   opt.step(testing::first_order_rate(vars, loss0.item<double>()));
   auto loss1 = loss_of();

@@ -75,7 +75,7 @@ TEST(LeNet, OneTrainingStepLowersTheLoss) {
   auto x = torch::randn({8, 1, 28, 28});
   auto y = torch::randint(0, 10, {8}, torch::kInt64);
   auto loss0 = torch::nn::functional::cross_entropy(m->forward(x).logits, y);
-  m->zero_grad();
+  m->zero_grad(/*set_to_none=*/false);
   loss0.backward();
   opt.step(1e-4);
   auto loss1 = torch::nn::functional::cross_entropy(m->forward(x).logits, y);

@@ -281,7 +281,7 @@ void expect_training_step_lowers_loss(const std::string& name, int64_t size) {
            0.4 * F::cross_entropy(out.aux_logits, y);
   };
   auto loss0 = loss_of();
-  m->zero_grad();
+  m->zero_grad(/*set_to_none=*/false);
   loss0.backward();
   opt.step(fastnn::testing::first_order_rate(vars, loss0.item<double>()));
   torch::NoGradGuard no_grad;

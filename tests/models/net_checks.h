@@ -161,7 +161,7 @@ inline SgdStep sgd_step(const std::string& name,
   auto y = torch::arange(batch, torch::kInt64) % 5;
   namespace F = torch::nn::functional;
   auto loss0 = F::cross_entropy(m->forward(x).logits, y);
-  m->zero_grad();
+  m->zero_grad(/*set_to_none=*/false);
   loss0.backward();
   double grad2 = 0;
   for (const auto& v : vars)
@@ -210,7 +210,7 @@ inline std::pair<double, double> fixed_lr_step(const std::string& name,
     return l;
   };
   auto loss0 = loss();
-  m->zero_grad();
+  m->zero_grad(/*set_to_none=*/false);
   loss0.backward();
   opt.step(lr);
   torch::NoGradGuard no_grad;

@@ -284,7 +284,7 @@ TEST_P(PnasnetBoth, OneTrainingStepLowersTheLoss) {
            0.4 * F::cross_entropy(out.aux_logits, y);
   };
   auto loss0 = loss_of();
-  m->zero_grad();
+  m->zero_grad(/*set_to_none=*/false);
   loss0.backward();
   opt.step(fastnn::testing::first_order_rate(vars, loss0.item<double>()));
   torch::NoGradGuard no_grad;

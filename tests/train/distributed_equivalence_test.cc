@@ -126,7 +126,7 @@ void train_reference(const Model& m, const Data& d, bool batch_norm) {
   auto opt = make_optimizer(hp, m);
   m->train();
   for (int s = 0; s < kSteps; ++s) {
-    m->zero_grad();
+    m->zero_grad(/*set_to_none=*/false);
     if (!batch_norm) {
       classification_loss(m->forward(d.images[s]).logits, d.labels[s], 0).backward();
     } else {
@@ -177,7 +177,7 @@ void train_worker(int rank, int port, const Model& m, const Data& d, std::vector
     auto y = rows_of(d.labels[s], rank);
     auto out = m->forward(x);
     auto loss = classification_loss(out.logits, y, 0);
-    m->zero_grad();
+    m->zero_grad(/*set_to_none=*/false);
     ds.before_backward(s);
     loss.backward();
     const int64_t correct = out.logits.argmax(1).eq(y).sum().item<int64_t>();

@@ -1,0 +1,56 @@
+// The LibTorch calls that differ between the versions this project builds
+// against (Debian 12's 1.13 through current 2.x), in one place, so the rest
+// of the code reads the same on every version.
+//
+// Checked against the 1.13 and 2.6 headers (Debian 12 and 13). The version
+// gate below is the first version known to have the new call; older calls
+// stay available (deprecated) up to it.
+//   - CPU autocast: set_cpu_enabled / set_autocast_cpu_dtype became
+//     set_autocast_enabled / set_autocast_dtype taking a device type; 2.6
+//     keeps the old names as wrappers that warn on every call.
+//   - TCPStore: 2.x prefers a libuv backend (TCPStoreOptions::useLibUV,
+//     default true) that Debian's build does not have.
+// Also different, and handled where it is used: ProcessGroupGloo derives
+// from ProcessGroup in 1.13 and from Backend in 2.x (gloo_communicator.h
+// holds the concrete type, which works on both), and Module::zero_grad()'s
+// default set_to_none became true (callers pass it explicitly).
+#pragma once
+
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+#include <type_traits>
+#include <utility>
+
+#define FASTNN_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||         \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+namespace fastnn::compat {
+
+/// Switches CPU autocast on (with `dtype`) or off for this thread.
+inline void set_cpu_autocast(bool enabled, at::ScalarType dtype = at::kBFloat16) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  if (enabled) at::autocast::set_autocast_dtype(at::kCPU, dtype);
+  at::autocast::set_autocast_enabled(at::kCPU, enabled);
+#else
+  if (enabled) at::autocast::set_autocast_cpu_dtype(dtype);
+  at::autocast::set_cpu_enabled(enabled);
+#endif
+}
+
+namespace detail {
+template <typename T, typename = void>
+struct HasUseLibUV : std::false_type {};
+template <typename T>
+struct HasUseLibUV<T, std::void_t<decltype(std::declval<T&>().useLibUV)>> : std::true_type {};
+}  // namespace detail
+
+/// TCPStore options: the classic socket backend on every version (a
+/// LibTorch without libuv refuses the 2.x default).
+template <typename TCPStoreOptions>
+void use_socket_tcpstore(TCPStoreOptions& options) {
+  if constexpr (detail::HasUseLibUV<TCPStoreOptions>::value) options.useLibUV = false;
+}
+
+}  // namespace fastnn::compat
