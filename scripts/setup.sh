@@ -1,9 +1,31 @@
 #!/usr/bin/env bash
 # Installs every Debian package the project needs (only what is missing, so a
 # second run is quick) and builds into build/ with Ninja (+ ccache).
-# Usage: scripts/setup.sh [--no-build]
+# Usage: scripts/setup.sh [--no-build] [--torch DIR]
+#   --torch DIR  build against the LibTorch in DIR (a CUDA LibTorch 2.x for
+#                GPUs, e.g. the one in PyTorch's wheel:
+#                python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+#                instead of Debian's; Debian's libtorch-dev is then not
+#                installed. Same as CMAKE_PREFIX_PATH=DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+NO_BUILD=0
+TORCH_DIR=${FASTNN_TORCH_DIR:-}
+while (($#)); do
+  case $1 in
+    --no-build) NO_BUILD=1 ;;
+    --torch) TORCH_DIR=${2:?--torch needs a directory}; shift ;;
+    --torch=*) TORCH_DIR=${1#--torch=} ;;
+    *) echo "setup: unknown argument $1 (usage: scripts/setup.sh [--no-build] [--torch DIR])" >&2
+       exit 2 ;;
+  esac
+  shift
+done
+if [ -n "$TORCH_DIR" ] && [ ! -d "$TORCH_DIR" ]; then
+  echo "setup: --torch $TORCH_DIR is not a directory" >&2
+  exit 2
+fi
 
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
@@ -18,6 +40,8 @@ PACKAGES=(
 
 missing=()
 for p in "${PACKAGES[@]}"; do
+  # Another LibTorch brings its own c10d (and Gloo).
+  if [ -n "$TORCH_DIR" ] && { [ "$p" = libtorch-dev ] || [ "$p" = libgloo-dev ]; }; then continue; fi
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi
@@ -33,10 +57,13 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-[ "${1:-}" = "--no-build" ] && exit 0
+[ "$NO_BUILD" = 1 ] && exit 0
 
 BUILD_DIR=${BUILD_DIR:-build}
-if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+if [ -n "$TORCH_DIR" ]; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$(cd "$TORCH_DIR" && pwd)"
+elif [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi
 # Each LibTorch translation unit needs ~1.5 GB to compile; two jobs fit.

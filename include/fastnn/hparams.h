@@ -148,6 +148,10 @@ struct HParams {
   // --- Performance (fp16 + threads) ---
   /// Mixed precision (fp16 autocast on CUDA, bf16 on capable CPUs).
   bool use_fp16 = true;
+  /// The half type of use_fp16 on CUDA: fp16 (with loss scaling) or bf16.
+  std::string mixed_precision = "fp16";
+  /// Where training runs: auto (CUDA when present), cpu, cuda.
+  std::string device = "auto";
   /// Activation and weight layout on CPU: NCHW (LibTorch's default) or
   /// NHWC (channels-last, oneDNN's preferred layout).
   std::string data_format = "NCHW";

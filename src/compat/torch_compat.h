@@ -5,7 +5,8 @@
 // Checked against the 1.13 and 2.6 headers (Debian 12 and 13). The version
 // gate below is the first version known to have the new call; older calls
 // stay available (deprecated) up to it.
-//   - CPU autocast: set_cpu_enabled / set_autocast_cpu_dtype became
+//   - Autocast: set_cpu_enabled / set_autocast_cpu_dtype (CPU) and
+//     set_enabled / set_autocast_gpu_dtype (CUDA) became
 //     set_autocast_enabled / set_autocast_dtype taking a device type; 2.6
 //     keeps the old names as wrappers that warn on every call.
 //   - TCPStore: 2.x prefers a libuv backend (TCPStoreOptions::useLibUV,
@@ -28,15 +29,26 @@
 
 namespace fastnn::compat {
 
+/// Switches autocast on `device` (kCPU or kCUDA) on (with `dtype`) or off
+/// for this thread.
+inline void set_autocast(c10::DeviceType device, bool enabled, at::ScalarType dtype) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  if (enabled) at::autocast::set_autocast_dtype(device, dtype);
+  at::autocast::set_autocast_enabled(device, enabled);
+#else
+  if (device == c10::DeviceType::CUDA) {
+    if (enabled) at::autocast::set_autocast_gpu_dtype(dtype);
+    at::autocast::set_enabled(enabled);
+  } else {
+    if (enabled) at::autocast::set_autocast_cpu_dtype(dtype);
+    at::autocast::set_cpu_enabled(enabled);
+  }
+#endif
+}
+
 /// Switches CPU autocast on (with `dtype`) or off for this thread.
 inline void set_cpu_autocast(bool enabled, at::ScalarType dtype = at::kBFloat16) {
-#if FASTNN_TORCH_AT_LEAST(2, 6)
-  if (enabled) at::autocast::set_autocast_dtype(at::kCPU, dtype);
-  at::autocast::set_autocast_enabled(at::kCPU, enabled);
-#else
-  if (enabled) at::autocast::set_autocast_cpu_dtype(dtype);
-  at::autocast::set_cpu_enabled(enabled);
-#endif
+  set_autocast(c10::DeviceType::CPU, enabled, dtype);
 }
 
 namespace detail {

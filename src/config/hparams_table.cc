@@ -242,6 +242,14 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(use_fp16), G::kPerformance,
      "Mixed precision: fp16 autocast with fp32 master weights on CUDA, "
      "bf16 autocast on CPUs that support it."},
+    {FASTNN_KEY(mixed_precision), G::kPerformance,
+     "Half type of use_fp16 on CUDA: fp16 (dynamic loss scaling under "
+     "loss_scaling=auto) or bf16 (fp32's exponent range: no loss scaling; "
+     "Ampere or newer). CPUs always use bf16.", {}, {"fp16", "bf16"}},
+    {FASTNN_KEY(device), G::kPerformance,
+     "Where training runs: auto (CUDA when this build and machine have a "
+     "GPU, else the CPU), cpu, or cuda (an error without a GPU). Worker "
+     "LOCAL_RANK trains on cuda:LOCAL_RANK.", {}, {"auto", "cpu", "cuda"}},
     {FASTNN_KEY(loss_scale), G::kPerformance,
      "Loss multiplier applied before backward for fp16; the gradients are "
      "divided by it again. With dynamic loss scaling: the first scale "

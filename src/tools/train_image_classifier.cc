@@ -6,6 +6,7 @@
 #include "fastnn/trainer.h"
 #include "src/dist/cluster.h"
 #include "src/dist/launcher.h"
+#include "src/train/device.h"
 #include "src/train/tool_main.h"
 
 int main(int argc, char** argv) {
@@ -17,7 +18,18 @@ int main(int argc, char** argv) {
       [argc, argv](fastnn::LoadResult& args) {
         namespace dist = fastnn::dist;
         const dist::Environment env = dist::process_environment();
-        const dist::ClusterSpec cluster = dist::resolve_cluster(args.hp, env);
+        dist::ClusterSpec cluster = dist::resolve_cluster(args.hp, env);
+        // One process on a machine with several GPUs, nproc_per_node not
+        // given: one worker per GPU, as torchrun users expect.
+        if (cluster.world_size == 1 && cluster.launch_workers == 0) {
+          if (const int gpus = fastnn::train::default_workers_per_machine(args.hp)) {
+            std::cerr << "train_image_classifier: " << gpus
+                      << " GPUs: starting one worker per GPU (nproc_per_node=" << gpus
+                      << "; set nproc_per_node=1 or device=cpu for one process)\n";
+            args.hp.nproc_per_node = gpus;
+            cluster = dist::resolve_cluster(args.hp, env);
+          }
+        }
         if (args.print_cluster) {
           std::cout << dist::describe(cluster);
           return 0;

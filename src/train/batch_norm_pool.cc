@@ -58,7 +58,7 @@ BatchNormPool::BatchNormPool(torch::nn::Module& root) : root_(root) {
   torch::NoGradGuard no_grad;
   for (auto& l : layers_) {
     // Rows 2 and 0: batch mean 1, so the moving mean becomes m exactly.
-    auto x = torch::zeros({2, l.mean.numel()});
+    auto x = torch::zeros({2, l.mean.numel()}, l.mean.options());
     x[0].fill_(2);
     l.mean.zero_();
     l.module->train(true);
@@ -90,7 +90,7 @@ void BatchNormPool::measure_counts(const std::function<void(const torch::Tensor&
   ProbeGuard guard(root_, buffers);
   torch::NoGradGuard no_grad;
   image_chw.insert(image_chw.begin(), 1);
-  const auto image = torch::randn(image_chw);
+  const auto image = torch::randn(image_chw, layers_.front().mean.options());
   // Dropout (and anything else random) off; BatchNorm in training mode.
   root_.eval();
   for (auto& l : layers_) l.module->train(true);
@@ -142,8 +142,11 @@ torch::Tensor BatchNormPool::local_moments(int64_t batch_size) const {
   return means.empty() ? torch::zeros({0}, torch::kFloat64) : torch::cat(means);
 }
 
-void BatchNormPool::apply(const torch::Tensor& summed, int world, int64_t batch_size) {
+void BatchNormPool::apply(const torch::Tensor& summed_anywhere, int world,
+                          int64_t batch_size) {
   torch::NoGradGuard no_grad;
+  if (layers_.empty()) return;
+  const auto summed = summed_anywhere.to(layers_.front().mean.device());
   int64_t offset = 0;
   for (auto& l : layers_) {
     const int64_t c = l.mean.numel();

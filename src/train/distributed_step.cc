@@ -14,6 +14,10 @@
 #include "src/log/log.h"
 #include "src/train/batch_norm_pool.h"
 
+#if FASTNN_WITH_CUDA && FASTNN_HAVE_NCCL
+#include "src/cuda/nccl_collective.h"
+#endif
+
 namespace fastnn::train {
 namespace {
 
@@ -21,17 +25,35 @@ namespace {
 // followed by the BatchNorm moments.
 enum Metric { kLossTimesSamples, kCorrect, kSamples, kStopRequested, kSigint, kSigterm, kMetrics };
 
-// The one place the collective engine is chosen: Gloo, over the job's
-// store, for the CPU tensors training uses today.
+// The one place the collective engine is chosen: NCCL for CUDA tensors
+// (its unique id through the coordinator's store), Gloo for CPU tensors
+// (its rendezvous through the same store, under a prefix of its own).
 std::unique_ptr<dist::Collective> make_collective(const dist::ClusterSpec& spec,
+                                                  const torch::Device& device,
                                                   std::chrono::milliseconds timeout,
-                                                  c10::intrusive_ptr<c10d::Store> store) {
+                                                  dist::KeyValueStore& store) {
+  if (device.is_cuda()) {
+#if FASTNN_WITH_CUDA && FASTNN_HAVE_NCCL
+    dist::NcclOptions o;
+    o.rank = spec.rank;
+    o.world_size = spec.world_size;
+    o.device = device.index();
+    o.timeout = timeout;
+    return dist::make_nccl_collective(store, o);
+#else
+    throw ConfigError("device=" + device.str() + " with " + std::to_string(spec.world_size) +
+                      " workers needs NCCL, and this build found none (CMake's NCCL_ROOT); "
+                      "device=cpu trains over Gloo");
+#endif
+  }
   dist::CommunicatorOptions o;
   o.rank = spec.rank;
   o.world_size = spec.world_size;
   o.timeout = timeout;
   o.coordinator_host = dist::split_host_port(spec.coordinator, "coordinator").first;
-  return std::make_unique<dist::GlooCommunicator>(std::move(store), o);
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(
+      "fastnn/gloo", c10::make_intrusive<dist::StoreAdapter>(store));
+  return std::make_unique<dist::GlooCommunicator>(std::move(prefixed), o);
 }
 
 }  // namespace
@@ -65,14 +87,13 @@ struct DistributedStep::Impl {
     throw e;
   }
 
-  c10::intrusive_ptr<c10d::Store> store;
   std::unique_ptr<dist::Collective> comm;
   std::unique_ptr<dist::GradientReducer> reducer;
   std::unique_ptr<BatchNormPool> batch_norm;
 };
 
 DistributedStep::DistributedStep(const HParams& hp, const dist::ClusterSpec& spec,
-                                 torch::nn::Module& model,
+                                 const torch::Device& device, torch::nn::Module& model,
                                  std::vector<torch::Tensor> trainable)
     : spec_(spec), batch_size_(hp.batch_size), impl_(std::make_unique<Impl>()) {
   const auto options = dist::session_options(hp, dist::process_environment());
@@ -81,11 +102,7 @@ DistributedStep::DistributedStep(const HParams& hp, const dist::ClusterSpec& spe
   impl_->heartbeat_interval = options.heartbeat_interval;
   impl_->stop_at_step = hp.stop_at_step;
   impl_->session = std::make_unique<dist::WorkerSession>(spec, options);
-  // Gloo's rendezvous keys travel through the coordinator's store, under a
-  // prefix of their own.
-  impl_->store = c10::make_intrusive<c10d::PrefixStore>(
-      "fastnn/gloo", c10::make_intrusive<dist::StoreAdapter>(impl_->session->store()));
-  impl_->comm = make_collective(spec, timeout, impl_->store);
+  impl_->comm = make_collective(spec, device, timeout, impl_->session->store());
   impl_->reducer = std::make_unique<dist::GradientReducer>(*impl_->comm, std::move(trainable),
                                                            hp.tensor_fusion_max_bytes);
   impl_->batch_norm = std::make_unique<BatchNormPool>(model);
@@ -147,7 +164,9 @@ CombinedStep DistributedStep::combine(double loss, int64_t correct, int64_t samp
   v[kStopRequested] = stop.requested || impl_->session->stop_requested() ? 1 : 0;
   v[kSigint] = stop.signal == SIGINT ? 1 : 0;
   v[kSigterm] = stop.signal == SIGTERM ? 1 : 0;
-  auto all = torch::cat({metrics, impl_->batch_norm->local_moments(batch_size_)});
+  // On the host: the metrics are read here (NCCL stages them through the
+  // device).
+  auto all = torch::cat({metrics, impl_->batch_norm->local_moments(batch_size_).cpu()});
   impl_->comm->all_reduce_sum({all}, "step metrics and BatchNorm statistics");
   impl_->batch_norm->apply(all.narrow(0, kMetrics, all.numel() - kMetrics), spec_.world_size,
                            batch_size_);

@@ -48,9 +48,10 @@ class DistributedStep {
  public:
   /// Joins the job through the coordinator (WorkerSession: rendezvous
   /// bounded by worker_timeout_secs), connects the collective engine
-  /// through its store (Gloo for CPU tensors), and builds the gradient
-  /// buckets of `trainable` (registration order).
-  DistributedStep(const HParams& hp, const dist::ClusterSpec& spec,
+  /// through its store (Gloo for the CPU, NCCL for a CUDA `device`), and
+  /// builds the gradient buckets of `trainable` (registration order; on
+  /// `device` already).
+  DistributedStep(const HParams& hp, const dist::ClusterSpec& spec, const torch::Device& device,
                   torch::nn::Module& model, std::vector<torch::Tensor> trainable);
   ~DistributedStep();
 

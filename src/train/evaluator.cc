@@ -16,6 +16,7 @@
 #include "src/io/event_writer.h"
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
+#include "src/train/device.h"
 #include "src/train/train_state.h"
 #include "src/log/log.h"
 #include "src/train/signals.h"
@@ -31,13 +32,19 @@ EvalResult evaluate_model(const HParams& hp, const Built& b) {
   r.class_total.assign(b.num_classes, 0);
   const bool was_training = b.model->is_training();
   b.model->eval();
-  datasets::Pipeline pipeline(pipeline_options(hp, b, false));
+  // Evaluated where the model is (the training device, for the hook).
+  const torch::Device device = device_of(*b.model);
+  auto options = pipeline_options(hp, b, false);
+  options.pin_memory = device.is_cuda();
+  datasets::Pipeline pipeline(std::move(options));
   torch::NoGradGuard no_grad;
   double loss_sum = 0;
   const int64_t k = std::min<int64_t>(5, b.num_classes);
-  auto correct = torch::zeros({b.num_classes}, torch::kInt64);
-  auto total = torch::zeros({b.num_classes}, torch::kInt64);
-  while (auto batch = pipeline.next()) {
+  const auto counts = torch::TensorOptions().dtype(torch::kInt64).device(device);
+  auto correct = torch::zeros({b.num_classes}, counts);
+  auto total = torch::zeros({b.num_classes}, counts);
+  auto feed = make_device_feed(pipeline, device);
+  while (auto batch = feed->next()) {
     auto logits = b.model->forward(to_data_format(hp, batch->images)).logits;
     loss_sum += torch::nn::functional::cross_entropy(
                     logits, batch->labels,
@@ -53,6 +60,8 @@ EvalResult evaluate_model(const HParams& hp, const Built& b) {
     correct.index_add_(0, batch->labels, top1.to(torch::kInt64));
   }
   b.model->train(was_training);
+  correct = correct.cpu();
+  total = total.cpu();
   for (int64_t c = 0; c < b.num_classes; ++c) {
     r.class_correct[c] = correct[c].item<int64_t>();
     r.class_total[c] = total[c].item<int64_t>();
@@ -82,6 +91,13 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {
   }
   apply_data_format(hp, *b.model);
   restore_model(*b.model, ckpt, path, ro);
+  // The same device choice as training (a GPU when present, device=cpu to
+  // keep it off one).
+  const torch::Device device = choose_device(hp, 0);
+  if (device.is_cuda()) {
+    prepare_device(device);
+    b.model->to(device);
+  }
   EvalResult r = evaluate_model(hp, b);
   r.checkpoint = path;
   r.moving_averages = ro.use_moving_averages;

@@ -21,21 +21,39 @@ namespace {
 // Autocast for the forward pass; only the kind asked for is switched on.
 class AutocastScope {
  public:
-  explicit AutocastScope(Autocast mode) : mode_(mode) {
-    if (mode_ != Autocast::kCpuBFloat16) return;
-    compat::set_cpu_autocast(true, at::kBFloat16);
+  explicit AutocastScope(Autocast mode) {
+    switch (mode) {
+      case Autocast::kOff:
+        return;
+      case Autocast::kCpuBFloat16:
+        device_ = c10::DeviceType::CPU;
+        dtype_ = at::kBFloat16;
+        break;
+      case Autocast::kCudaFloat16:
+        device_ = c10::DeviceType::CUDA;
+        dtype_ = at::kHalf;
+        break;
+      case Autocast::kCudaBFloat16:
+        device_ = c10::DeviceType::CUDA;
+        dtype_ = at::kBFloat16;
+        break;
+    }
+    on_ = true;
+    compat::set_autocast(device_, true, dtype_);
     at::autocast::increment_nesting();
   }
   ~AutocastScope() {
-    if (mode_ != Autocast::kCpuBFloat16) return;
+    if (!on_) return;
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    compat::set_cpu_autocast(false);
+    compat::set_autocast(device_, false, dtype_);
   }
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;
 
  private:
-  Autocast mode_;
+  bool on_ = false;
+  c10::DeviceType device_ = c10::DeviceType::CPU;
+  at::ScalarType dtype_ = at::kBFloat16;
 };
 
 }  // namespace

@@ -5,8 +5,9 @@
 // the hooks; everything the step needs is built once, before the loop.
 //
 // What depends on the device or the job stays behind small seams: the
-// autocast mode (Autocast), and gradient reduction (DistributedStep, absent
-// on one process).
+// autocast mode (Autocast, from device.h), and gradient reduction
+// (DistributedStep, absent on one process; Gloo or NCCL behind it). The
+// batch arrives on the training device (DeviceFeed).
 #pragma once
 
 #include <torch/types.h>
@@ -20,19 +21,12 @@
 #include "fastnn/pipeline.h"
 #include "models/classifier.h"
 #include "src/optim/optimizers.h"
+#include "src/train/device.h"
 #include "src/train/distributed_step.h"
 #include "src/train/loss_scale.h"
 #include "src/train/train_state.h"
 
 namespace fastnn::train {
-
-/// Mixed precision of the forward pass (weights, loss and optimizer stay
-/// fp32).
-enum class Autocast {
-  kOff,
-  /// use_fp16 on a CPU with AVX512_BF16: bfloat16, as torch.autocast("cpu").
-  kCpuBFloat16,
-};
 
 struct StepOptions {
   /// TF-slim's label_smoothing. Default: 0.

@@ -79,6 +79,12 @@ TensorMap TrainState::to_checkpoint() const {
   at::Generator gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
   m["rng/torch_cpu"] = gen.get_state();
+  if (device_.is_cuda()) {
+    // Dropout on a GPU draws from the device's generator.
+    at::Generator cuda = at::globalContext().defaultGenerator(device_);
+    std::lock_guard<std::mutex> cuda_lock(cuda.mutex());
+    m["rng/torch_cuda"] = cuda.get_state();
+  }
   return m;
 }
 
@@ -124,6 +130,18 @@ void TrainState::from_checkpoint(const TensorMap& ckpt, const std::string& path)
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(rng->second);
   }
+  // Applied when the state is on a GPU (now, or when to() moves it there).
+  auto cuda_rng = ckpt.find("rng/torch_cuda");
+  cuda_rng_ = cuda_rng != ckpt.end() ? cuda_rng->second : torch::Tensor();
+  restore_cuda_rng();
+}
+
+void TrainState::restore_cuda_rng() {
+  if (!device_.is_cuda() || !cuda_rng_.defined()) return;
+  at::Generator cuda = at::globalContext().defaultGenerator(device_);
+  std::lock_guard<std::mutex> lock(cuda.mutex());
+  cuda.set_state(cuda_rng_);
+  cuda_rng_ = torch::Tensor();
 }
 
 std::vector<torch::Tensor> TrainState::tensors() const {
@@ -152,6 +170,8 @@ void TrainState::to(const torch::Device& device) {
   model_.to(device);
   for (auto& s : optimizer_.slots()) s.value.set_data(s.value.to(device));
   for (auto& [v, shadow] : ema_) shadow.set_data(shadow.to(device));
+  device_ = device;
+  restore_cuda_rng();
 }
 
 void TrainState::update_moving_averages() {

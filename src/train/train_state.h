@@ -11,6 +11,7 @@
 //   global_step, input/batches_consumed        int64 counters
 //   loss_scale/scale (f64), loss_scale/good_steps (i64)
 //   rng/torch_cpu                              LibTorch's CPU generator
+//   rng/torch_cuda                             the GPU's generator (GPU runs)
 #pragma once
 
 #include <torch/types.h>
@@ -88,12 +89,17 @@ class TrainState {
  private:
   /// Every tensor of the replica, in one fixed order.
   std::vector<torch::Tensor> tensors() const;
+  /// Sets the GPU generator from a restored checkpoint once on a GPU.
+  void restore_cuda_rng();
 
   models::ClassifierImpl& model_;
   optim::Optimizer& optimizer_;
   LossScaler& scaler_;
   std::optional<double> moving_average_decay_;
   std::vector<std::pair<models::NamedVariable, torch::Tensor>> ema_;
+  torch::Device device_{torch::kCPU};
+  /// rng/torch_cuda of the restored checkpoint, until the state is on a GPU.
+  torch::Tensor cuda_rng_;
 };
 
 }  // namespace fastnn::train

@@ -19,6 +19,7 @@
 #include "src/optim/optimizers.h"
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
+#include "src/train/device.h"
 #include "src/train/distributed_step.h"
 #include "src/train/loss.h"
 #include "src/train/loss_scale.h"
@@ -31,30 +32,12 @@ namespace fastnn::train {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-bool cpu_has_bf16() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512bf16");
-}
-
-// The one place the forward pass's precision is chosen for this machine.
-Autocast choose_autocast(const HParams& hp) {
-  if (!hp.use_fp16) return Autocast::kOff;
-  if (cpu_has_bf16()) {
-    log::chief() << "use_fp16=True: bfloat16 autocast on CPU (fp32 weights)";
-    return Autocast::kCpuBFloat16;
-  }
-  log::warning() << "use_fp16=True but this CPU has no bfloat16 instructions "
-                    "(AVX512_BF16); training in fp32";
-  return Autocast::kOff;
-}
-
-}  // namespace
-
 struct Trainer::Impl : TrainControl {
   HParams hp;
   dist::ClusterSpec cluster;
+  /// Where this worker trains (choose_device), and the forward precision.
+  torch::Device device{torch::kCPU};
+  Autocast autocast = Autocast::kOff;
   Built built;
   std::unique_ptr<optim::Optimizer> optimizer;
   optim::ScheduleOptions schedule;
@@ -66,6 +49,7 @@ struct Trainer::Impl : TrainControl {
   std::unique_ptr<TrainState> state;
   std::unique_ptr<DistributedStep> dist;
   std::unique_ptr<datasets::Pipeline> pipeline;
+  std::unique_ptr<DeviceFeed> feed;
   /// The end of num_epochs in steps (0: unknown).
   int64_t epochs_final_step = 0;
   int intra_threads = 1;
@@ -162,6 +146,10 @@ void Trainer::Impl::prepare() {
   if (checkpoints) {
     io::write_file_atomic((fs::path(hp.train_dir) / "config.cfg").string(), format_hparams(hp));
   }
+  if (device.is_cuda()) {
+    state->to(device);
+    log::info() << "training on " << device.str();
+  }
   if (cluster.distributed()) start_distributed();
   if (!checkpoints && cluster.is_chief()) {
     log::warning() << "train_dir is not set: no checkpoints, no config.cfg, no metrics.json";
@@ -169,7 +157,9 @@ void Trainer::Impl::prepare() {
   install_stop_signals();
   auto options = pipeline_options(hp, built, true, {cluster.rank, cluster.world_size});
   options.skip_batches = state->batches_consumed;
+  options.pin_memory = device.is_cuda();
   pipeline = std::make_unique<datasets::Pipeline>(std::move(options));
+  feed = make_device_feed(*pipeline, device);
   built.model->train();
 }
 
@@ -178,7 +168,8 @@ void Trainer::Impl::prepare() {
 void Trainer::Impl::start_distributed() {
   std::vector<torch::Tensor> trainable;
   for (const auto& v : optimizer->variables()) trainable.push_back(v.var);
-  dist = std::make_unique<DistributedStep>(hp, cluster, *built.model, std::move(trainable));
+  dist = std::make_unique<DistributedStep>(hp, cluster, device, *built.model,
+                                           std::move(trainable));
   dist->measure_batch_norm([this](const torch::Tensor& images) { built.model->forward(images); },
                            {built.shape.channels, built.shape.height, built.shape.width});
   state->broadcast_from_chief([this](const std::vector<torch::Tensor>& tensors) {
@@ -233,6 +224,9 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
   m.cluster = cluster;
   log::set_rank(cluster.rank, cluster.world_size);
   const HParams& h = m.hp;
+  m.device = choose_device(h, cluster.local_rank);
+  prepare_device(m.device);
+  m.autocast = choose_autocast(h, m.device);
   torch::manual_seed(static_cast<uint64_t>(h.seed));
   m.intra_threads = configure_threads(h);
   m.built = build(h, h.dataset_split_name);
@@ -256,9 +250,10 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
                                         ? h.num_sample_per_epoch
                                         : m.built.dataset.num_samples;
   m.schedule = optim::schedule_from_hparams(h, samples_per_epoch, m.cluster.world_size);
-  // LibTorch's CPU autocast is bfloat16, which has fp32's exponent range:
-  // half-precision autocast (and so "auto" dynamic scaling) is CUDA only.
-  m.scaler = std::make_unique<LossScaler>(loss_scale_options(h, /*fp16_autocast=*/false));
+  // bfloat16 has fp32's exponent range: "auto" scales the loss dynamically
+  // only under float16 autocast (CUDA).
+  m.scaler = std::make_unique<LossScaler>(
+      loss_scale_options(h, /*fp16_autocast=*/m.autocast == Autocast::kCudaFloat16));
   // A batch larger than this worker's part of the split never fills: a
   // configuration error now, not 0 steps (or an epoch buffered) later.
   const int64_t shard_samples = m.built.dataset.num_samples / m.cluster.world_size;
@@ -290,6 +285,7 @@ std::string Trainer::describe() const {
   if (m.hp.print_model_statistics) os << models::model_statistics_table(*m.built.model);
   os << "# optimizer: " << m.optimizer->name() << ", " << m.optimizer->slots().size()
      << " slot tensors\n";
+  os << "# device: " << m.device.str() << "\n";
   os << "# threads: " << m.intra_threads << " intra-op, " << m.hp.num_preprocessing_threads
      << " preprocessing\n";
   return os.str();
@@ -303,7 +299,8 @@ int Trainer::run() {
   so.weight_decay = h.weight_decay;
   so.max_gradient_norm = h.max_gradient_norm;
   so.channels_last = h.data_format == "NHWC";
-  so.autocast = choose_autocast(h);
+  so.autocast = m.autocast;
+  log_autocast(h, m.autocast);
   m.prepare();
   Step step(so, *m.built.model, *m.optimizer, *m.scaler, *m.state, m.dist.get(),
             gradient_fault_from_env());
@@ -342,7 +339,7 @@ void Trainer::Impl::loop(Step& step, RunSummary& r) {
     for (auto& hook : hooks) hook->before_step(*this);
     StepStats s;
     s.spans.input_begin = now();
-    auto batch = pipeline->next();
+    auto batch = feed->next();
     s.spans.input_end = now();
     r.data_wait_secs += s.spans.input_end - s.spans.input_begin;
     if (!batch) {

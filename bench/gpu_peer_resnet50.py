@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""PyTorch peer of bench/gpu_vs_pytorch.sh: ResNet-50 training on one GPU.
+
+What a PyTorch user would run instead of train_image_classifier: eager mode,
+channels_last, torch.autocast (fp16 with a GradScaler, or bf16), SGD with
+momentum 0.9, synthetic images and labels made once on the GPU. The warm-up
+steps are not timed. The model is torchvision's resnet50 when torchvision
+imports, else the same network defined below (ResNet-50 v1.5: bottlenecks
+3-4-6-3, stride on the 3x3 convolution, torchvision's initialization).
+
+Usage: bench/gpu_peer_resnet50.py [--precision fp16|bf16|fp32] [--batch-size 256]
+           [--steps 50] [--warmup 10] [--image-size 224] [--no-cudnn-benchmark]
+Prints one line: peer_gpu_resnet50 ... images_per_sec=X max_memory_allocated_mib=Y
+"""
+import argparse
+import time
+
+import torch
+from torch import nn
+
+
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, inplanes, planes, stride=1):
+        super().__init__()
+        width = planes
+        self.conv1 = nn.Conv2d(inplanes, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, planes * self.expansion, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(planes * self.expansion)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = None
+        if stride != 1 or inplanes != planes * self.expansion:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(inplanes, planes * self.expansion, 1, stride=stride, bias=False),
+                nn.BatchNorm2d(planes * self.expansion))
+
+    def forward(self, x):
+        identity = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return self.relu(out + identity)
+
+
+class ResNet50(nn.Module):
+    """torchvision.models.resnet50's layer shapes and initialization."""
+
+    def __init__(self, num_classes=1000):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        layers, inplanes = [], 64
+        for planes, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            stage = []
+            for i in range(blocks):
+                stage.append(Bottleneck(inplanes, planes, stride if i == 0 else 1))
+                inplanes = planes * Bottleneck.expansion
+            layers.append(nn.Sequential(*stage))
+        self.layer1, self.layer2, self.layer3, self.layer4 = layers
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(512 * Bottleneck.expansion, num_classes)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def make_model(num_classes):
+    try:
+        import torchvision
+    except ImportError:
+        return ResNet50(num_classes), "builtin"
+    return torchvision.models.resnet50(num_classes=num_classes), "torchvision"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--precision", choices=("fp16", "bf16", "fp32"), default="fp16")
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--steps", type=int, default=50, help="timed steps")
+    p.add_argument("--warmup", type=int, default=10, help="untimed steps first")
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--num-classes", type=int, default=1000)
+    p.add_argument("--no-cudnn-benchmark", action="store_true",
+                   help="leave cudnn.benchmark off (PyTorch's default)")
+    a = p.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("gpu_peer_resnet50: no CUDA device")
+    torch.backends.cudnn.benchmark = not a.no_cudnn_benchmark
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+
+    model, source = make_model(a.num_classes)
+    model = model.to(dev, memory_format=torch.channels_last).train()
+    # TF-slim's weight decay of bench/resnet50_vs_pytorch.sh.
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=4e-5)
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.randn(a.batch_size, 3, a.image_size, a.image_size, device=dev)
+    x = x.contiguous(memory_format=torch.channels_last)
+    y = torch.randint(0, a.num_classes, (a.batch_size,), device=dev)
+
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}[a.precision]
+    scaler = torch.amp.GradScaler("cuda", enabled=a.precision == "fp16")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=dtype or torch.float16, enabled=dtype is not None):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    for _ in range(a.warmup):
+        step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(a.steps):
+        step()
+    torch.cuda.synchronize()
+    secs = time.perf_counter() - t0
+
+    mib = torch.cuda.max_memory_allocated() / 2**20
+    print(f"peer_gpu_resnet50 model={source} precision={a.precision} batch={a.batch_size} "
+          f"steps={a.steps} warmup={a.warmup} cudnn_benchmark={torch.backends.cudnn.benchmark} "
+          f"torch={torch.__version__} images_per_sec={a.batch_size * a.steps / secs:.2f} "
+          f"max_memory_allocated_mib={mib:.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# This project beside PyTorch on one NVIDIA GPU, same machine, same run:
+#  a. resnet_v1_50 training, batch 256, 224x224 synthetic images, channels-last
+#     (data_format=NHWC), AMP fp16 and bf16: images/sec of STEPS timed steps
+#     after WARMUP untimed ones, and peak GPU memory. Ours: dataset mock, as
+#     bench/resnet50_vs_pytorch.sh. Peer: bench/gpu_peer_resnet50.py (eager
+#     PyTorch, channels_last, autocast, SGD momentum 0.9, images already on the
+#     GPU, cudnn.benchmark on as in ours). Peak memory of both: nvidia-smi's
+#     used_memory of the process, polled every 0.2 s; the peer's
+#     torch.cuda.max_memory_allocated() is an extra column.
+#  b. lenet on Fashion-MNIST from TFRecords, configs/fashion_mnist_lenet.cfg
+#     (the >= 0.915 recipe) on the GPU: wall time of training + evaluation and
+#     the test accuracy, vs ../shared/bench/peer_pytorch.py fmnist, which has
+#     no device option and runs on the CPU as it is.
+#  c. NCCL all-reduce bandwidth at world size 1 through the trainer's NCCL
+#     collective (allreduce_bench's cuda mode) vs torch.distributed's NCCL
+#     all-reduce, 1 MiB and 100 MB (about resnet_v1_50's gradients).
+# Prints a markdown table (metric, ours, PyTorch, ratio ours/peer) with the GPU
+# and driver, and writes it to bench/results/gpu_<UTC time>.md.
+#
+# Build first: scripts/gpu_check.sh (builds build-gpu/).
+# Usage: bench/gpu_vs_pytorch.sh [STEPS=50]
+# Environment: WARMUP (10), BATCH (256), PARTS (resnet,fmnist,allreduce),
+#   BUILD_DIR (build-gpu), PYTHON (python3), PEER (../shared/bench/peer_pytorch.py,
+#   else shared/bench/peer_pytorch.py), PEER_FMNIST_EPOCHS (12: the peer's net
+#   reaches ~0.92 there), PEER_THREADS (nproc), FMNIST_RAW (the IDX files;
+#   default /usr/share/datasets/fashion-mnist, else BUILD_DIR/prefix/...).
+# Exits 1 when a measurement failed (its cell says so); the others still run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STEPS=${1:-50}
+WARMUP=${WARMUP:-10}
+BATCH=${BATCH:-256}
+PARTS=${PARTS:-resnet,fmnist,allreduce}
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+BIN=$BUILD_DIR/bin
+PYTHON=${PYTHON:-python3}
+PEER=${PEER:-../shared/bench/peer_pytorch.py}
+if [ ! -f "$PEER" ] && [ -f shared/bench/peer_pytorch.py ]; then PEER=shared/bench/peer_pytorch.py; fi
+PEER_FMNIST_EPOCHS=${PEER_FMNIST_EPOCHS:-12}
+PEER_THREADS=${PEER_THREADS:-$(nproc)}
+DATA=data/fashion_mnist
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+command -v nvidia-smi >/dev/null || { echo "bench: nvidia-smi not found" >&2; exit 2; }
+[ -x "$BIN/train_image_classifier" ] || {
+  echo "bench: $BIN/train_image_classifier missing: run scripts/gpu_check.sh first" >&2; exit 2; }
+
+# Libraries unpacked by gpu_check.sh (--debs): our binaries need them at run
+# time; the peers do not get them.
+OURS_LD=${LD_LIBRARY_PATH:-}
+for d in "$BUILD_DIR"/prefix/usr/lib/*-linux-gnu "$BUILD_DIR/prefix/usr/lib"; do
+  if [ -d "$d" ]; then OURS_LD="$PWD/$d${OURS_LD:+:$OURS_LD}"; fi
+done
+OURS_ENV=(env)
+if [ -n "$OURS_LD" ]; then OURS_ENV+=("LD_LIBRARY_PATH=$OURS_LD"); fi
+
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sed -n 1p)
+torch_info=$("$PYTHON" -c 'import torch; print(f"PyTorch {torch.__version__}, CUDA {torch.version.cuda}")' \
+  2>/dev/null || echo "PyTorch not importable")
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+stamp=$(date -u +%Y-%m-%dT%H%MZ)
+failures=0
+
+gpu_used_mib() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | sed -n 1p; }
+
+# Appends nvidia-smi samples to FILE every 0.2 s while PID runs: a line
+# "sample <whole-GPU MiB>", then one "pid, MiB" line per compute process.
+poll_gpu_memory() {
+  local pid=$1 file=$2
+  while kill -0 "$pid" 2>/dev/null; do
+    {
+      echo "sample $(gpu_used_mib)"
+      nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits
+    } >>"$file" 2>/dev/null || true
+    sleep 0.2
+  done
+}
+
+# Peak MiB of PID in FILE. Where nvidia-smi lists no such pid (a container's
+# pid namespace), the whole GPU's peak minus BASE (its reading before the
+# run), marked with '*'; the benchmark is then the only GPU user.
+peak_mib() {
+  awk -F', *' -v pid="$1" -v base="$3" '
+    /^sample / { split($0, a, " "); if (a[2] + 0 > tot) tot = a[2] + 0; next }
+    $1 == pid && $2 ~ /^[0-9]+$/ { found = 1; if ($2 + 0 > m) m = $2 + 0 }
+    END { if (found) print m; else if (tot > 0) printf "%d*\n", tot - base; else print "n/a" }' "$2"
+}
+
+# measure LOG CMD...: runs CMD with its output in LOG, polling its GPU memory.
+# Sets rc, wall (seconds) and peak (MiB). CMD must exec (a binary, python3 or
+# env), so that $! is the process nvidia-smi lists.
+measure() {
+  local log=$1 base samples pid poller t0
+  shift
+  base=$(gpu_used_mib || true)
+  samples=$log.mem
+  : >"$samples"
+  t0=$(date +%s.%N)
+  "$@" >"$log" 2>&1 &
+  pid=$!
+  poll_gpu_memory "$pid" "$samples" &
+  poller=$!
+  rc=0
+  wait "$pid" || rc=$?
+  wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  wait "$poller" || true
+  peak=$(peak_mib "$pid" "$samples" "$base")
+  if [ "$rc" -ne 0 ]; then
+    failures=$((failures + 1))
+    echo "bench: '$*' exited $rc; its last lines:" >&2
+    tail -n 20 "$log" >&2
+  fi
+}
+
+ratio() {  # A B -> A/B, or "-" when either is not a number
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    if (a !~ /^[0-9.]+\*?$/ || b !~ /^[0-9.]+\*?$/ || b + 0 == 0) print "-";
+    else printf "%.2f", (a + 0) / (b + 0) }'
+}
+
+rows=()
+row() {  # METRIC OURS PEER [PEER_MAX_MEMORY_ALLOCATED]
+  rows+=("| $1 | $2 | $3 | $(ratio "$2" "$3") | ${4:-} |")
+}
+notes=()
+
+# --- a. resnet_v1_50, AMP, channels-last ---------------------------------------
+if [[ ,$PARTS, == *,resnet,* ]]; then
+  # use_fp16 turns autocast on; mixed_precision picks its half type on CUDA.
+  for prec in fp16 bf16; do
+    echo "== resnet_v1_50 $prec: peer" >&2
+    measure "$TMP/peer_$prec.log" "$PYTHON" bench/gpu_peer_resnet50.py --precision "$prec" \
+      --batch-size "$BATCH" --steps "$STEPS" --warmup "$WARMUP"
+    peer_ips=$(sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p' "$TMP/peer_$prec.log")
+    peer_alloc=$(sed -n 's/.*max_memory_allocated_mib=\([0-9]*\).*/\1/p' "$TMP/peer_$prec.log")
+    peer_model=$(sed -n 's/.* model=\([a-z]*\).*/\1/p' "$TMP/peer_$prec.log")
+    [ "$rc" -eq 0 ] || peer_ips="failed (exit $rc)"
+    peer_peak=$peak
+
+    echo "== resnet_v1_50 $prec: ours" >&2
+    measure "$TMP/ours_$prec.log" "${OURS_ENV[@]}" "$BIN/train_image_classifier" \
+      --dataset_name=mock --model_name=resnet_v1_50 --num_classes=1000 \
+      --batch_size="$BATCH" --optimizer=momentum --momentum=0.9 --learning_rate=0.01 \
+      --weight_decay=0.00004 --stop_at_step=$((WARMUP + STEPS)) --log_loss_every_n_iters=1 \
+      --data_format=NHWC --device=cuda --use_fp16=True --mixed_precision="$prec" \
+      --nproc_per_node=1 --prefetch_buffer_size=4
+    # Seconds of the timed steps (global_step WARMUP+1 .. WARMUP+STEPS), from
+    # the per-step log lines "[S secs/step, ...] ... global_step = N".
+    secs=$(awk -v w="$WARMUP" '/global_step = / {
+        match($0, /global_step = [0-9]+/); n = substr($0, RSTART + 14, RLENGTH - 14) + 0
+        match($0, /\[[0-9.]+ secs\/step/); t = substr($0, RSTART + 1, RLENGTH - 11) + 0
+        if (n > w) s += t } END { print s + 0 }' "$TMP/ours_$prec.log")
+    ours_ips=$(awk -v s="$secs" -v b="$BATCH" -v n="$STEPS" 'BEGIN {
+        if (s > 0) printf "%.2f", b * n / s; else print "n/a" }')
+    [ "$rc" -eq 0 ] || ours_ips="failed (exit $rc)"
+    [ "$rc" -eq 0 ] || peak="failed"
+
+    row "resnet_v1_50 $prec NHWC b$BATCH: images/s (higher is better)" "$ours_ips" "$peer_ips"
+    row "resnet_v1_50 $prec NHWC b$BATCH: peak GPU memory, nvidia-smi MiB (lower is better)" \
+      "$peak" "$peer_peak" "${peer_alloc:-n/a}"
+  done
+  notes+=("resnet: $STEPS timed steps after $WARMUP warm-up steps; ours: dataset_name=mock\
+ (images made on the CPU and copied each step), use_fp16=True with mixed_precision=fp16 / bf16,\
+ one process (nproc_per_node=1); peer: ${peer_model:-?} resnet50, images on the GPU, cudnn.benchmark on.")
+  notes+=("peak memory '*': nvidia-smi listed no per-process figure; whole-GPU memory.used minus its idle reading.")
+fi
+
+# --- b. lenet on Fashion-MNIST to >= 0.915 --------------------------------------
+if [[ ,$PARTS, == *,fmnist,* ]]; then
+  cfg=configs/fashion_mnist_lenet.cfg
+  FMNIST_RAW=${FMNIST_RAW:-/usr/share/datasets/fashion-mnist}
+  if [ ! -d "$FMNIST_RAW" ] && [ -d "$BUILD_DIR/prefix/usr/share/datasets/fashion-mnist" ]; then
+    FMNIST_RAW=$BUILD_DIR/prefix/usr/share/datasets/fashion-mnist
+  fi
+  # convert_dataset refuses to overwrite: convert once (as fmnist_vs_pytorch.sh).
+  if [ -f "$DATA/labels.txt" ] || "${OURS_ENV[@]}" "$BIN/convert_dataset" --dataset_name fashion_mnist \
+      --input "$FMNIST_RAW" --dataset_dir "$DATA" >/dev/null; then
+    echo "== fmnist: ours" >&2
+    measure "$TMP/ours_fmnist.log" "${OURS_ENV[@]}" "$BIN/train_image_classifier" \
+      --config "$cfg" --dataset_dir="$DATA" --train_dir="$TMP/fmnist" --device=cuda \
+      --nproc_per_node=1
+  else
+    rc=$? wall=0
+    failures=$((failures + 1))
+    echo "bench: convert_dataset failed on $FMNIST_RAW" >&2
+  fi
+  train_rc=$rc train_wall=$wall
+  if [ "$train_rc" -eq 0 ]; then
+    measure "$TMP/ours_fmnist_eval.log" "${OURS_ENV[@]}" "$BIN/eval_image_classifier" \
+      --config "$cfg" --dataset_dir="$DATA" --checkpoint_path="$TMP/fmnist" --device=cuda
+  fi
+  if [ "$train_rc" -eq 0 ] && [ "$rc" -eq 0 ]; then
+    ours_wall=$(awk -v a="$train_wall" -v b="$wall" 'BEGIN { printf "%.1f", a + b }')
+    ours_acc=$(sed -n 's/^Accuracy = \([0-9.]*\).*/\1/p' "$TMP/ours_fmnist_eval.log")
+    ours_ips=$(sed -n 's/.*"images_per_sec": \([0-9.]*\).*/\1/p' "$TMP/fmnist/metrics.json" |
+      awk '{ printf "%.1f", $1 }')
+  else
+    ours_wall="failed (exit $((train_rc ? train_rc : rc)))" ours_acc="-" ours_ips="-"
+  fi
+
+  # peer_pytorch.py has no device option (its fmnist() never moves the model
+  # or the tensors): it runs as it is, on the CPU with PEER_THREADS threads,
+  # reading /usr/share/datasets/fashion-mnist (not configurable) and needing
+  # torchvision and numpy.
+  echo "== fmnist: peer ($PEER_FMNIST_EPOCHS epochs, CPU)" >&2
+  if [ -f "$PEER" ] && [ -d /usr/share/datasets/fashion-mnist ]; then
+    measure "$TMP/peer_fmnist.log" "$PYTHON" "$PEER" fmnist "$PEER_FMNIST_EPOCHS" "$PEER_THREADS"
+    peer_line=$(tail -n 1 "$TMP/peer_fmnist.log")
+    peer_wall=$wall
+    peer_acc=$(sed -n 's/.*test_acc=\([0-9.]*\).*/\1/p' <<<"$peer_line")
+    peer_ips=$(sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p' <<<"$peer_line")
+    [ "$rc" -eq 0 ] || { peer_wall="failed (exit $rc)" peer_acc="-" peer_ips="-"; }
+  else
+    peer_wall="not measured (needs $PEER and /usr/share/datasets/fashion-mnist)" peer_acc="-" peer_ips="-"
+  fi
+  row "lenet Fashion-MNIST: wall time train + test, s (lower is better)" "$ours_wall" "$peer_wall"
+  row "lenet Fashion-MNIST: test accuracy (target >= 0.915)" "${ours_acc:-n/a}" "${peer_acc:-n/a}"
+  row "lenet Fashion-MNIST: training images/s (higher is better)" "${ours_ips:-n/a}" "${peer_ips:-n/a}"
+  notes+=("fmnist: ours $cfg (24 epochs, batch 128) with --device=cuda, TFRecords through the\
+ full decode pipeline; peer: $PEER fmnist $PEER_FMNIST_EPOCHS $PEER_THREADS on the CPU\
+ (the script has no device option), tensors preloaded; wall time is whole processes.")
+fi
+
+# --- c. NCCL all-reduce at world size 1 ----------------------------------------
+if [[ ,$PARTS, == *,allreduce,* ]]; then
+  # Ours: allreduce_bench's cuda mode, the trainer's NCCL collective on
+  # cuda:0. Peer: torch.distributed's NCCL all-reduce on the same GPU. At
+  # world size 1 nccl-tests' busbw (algbw * 2(n-1)/n) is 0: algbw compares.
+  for bytes in 1048576 102400000; do
+    port=$((29500 + RANDOM % 400))
+    ours_line=$("$BIN/allreduce_bench" 0 1 "$port" "$bytes" 50 cuda 2>"$TMP/ar.err" || true)
+    ours_bw=$(sed -n 's/.*algbw_GBps=\([0-9.]*\).*/\1/p' <<<"$ours_line")
+    peer_bw=$("$PYTHON" - "$bytes" "$((port + 1))" <<'PY' 2>"$TMP/ar_peer.err" || true
+import sys, time, torch, torch.distributed as dist
+n, port = int(sys.argv[1]), sys.argv[2]
+dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+x = torch.ones(n // 4, device="cuda")
+dist.all_reduce(x); torch.cuda.synchronize()
+t0 = time.perf_counter()
+for _ in range(50): dist.all_reduce(x)
+torch.cuda.synchronize()
+print(f"{n / ((time.perf_counter() - t0) / 50) / 1e9:.3f}")
+dist.destroy_process_group()
+PY
+)
+    row "NCCL all-reduce, world size 1, $bytes bytes: algbw GB/s" \
+      "${ours_bw:-failed: $(tail -1 "$TMP/ar.err")}" "${peer_bw:-failed: $(tail -1 "$TMP/ar_peer.err")}"
+  done
+  notes+=("all-reduce: busbw = algbw * 2(n-1)/n (nccl-tests) is 0 at world size 1; algbw shown.")
+fi
+
+{
+  echo "# GPU benchmark, $stamp"
+  echo
+  echo "GPU: $gpu (name, driver); $torch_info; $(nproc) CPU cores; commit $commit;" \
+    "\`bench/gpu_vs_pytorch.sh $STEPS\` (WARMUP=$WARMUP BATCH=$BATCH)"
+  echo
+  echo "| metric | ours | PyTorch | ratio ours/peer | PyTorch max_memory_allocated (MiB) |"
+  echo "|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+  echo
+  for n in "${notes[@]}"; do echo "- $n"; done
+} >"$TMP/table.md"
+mkdir -p bench/results
+cp "$TMP/table.md" "bench/results/gpu_$stamp.md"
+cat "$TMP/table.md"
+echo "bench: written to bench/results/gpu_$stamp.md" >&2
+if [ "$failures" -gt 0 ]; then
+  echo "bench: $failures measurement(s) failed" >&2
+  exit 1
+fi

@@ -1,0 +1,27 @@
+// CUDA-only pieces of device placement, behind src/train/device.h. Built
+// only with a CUDA LibTorch (FASTNN_WITH_CUDA).
+#pragma once
+
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+
+#include "src/train/device.h"
+
+namespace fastnn::cuda {
+
+/// Makes `device` this thread's current CUDA device.
+void set_device(const torch::Device& device);
+/// Compute capability 8.0 or newer (native bfloat16).
+bool has_bfloat16(const torch::Device& device);
+/// "NVIDIA H100 80GB HBM3, compute capability 9.0, 79.1 GiB".
+std::string describe(const torch::Device& device);
+
+/// The pipeline's pinned batches copied to `device` one batch ahead, on a
+/// stream of their own; the training stream waits for the copy's event,
+/// not the host.
+std::unique_ptr<train::DeviceFeed> make_prefetching_feed(datasets::Pipeline& pipeline,
+                                                         const torch::Device& device);
+
+}  // namespace fastnn::cuda

@@ -1,0 +1,127 @@
+#include "src/train/device.h"
+
+#include <ATen/Context.h>
+#include <torch/cuda.h>
+#include <torch/nn/module.h>
+
+#include <string>
+
+#include "fastnn/errors.h"
+#include "src/log/log.h"
+
+#if FASTNN_WITH_CUDA
+#include "src/cuda/cuda_device.h"
+#endif
+
+namespace fastnn::train {
+namespace {
+
+bool cpu_has_bf16() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16");
+}
+
+// The pipeline's own batches: the CPU trains on them where they are.
+class HostFeed : public DeviceFeed {
+ public:
+  explicit HostFeed(datasets::Pipeline& pipeline) : pipeline_(pipeline) {}
+  std::optional<datasets::Batch> next() override { return pipeline_.next(); }
+
+ private:
+  datasets::Pipeline& pipeline_;
+};
+
+}  // namespace
+
+int cuda_device_count() {
+  return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+}
+
+torch::Device choose_device(const HParams& hp, int local_rank) {
+  if (hp.device == "cpu") return torch::Device(torch::kCPU);
+  const int gpus = cuda_device_count();
+  if (gpus == 0) {
+    if (hp.device == "auto") return torch::Device(torch::kCPU);
+#if FASTNN_WITH_CUDA
+    const std::string why = "this machine has no usable CUDA device (no GPU, no driver, or "
+                            "CUDA_VISIBLE_DEVICES hides them)";
+#else
+    const std::string why = "this build's LibTorch has no CUDA (configure with a CUDA "
+                            "LibTorch: scripts/setup.sh --torch DIR)";
+#endif
+    throw ConfigError(hp.where("device") + ": device=cuda but " + why);
+  }
+  if (local_rank >= gpus) {
+    throw ConfigError(hp.where("device") + ": worker LOCAL_RANK " + std::to_string(local_rank) +
+                      " has no GPU of its own: this machine has " + std::to_string(gpus) +
+                      " (one process per GPU; lower nproc_per_node or set device=cpu)");
+  }
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+}
+
+int default_workers_per_machine(const HParams& hp) {
+  if (hp.sources.count("nproc_per_node") || hp.device == "cpu") return 0;
+  const int gpus = cuda_device_count();
+  return gpus > 1 ? gpus : 0;
+}
+
+void prepare_device(const torch::Device& device) {
+  if (!device.is_cuda()) return;
+#if FASTNN_WITH_CUDA
+  cuda::set_device(device);
+#endif
+  at::globalContext().setBenchmarkCuDNN(true);
+}
+
+Autocast choose_autocast(const HParams& hp, const torch::Device& device) {
+  if (!hp.use_fp16) return Autocast::kOff;
+  if (device.is_cuda()) {
+    if (hp.mixed_precision != "bf16") return Autocast::kCudaFloat16;
+#if FASTNN_WITH_CUDA
+    if (!cuda::has_bfloat16(device)) {
+      throw ConfigError(hp.where("mixed_precision") + ": mixed_precision=bf16 needs a GPU with "
+                        "bfloat16 (compute capability 8.0 or newer); " + device.str() + " is " +
+                        cuda::describe(device) + ": use mixed_precision=fp16");
+    }
+#endif
+    return Autocast::kCudaBFloat16;
+  }
+  return cpu_has_bf16() ? Autocast::kCpuBFloat16 : Autocast::kOff;
+}
+
+void log_autocast(const HParams& hp, Autocast autocast) {
+  switch (autocast) {
+    case Autocast::kOff:
+      if (hp.use_fp16) {
+        log::warning() << "use_fp16=True but this CPU has no bfloat16 instructions "
+                          "(AVX512_BF16); training in fp32";
+      }
+      return;
+    case Autocast::kCpuBFloat16:
+      log::chief() << "use_fp16=True: bfloat16 autocast on CPU (fp32 weights)";
+      return;
+    case Autocast::kCudaFloat16:
+      log::chief() << "use_fp16=True: float16 autocast on CUDA (fp32 master weights)";
+      return;
+    case Autocast::kCudaBFloat16:
+      log::chief() << "use_fp16=True, mixed_precision=bf16: bfloat16 autocast on CUDA "
+                      "(fp32 master weights)";
+      return;
+  }
+}
+
+torch::Device device_of(const torch::nn::Module& module) {
+  for (const auto& p : module.parameters()) return p.device();
+  for (const auto& b : module.buffers()) return b.device();
+  return torch::Device(torch::kCPU);
+}
+
+std::unique_ptr<DeviceFeed> make_device_feed(datasets::Pipeline& pipeline,
+                                             const torch::Device& device) {
+#if FASTNN_WITH_CUDA
+  if (device.is_cuda()) return cuda::make_prefetching_feed(pipeline, device);
+#endif
+  return std::make_unique<HostFeed>(pipeline);
+}
+
+}  // namespace fastnn::train

@@ -1,0 +1,79 @@
+// Device and precision choice (src/train/device.h): what every build can
+// check, with or without a GPU.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fastnn/errors.h"
+#include "fastnn/hparams.h"
+#include "src/train/device.h"
+
+namespace fastnn::train {
+namespace {
+
+HParams load(std::vector<std::string> args) {
+  std::vector<const char*> argv = {"train_image_classifier"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return load_hparams(static_cast<int>(argv.size()), argv.data()).hp;
+}
+
+std::string config_error(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Device, CpuIsAlwaysTheCpu) {
+  EXPECT_EQ(choose_device(load({"--device=cpu"}), 0), torch::Device(torch::kCPU));
+  EXPECT_EQ(choose_device(load({"--device=cpu"}), 3), torch::Device(torch::kCPU));
+}
+
+TEST(Device, AutoIsTheWorkersGpuOrTheCpu) {
+  const auto hp = load({});
+  EXPECT_EQ(hp.device, "auto");
+  if (cuda_device_count() == 0) {
+    EXPECT_EQ(choose_device(hp, 0), torch::Device(torch::kCPU));
+  } else {
+    EXPECT_EQ(choose_device(hp, 0), torch::Device(torch::kCUDA, 0));
+  }
+}
+
+TEST(Device, CudaWithoutAGpuIsAConfigErrorSayingWhy) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "this machine has a GPU";
+  const auto m = config_error([] { choose_device(load({"--device=cuda"}), 0); });
+  EXPECT_NE(m.find("device=cuda but"), std::string::npos) << m;
+  EXPECT_NE(m.find("command line"), std::string::npos) << m;
+}
+
+TEST(Device, ALocalRankBeyondTheGpusIsAConfigError) {
+  const int gpus = cuda_device_count();
+  if (gpus == 0) GTEST_SKIP() << "no GPU";
+  const auto m = config_error([gpus] { choose_device(load({"--device=cuda"}), gpus); });
+  EXPECT_NE(m.find("has no GPU of its own"), std::string::npos) << m;
+}
+
+TEST(Device, UnknownDevicesAndPrecisionsAreRejectedByTheLoader) {
+  EXPECT_THROW(load({"--device=tpu"}), ConfigError);
+  EXPECT_THROW(load({"--mixed_precision=fp8"}), ConfigError);
+}
+
+TEST(Device, PrecisionFollowsTheDevice) {
+  const torch::Device cpu(torch::kCPU);
+  const torch::Device gpu(torch::kCUDA, 0);
+  EXPECT_EQ(choose_autocast(load({"--use_fp16=False"}), cpu), Autocast::kOff);
+  EXPECT_EQ(choose_autocast(load({"--use_fp16=False"}), gpu), Autocast::kOff);
+  // float16 needs no question to the GPU; bf16 asks for its capability.
+  EXPECT_EQ(choose_autocast(load({"--use_fp16=True"}), gpu), Autocast::kCudaFloat16);
+  EXPECT_EQ(choose_autocast(load({"--use_fp16=True", "--mixed_precision=fp16"}), gpu),
+            Autocast::kCudaFloat16);
+  const auto on_cpu = choose_autocast(load({"--use_fp16=True", "--mixed_precision=bf16"}), cpu);
+  EXPECT_TRUE(on_cpu == Autocast::kCpuBFloat16 || on_cpu == Autocast::kOff);
+}
+
+}  // namespace
+}  // namespace fastnn::train

@@ -1,0 +1,169 @@
+// GPU training, end to end (label gpu; built with a CUDA LibTorch only).
+// Every test needs a CUDA device and is reported as skipped without one
+// (CI's CUDA leg builds and runs this binary on a machine without a GPU).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/cuda/cuda_device.h"
+#include "src/dist/gradient_reducer.h"
+#include "src/train/device.h"
+#include "tests/dist/memory_store.h"
+#include "tests/integration/process.h"
+
+#if FASTNN_HAVE_NCCL
+#include "src/cuda/nccl_collective.h"
+#endif
+
+namespace fastnn {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run;
+
+const std::string kBin = FASTNN_BIN_DIR;
+const fs::path kTmp = fs::path(FASTNN_TEST_TMP) / "gpu";
+
+class Gpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (train::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    fs::create_directories(kTmp);
+  }
+  static std::string fresh(const std::string& name) {
+    fs::remove_all(kTmp / name);
+    return (kTmp / name).string();
+  }
+  static std::string log(const std::string& name) { return (kTmp / (name + ".log")).string(); }
+  // lenet on mock data: the whole path (pipeline, pinned copies, step,
+  // checkpoints) in seconds.
+  static std::vector<std::string> train(const std::string& dir, int stop,
+                                        std::vector<std::string> extra) {
+    std::vector<std::string> a = {kBin + "/train_image_classifier", "--model_name=lenet",
+                                  "--dataset_name=mock", "--num_classes=10", "--batch_size=32",
+                                  "--num_sample_per_epoch=100000", "--optimizer=momentum",
+                                  "--learning_rate=0.01", "--log_loss_every_n_iters=10",
+                                  "--num_preprocessing_threads=2",
+                                  "--stop_at_step=" + std::to_string(stop),
+                                  "--save_checkpoints_steps=10", "--max_to_keep=0",
+                                  "--train_dir=" + dir};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  static nlohmann::json metrics(const std::string& dir) {
+    nlohmann::json j;
+    std::ifstream(fs::path(dir) / "metrics.json") >> j;
+    return j;
+  }
+};
+
+TEST_F(Gpu, TrainsInFp32Fp16AndBf16) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> flags;
+    std::string says;
+  };
+  std::vector<Case> cases = {
+      {"fp32", {"--use_fp16=False"}, "training on cuda:0"},
+      {"fp16", {"--use_fp16=True", "--mixed_precision=fp16"}, "float16 autocast on CUDA"},
+  };
+  if (cuda::has_bfloat16(torch::Device(torch::kCUDA, 0))) {
+    cases.push_back(
+        {"bf16", {"--use_fp16=True", "--mixed_precision=bf16"}, "bfloat16 autocast on CUDA"});
+  }
+  for (const auto& c : cases) {
+    const std::string dir = fresh("precision_" + c.name);
+    auto flags = c.flags;
+    flags.push_back("--device=cuda");
+    auto r = run(train(dir, 40, flags), log("precision_" + c.name));
+    ASSERT_EQ(r.exit_code, 0) << c.name << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.name << "\n" << r.output;
+    const auto m = metrics(dir);
+    EXPECT_EQ(m["final_step"], 40) << c.name;
+    EXPECT_TRUE(std::isfinite(m["loss"].get<double>())) << c.name;
+    EXPECT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-40")) << c.name;
+  }
+}
+
+TEST_F(Gpu, CheckpointsMoveBetweenGpuAndCpu) {
+  const std::string gpu_first = fresh("gpu_then_cpu");
+  auto r = run(train(gpu_first, 10, {"--device=cuda", "--use_fp16=False"}), log("g1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run(train(gpu_first, 20, {"--device=cpu", "--use_fp16=False"}), log("g2"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(global_step 10)"), std::string::npos) << r.output;
+  EXPECT_EQ(metrics(gpu_first)["final_step"], 20);
+
+  const std::string cpu_first = fresh("cpu_then_gpu");
+  r = run(train(cpu_first, 10, {"--device=cpu", "--use_fp16=False"}), log("c1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run(train(cpu_first, 20, {"--device=cuda", "--use_fp16=False"}), log("c2"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(global_step 10)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("training on cuda:0"), std::string::npos) << r.output;
+  EXPECT_EQ(metrics(cpu_first)["final_step"], 20);
+}
+
+TEST_F(Gpu, DynamicLossScalingSkipsAnOverflowingStepOnCuda) {
+  const std::string dir = fresh("overflow");
+  auto args = train(dir, 20, {"--device=cuda", "--use_fp16=True", "--mixed_precision=fp16",
+                              "--loss_scaling=dynamic"});
+  args.insert(args.begin(), {"/usr/bin/env", "FASTNN_FAULT_INF_GRAD_STEPS=5"});
+  auto r = run(args, log("overflow"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("global_step 5: Inf/NaN gradients at loss scale 32768"),
+            std::string::npos)
+      << r.output;
+  const auto m = metrics(dir);
+  EXPECT_EQ(m["steps_skipped_overflow"], 1);
+  EXPECT_EQ(m["loss_scale"], 16384.0);
+}
+
+#if FASTNN_HAVE_NCCL
+// World size 1 through the real reducer: NCCL's sum over one rank is the
+// identity, so the reduced gradients equal plain backward's.
+TEST_F(Gpu, NcclReducerAtWorldSizeOneLeavesPlainGradients) {
+  const torch::Device dev(torch::kCUDA, 0);
+  torch::manual_seed(1);
+  auto w1 = torch::randn({64, 32}, torch::TensorOptions().device(dev)).requires_grad_();
+  auto w2 = torch::randn({32, 10}, torch::TensorOptions().device(dev)).requires_grad_();
+  auto x = torch::randn({16, 64}, torch::TensorOptions().device(dev));
+  auto loss_of = [&] { return x.mm(w1).relu().mm(w2).pow(2).mean(); };
+  loss_of().backward();
+  const auto g1 = w1.grad().clone();
+  const auto g2 = w2.grad().clone();
+  w1.mutable_grad() = torch::Tensor();
+  w2.mutable_grad() = torch::Tensor();
+
+  dist::testing::MemoryStore store(std::chrono::seconds(30));
+  dist::NcclOptions o;
+  o.device = 0;
+  o.timeout = std::chrono::seconds(30);
+  auto comm = dist::make_nccl_collective(store, o);
+  EXPECT_EQ(comm->backend(), "NCCL");
+  // Small buckets: several all-reduces, some started during backward.
+  dist::GradientReducer reducer(*comm, {w1, w2}, /*bucket_cap_bytes=*/1024);
+  reducer.prepare();
+  loss_of().backward();
+  reducer.finish();
+  EXPECT_TRUE(torch::allclose(w1.grad(), g1, 1e-6, 1e-6));
+  EXPECT_TRUE(torch::allclose(w2.grad(), g2, 1e-6, 1e-6));
+
+  // CPU tensors (metrics) are staged through the device.
+  auto metrics = torch::tensor({1.5, 2.0}, torch::kFloat64);
+  comm->all_reduce_sum({metrics}, "metrics");
+  EXPECT_DOUBLE_EQ(metrics[0].item<double>(), 1.5);
+  comm->barrier("end");
+}
+#endif
+
+}  // namespace
+}  // namespace fastnn
