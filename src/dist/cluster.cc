@@ -1,6 +1,7 @@
 #include "src/dist/cluster.h"
 
 #include <cctype>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -381,6 +382,42 @@ ClusterSpec from_slurm(const Environment& env) {
   return spec;
 }
 
+/// The coordinator's port of a single-host Open MPI job: MASTER_PORT, or
+/// one every rank derives alike from the job's id (PMIx namespace or Open
+/// MPI's job id), in 20000-31999 (below Linux's ephemeral ports), so
+/// concurrent jobs on a host get different ports.
+int open_mpi_port(const Environment& env, ClusterSpec& spec) {
+  for (const char* key : {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"}) {
+    if (auto id = get(env, key); id && !id->empty() && spec.local_job_id.empty()) {
+      spec.local_job_id = *id;
+    }
+  }
+  if (auto p = get(env, "MASTER_PORT")) {
+    const int port = static_cast<int>(parse_int(*p, "MASTER_PORT"));
+    if (port < 1 || port > 65535) {
+      throw ConfigError("MASTER_PORT=" + config::quote_value(*p) + " is not a port (1-65535)");
+    }
+    spec.provenance.emplace_back("coordinator",
+                                 "127.0.0.1 (every Open MPI rank on this host), MASTER_PORT");
+    return port;
+  }
+  for (const char* key : {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_hnp_uri"}) {
+    auto id = get(env, key);
+    if (!id || id->empty()) continue;
+    spec.local_job_id = *id;
+    uint32_t h = 2166136261u;  // FNV-1a
+    for (unsigned char c : *id) h = (h ^ c) * 16777619u;
+    spec.provenance.emplace_back("coordinator",
+                                 std::string("127.0.0.1 (every Open MPI rank on this host), "
+                                             "port from ") + key);
+    return 20000 + static_cast<int>(h % 12000);
+  }
+  spec.provenance.emplace_back(
+      "coordinator", "127.0.0.1 (every Open MPI rank on this host), default port " +
+                         std::to_string(kDefaultPort));
+  return kDefaultPort;
+}
+
 ClusterSpec from_open_mpi(const Environment& env) {
   ClusterSpec spec;
   spec.source = "Open MPI";
@@ -401,9 +438,14 @@ ClusterSpec from_open_mpi(const Environment& env) {
     spec.provenance.emplace_back("local_world_size",
                                  "OMPI_COMM_WORLD_LOCAL_SIZE");
   }
-  // Open MPI names no hosts; MASTER_ADDR or coordinator_address must.
-  if (get(env, "MASTER_ADDR"))
+  // Open MPI names no hosts: MASTER_ADDR or coordinator_address must, unless
+  // every rank runs on this host (mpirun -np N on one machine).
+  if (get(env, "MASTER_ADDR")) {
     spec.coordinator = master_address(env, spec, "");
+  } else if (get(env, "OMPI_COMM_WORLD_LOCAL_SIZE") &&
+             spec.local_world_size == spec.world_size) {
+    spec.coordinator = "127.0.0.1:" + std::to_string(open_mpi_port(env, spec));
+  }
   return spec;
 }
 

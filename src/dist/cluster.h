@@ -32,6 +32,10 @@ struct ClusterSpec {
   /// started one process per device): it starts this many local workers,
   /// ranks rank .. rank + launch_workers - 1, and does not train itself.
   int launch_workers = 0;
+  /// The job's id when every worker runs on this host and the source names
+  /// the job (Open MPI on one machine): the workers then share a token
+  /// through a file only this user can read (session.h).
+  std::string local_job_id;
 
   bool is_chief() const { return rank == 0; }
   bool distributed() const { return world_size > 1; }

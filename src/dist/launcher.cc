@@ -14,6 +14,7 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "src/dist/coordinator.h"
+#include "src/dist/session.h"
 
 namespace fastnn::dist {
 namespace {
@@ -34,20 +35,6 @@ struct Child {
   bool alive = false;
 };
 
-std::string random_token() {
-  std::ifstream in("/dev/urandom", std::ios::binary);
-  unsigned char raw[16] = {};
-  if (!in.read(reinterpret_cast<char*>(raw), sizeof raw)) {
-    throw DistributedError("launcher: cannot read /dev/urandom for a token");
-  }
-  std::string hex;
-  char buf[3];
-  for (unsigned char c : raw) {
-    std::snprintf(buf, sizeof buf, "%02x", c);
-    hex += buf;
-  }
-  return hex;
-}
 
 void signal_all(std::vector<Child>& children, int sig) {
   for (const Child& c : children) {
@@ -139,7 +126,7 @@ LaunchOptions launch_options(const ClusterSpec& spec,
           "a job across several machines needs one shared token: set "
           "FASTNN_JOB_TOKEN or job_token_file on every node");
     }
-    o.token = random_token();
+    o.token = make_job_token();
   }
   return o;
 }

@@ -1,8 +1,16 @@
 #include "src/dist/session.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -182,6 +190,75 @@ std::string hostname() {
 
 }  // namespace
 
+std::string make_job_token() {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  unsigned char raw[16] = {};
+  if (!in.read(reinterpret_cast<char*>(raw), sizeof raw)) {
+    throw DistributedError("cannot read /dev/urandom for the job's token");
+  }
+  std::string hex;
+  char buf[3];
+  for (unsigned char c : raw) {
+    std::snprintf(buf, sizeof buf, "%02x", c);
+    hex += buf;
+  }
+  return hex;
+}
+
+namespace {
+
+std::string local_job_token_dir() {
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  return std::string(runtime && *runtime ? runtime : "/tmp") + "/fastnn-" +
+         std::to_string(getuid());
+}
+
+std::string local_job_token_path(const ClusterSpec& spec) {
+  std::string id;
+  for (char c : spec.local_job_id) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return local_job_token_dir() + "/job-" + id + ".token";
+}
+
+}  // namespace
+
+std::string local_job_token(const ClusterSpec& spec, std::chrono::milliseconds timeout) {
+  const std::string dir = local_job_token_dir();
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw DistributedError("cannot create " + dir + " for the job's token: " +
+                           std::strerror(errno));
+  }
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+      (st.st_mode & 077) != 0) {
+    throw DistributedError(dir + " must be a directory of this user's only (mode 0700) to "
+                           "share the job's token; set FASTNN_JOB_TOKEN instead");
+  }
+  const std::string path = local_job_token_path(spec);
+  if (spec.is_chief()) {
+    const std::string token = make_job_token();
+    const std::string tmp = path + ".tmp" + std::to_string(getpid());
+    const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || write(fd, token.data(), token.size()) != static_cast<ssize_t>(token.size()) ||
+        close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
+      throw DistributedError("cannot write the job's token to " + path + ": " +
+                             std::strerror(errno));
+    }
+    return token;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    std::ifstream in(path);
+    std::string token;
+    if (in >> token && token.size() == 32) return token;
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw DistributedError("rank " + std::to_string(spec.rank) + ": rank 0 wrote no token to " +
+                             path + " within " + seconds_text(timeout) +
+                             " (every rank must run on this host as the same user)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 SessionOptions session_options(const HParams& hp, const Environment& env) {
   SessionOptions o;
   o.worker_timeout = std::chrono::seconds(hp.worker_timeout_secs);
@@ -215,6 +292,8 @@ SessionOptions session_options(const HParams& hp, const Environment& env) {
 struct WorkerSession::Impl {
   ClusterSpec spec;
   SessionOptions opts;
+  /// Rank 0 of a single-host job: the token file it wrote (removed at the end).
+  std::string token_file;
   std::unique_ptr<CoordinatorServer> server;
   std::unique_ptr<CoordinatorClient> client;
   std::unique_ptr<KeyValueStore> store;
@@ -350,14 +429,20 @@ struct WorkerSession::Impl {
 };
 
 WorkerSession::WorkerSession(const ClusterSpec& spec,
-                             const SessionOptions& options)
+                             const SessionOptions& given)
     : impl_(std::make_unique<Impl>()) {
+  SessionOptions options = given;
   impl_->spec = spec;
-  impl_->opts = options;
   if (!spec.distributed()) {
+    impl_->opts = options;
     impl_->store = std::make_unique<LocalStore>(options.worker_timeout);
     return;
   }
+  if (options.token.empty() && !spec.local_job_id.empty()) {
+    options.token = local_job_token(spec, options.worker_timeout);
+    if (spec.is_chief()) impl_->token_file = local_job_token_path(spec);
+  }
+  impl_->opts = options;
   if (options.token.empty()) {
     throw ConfigError(
         "distributed training needs the job's shared token: set "
@@ -402,8 +487,11 @@ WorkerSession::WorkerSession(const ClusterSpec& spec,
 }
 
 WorkerSession::~WorkerSession() {
-  if (impl_)
-    finish(kExitInternal);
+  if (!impl_)
+    return;
+  finish(kExitInternal);
+  if (!impl_->token_file.empty())
+    std::remove(impl_->token_file.c_str());
 }
 
 const ClusterSpec& WorkerSession::spec() const {

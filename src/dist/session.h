@@ -38,6 +38,17 @@ struct WorkerReport {
 /// file or an incomplete TLS setup.
 SessionOptions session_options(const HParams& hp, const Environment& env);
 
+/// 32 random hex digits (/dev/urandom) for a job's shared token.
+std::string make_job_token();
+
+/// The token of a job whose workers all run on this host
+/// (ClusterSpec::local_job_id): rank 0 writes a fresh one to
+/// <XDG_RUNTIME_DIR or /tmp>/fastnn-<uid>/job-<id>.token (directory 0700,
+/// file 0600, written atomically), the others wait for it up to `timeout`.
+/// DistributedError when the directory is not this user's alone or the file
+/// does not appear.
+std::string local_job_token(const ClusterSpec& spec, std::chrono::milliseconds timeout);
+
 class WorkerSession {
  public:
   /// Starts the coordinator (rank 0), connects, and completes rendezvous:

@@ -365,6 +365,39 @@ TEST(ClusterTest, OpenMpi) {
   EXPECT_EQ(resolve_cluster(HParams(), env).coordinator, "head:29500");
 }
 
+TEST(ClusterTest, OpenMpiOnOneHostNeedsNoCoordinatorAddress) {
+  // mpirun -np 2 on one machine: every rank local, no MASTER_ADDR.
+  auto rank = [](int r) {
+    return Environment{{"OMPI_COMM_WORLD_RANK", std::to_string(r)},
+                       {"OMPI_COMM_WORLD_SIZE", "2"},
+                       {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(r)},
+                       {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                       {"PMIX_NAMESPACE", "prterun-host-4242@1"}};
+  };
+  const ClusterSpec a = resolve_cluster(HParams(), rank(0));
+  const ClusterSpec b = resolve_cluster(HParams(), rank(1));
+  EXPECT_EQ(a.source, "Open MPI");
+  EXPECT_EQ(a.world_size, 2);
+  EXPECT_EQ(b.rank, 1);
+  // Both ranks derive the same loopback address from the job's id.
+  EXPECT_EQ(a.coordinator, b.coordinator);
+  EXPECT_EQ(a.coordinator.rfind("127.0.0.1:", 0), 0u) << a.coordinator;
+  const int port = std::stoi(a.coordinator.substr(10));
+  EXPECT_GE(port, 20000);
+  EXPECT_LT(port, 32000);
+  EXPECT_NE(describe(a).find("PMIX_NAMESPACE"), std::string::npos) << describe(a);
+  // Another job on the same host: another port.
+  Environment other = rank(0);
+  other["PMIX_NAMESPACE"] = "prterun-host-5151@1";
+  EXPECT_NE(resolve_cluster(HParams(), other).coordinator, a.coordinator);
+  // MASTER_PORT chooses the port; MASTER_ADDR the host as before.
+  Environment with_port = rank(1);
+  with_port["MASTER_PORT"] = "23456";
+  EXPECT_EQ(resolve_cluster(HParams(), with_port).coordinator, "127.0.0.1:23456");
+  with_port["MASTER_ADDR"] = "head";
+  EXPECT_EQ(resolve_cluster(HParams(), with_port).coordinator, "head:23456");
+}
+
 TEST(ClusterTest, MpirunInsideASlurmAllocationUsesOpenMpi) {
   Environment env = {{"SLURM_PROCID", "0"},
                      {"SLURM_NTASKS", "4"},
