@@ -1,0 +1,358 @@
+#include "src/sweep/runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "fastnn/errors.h"
+
+namespace fastnn::sweep {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_atomic(const fs::path& p, const std::string& text) {
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush()) throw DataError("cannot write " + tmp.string());
+  }
+  fs::rename(tmp, p);
+}
+
+std::string args_text(const Assignment& a) {
+  std::string s;
+  for (const auto& [k, v] : a) s += k + "=" + v + "\n";
+  return s;
+}
+
+// A trial of an earlier, killed sweep may still be saving its checkpoint
+// (it got SIGTERM when the sweep died): wait for its train_dir lock, as the
+// trainer would refuse a second process on the same directory.
+void wait_until_unlocked(const fs::path& lock_file, std::chrono::seconds limit) {
+  const int fd = open(lock_file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  const auto deadline = Clock::now() + limit;
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  close(fd);  // releases it
+}
+
+struct Running {
+  int index;
+  pid_t pid;
+  Clock::time_point start;
+};
+
+// The trainer's command line for trial `index`.
+std::vector<std::string> trial_command(const SweepOptions& o, const Assignment& params,
+                                       const fs::path& dir) {
+  std::vector<std::string> argv = {o.trainer};
+  if (!o.base_config.empty()) argv.push_back("--config=" + o.base_config);
+  const int threads = std::max(1, o.cores / std::max(1, o.parallel));
+  // The sweep's share of the cores, unless the trial or the user chose.
+  auto given = [&](const std::string& key) {
+    if (params.count(key)) return true;
+    for (const auto& a : o.extra_args) {
+      if (a.rfind("--" + key + "=", 0) == 0) return true;
+    }
+    return false;
+  };
+  for (const char* key : {"intra_op_parallelism_threads", "num_preprocessing_threads"}) {
+    if (!given(key)) argv.push_back(std::string("--") + key + "=" + std::to_string(threads));
+  }
+  argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
+  for (const auto& [k, v] : params) argv.push_back("--" + k + "=" + v);
+  argv.push_back("--train_dir=" + (dir / "train").string());
+  return argv;
+}
+
+pid_t start_trial(const SweepOptions& o, const std::vector<std::string>& argv,
+                  const fs::path& log) {
+  std::string line;
+  if (!o.launcher.empty()) {
+    std::string cmd;
+    for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
+    line = o.launcher;
+    const size_t at = line.find("{cmd}");
+    line = at == std::string::npos ? line + " " + cmd : line.replace(at, 5, cmd);
+  }
+  const pid_t pid = fork();
+  if (pid < 0) throw DistributedError("sweep: fork failed");
+  if (pid == 0) {
+    // The trial goes when the sweep goes (a killed sweep leaves no orphan
+    // writing into its directory); its output goes to the trial's log.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    if (!o.launcher.empty()) {
+      execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    } else {
+      std::vector<char*> raw;
+      for (const auto& a : argv) raw.push_back(const_cast<char*>(a.c_str()));
+      raw.push_back(nullptr);
+      execv(raw[0], raw.data());
+    }
+    std::fprintf(stderr, "sweep: cannot start %s\n", argv[0].c_str());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Reads the trial's metrics.json and decides its status.
+TrialResult collect(const SweepOptions& o, int index, const Assignment& params,
+                    const fs::path& dir, int exit_code, double wall) {
+  TrialResult r;
+  r.index = index;
+  r.params = params;
+  r.dir = (dir / "train").string();
+  r.exit_code = exit_code;
+  r.wall_secs = wall;
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(slurp(dir / "train" / "metrics.json"));
+  } catch (const std::exception&) {
+    m = nlohmann::json::object();
+  }
+  if (m.contains("final_step") && m["final_step"].is_number()) {
+    r.final_step = m["final_step"].get<int64_t>();
+  }
+  if (m.contains("wall_secs") && m["wall_secs"].is_number() && wall <= 0) {
+    r.wall_secs = m["wall_secs"].get<double>();
+  }
+  if (exit_code == kExitDiverged) {
+    r.status = "diverged";
+  } else if (exit_code != 0) {
+    r.status = "failed";
+  } else if (m.contains(o.metric) && m[o.metric].is_number() &&
+             std::isfinite(m[o.metric].get<double>())) {
+    r.status = "ok";
+    r.metric = m[o.metric].get<double>();
+    r.has_metric = true;
+  } else {
+    r.status = "no_metric";
+  }
+  return r;
+}
+
+nlohmann::json to_json(const TrialResult& r, const std::string& metric) {
+  nlohmann::json j = {{"status", r.status},     {"exit_code", r.exit_code},
+                      {"metric", metric},       {"final_step", r.final_step},
+                      {"wall_secs", r.wall_secs}};
+  if (r.has_metric) j["value"] = r.metric;
+  return j;
+}
+
+std::optional<TrialResult> load_result(const fs::path& dir, int index, const Assignment& params,
+                                       const std::string& metric) {
+  if (!fs::exists(dir / "result.json")) return std::nullopt;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(slurp(dir / "result.json"));
+  } catch (const std::exception&) {
+    return std::nullopt;  // torn by a crash: run the trial again
+  }
+  TrialResult r;
+  r.index = index;
+  r.params = params;
+  r.dir = (dir / "train").string();
+  r.status = j.value("status", "failed");
+  r.exit_code = j.value("exit_code", 0);
+  r.final_step = j.value("final_step", int64_t{0});
+  r.wall_secs = j.value("wall_secs", 0.0);
+  if (j.contains("value") && j.value("metric", "") == metric) {
+    r.metric = j["value"].get<double>();
+    r.has_metric = true;
+  } else if (r.status == "ok") {
+    r.status = "no_metric";
+  }
+  return r;
+}
+
+bool better(const TrialResult& a, const TrialResult& b) {
+  if (a.has_metric != b.has_metric) return a.has_metric;
+  if (a.has_metric && a.metric != b.metric) return a.metric > b.metric;
+  return a.index < b.index;
+}
+
+}  // namespace
+
+std::string trial_name(int index) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "trial-%03d", index);
+  return buf;
+}
+
+std::vector<TrialResult> run_sweep(const SweepOptions& o, const std::vector<Assignment>& trials,
+                                   std::atomic<int>& interrupted) {
+  fs::create_directories(o.out_dir);
+  std::vector<std::optional<TrialResult>> results(trials.size());
+  std::deque<int> todo;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const fs::path dir = fs::path(o.out_dir) / trial_name(static_cast<int>(i));
+    const std::string args = args_text(trials[i]);
+    if (fs::exists(dir / "trial.args") && slurp(dir / "trial.args") != args) {
+      throw ConfigError("sweep: " + dir.string() + " holds another sweep's trial (trial.args " +
+                        "differs): use another output directory");
+    }
+    results[i] = load_result(dir, static_cast<int>(i), trials[i], o.metric);
+    if (!results[i]) todo.push_back(static_cast<int>(i));
+  }
+  const size_t already = trials.size() - todo.size();
+  if (o.progress) {
+    std::cerr << "sweep: " << trials.size() << " trials, " << already << " done earlier, "
+              << todo.size() << " to run, " << o.parallel << " at a time\n";
+  }
+  std::vector<Running> running;
+  int failed = 0;
+  double wall_this_run = 0;
+  int finished_this_run = 0;
+  auto report = [&](const TrialResult& r) {
+    if (!o.progress) return;
+    size_t done = 0;
+    const TrialResult* best = nullptr;
+    for (const auto& x : results) {
+      if (!x) continue;
+      ++done;
+      if (x->has_metric && (!best || better(*x, *best))) best = &*x;
+    }
+    std::cerr << "sweep: " << trial_name(r.index) << " " << r.status;
+    if (r.has_metric) std::cerr << " " << o.metric << "=" << format_real(r.metric);
+    std::cerr << " | " << done << "/" << trials.size() << " done, " << running.size()
+              << " running, " << failed << " failed";
+    if (best) {
+      std::cerr << " | best " << format_real(best->metric) << " (" << trial_name(best->index)
+                << ")";
+    }
+    const size_t left = trials.size() - done;
+    if (left > 0 && finished_this_run > 0) {
+      const double eta = wall_this_run / finished_this_run *
+                         std::ceil(static_cast<double>(left) / o.parallel);
+      std::cerr << " | ETA " << static_cast<long long>(eta) << " s";
+    }
+    std::cerr << "\n";
+  };
+  while ((!todo.empty() && !interrupted) || !running.empty()) {
+    while (!interrupted && !todo.empty() && static_cast<int>(running.size()) < o.parallel) {
+      const int i = todo.front();
+      todo.pop_front();
+      const fs::path dir = fs::path(o.out_dir) / trial_name(i);
+      fs::create_directories(dir);
+      write_atomic(dir / "trial.args", args_text(trials[i]));
+      wait_until_unlocked(dir / "train" / ".lock", std::chrono::seconds(120));
+      const auto argv = trial_command(o, trials[i], dir);
+      running.push_back({i, start_trial(o, argv, dir / "log.txt"), Clock::now()});
+    }
+    if (interrupted) {
+      for (const auto& r : running) kill(r.pid, interrupted.load());
+    }
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    auto it = std::find_if(running.begin(), running.end(),
+                           [pid](const Running& r) { return r.pid == pid; });
+    if (it == running.end()) continue;
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    const double wall = std::chrono::duration<double>(Clock::now() - it->start).count();
+    const int i = it->index;
+    running.erase(it);
+    const fs::path dir = fs::path(o.out_dir) / trial_name(i);
+    if (interrupted && (code == kExitSigint || code == kExitSigterm || code > 128)) {
+      continue;  // stopped by the sweep's signal: no result, it resumes next time
+    }
+    TrialResult r = collect(o, i, trials[i], dir, code, wall);
+    write_atomic(dir / "result.json", to_json(r, o.metric).dump(2) + "\n");
+    if (r.status != "ok") ++failed;
+    wall_this_run += wall;
+    ++finished_this_run;
+    results[i] = r;
+    report(r);
+  }
+  std::vector<TrialResult> out;
+  for (auto& r : results) {
+    if (r) out.push_back(std::move(*r));
+  }
+  std::sort(out.begin(), out.end(), better);
+  write_atomic(fs::path(o.out_dir) / "results.csv", results_csv(out, o.metric));
+  return out;
+}
+
+std::string results_csv(const std::vector<TrialResult>& results, const std::string& metric) {
+  std::set<std::string> names;
+  for (const auto& r : results) {
+    for (const auto& [k, v] : r.params) names.insert(k);
+  }
+  auto cell = [](const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  std::ostringstream os;
+  os << "trial,status," << cell(metric);
+  for (const auto& n : names) os << "," << cell(n);
+  os << ",final_step,wall_secs,exit_code,train_dir\n";
+  for (const auto& r : results) {
+    os << trial_name(r.index) << "," << r.status << ","
+       << (r.has_metric ? format_real(r.metric) : "");
+    for (const auto& n : names) {
+      auto it = r.params.find(n);
+      os << "," << (it == r.params.end() ? "" : cell(it->second));
+    }
+    char wall[32];
+    std::snprintf(wall, sizeof wall, "%.1f", r.wall_secs);
+    os << "," << r.final_step << "," << wall << "," << r.exit_code << "," << cell(r.dir) << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace fastnn::sweep

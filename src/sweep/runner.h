@@ -1,0 +1,71 @@
+// Runs a sweep's trials: each one a train_image_classifier process (or a
+// command submitted through a launcher template) in a train_dir of its own,
+// N at a time, and collects their metrics.json into results.csv.
+//
+// A sweep directory is resumable: each finished trial leaves result.json,
+// so running the same sweep again runs only the trials without one (a trial
+// killed midway resumes from its own checkpoints). A failed or diverged
+// trial is recorded and the sweep goes on.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/sweep/search_space.h"
+
+namespace fastnn::sweep {
+
+struct SweepOptions {
+  /// The trainer binary.
+  std::string trainer;
+  /// Base hyperparameter file (--config); empty: none.
+  std::string base_config;
+  /// Extra --key=value arguments given to every trial.
+  std::vector<std::string> extra_args;
+  /// The sweep directory (trial-NNN/ under it, results.csv).
+  std::string out_dir;
+  /// Trials at a time. REQUIRES: >= 1.
+  int parallel = 1;
+  /// Cores to share between the parallel trials (intra-op and decode
+  /// threads of each = max(1, cores / parallel), unless a trial sets them).
+  int cores = 1;
+  /// "srun -N1 -n1 {cmd}": {cmd} is replaced by the trial's shell-quoted
+  /// command and the line runs under /bin/sh; empty: run it directly.
+  std::string launcher;
+  /// metrics.json field to rank trials by (higher is better).
+  std::string metric = "eval_accuracy";
+  /// Progress lines (a TTY gets them redrawn in place).
+  bool progress = true;
+};
+
+struct TrialResult {
+  int index = 0;
+  Assignment params;
+  std::string dir;
+  /// ok, diverged, failed, no_metric.
+  std::string status;
+  int exit_code = 0;
+  double metric = 0;
+  bool has_metric = false;
+  int64_t final_step = 0;
+  double wall_secs = 0;
+};
+
+/// Runs every trial of `trials` that has no result yet; returns all
+/// results (earlier runs' included), best first. Stops launching on SIGINT
+/// or SIGTERM (forwarded to running trials); `interrupted` is then set.
+/// Throws ConfigError when `out_dir` holds another sweep's trial at an index.
+std::vector<TrialResult> run_sweep(const SweepOptions& options,
+                                   const std::vector<Assignment>& trials,
+                                   std::atomic<int>& interrupted);
+
+/// results.csv: trial, status, the metric, every parameter, final_step,
+/// wall_secs, exit_code, train_dir; rows best first.
+std::string results_csv(const std::vector<TrialResult>& results, const std::string& metric);
+
+/// "trial-007".
+std::string trial_name(int index);
+
+}  // namespace fastnn::sweep

@@ -1,0 +1,133 @@
+// sweep: runs train_image_classifier over a search space (SMAC's PCS
+// syntax, random draws or a grid) or a CSV of explicit trials, N at a time,
+// each in its own train_dir, and ranks them in results.csv.
+//
+//   sweep --config base.cfg --space space.pcs --num_trials 20 --parallel 2
+//         --out runs/sweep1 [--metric eval_accuracy] [-- --stop_at_step=2000]
+//
+// Rerun with the same arguments after an interruption: only the trials
+// without a result run (an interrupted trial resumes from its checkpoints).
+// Exit: 0 every trial has a result (failed and diverged ones included);
+// 2 bad arguments or search space; 130/143 interrupted.
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "fastnn/errors.h"
+#include "src/sweep/runner.h"
+#include "src/sweep/search_space.h"
+
+namespace {
+
+std::atomic<int> g_signal{0};
+
+void on_signal(int sig) {
+  g_signal = sig;
+}
+
+std::string read_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw fastnn::ConfigError(std::string(what) + ": cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// train_image_classifier beside this binary.
+std::string default_trainer(const char* argv0) {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) self = argv0;
+  return (self.parent_path() / "train_image_classifier").string();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace fastnn;
+  CLI::App app{"sweep: train_image_classifier over a search space, N trials at a time"};
+  sweep::SweepOptions o;
+  std::string space_file, trials_file, mode = "random";
+  int num_trials = 10, grid_points = 3;
+  uint64_t seed = 0;
+  o.trainer = default_trainer(argv[0]);
+  o.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  app.add_option("--config", o.base_config, "Base hyperparameter file of every trial");
+  app.add_option("--space", space_file, "Search space in SMAC's PCS syntax");
+  app.add_option("--trials", trials_file, "CSV of explicit trials (header: hyperparameters)");
+  app.add_option("--mode", mode, "With --space: random draws or a grid")
+      ->check(CLI::IsMember({"random", "grid"}));
+  app.add_option("--num_trials", num_trials, "Random draws")->check(CLI::Range(1, 100000));
+  app.add_option("--seed", seed, "Seed of the random draws");
+  app.add_option("--grid_points", grid_points, "Grid values per real parameter")
+      ->check(CLI::Range(2, 1000));
+  app.add_option("--out", o.out_dir, "Sweep directory (trial-NNN/, results.csv)")->required();
+  app.add_option("--parallel", o.parallel, "Trials at a time")->check(CLI::Range(1, 1024));
+  app.add_option("--cores", o.cores, "Cores the parallel trials share")->check(CLI::Range(1, 4096));
+  app.add_option("--launcher", o.launcher,
+                 "Command template that submits a trial, e.g. 'srun -N1 -n1 {cmd}'");
+  app.add_option("--metric", o.metric, "metrics.json field to maximize");
+  app.add_option("--trainer", o.trainer, "The trainer binary");
+  app.add_option("extra", o.extra_args, "Arguments after -- go to every trial");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+  try {
+    if (space_file.empty() == trials_file.empty()) {
+      throw ConfigError("give exactly one of --space (a PCS file) and --trials (a CSV file)");
+    }
+    std::vector<sweep::Assignment> trials;
+    if (!trials_file.empty()) {
+      trials = sweep::parse_trials_csv(read_file(trials_file, "--trials"), trials_file);
+    } else {
+      const auto space = sweep::parse_pcs(read_file(space_file, "--space"), space_file);
+      trials = mode == "grid" ? sweep::grid_trials(space, grid_points)
+                              : sweep::random_trials(space, num_trials, seed);
+      if (trials.size() > 100000) {
+        throw ConfigError("the grid has " + std::to_string(trials.size()) +
+                          " trials: lower --grid_points or use --mode random");
+      }
+    }
+    if (access(o.trainer.c_str(), X_OK) != 0 && o.launcher.empty()) {
+      throw ConfigError("--trainer: '" + o.trainer + "' is not an executable");
+    }
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    o.progress = true;
+    const auto results = sweep::run_sweep(o, trials, g_signal);
+    std::cout << "sweep: results in " << (std::filesystem::path(o.out_dir) / "results.csv").string()
+              << "\n";
+    for (size_t i = 0; i < results.size() && i < 5; ++i) {
+      const auto& r = results[i];
+      std::cout << "  " << sweep::trial_name(r.index) << " " << r.status;
+      if (r.has_metric) std::cout << " " << o.metric << "=" << sweep::format_real(r.metric);
+      for (const auto& [k, v] : r.params) std::cout << " " << k << "=" << v;
+      std::cout << "\n";
+    }
+    if (g_signal) {
+      std::cerr << "sweep: interrupted; run the same command again to finish the "
+                << trials.size() - results.size() << " trials without a result\n";
+      return g_signal == SIGINT ? kExitSigint : kExitSigterm;
+    }
+    return kExitOk;
+  } catch (const ConfigError& e) {
+    std::cerr << "sweep: error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "sweep: " << e.what() << "\n";
+    return kExitInternal;
+  }
+}

@@ -1,0 +1,138 @@
+// The sweep's search spaces: SMAC's PCS syntax, CSV trials, random and grid
+// draws (src/sweep/search_space.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "fastnn/errors.h"
+#include "src/sweep/runner.h"
+#include "src/sweep/search_space.h"
+
+namespace fastnn::sweep {
+namespace {
+
+const char* kSpace = R"(# lenet on Fashion-MNIST
+learning_rate real [1e-4, 1e-1] [1e-2] log
+batch_size integer [16, 256] [32]
+optimizer categorical {sgd, momentum, rmsprop} [rmsprop]
+momentum real [0.5, 0.99] [0.9]
+momentum | optimizer in {momentum, rmsprop}
+)";
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SearchSpace, ParsesSmacPcs) {
+  const auto s = parse_pcs(kSpace, "space.pcs");
+  ASSERT_EQ(s.params.size(), 4u);
+  EXPECT_EQ(s.params[0].name, "learning_rate");
+  EXPECT_EQ(s.params[0].kind, Param::Kind::kReal);
+  EXPECT_DOUBLE_EQ(s.params[0].lo, 1e-4);
+  EXPECT_DOUBLE_EQ(s.params[0].hi, 1e-1);
+  EXPECT_TRUE(s.params[0].log);
+  EXPECT_EQ(s.params[0].default_value, "1e-2");
+  EXPECT_EQ(s.params[1].kind, Param::Kind::kInteger);
+  EXPECT_FALSE(s.params[1].log);
+  EXPECT_EQ(s.params[2].choices, (std::vector<std::string>{"sgd", "momentum", "rmsprop"}));
+  EXPECT_EQ(s.params[2].default_value, "rmsprop");
+  ASSERT_EQ(s.conditions.size(), 1u);
+  EXPECT_EQ(s.conditions[0].child, "momentum");
+  EXPECT_EQ(s.conditions[0].parent, "optimizer");
+  EXPECT_EQ(s.conditions[0].values, (std::vector<std::string>{"momentum", "rmsprop"}));
+}
+
+TEST(SearchSpace, BadLinesNameTheirLine) {
+  EXPECT_NE(error_of([] { parse_pcs("lr real [1, 0.1]", "s.pcs"); }).find("s.pcs:1"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_pcs("\nlr real [0, 1] log", "s.pcs"); }).find("s.pcs:2: 'lr': log needs lo > 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_pcs("o categorical {a, b} [c]", "s"); }).find("not a choice"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_pcs("x real [0, 1]\nx real [0, 1]", "s"); }).find("s:2"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_pcs("x real [0, 1]\ny | z in {a}", "s"); }).find("unknown parameter"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_pcs("x ordinal {1, 2}", "s"); }).find("unknown type 'ordinal'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_pcs("x integer [0.5, 3]", "s"); }).find("integer bounds"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_pcs("# nothing\n", "s"); }).find("no parameters"),
+            std::string::npos);
+}
+
+TEST(SearchSpace, RandomDrawsAreReproducibleInRangeAndRespectConditions) {
+  const auto s = parse_pcs(kSpace, "space.pcs");
+  const auto a = random_trials(s, 200, 7);
+  EXPECT_EQ(a, random_trials(s, 200, 7));
+  EXPECT_NE(a, random_trials(s, 200, 8));
+  std::set<std::string> optimizers;
+  int below_1e3 = 0;
+  for (const auto& t : a) {
+    const double lr = std::stod(t.at("learning_rate"));
+    EXPECT_GE(lr, 1e-4);
+    EXPECT_LE(lr, 1e-1);
+    below_1e3 += lr < 1e-3;
+    const int bs = std::stoi(t.at("batch_size"));
+    EXPECT_GE(bs, 16);
+    EXPECT_LE(bs, 256);
+    optimizers.insert(t.at("optimizer"));
+    // momentum only where the condition holds.
+    EXPECT_EQ(t.count("momentum") == 1, t.at("optimizer") != "sgd") << t.at("optimizer");
+  }
+  EXPECT_EQ(optimizers.size(), 3u);
+  // Log-uniform: a third of the draws fall in the first decade of three.
+  EXPECT_GT(below_1e3, 40);
+  EXPECT_LT(below_1e3, 95);
+}
+
+TEST(SearchSpace, GridCoversEveryCombinationOnce) {
+  const auto s = parse_pcs("lr real [0.001, 0.1] log\nopt categorical {sgd, adam}\nbs integer [1, 3]\n", "g");
+  const auto g = grid_trials(s, 3);
+  EXPECT_EQ(g.size(), 3u * 2u * 3u);
+  std::set<Assignment> unique(g.begin(), g.end());
+  EXPECT_EQ(unique.size(), g.size());
+  EXPECT_EQ(g.front().at("lr"), "0.001");
+  EXPECT_EQ(g.back().at("lr"), "0.1");
+  std::set<std::string> lrs;
+  for (const auto& t : g) lrs.insert(t.at("lr"));
+  EXPECT_EQ(lrs, (std::set<std::string>{"0.001", "0.01", "0.1"}));
+  // Inactive parameters collapse: momentum only with optimizer=momentum.
+  const auto c = parse_pcs("o categorical {sgd, momentum}\nm real [0.5, 0.9]\nm | o in {momentum}\n", "c");
+  EXPECT_EQ(grid_trials(c, 2).size(), 1u + 2u);
+}
+
+TEST(SearchSpace, CsvTrials) {
+  const auto t = parse_trials_csv("learning_rate,optimizer\n0.1,sgd\n\"0.01\",\"mom,entum\"\n0.5,\n",
+                                  "t.csv");
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].at("learning_rate"), "0.1");
+  EXPECT_EQ(t[1].at("optimizer"), "mom,entum");
+  EXPECT_EQ(t[2].count("optimizer"), 0u);  // empty cell: the base config's value
+  EXPECT_NE(error_of([] { parse_trials_csv("a,b\n1\n", "t.csv"); }).find("t.csv:2: 1 values for 2"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_trials_csv("a,b\n", "t.csv"); }).find("at least one trial"),
+            std::string::npos);
+}
+
+TEST(SearchSpace, ResultsCsvHasEveryParameterQuotedWhereNeeded) {
+  TrialResult a{0, {{"lr", "0.1"}}, "d0", "ok", 0, 0.8, true, 100, 5.0};
+  TrialResult b{1, {{"lr", "0.2"}, {"bs", "8"}}, "d1", "diverged", 4, 0, false, 7, 1.0};
+  TrialResult c{2, {{"lr", "0.3"}}, "d,2", "ok", 0, 0.9, true, 100, 6.0};
+  const std::string csv = results_csv({c, a, b}, "eval_accuracy");
+  EXPECT_EQ(csv,
+            "trial,status,eval_accuracy,bs,lr,final_step,wall_secs,exit_code,train_dir\n"
+            "trial-002,ok,0.9,,0.3,100,6.0,0,\"d,2\"\n"
+            "trial-000,ok,0.8,,0.1,100,5.0,0,d0\n"
+            "trial-001,diverged,,8,0.2,7,1.0,4,d1\n");
+}
+
+}  // namespace
+}  // namespace fastnn::sweep
