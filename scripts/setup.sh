@@ -35,7 +35,7 @@ PACKAGES=(
   nlohmann-json3-dev libgtest-dev
   libjpeg-turbo-progs bc
   dataset-fashion-mnist
-  openssl iproute2 openmpi-bin
+  openssl iproute2 openmpi-bin chromium
 )
 
 missing=()

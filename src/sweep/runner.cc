@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fastnn/errors.h"
+#include "src/sweep/report.h"
 
 namespace fastnn::sweep {
 namespace fs = std::filesystem;
@@ -189,12 +190,13 @@ nlohmann::json to_json(const TrialResult& r, const std::string& metric) {
   return j;
 }
 
-std::optional<TrialResult> load_result(const fs::path& dir, int index, const Assignment& params,
+std::optional<TrialResult> load_result(const fs::path& file, int index, const Assignment& params,
                                        const std::string& metric) {
-  if (!fs::exists(dir / "result.json")) return std::nullopt;
+  const fs::path dir = file.parent_path();
+  if (!fs::exists(file)) return std::nullopt;
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(slurp(dir / "result.json"));
+    j = nlohmann::json::parse(slurp(file));
   } catch (const std::exception&) {
     return std::nullopt;  // torn by a crash: run the trial again
   }
@@ -229,25 +231,34 @@ std::string trial_name(int index) {
   return buf;
 }
 
-std::vector<TrialResult> run_sweep(const SweepOptions& o, const std::vector<Assignment>& trials,
-                                   std::atomic<int>& interrupted) {
-  fs::create_directories(o.out_dir);
-  std::vector<std::optional<TrialResult>> results(trials.size());
+namespace {
+
+// result.json for a plain sweep; result-<steps>.json for a rung.
+std::string result_file(int64_t steps) {
+  return steps > 0 ? "result-" + std::to_string(steps) + ".json" : "result.json";
+}
+
+// Runs `members` (trial indices) to `steps` (0: the trial's own end), N at
+// a time; trials with a result for this rung are not run again. Returns
+// the rung's results by trial index.
+std::map<int, TrialResult> run_rung(const SweepOptions& o, const std::vector<Assignment>& trials,
+                                    const std::vector<int>& members, int64_t steps,
+                                    std::atomic<int>& interrupted) {
+  std::map<int, TrialResult> results;
   std::deque<int> todo;
-  for (size_t i = 0; i < trials.size(); ++i) {
-    const fs::path dir = fs::path(o.out_dir) / trial_name(static_cast<int>(i));
-    const std::string args = args_text(trials[i]);
-    if (fs::exists(dir / "trial.args") && slurp(dir / "trial.args") != args) {
-      throw ConfigError("sweep: " + dir.string() + " holds another sweep's trial (trial.args " +
-                        "differs): use another output directory");
+  for (int i : members) {
+    const fs::path dir = fs::path(o.out_dir) / trial_name(i);
+    auto r = load_result(dir / result_file(steps), i, trials[i], o.metric);
+    if (r) {
+      results[i] = *r;
+    } else {
+      todo.push_back(i);
     }
-    results[i] = load_result(dir, static_cast<int>(i), trials[i], o.metric);
-    if (!results[i]) todo.push_back(static_cast<int>(i));
   }
-  const size_t already = trials.size() - todo.size();
   if (o.progress) {
-    std::cerr << "sweep: " << trials.size() << " trials, " << already << " done earlier, "
-              << todo.size() << " to run, " << o.parallel << " at a time\n";
+    std::cerr << "sweep: " << (steps > 0 ? "rung of " + std::to_string(steps) + " steps: " : "")
+              << members.size() << " trials, " << members.size() - todo.size()
+              << " done earlier, " << todo.size() << " to run, " << o.parallel << " at a time\n";
   }
   std::vector<Running> running;
   int failed = 0;
@@ -255,22 +266,19 @@ std::vector<TrialResult> run_sweep(const SweepOptions& o, const std::vector<Assi
   int finished_this_run = 0;
   auto report = [&](const TrialResult& r) {
     if (!o.progress) return;
-    size_t done = 0;
     const TrialResult* best = nullptr;
-    for (const auto& x : results) {
-      if (!x) continue;
-      ++done;
-      if (x->has_metric && (!best || better(*x, *best))) best = &*x;
+    for (const auto& [i, x] : results) {
+      if (x.has_metric && (!best || better(x, *best))) best = &x;
     }
     std::cerr << "sweep: " << trial_name(r.index) << " " << r.status;
     if (r.has_metric) std::cerr << " " << o.metric << "=" << format_real(r.metric);
-    std::cerr << " | " << done << "/" << trials.size() << " done, " << running.size()
+    std::cerr << " | " << results.size() << "/" << members.size() << " done, " << running.size()
               << " running, " << failed << " failed";
     if (best) {
       std::cerr << " | best " << format_real(best->metric) << " (" << trial_name(best->index)
                 << ")";
     }
-    const size_t left = trials.size() - done;
+    const size_t left = members.size() - results.size();
     if (left > 0 && finished_this_run > 0) {
       const double eta = wall_this_run / finished_this_run *
                          std::ceil(static_cast<double>(left) / o.parallel);
@@ -286,7 +294,9 @@ std::vector<TrialResult> run_sweep(const SweepOptions& o, const std::vector<Assi
       fs::create_directories(dir);
       write_atomic(dir / "trial.args", args_text(trials[i]));
       wait_until_unlocked(dir / "train" / ".lock", std::chrono::seconds(120));
-      const auto argv = trial_command(o, trials[i], dir);
+      auto argv = trial_command(o, trials[i], dir);
+      // A promoted trial resumes from its own checkpoint in train/.
+      if (steps > 0) argv.push_back("--stop_at_step=" + std::to_string(steps));
       running.push_back({i, start_trial(o, argv, dir / "log.txt"), Clock::now()});
     }
     if (interrupted) {
@@ -310,19 +320,80 @@ std::vector<TrialResult> run_sweep(const SweepOptions& o, const std::vector<Assi
       continue;  // stopped by the sweep's signal: no result, it resumes next time
     }
     TrialResult r = collect(o, i, trials[i], dir, code, wall);
-    write_atomic(dir / "result.json", to_json(r, o.metric).dump(2) + "\n");
+    write_atomic(dir / result_file(steps), to_json(r, o.metric).dump(2) + "\n");
     if (r.status != "ok") ++failed;
     wall_this_run += wall;
     ++finished_this_run;
     results[i] = r;
     report(r);
   }
-  std::vector<TrialResult> out;
-  for (auto& r : results) {
-    if (r) out.push_back(std::move(*r));
+  return results;
+}
+
+}  // namespace
+
+std::vector<int64_t> halving_rungs(int64_t min_steps, int64_t max_steps, int eta) {
+  std::vector<int64_t> rungs;
+  for (int64_t s = min_steps; s < max_steps; s *= eta) rungs.push_back(s);
+  rungs.push_back(max_steps);
+  return rungs;
+}
+
+std::vector<TrialResult> run_sweep(const SweepOptions& o, const std::vector<Assignment>& trials,
+                                   std::atomic<int>& interrupted) {
+  fs::create_directories(o.out_dir);
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const fs::path dir = fs::path(o.out_dir) / trial_name(static_cast<int>(i));
+    if (fs::exists(dir / "trial.args") && slurp(dir / "trial.args") != args_text(trials[i])) {
+      throw ConfigError("sweep: " + dir.string() + " holds another sweep's trial (trial.args " +
+                        "differs): use another output directory");
+    }
+    if (o.halving.min_steps > 0 && trials[i].count("stop_at_step")) {
+      throw ConfigError("sweep: successive halving sets stop_at_step itself; take it out of "
+                        "the search space or trials");
+    }
   }
-  std::sort(out.begin(), out.end(), better);
+  std::vector<int> members(trials.size());
+  for (size_t i = 0; i < trials.size(); ++i) members[i] = static_cast<int>(i);
+  // Each trial's result at the last rung it reached.
+  std::map<int, TrialResult> last;
+  const std::vector<int64_t> rungs =
+      o.halving.min_steps > 0
+          ? halving_rungs(o.halving.min_steps, o.halving.max_steps, o.halving.eta)
+          : std::vector<int64_t>{0};
+  for (size_t k = 0; k < rungs.size() && !members.empty(); ++k) {
+    auto rung = run_rung(o, trials, members, rungs[k], interrupted);
+    for (auto& [i, r] : rung) last[i] = r;
+    if (interrupted || k + 1 == rungs.size()) break;
+    // Successive halving: the best 1/eta (at least one) go on, resuming.
+    std::vector<TrialResult> ranked;
+    for (auto& [i, r] : rung) ranked.push_back(r);
+    std::sort(ranked.begin(), ranked.end(), better);
+    const size_t keep = std::max<size_t>(1, members.size() / o.halving.eta);
+    members.clear();
+    for (size_t j = 0; j < ranked.size() && j < keep; ++j) {
+      if (ranked[j].has_metric) members.push_back(ranked[j].index);
+    }
+    std::sort(members.begin(), members.end());
+    if (o.progress && !members.empty()) {
+      std::cerr << "sweep: promoting " << members.size() << " of " << ranked.size()
+                << " trials to " << rungs[k + 1] << " steps\n";
+    }
+  }
+  std::vector<TrialResult> out;
+  for (auto& [i, r] : last) out.push_back(std::move(r));
+  // The furthest rung first, then the metric.
+  // With a metric first; under halving the furthest rung next; then the metric.
+  const bool halving = o.halving.min_steps > 0;
+  std::sort(out.begin(), out.end(), [halving](const TrialResult& a, const TrialResult& b) {
+    if (a.has_metric != b.has_metric) return a.has_metric;
+    if (halving && a.final_step != b.final_step) return a.final_step > b.final_step;
+    return better(a, b);
+  });
   write_atomic(fs::path(o.out_dir) / "results.csv", results_csv(out, o.metric));
+  write_atomic(fs::path(o.out_dir) / "report.html",
+               report_html(out, o.metric,
+                           "Sweep report: " + fs::path(o.out_dir).filename().string()));
   return out;
 }
 

@@ -36,8 +36,16 @@ struct SweepOptions {
   std::string launcher;
   /// metrics.json field to rank trials by (higher is better).
   std::string metric = "eval_accuracy";
-  /// Progress lines (a TTY gets them redrawn in place).
+  /// Progress lines on stderr.
   bool progress = true;
+  /// Successive halving (off while min_steps is 0): every trial trains to
+  /// min_steps, the best 1/eta go on to min_steps*eta, ... up to max_steps;
+  /// a promoted trial resumes from its own checkpoint.
+  struct Halving {
+    int64_t min_steps = 0;
+    int64_t max_steps = 0;
+    int eta = 3;
+  } halving;
 };
 
 struct TrialResult {
@@ -53,8 +61,9 @@ struct TrialResult {
   double wall_secs = 0;
 };
 
-/// Runs every trial of `trials` that has no result yet; returns all
-/// results (earlier runs' included), best first. Stops launching on SIGINT
+/// Runs every trial of `trials` that has no result yet (with halving, rung
+/// by rung; result-<steps>.json per rung); returns all results (earlier
+/// runs' included), best first (with halving: the furthest rung first). Stops launching on SIGINT
 /// or SIGTERM (forwarded to running trials); `interrupted` is then set.
 /// Throws ConfigError when `out_dir` holds another sweep's trial at an index.
 std::vector<TrialResult> run_sweep(const SweepOptions& options,
@@ -67,5 +76,8 @@ std::string results_csv(const std::vector<TrialResult>& results, const std::stri
 
 /// "trial-007".
 std::string trial_name(int index);
+
+/// Successive halving's budgets: min, min*eta, ... below max, then max.
+std::vector<int64_t> halving_rungs(int64_t min_steps, int64_t max_steps, int eta);
 
 }  // namespace fastnn::sweep

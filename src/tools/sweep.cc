@@ -5,6 +5,8 @@
 //   sweep --config base.cfg --space space.pcs --num_trials 20 --parallel 2
 //         --out runs/sweep1 [--metric eval_accuracy] [-- --stop_at_step=2000]
 //
+// --min_steps R --max_steps M --eta E: successive halving; every trial runs
+// R steps, the best 1/E resume from their checkpoints to R*E, ... up to M.
 // Rerun with the same arguments after an interruption: only the trials
 // without a result run (an interrupted trial resumes from its checkpoints).
 // Exit: 0 every trial has a result (failed and diverged ones included);
@@ -77,6 +79,13 @@ int main(int argc, char** argv) {
                  "Command template that submits a trial, e.g. 'srun -N1 -n1 {cmd}'");
   app.add_option("--metric", o.metric, "metrics.json field to maximize");
   app.add_option("--trainer", o.trainer, "The trainer binary");
+  app.add_option("--min_steps", o.halving.min_steps,
+                 "Successive halving: every trial's first budget in steps (0: off)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--max_steps", o.halving.max_steps, "Successive halving: the last budget");
+  app.add_option("--eta", o.halving.eta,
+                 "Successive halving: keep the best 1/eta, multiply the budget by eta")
+      ->check(CLI::Range(2, 100));
   app.add_option("extra", o.extra_args, "Arguments after -- go to every trial");
   try {
     app.parse(argc, argv);
@@ -98,6 +107,9 @@ int main(int argc, char** argv) {
         throw ConfigError("the grid has " + std::to_string(trials.size()) +
                           " trials: lower --grid_points or use --mode random");
       }
+    }
+    if (o.halving.min_steps > 0 && o.halving.max_steps <= o.halving.min_steps) {
+      throw ConfigError("--max_steps must be above --min_steps for successive halving");
     }
     if (access(o.trainer.c_str(), X_OK) != 0 && o.launcher.empty()) {
       throw ConfigError("--trainer: '" + o.trainer + "' is not an executable");

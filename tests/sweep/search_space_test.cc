@@ -134,5 +134,11 @@ TEST(SearchSpace, ResultsCsvHasEveryParameterQuotedWhereNeeded) {
             "trial-001,diverged,,8,0.2,7,1.0,4,d1\n");
 }
 
+TEST(SearchSpace, HalvingRungsMultiplyByEtaUpToTheLast) {
+  EXPECT_EQ(halving_rungs(10, 40, 2), (std::vector<int64_t>{10, 20, 40}));
+  EXPECT_EQ(halving_rungs(100, 1000, 3), (std::vector<int64_t>{100, 300, 900, 1000}));
+  EXPECT_EQ(halving_rungs(5, 6, 4), (std::vector<int64_t>{5, 6}));
+}
+
 }  // namespace
 }  // namespace fastnn::sweep
