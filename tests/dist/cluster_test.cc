@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
+#include <regex>
+#include <sstream>
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
@@ -396,6 +399,89 @@ TEST(ClusterTest, OpenMpiOnOneHostNeedsNoCoordinatorAddress) {
   EXPECT_EQ(resolve_cluster(HParams(), with_port).coordinator, "127.0.0.1:23456");
   with_port["MASTER_ADDR"] = "head";
   EXPECT_EQ(resolve_cluster(HParams(), with_port).coordinator, "head:23456");
+}
+
+// deploy/: the environment each manifest (or the operator, or Slurm) gives
+// a worker, fed to the cluster discovery.
+std::string deploy_file(const std::string& name) {
+  std::ifstream in(std::string(FASTNN_SOURCE_DIR) + "/deploy/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The literal `- name: X / value: "Y"` environment entries of a manifest.
+Environment literal_env(const std::string& yaml) {
+  Environment env;
+  const std::regex entry(R"re(- name: (\w+)\s*\n\s*value: "([^"]*)")re");
+  for (std::sregex_iterator it(yaml.begin(), yaml.end(), entry), end; it != end; ++it) {
+    env[(*it)[1]] = (*it)[2];
+  }
+  return env;
+}
+
+TEST(ClusterTest, DeployedEnvironmentsIndexedJob) {
+  const std::string yaml = deploy_file("k8s/indexed-job.yaml");
+  ASSERT_FALSE(yaml.empty());
+  Environment env = literal_env(yaml);
+  ASSERT_EQ(env.count("WORLD_SIZE"), 1u) << yaml;
+  // RANK is the pod's completion index (downward API), the token a Secret.
+  EXPECT_NE(yaml.find("batch.kubernetes.io/job-completion-index"), std::string::npos);
+  EXPECT_NE(yaml.find("secretKeyRef"), std::string::npos);
+  env["RANK"] = "1";
+  env["FASTNN_JOB_TOKEN"] = "from-the-secret";
+  const ClusterSpec s = resolve_cluster(HParams(), env);
+  EXPECT_EQ(s.source, "PAI-DLC/Kubeflow");
+  EXPECT_EQ(s.rank, 1);
+  EXPECT_EQ(s.world_size, 2);
+  // Pod 0 through the headless Service.
+  EXPECT_EQ(s.coordinator, "fastnn-train-0.fastnn-train:29500");
+}
+
+TEST(ClusterTest, DeployedEnvironmentsPyTorchJob) {
+  const std::string yaml = deploy_file("k8s/pytorchjob.yaml");
+  ASSERT_FALSE(yaml.empty());
+  // What the training operator sets: the Master's service and port, the
+  // pod count, the pod's rank (Workers after the Master).
+  std::smatch port, workers;
+  ASSERT_TRUE(std::regex_search(yaml, port,
+                                std::regex(R"(name: pytorchjob-port\s*\n\s*containerPort: (\d+))")));
+  ASSERT_TRUE(std::regex_search(yaml, workers, std::regex(R"(Worker:\s*\n\s*replicas: (\d+))")));
+  const int world = 1 + std::stoi(workers[1]);
+  for (int rank : {0, world - 1}) {
+    Environment env = {{"MASTER_ADDR", "fastnn-master-0"},
+                       {"MASTER_PORT", port[1]},
+                       {"WORLD_SIZE", std::to_string(world)},
+                       {"RANK", std::to_string(rank)}};
+    const ClusterSpec s = resolve_cluster(HParams(), env);
+    EXPECT_EQ(s.rank, rank);
+    EXPECT_EQ(s.world_size, 4);
+    EXPECT_EQ(s.coordinator, "fastnn-master-0:23456");
+  }
+  // The coordinator's health service is probed on the Master only.
+  EXPECT_NE(yaml.find("grpc: {port: 23456}"), std::string::npos);
+}
+
+TEST(ClusterTest, DeployedEnvironmentsSlurmBatchScript) {
+  const std::string script = deploy_file("slurm/train.sbatch");
+  ASSERT_FALSE(script.empty());
+  EXPECT_NE(script.find("--ntasks-per-node=4"), std::string::npos);
+  EXPECT_NE(script.find("--nproc_per_node=1"), std::string::npos);
+  // Task 5 of 2 nodes x 4 (srun's variables), MASTER_PORT as the script
+  // exports it for job 4242.
+  Environment env = {{"SLURM_PROCID", "5"},        {"SLURM_NTASKS", "8"},
+                     {"SLURM_LOCALID", "1"},       {"SLURM_NODEID", "1"},
+                     {"SLURM_TASKS_PER_NODE", "4(x2)"},
+                     {"SLURM_JOB_NODELIST", "gpu[01-02]"},
+                     {"MASTER_PORT", std::to_string(20000 + 4242 % 10000)},
+                     {"FASTNN_JOB_TOKEN", "made-by-the-script"}};
+  const ClusterSpec s = resolve_cluster(HParams(), env);
+  EXPECT_EQ(s.source, "Slurm");
+  EXPECT_EQ(s.rank, 5);
+  EXPECT_EQ(s.world_size, 8);
+  EXPECT_EQ(s.local_rank, 1);
+  EXPECT_EQ(s.local_world_size, 4);
+  EXPECT_EQ(s.coordinator, "gpu01:24242");
 }
 
 TEST(ClusterTest, MpirunInsideASlurmAllocationUsesOpenMpi) {
