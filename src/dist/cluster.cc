@@ -73,6 +73,17 @@ void set_from_hosts(ClusterSpec& spec) {
     spec.coordinator = spec.hosts[0];
 }
 
+/// MASTER_PORT when set; ConfigError when it is not a port.
+std::optional<int> master_port(const Environment& env) {
+  auto p = get(env, "MASTER_PORT");
+  if (!p) return std::nullopt;
+  const int port = static_cast<int>(parse_int(*p, "MASTER_PORT"));
+  if (port < 1 || port > 65535) {
+    throw ConfigError("MASTER_PORT=" + config::quote_value(*p) + " is not a port (1-65535)");
+  }
+  return port;
+}
+
 /// The source's coordinator from MASTER_ADDR and MASTER_PORT (torch's
 /// default port when only the address is set).
 std::string master_address(const Environment& env,
@@ -87,12 +98,8 @@ std::string master_address(const Environment& env,
   int port = kDefaultPort;
   std::string origin =
       "MASTER_ADDR, default port " + std::to_string(kDefaultPort);
-  if (auto p = get(env, "MASTER_PORT")) {
-    port = static_cast<int>(parse_int(*p, "MASTER_PORT"));
-    if (port < 1 || port > 65535) {
-      throw ConfigError("MASTER_PORT=" + config::quote_value(*p) +
-                        " is not a port (1-65535)");
-    }
+  if (auto p = master_port(env)) {
+    port = *p;
     origin = "MASTER_ADDR, MASTER_PORT";
   }
   spec.provenance.emplace_back("coordinator", origin);
@@ -392,14 +399,10 @@ int open_mpi_port(const Environment& env, ClusterSpec& spec) {
       spec.local_job_id = *id;
     }
   }
-  if (auto p = get(env, "MASTER_PORT")) {
-    const int port = static_cast<int>(parse_int(*p, "MASTER_PORT"));
-    if (port < 1 || port > 65535) {
-      throw ConfigError("MASTER_PORT=" + config::quote_value(*p) + " is not a port (1-65535)");
-    }
+  if (auto port = master_port(env)) {
     spec.provenance.emplace_back("coordinator",
                                  "127.0.0.1 (every Open MPI rank on this host), MASTER_PORT");
-    return port;
+    return *port;
   }
   for (const char* key : {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_hnp_uri"}) {
     auto id = get(env, key);

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fastnn/errors.h"
+#include "src/io/atomic_file.h"
 #include "src/sweep/report.h"
 
 namespace fastnn::sweep {
@@ -50,15 +51,6 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-void write_atomic(const fs::path& p, const std::string& text) {
-  const fs::path tmp = p.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) throw DataError("cannot write " + tmp.string());
-  }
-  fs::rename(tmp, p);
-}
 
 std::string args_text(const Assignment& a) {
   std::string s;
@@ -292,7 +284,7 @@ std::map<int, TrialResult> run_rung(const SweepOptions& o, const std::vector<Ass
       todo.pop_front();
       const fs::path dir = fs::path(o.out_dir) / trial_name(i);
       fs::create_directories(dir);
-      write_atomic(dir / "trial.args", args_text(trials[i]));
+      io::write_file_atomic((dir / "trial.args").string(), args_text(trials[i]));
       wait_until_unlocked(dir / "train" / ".lock", std::chrono::seconds(120));
       auto argv = trial_command(o, trials[i], dir);
       // A promoted trial resumes from its own checkpoint in train/.
@@ -320,7 +312,8 @@ std::map<int, TrialResult> run_rung(const SweepOptions& o, const std::vector<Ass
       continue;  // stopped by the sweep's signal: no result, it resumes next time
     }
     TrialResult r = collect(o, i, trials[i], dir, code, wall);
-    write_atomic(dir / result_file(steps), to_json(r, o.metric).dump(2) + "\n");
+    io::write_file_atomic((dir / result_file(steps)).string(),
+                          to_json(r, o.metric).dump(2) + "\n");
     if (r.status != "ok") ++failed;
     wall_this_run += wall;
     ++finished_this_run;
@@ -390,10 +383,11 @@ std::vector<TrialResult> run_sweep(const SweepOptions& o, const std::vector<Assi
     if (halving && a.final_step != b.final_step) return a.final_step > b.final_step;
     return better(a, b);
   });
-  write_atomic(fs::path(o.out_dir) / "results.csv", results_csv(out, o.metric));
-  write_atomic(fs::path(o.out_dir) / "report.html",
-               report_html(out, o.metric,
-                           "Sweep report: " + fs::path(o.out_dir).filename().string()));
+  io::write_file_atomic((fs::path(o.out_dir) / "results.csv").string(),
+                        results_csv(out, o.metric));
+  io::write_file_atomic((fs::path(o.out_dir) / "report.html").string(),
+                        report_html(out, o.metric,
+                                    "Sweep report: " + fs::path(o.out_dir).filename().string()));
   return out;
 }
 
