@@ -143,7 +143,7 @@ void resolve_image_folder(const HParams& hp, DatasetInfo& info) {
     throw ConfigError(hp.where("dataset_dir") +
                       ": dataset_dir: not set (the folder of class sub-folders)");
   }
-  auto split = list_image_folder(hp.dataset_dir, info.split, hp.validation_fraction,
+  auto split = list_image_folder(hp.dataset_dir, info.split, hp.validation_fraction.value_or(0.1),
                                  static_cast<uint64_t>(hp.validation_split_seed));
   info.files = std::move(split.files);
   info.file_labels = std::move(split.labels);
@@ -178,7 +178,58 @@ void resolve_custom(const HParams& hp, const std::string& files, DatasetInfo& in
   }
 }
 
+bool spec_has(const DatasetSpec& spec, const std::string& split) {
+  for (const auto& [name, n] : spec.splits) {
+    if (name == split) return true;
+  }
+  return false;
+}
+
+// A validation split held out of TFRecord training files is asked for.
+bool holds_out(const HParams& hp, const DatasetSpec& spec) {
+  return hp.validation_fraction.value_or(0) > 0 &&
+         (spec.source == DatasetSource::kTFRecord ||
+          spec.source == DatasetSource::kCustomTFRecord);
+}
+
+// The dataset's own validation files stand in for the test split it lacks.
+bool validation_serves_as_test(const HParams& hp, const DatasetSpec& spec) {
+  return holds_out(hp, spec) && !spec_has(spec, "test") && spec_has(spec, "validation");
+}
+
+// Counts each file's records of info's split (header-only reads).
+void count_split_records(DatasetInfo& info) {
+  // The tfrecord row has counted every file already.
+  const bool counted = info.records_per_file.size() == info.files.size();
+  info.num_samples = 0;
+  for (size_t i = 0; i < info.files.size(); ++i) {
+    const int64_t all = counted ? info.records_per_file[i] : count_tfrecords(info.files[i]);
+    const int64_t mine =
+        count_in_split(info.holdout, fs::path(info.files[i]).filename().string(), all);
+    if (counted) {
+      info.records_per_file[i] = mine;
+    } else {
+      info.records_per_file.push_back(mine);
+    }
+    info.num_samples += mine;
+  }
+}
+
 }  // namespace
+
+bool has_split(const HParams& hp, const std::string& split) {
+  const DatasetSpec& spec = find_dataset(hp.dataset_name);
+  if (spec.source == DatasetSource::kImageFolder) {
+    return split == "train" || split == "validation";
+  }
+  if (holds_out(hp, spec) && split == "validation") return true;
+  if (validation_serves_as_test(hp, spec) && split == "test") return true;
+  if (spec.source == DatasetSource::kCustomTFRecord) {
+    return split == hp.dataset_split_name ||
+           (split == hp.eval_split_name && !hp.eval_files.empty());
+  }
+  return spec_has(spec, split);
+}
 
 DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
   const DatasetSpec& spec = find_dataset(hp.dataset_name);
@@ -192,9 +243,32 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
     resolve_image_folder(hp, info);
     return info;
   }
-  const std::string& files_override = split == hp.dataset_split_name ? hp.train_files
-                                     : split == hp.eval_split_name  ? hp.eval_files
-                                                                    : std::string();
+  // The split whose files are read: a held-out validation reads the
+  // training split's, a test without files of its own the validation's.
+  std::string files_split = split;
+  if (holds_out(hp, spec)) {
+    if (hp.dataset_split_name == "validation") {
+      throw ConfigError(hp.where("validation_fraction") +
+                        ": validation_fraction: the validation split is held out of "
+                        "the training split, so dataset_split_name cannot be "
+                        "'validation' (set validation_fraction=None to train on "
+                        "the dataset's own validation files)");
+    }
+    const double fraction = *hp.validation_fraction;
+    const auto seed = static_cast<uint64_t>(hp.validation_split_seed);
+    if (split == "validation") {
+      files_split = hp.dataset_split_name;
+      info.holdout = Holdout{fraction, seed, true};
+    } else if (split == hp.dataset_split_name) {
+      info.holdout = Holdout{fraction, seed, false};
+    } else if (split == "test" && validation_serves_as_test(hp, spec)) {
+      files_split = "validation";
+    }
+  }
+  const std::string& files_override =
+      files_split == hp.dataset_split_name              ? hp.train_files
+      : split == hp.eval_split_name && split == files_split ? hp.eval_files
+                                                         : std::string();
   if (spec.source == DatasetSource::kCustomTFRecord) {
     resolve_custom(hp, files_override, info);
   } else {
@@ -202,7 +276,7 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
     std::vector<std::string> split_names;
     for (const auto& [name, n] : spec.splits) {
       split_names.push_back(name);
-      if (name == split) {
+      if (name == files_split) {
         info.num_samples = n;
         known_split = true;
       }
@@ -217,7 +291,7 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
       throw ConfigError(hp.where("dataset_dir") + ": dataset_dir: not set (the "
                         "folder holding " + spec.name + "'s TFRecord files)");
     }
-    info.files = files_override.empty() ? find_split_files(spec, split, hp.dataset_dir)
+    info.files = files_override.empty() ? find_split_files(spec, files_split, hp.dataset_dir)
                                         : expand_file_list(files_override, hp.dataset_dir);
     uintmax_t bytes = 0;
     std::error_code ec;
@@ -225,6 +299,14 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
     if (bytes == 0) {
       throw DataError("dataset " + spec.name + ": the file(s) of split '" + split +
                       "' are empty: " + join_list(info.files));
+    }
+  }
+  if (info.holdout.active()) {
+    count_split_records(info);
+    if (info.num_samples == 0) {
+      throw DataError("dataset " + spec.name + ": validation_fraction " +
+                      std::to_string(info.holdout.fraction) + " leaves split '" + split +
+                      "' without a record (" + join_list(info.files) + ")");
     }
   }
   if (!hp.dataset_dir.empty()) {

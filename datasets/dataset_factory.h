@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "datasets/sharding.h"
+
 namespace fastnn {
 struct HParams;
 }
@@ -39,6 +41,10 @@ struct DatasetInfo {
   std::vector<std::string> labels;
   /// Synthetic data (dataset "mock"): no files, images made in memory.
   bool synthetic = false;
+  /// The records of `files` that make this split, when a validation split
+  /// is held out of the training files (validation_fraction); then
+  /// records_per_file and num_samples count this split's records.
+  Holdout holdout;
 };
 
 enum class DatasetSource {
@@ -69,9 +75,16 @@ struct DatasetSpec {
 
 /// Resolves dataset `hp.dataset_name`, split `split`; train_files replaces
 /// the files of the training split (dataset_split_name), eval_files those
-/// of eval_split_name. Throws ConfigError for an unknown name or split,
+/// of eval_split_name. With validation_fraction > 0 a TFRecord dataset's
+/// "validation" is the held-out share of the training split's records and
+/// the training split the rest; a dataset with its own validation files
+/// but no test split (flowers, imagenet) serves those as "test". Throws ConfigError for an unknown name or split,
 /// DataError naming the pattern when no file (or only empty files) exists.
 DatasetInfo get_dataset(const HParams& hp, const std::string& split);
+
+/// Whether hp's dataset has split `split` under hp (a held-out
+/// "validation", the "test" a held-out validation frees, eval_files).
+bool has_split(const HParams& hp, const std::string& split);
 
 /// The table row for `name`; throws ConfigError listing valid names.
 const DatasetSpec& find_dataset(const std::string& name);

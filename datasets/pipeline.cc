@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -137,6 +138,8 @@ bool Pipeline::State::read_files(Take&& take) {
       }
       continue;
     }
+    const Holdout holdout{opt.holdout_fraction, opt.holdout_seed, opt.holdout_keep};
+    const std::string file_name = std::filesystem::path(opt.files[f]).filename().string();
     io::TFRecordReaderOptions ro;
     ro.skip_corrupt = opt.skip_corrupt;
     ro.max_skipped_share = opt.max_skipped_share;
@@ -162,6 +165,10 @@ bool Pipeline::State::read_files(Take&& take) {
         counted = rs;
       }
       if (!more) break;
+      if (!in_split(holdout, file_name, index)) {  // the other split's record
+        ++index;
+        continue;
+      }
       {
         std::lock_guard<std::mutex> lock(mu);
         ++stats.records_read;
@@ -406,8 +413,12 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_unique<State>()) 
     auto counts = s.opt.records_per_file;
     if (counts.size() != s.opt.files.size()) {
       counts.clear();
+      const Holdout holdout{s.opt.holdout_fraction, s.opt.holdout_seed, s.opt.holdout_keep};
       for (const auto& f : s.opt.files) {
-        counts.push_back(s.opt.file_labels.empty() ? count_tfrecords(f) : 1);
+        counts.push_back(s.opt.file_labels.empty()
+                             ? count_in_split(holdout, std::filesystem::path(f).filename().string(),
+                                              count_tfrecords(f))
+                             : 1);
       }
     }
     s.plan = plan_shards(counts, s.opt.shard_index, s.opt.num_shards);

@@ -87,4 +87,39 @@ int64_t count_tfrecords(const std::string& path) {
   return count;
 }
 
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t fnv1a64(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+bool is_held_out(std::string_view file_name, int64_t index, double fraction, uint64_t seed) {
+  if (fraction <= 0) return false;
+  const uint64_t h = splitmix64(fnv1a64(file_name) ^ splitmix64(seed) ^
+                                splitmix64(static_cast<uint64_t>(index) + 0x632be59bd9b4e019ULL));
+  // The top 53 bits as a double in [0, 1).
+  return static_cast<double>(h >> 11) * 0x1.0p-53 < fraction;
+}
+
+int64_t count_in_split(const Holdout& h, std::string_view file_name, int64_t records) {
+  if (!h.active()) return records;
+  int64_t n = 0;
+  for (int64_t i = 0; i < records; ++i) n += in_split(h, file_name, i);
+  return n;
+}
+
 }  // namespace fastnn::datasets

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fastnn::datasets {
@@ -47,5 +48,33 @@ std::string describe(const ShardPlan& plan, size_t total_files);
 /// truncated or fails its CRC, counting the complete records before it.
 /// Throws DataError when the file cannot be opened.
 int64_t count_tfrecords(const std::string& path);
+
+/// A validation split held out of TFRecord training files, record by
+/// record: record `index` (0-based, in file order) of the file named
+/// `file_name` (its base name, so the split does not depend on where the
+/// data lies) is held out when a 64-bit hash of (file_name, index, seed),
+/// read as a number in [0, 1), is below `fraction`. Deterministic and
+/// independent of sharding, workers and threads; the held-out share of N
+/// records is fraction * N up to sampling noise (about +-sqrt(N f (1-f))).
+struct Holdout {
+  /// 0: nothing is held out (every record belongs to the split).
+  double fraction = 0;
+  uint64_t seed = 0;
+  /// True: the split is the held-out records ("validation"); false: the
+  /// split is the others ("train").
+  bool keep = false;
+  bool active() const { return fraction > 0; }
+};
+
+bool is_held_out(std::string_view file_name, int64_t index, double fraction, uint64_t seed);
+
+/// True when record `index` of `file_name` belongs to the split `h` selects.
+inline bool in_split(const Holdout& h, std::string_view file_name, int64_t index) {
+  return !h.active() || is_held_out(file_name, index, h.fraction, h.seed) == h.keep;
+}
+
+/// How many of the first `records` records of `file_name` belong to `h`'s
+/// split.
+int64_t count_in_split(const Holdout& h, std::string_view file_name, int64_t records);
 
 }  // namespace fastnn::datasets

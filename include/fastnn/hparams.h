@@ -116,11 +116,13 @@ struct HParams {
   /// of the bytes was skipped as corrupt fails the run (exit 3); 1 never
   /// fails. REQUIRES: in [0, 1].
   double max_skipped_share = 0.1;
-  /// image_folder: share of the images held out as split "validation".
-  /// REQUIRES: in [0, 1).
-  double validation_fraction = 0.1;
-  /// image_folder: seed of the train/validation split (kept apart from
-  /// `seed` so runs with different seeds share one validation set).
+  /// Share of the training records held out as split "validation"
+  /// (datasets/sharding.h, Holdout, for TFRecord datasets). None: 0.1 for
+  /// image_folder; nothing for TFRecord datasets, whose own files then
+  /// make every split. REQUIRES: in [0, 1).
+  std::optional<double> validation_fraction;
+  /// Seed of the train/validation split (kept apart from `seed` so runs
+  /// with different seeds share one validation set).
   int64_t validation_split_seed = 0;
 
   // --- Preprocessing ---
@@ -250,6 +252,9 @@ struct HParams {
   /// Loop mode ends after this long without a new checkpoint; 0: only
   /// when the training run has finished.
   int64_t eval_timeout_secs = 0;
+  /// The result printed on stdout at the end of a run: none, smac (SMAC's
+  /// "Result of this algorithm run: ..." line) or tsv (name<TAB>value).
+  std::string result_format = "none";
 
   // --- I/O ---
   /// Ignored (PAI platform).

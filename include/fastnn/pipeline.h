@@ -38,6 +38,13 @@ struct PipelineOptions {
   /// REQUIRES: 0 <= shard_index < num_shards.
   int shard_index = 0;
   int num_shards = 1;
+  /// > 0: a validation split is held out of the TFRecord files record by
+  /// record (datasets/sharding.h, Holdout): with holdout_keep the pipeline
+  /// reads only the held-out share holdout_fraction, otherwise only the
+  /// rest. records_per_file then counts the records of this split.
+  double holdout_fraction = 0;
+  uint64_t holdout_seed = 0;
+  bool holdout_keep = false;
   /// Training: shuffle, repeat num_epochs, full batches only. Otherwise one
   /// pass in file order with a partial last batch.
   bool is_training = true;

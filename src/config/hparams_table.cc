@@ -50,11 +50,15 @@ std::vector<KeySpec> build_table() {
      "may be skipped as corrupt; a file that loses more stops the run with "
      "exit code 3. 1: never stop.", between(0, 1)},
     {FASTNN_KEY(validation_fraction), G::kDataset,
-     "image_folder: share of the images held out as split 'validation' "
-     "(the rest is 'train').", between(0, 1, false, true)},
+     "Share of the training records held out as split 'validation' (the "
+     "rest is 'train'), record by record by a seeded hash, for every "
+     "dataset. A dataset without a test split (flowers, imagenet) then "
+     "serves its own validation files as 'test'. None: 0.1 for "
+     "image_folder, nothing held out of TFRecord datasets.",
+     between(0, 1, false, true), {}, 0, "image_folder 0.1, TFRecords 0"},
     {FASTNN_KEY(validation_split_seed), G::kDataset,
-     "image_folder: seed of the deterministic train/validation split; "
-     "separate from seed so that every run holds out the same images."},
+     "Seed of the deterministic train/validation split; separate from seed "
+     "so that every run holds out the same records."},
     {FASTNN_KEY(file_pattern), G::kDataset,
      "Unused in FastNN as well; use train_files.", {}, {}, kIgnored},
     {FASTNN_KEY(reader), G::kDataset,
@@ -235,6 +239,12 @@ std::vector<KeySpec> build_table() {
      "Evaluation loop: stop after this many seconds without a new "
      "checkpoint; 0: stop when the training run has finished.",
      at_least(0)},
+    {FASTNN_KEY(result_format), G::kLog,
+     "Print the run's result on stdout at the end: smac (SMAC's 'Result of "
+     "this algorithm run: SAT|UNSAT, runtime, steps, 1 - validation "
+     "accuracy, seed' line; needs a validation split), tsv (name<TAB>value "
+     "lines) or none. Either evaluates the validation and test splits "
+     "when the run ends.", {}, {"none", "smac", "tsv"}},
     {FASTNN_KEY(log_device_placement), G::kLog,
      "TensorFlow op-placement logging.", {}, {}, kIgnored},
 

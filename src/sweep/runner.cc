@@ -94,6 +94,9 @@ std::vector<std::string> trial_command(const SweepOptions& o, const Assignment& 
   for (const char* key : {"intra_op_parallelism_threads", "num_preprocessing_threads"}) {
     if (!given(key)) argv.push_back(std::string("--") + key + "=" + std::to_string(threads));
   }
+  // Validation and test evaluated at the end, and the result in the log;
+  // the trial's own arguments may say otherwise.
+  argv.push_back("--result_format=tsv");
   argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
   for (const auto& [k, v] : params) argv.push_back("--" + k + "=" + v);
   argv.push_back("--train_dir=" + (dir / "train").string());
@@ -159,6 +162,9 @@ TrialResult collect(const SweepOptions& o, int index, const Assignment& params,
   if (m.contains("wall_secs") && m["wall_secs"].is_number() && wall <= 0) {
     r.wall_secs = m["wall_secs"].get<double>();
   }
+  for (const auto& field : reported_fields()) {
+    if (m.contains(field) && m[field].is_number()) r.reported[field] = m[field].get<double>();
+  }
   if (exit_code == kExitDiverged) {
     r.status = "diverged";
   } else if (exit_code != 0) {
@@ -179,6 +185,7 @@ nlohmann::json to_json(const TrialResult& r, const std::string& metric) {
                       {"metric", metric},       {"final_step", r.final_step},
                       {"wall_secs", r.wall_secs}};
   if (r.has_metric) j["value"] = r.metric;
+  if (!r.reported.empty()) j["reported"] = r.reported;
   return j;
 }
 
@@ -200,6 +207,11 @@ std::optional<TrialResult> load_result(const fs::path& file, int index, const As
   r.exit_code = j.value("exit_code", 0);
   r.final_step = j.value("final_step", int64_t{0});
   r.wall_secs = j.value("wall_secs", 0.0);
+  if (j.contains("reported") && j["reported"].is_object()) {
+    for (const auto& [k, v] : j["reported"].items()) {
+      if (v.is_number()) r.reported[k] = v.get<double>();
+    }
+  }
   if (j.contains("value") && j.value("metric", "") == metric) {
     r.metric = j["value"].get<double>();
     r.has_metric = true;
@@ -391,8 +403,23 @@ std::vector<TrialResult> run_sweep(const SweepOptions& o, const std::vector<Assi
   return out;
 }
 
+const std::vector<std::string>& reported_fields() {
+  static const std::vector<std::string> kFields = {"validation_accuracy", "test_accuracy"};
+  return kFields;
+}
+
 std::string results_csv(const std::vector<TrialResult>& results, const std::string& metric) {
   std::set<std::string> names;
+  std::vector<std::string> shown;  // reported fields some trial has
+  for (const auto& field : reported_fields()) {
+    if (field == metric) continue;
+    for (const auto& r : results) {
+      if (r.reported.count(field)) {
+        shown.push_back(field);
+        break;
+      }
+    }
+  }
   for (const auto& r : results) {
     for (const auto& [k, v] : r.params) names.insert(k);
   }
@@ -404,11 +431,16 @@ std::string results_csv(const std::vector<TrialResult>& results, const std::stri
   };
   std::ostringstream os;
   os << "trial,status," << cell(metric);
+  for (const auto& f : shown) os << "," << f;
   for (const auto& n : names) os << "," << cell(n);
   os << ",final_step,wall_secs,exit_code,train_dir\n";
   for (const auto& r : results) {
     os << trial_name(r.index) << "," << r.status << ","
        << (r.has_metric ? format_real(r.metric) : "");
+    for (const auto& f : shown) {
+      auto it = r.reported.find(f);
+      os << "," << (it == r.reported.end() ? "" : format_real(it->second));
+    }
     for (const auto& n : names) {
       auto it = r.params.find(n);
       os << "," << (it == r.params.end() ? "" : cell(it->second));

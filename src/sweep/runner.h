@@ -35,7 +35,7 @@ struct SweepOptions {
   /// command and the line runs under /bin/sh; empty: run it directly.
   std::string launcher;
   /// metrics.json field to rank trials by (higher is better).
-  std::string metric = "eval_accuracy";
+  std::string metric = "validation_accuracy";
   /// Progress lines on stderr.
   bool progress = true;
   /// Successive halving (off while min_steps is 0): every trial trains to
@@ -59,7 +59,13 @@ struct TrialResult {
   bool has_metric = false;
   int64_t final_step = 0;
   double wall_secs = 0;
+  /// validation_accuracy / test_accuracy from the trial's metrics.json,
+  /// when it has them (the trainer's result_format evaluation).
+  std::map<std::string, double> reported;
 };
+
+/// The metrics.json fields results.csv shows beside the ranked metric.
+const std::vector<std::string>& reported_fields();
 
 /// Runs every trial of `trials` that has no result yet (with halving, rung
 /// by rung; result-<steps>.json per rung); returns all results (earlier
@@ -70,8 +76,10 @@ std::vector<TrialResult> run_sweep(const SweepOptions& options,
                                    const std::vector<Assignment>& trials,
                                    std::atomic<int>& interrupted);
 
-/// results.csv: trial, status, the metric, every parameter, final_step,
-/// wall_secs, exit_code, train_dir; rows best first.
+/// results.csv: trial, status, the metric, validation_accuracy and
+/// test_accuracy (when a trial has them and the metric is another),
+/// every parameter, final_step, wall_secs, exit_code, train_dir; rows best
+/// first.
 std::string results_csv(const std::vector<TrialResult>& results, const std::string& metric);
 
 /// "trial-007".

@@ -3,7 +3,7 @@
 // each in its own train_dir, and ranks them in results.csv.
 //
 //   sweep --config base.cfg --space space.pcs --num_trials 20 --parallel 2
-//         --out runs/sweep1 [--metric eval_accuracy] [-- --stop_at_step=2000]
+//         --out runs/sweep1 [--metric validation_accuracy] [-- --stop_at_step=2000]
 //
 // --min_steps R --max_steps M --eta E: successive halving; every trial runs
 // R steps, the best 1/E resume from their checkpoints to R*E, ... up to M.
@@ -77,7 +77,10 @@ int main(int argc, char** argv) {
   app.add_option("--cores", o.cores, "Cores the parallel trials share")->check(CLI::Range(1, 4096));
   app.add_option("--launcher", o.launcher,
                  "Command template that submits a trial, e.g. 'srun -N1 -n1 {cmd}'");
-  app.add_option("--metric", o.metric, "metrics.json field to maximize");
+  app.add_option("--metric", o.metric,
+                 "metrics.json field to maximize (validation_accuracy: the trials' held-out "
+                 "split, see validation_fraction)")
+      ->capture_default_str();
   app.add_option("--trainer", o.trainer, "The trainer binary");
   app.add_option("--min_steps", o.halving.min_steps,
                  "Successive halving: every trial's first budget in steps (0: off)")
@@ -86,6 +89,8 @@ int main(int argc, char** argv) {
   app.add_option("--eta", o.halving.eta,
                  "Successive halving: keep the best 1/eta, multiply the budget by eta")
       ->check(CLI::Range(2, 100));
+  bool dry_run = false;
+  app.add_flag("--dry_run", dry_run, "Print the trials (name and parameters) and run nothing");
   app.add_option("extra", o.extra_args, "Arguments after -- go to every trial");
   try {
     app.parse(argc, argv);
@@ -110,6 +115,14 @@ int main(int argc, char** argv) {
     }
     if (o.halving.min_steps > 0 && o.halving.max_steps <= o.halving.min_steps) {
       throw ConfigError("--max_steps must be above --min_steps for successive halving");
+    }
+    if (dry_run) {
+      for (size_t i = 0; i < trials.size(); ++i) {
+        std::cout << sweep::trial_name(static_cast<int>(i));
+        for (const auto& [k, v] : trials[i]) std::cout << " " << k << "=" << v;
+        std::cout << "\n";
+      }
+      return kExitOk;
     }
     if (access(o.trainer.c_str(), X_OK) != 0 && o.launcher.empty()) {
       throw ConfigError("--trainer: '" + o.trainer + "' is not an executable");

@@ -1,4 +1,6 @@
 // train_image_classifier --config FILE [--KEY=VALUE ...]
+#include <chrono>
+#include <cmath>
 #include <iostream>
 #include <string>
 
@@ -7,6 +9,7 @@
 #include "src/dist/cluster.h"
 #include "src/dist/launcher.h"
 #include "src/train/device.h"
+#include "src/train/run_hooks.h"
 #include "src/train/tool_main.h"
 
 int main(int argc, char** argv) {
@@ -38,11 +41,28 @@ int main(int argc, char** argv) {
           return dist::launch(
               dist::launch_options(cluster, args.hp, env, argc, argv));
         }
-        fastnn::train::Trainer trainer(args.hp, cluster);
         if (args.dry_run) {
+          fastnn::train::Trainer trainer(args.hp, cluster);
           std::cout << trainer.describe();
           return 0;
         }
-        return trainer.run();
+        // result_format's line also for a run that fails before training
+        // (a bad dataset, a lost peer): UNSAT, with the exit code it gets.
+        const auto t0 = std::chrono::steady_clock::now();
+        auto unsat = [&](int code) {
+          fastnn::train::RunResult r;
+          r.exit_code = code;
+          r.wall_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          r.seed = args.hp.seed;
+          r.train_loss = std::nan("");
+          if (cluster.rank == 0) fastnn::train::print_result(args.hp, r);
+        };
+        try {
+          fastnn::train::Trainer trainer(args.hp, cluster);
+          return trainer.run();
+        } catch (...) {
+          unsat(fastnn::train::exit_code_of(std::current_exception()));
+          throw;
+        }
       });
 }

@@ -87,6 +87,9 @@ datasets::PipelineOptions pipeline_options(const HParams& hp, const Built& b,
   o.files = b.dataset.files;
   o.file_labels = b.dataset.file_labels;
   o.records_per_file = b.dataset.records_per_file;
+  o.holdout_fraction = b.dataset.holdout.fraction;
+  o.holdout_seed = b.dataset.holdout.seed;
+  o.holdout_keep = b.dataset.holdout.keep;
   if (b.dataset.synthetic) o.synthetic_samples = b.dataset.num_samples;
   o.is_training = is_training;
   o.batch_size = is_training ? hp.batch_size : hp.eval_batch_size;

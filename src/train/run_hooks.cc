@@ -4,10 +4,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <filesystem>
 #include <string>
 
+#include "datasets/dataset_factory.h"
+#include "fastnn/errors.h"
 #include "src/io/atomic_file.h"
 #include "fastnn/hparams.h"
 #include "src/log/log.h"
@@ -79,9 +84,7 @@ class MetricsHook : public Hook {
       : stats_(std::move(stats)), scaler_(scaler), eval_(eval) {}
 
   void after_run(TrainControl& c, const RunSummary& r) override {
-    if (!c.writes_train_dir()) return;
     const auto stats = stats_();
-    const bool evaluated = eval_ && eval_->last();
     const double ips = r.wall_secs > 0 ? r.samples / r.wall_secs : 0;
     nlohmann::json j = {
         {"final_step", r.final_step},
@@ -102,10 +105,30 @@ class MetricsHook : public Hook {
           {"bad_image", stats.skipped_bad_image},
           {"bad_label", stats.skipped_bad_label}}},
         {"stop_reason", r.stop_reason},
-        {"eval_accuracy", evaluated ? nlohmann::json(eval_->last()->top1) : nlohmann::json()},
-        {"eval_recall_5", evaluated ? nlohmann::json(eval_->last()->top5) : nlohmann::json()},
+        {"eval_accuracy", nlohmann::json()},
+        {"eval_recall_5", nlohmann::json()},
         {"exit_status", r.exit_code}};
-    io::write_file_atomic((std::filesystem::path(c.hparams().train_dir) / "metrics.json").string(),
+    const HParams& hp = c.hparams();
+    RunResult result;
+    result.exit_code = r.exit_code;
+    result.wall_secs = r.wall_secs;
+    result.final_step = r.final_step;
+    result.seed = hp.seed;
+    result.train_loss = r.final_step > r.start_step ? r.loss : std::nan("");
+    if (eval_) result.evals = eval_->last();
+    for (const auto& e : result.evals) {
+      j[e.split + "_accuracy"] = e.top1;
+      j[e.split + "_recall_5"] = e.top5;
+      j[e.split + "_loss"] = e.loss;
+      j[e.split + "_samples"] = e.samples;
+      if (e.split == hp.eval_split_name) {
+        j["eval_accuracy"] = e.top1;
+        j["eval_recall_5"] = e.top5;
+      }
+    }
+    if (c.rank() == 0) print_result(hp, result);
+    if (!c.writes_train_dir()) return;
+    io::write_file_atomic((std::filesystem::path(hp.train_dir) / "metrics.json").string(),
                           j.dump(2) + "\n");
   }
 
@@ -122,31 +145,103 @@ std::unique_ptr<Hook> make_statistics_hook(models::ClassifierImpl& model,
   return std::make_unique<StatisticsHook>(model, optimizer);
 }
 
-EvaluationHook::EvaluationHook(const HParams& hp, Built eval) : hp_(hp), eval_(std::move(eval)) {}
-
-void EvaluationHook::begin(TrainControl& c) {
-  start_step_ = c.global_step();
-}
+EvaluationHook::EvaluationHook(const HParams& hp, std::vector<Built> evals)
+    : hp_(hp), evals_(std::move(evals)) {}
 
 void EvaluationHook::after_step(TrainControl&, const StepStats& s) {
-  if (s.global_step % hp_.eval_every_n_iters == 0) evaluate(s.global_step);
+  if (hp_.eval_every_n_iters > 0 && s.global_step % hp_.eval_every_n_iters == 0) {
+    evaluate(s.global_step);
+  }
 }
 
 void EvaluationHook::end(TrainControl& c) {
-  const int64_t step = c.global_step();
-  if (step > start_step_ && step % hp_.eval_every_n_iters != 0) evaluate(step);
+  if (c.global_step() != evaluated_step_) evaluate(c.global_step());
 }
 
 void EvaluationHook::evaluate(int64_t step) {
-  last_ = evaluate_model(hp_, eval_);
-  const auto& r = *last_;
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "eval %s at global_step %lld: accuracy = %.4f, recall_5 = %.4f, "
-                "loss = %.4f (%lld samples, %.1f s)",
-                r.split.c_str(), static_cast<long long>(step), r.top1, r.top5, r.loss,
-                static_cast<long long>(r.samples), r.wall_secs);
-  log::info() << line;
+  last_.clear();
+  for (const Built& e : evals_) {
+    last_.push_back(evaluate_model(hp_, e));
+    const auto& r = last_.back();
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "eval %s at global_step %lld: accuracy = %.4f, recall_5 = %.4f, "
+                  "loss = %.4f (%lld samples, %.1f s)",
+                  r.split.c_str(), static_cast<long long>(step), r.top1, r.top5, r.loss,
+                  static_cast<long long>(r.samples), r.wall_secs);
+    log::info() << line;
+  }
+  evaluated_step_ = step;
+}
+
+std::vector<std::string> evaluation_splits(const HParams& hp) {
+  std::vector<std::string> splits;
+  if (datasets::has_split(hp, "validation")) splits.push_back("validation");
+  // Asked for by eval_every_n_iters, the eval split must exist (building it
+  // says why not); only for the result it is optional.
+  if (hp.eval_split_name != "validation" &&
+      (hp.eval_every_n_iters > 0 || datasets::has_split(hp, hp.eval_split_name))) {
+    splits.push_back(hp.eval_split_name);
+  }
+  if (hp.result_format == "smac" &&
+      (splits.empty() || splits.front() != "validation")) {
+    throw ConfigError(hp.where("result_format") +
+                      ": result_format=smac reports 1 - validation accuracy, and dataset " +
+                      hp.dataset_name +
+                      " has no validation split: set validation_fraction (e.g. 0.1) to "
+                      "hold one out of the training records");
+  }
+  return splits;
+}
+
+std::string format_result(const std::string& format, const RunResult& r) {
+  const EvalResult* validation = nullptr;
+  for (const auto& e : r.evals) {
+    if (e.split == "validation") validation = &e;
+  }
+  const bool ok = r.exit_code == kExitOk;
+  char buf[512];
+  if (format == "smac") {
+    const double quality = ok && validation ? 1 - validation->top1 : 1.0;
+    std::snprintf(buf, sizeof buf,
+                  "Result of this algorithm run: %s, %.3f, %lld, %.6f, %lld\n",
+                  ok ? "SAT" : "UNSAT", r.wall_secs, static_cast<long long>(r.final_step),
+                  quality, static_cast<long long>(r.seed));
+    return buf;
+  }
+  if (format != "tsv") return "";
+  const char* status = ok                                 ? "ok"
+                       : r.exit_code == kExitDiverged     ? "diverged"
+                       : r.exit_code == kExitSigint ||
+                               r.exit_code == kExitSigterm ? "stopped"
+                                                           : "failed";
+  std::string out;
+  auto row = [&](const std::string& name, const std::string& value) {
+    out += name + "\t" + value + "\n";
+  };
+  auto real = [&](double v) {
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return std::string(buf);
+  };
+  row("status", status);
+  row("exit_code", std::to_string(r.exit_code));
+  row("runtime_secs", real(r.wall_secs));
+  row("final_step", std::to_string(r.final_step));
+  row("seed", std::to_string(r.seed));
+  row("train_loss", real(r.train_loss));
+  for (const auto& e : r.evals) {
+    row(e.split + "_accuracy", real(e.top1));
+    row(e.split + "_recall_5", real(e.top5));
+    row(e.split + "_loss", real(e.loss));
+    row(e.split + "_samples", std::to_string(e.samples));
+  }
+  return out;
+}
+
+void print_result(const HParams& hp, const RunResult& r) {
+  static std::atomic<bool> printed{false};
+  if (hp.result_format == "none" || printed.exchange(true)) return;
+  std::cout << format_result(hp.result_format, r) << std::flush;
 }
 
 std::unique_ptr<Hook> make_run_report_hook(PipelineStatsFn stats) {

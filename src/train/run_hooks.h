@@ -6,6 +6,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "fastnn/hooks.h"
 #include "fastnn/pipeline.h"
@@ -25,25 +27,60 @@ using PipelineStatsFn = std::function<datasets::PipelineStats()>;
 std::unique_ptr<Hook> make_statistics_hook(models::ClassifierImpl& model,
                                            optim::Optimizer& optimizer);
 
-/// eval_every_n_iters > 0: evaluates `eval` (sharing the trained model)
-/// every N steps and once more at the end of a finished run unless the
-/// last step was just evaluated; prints "eval <split> at global_step N: ...".
+/// Evaluation during training, on one or more splits (validation and
+/// eval_split_name), each a Built sharing the trained model: every
+/// eval_every_n_iters steps (> 0) and once more at the end of a finished
+/// run unless that step was just evaluated; prints "eval <split> at
+/// global_step N: ...".
 class EvaluationHook : public Hook {
  public:
-  EvaluationHook(const HParams& hp, Built eval);
-  void begin(TrainControl& c) override;
+  EvaluationHook(const HParams& hp, std::vector<Built> evals);
   void after_step(TrainControl& c, const StepStats& s) override;
   void end(TrainControl& c) override;
-  /// The latest result, if any.
-  const std::optional<EvalResult>& last() const { return last_; }
+  /// The latest result of each split, in the order of `evals`; empty
+  /// before the first evaluation.
+  const std::vector<EvalResult>& last() const { return last_; }
 
  private:
   void evaluate(int64_t step);
   const HParams& hp_;
-  Built eval_;
-  int64_t start_step_ = 0;
-  std::optional<EvalResult> last_;
+  std::vector<Built> evals_;
+  int64_t evaluated_step_ = -1;
+  std::vector<EvalResult> last_;
 };
+
+/// The splits evaluation during training covers: "validation" when the
+/// dataset has one (held out or its own), then eval_split_name. With
+/// result_format set and eval_every_n_iters 0, a missing eval_split_name is
+/// left out instead of being an error; result_format=smac without a
+/// validation split is a ConfigError.
+std::vector<std::string> evaluation_splits(const HParams& hp);
+
+/// What result_format prints: the outcome of a run (or of a failure before
+/// it started) and the latest evaluation of each split.
+struct RunResult {
+  int exit_code = 0;
+  double wall_secs = 0;
+  int64_t final_step = 0;
+  int64_t seed = 0;
+  /// The last step's training loss; NaN when no step ran.
+  double train_loss = 0;
+  std::vector<EvalResult> evals;
+};
+
+/// result_format's text (ends with a newline; empty for "none"):
+///  smac: "Result of this algorithm run: SAT|UNSAT, <runtime s>, <steps>,
+///         <1 - validation accuracy>, <seed>" (UNSAT: exit code not 0, or
+///         diverged; quality 1 without a validation result);
+///  tsv:  "name<TAB>value" lines: status, exit_code, runtime_secs,
+///         final_step, seed, train_loss, then <split>_accuracy,
+///         <split>_recall_5, <split>_loss, <split>_samples per split.
+std::string format_result(const std::string& format, const RunResult& r);
+
+/// Prints format_result(hp.result_format, r) on stdout, the first call of
+/// the process only: the metrics hook reports a run that reached its loop,
+/// train_image_classifier a failure before that.
+void print_result(const HParams& hp, const RunResult& r);
 
 /// The run's closing lines: "Stopped at global_step N: <why>; ...", the
 /// checkpoint a signal made it write, and the records skipped.
@@ -51,7 +88,8 @@ std::unique_ptr<Hook> make_run_report_hook(PipelineStatsFn stats);
 
 /// train_dir/metrics.json (rank 0): final step, loss, accuracy, images/sec,
 /// wall time, data wait, skipped records by kind, loss scale, the last
-/// evaluation (`eval` may be null) and the exit status.
+/// evaluation of each split (`eval` may be null) and the exit status; and
+/// on rank 0 result_format's text on stdout.
 std::unique_ptr<Hook> make_metrics_hook(PipelineStatsFn stats, const LossScaler& scaler,
                                         const EvaluationHook* eval);
 

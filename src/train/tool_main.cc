@@ -47,4 +47,20 @@ int tool_main(int argc,
   }
 }
 
+int exit_code_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const ConfigError&) {
+    return kExitUsage;
+  } catch (const DataError&) {
+    return kExitData;
+  } catch (const DivergedError&) {
+    return kExitDiverged;
+  } catch (const DistributedError&) {
+    return kExitDistributed;
+  } catch (...) {
+    return kExitInternal;
+  }
+}
+
 }  // namespace fastnn::train

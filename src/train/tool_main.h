@@ -2,6 +2,7 @@
 // help/version/warnings, runs the body, and maps exceptions to exit codes.
 #pragma once
 
+#include <exception>
 #include <functional>
 #include <string>
 
@@ -15,5 +16,9 @@ int tool_main(int argc,
               const std::string& program,
               const std::string& usage,
               const std::function<int(LoadResult&)>& body);
+
+/// The exit code tool_main gives `e` (2 config, 3 data, 4 diverged,
+/// 5 distributed, 1 anything else).
+int exit_code_of(const std::exception_ptr& e);
 
 }  // namespace fastnn::train

@@ -89,11 +89,15 @@ struct Trainer::Impl : TrainControl {
 void Trainer::Impl::add_run_hooks() {
   hooks.push_back(make_statistics_hook(*built.model, *optimizer));
   EvaluationHook* eval = nullptr;
-  if (hp.eval_every_n_iters > 0) {
-    Built e = build(hp, hp.eval_split_name, /*create_model=*/false);
-    e.model = built.model;
-    e.num_classes = built.num_classes;
-    auto hook = std::make_unique<EvaluationHook>(hp, std::move(e));
+  if (hp.eval_every_n_iters > 0 || hp.result_format != "none") {
+    std::vector<Built> evals;
+    for (const auto& split : evaluation_splits(hp)) {
+      Built e = build(hp, split, /*create_model=*/false);
+      e.model = built.model;
+      e.num_classes = built.num_classes;
+      evals.push_back(std::move(e));
+    }
+    auto hook = std::make_unique<EvaluationHook>(hp, std::move(evals));
     eval = hook.get();
     hooks.push_back(std::move(hook));
   }

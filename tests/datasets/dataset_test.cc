@@ -280,5 +280,124 @@ TEST(ImageFolder, DatasetRowFeedsThePipelineFromFiles) {
   EXPECT_EQ(p.stats().images_decoded, 24);
 }
 
+// The labels a pipeline over `info` yields in one evaluation pass.
+std::vector<int64_t> labels_read(const DatasetInfo& info) {
+  auto o = testing::eval_options(info.files);
+  o.records_per_file = info.records_per_file;
+  o.holdout_fraction = info.holdout.fraction;
+  o.holdout_seed = info.holdout.seed;
+  o.holdout_keep = info.holdout.keep;
+  o.num_classes = 1000;
+  Pipeline p(o);
+  std::vector<int64_t> out;
+  while (auto b = p.next()) {
+    for (int64_t l : values(b->labels)) out.push_back(l);
+  }
+  return out;
+}
+
+// Records labelled 0..n-1, 28x28 gray, in `files` files of a cifar10-style
+// layout named for fashion_mnist.
+void write_numbered_fmnist(const fs::path& dir, int n_train, int n_test) {
+  std::vector<std::string> train, test;
+  for (int i = 0; i < n_train; ++i) train.push_back(example_of(png_of(28, 28, 1, 1), i));
+  for (int i = 0; i < n_test; ++i) test.push_back(example_of(png_of(28, 28, 1, 2), i));
+  write_records(dir / "mnist_train.tfrecord", train);
+  write_records(dir / "mnist_test.tfrecord", test);
+}
+
+TEST(Holdout, HashSplitIsDeterministicAndNearTheFraction) {
+  int held = 0;
+  for (int i = 0; i < 20000; ++i) held += is_held_out("a_train.tfrecord", i, 0.1, 0);
+  EXPECT_NEAR(held, 2000, 150);  // +-3.5 sigma of a binomial(20000, 0.1)
+  EXPECT_FALSE(is_held_out("a_train.tfrecord", 5, 0.0, 0));
+  // The same record is decided the same way; another seed or file name
+  // makes another split.
+  int same_seed = 0, other_seed = 0, other_file = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const bool h = is_held_out("a_train.tfrecord", i, 0.5, 7);
+    same_seed += h == is_held_out("a_train.tfrecord", i, 0.5, 7);
+    other_seed += h == is_held_out("a_train.tfrecord", i, 0.5, 8);
+    other_file += h == is_held_out("b_train.tfrecord", i, 0.5, 7);
+  }
+  EXPECT_EQ(same_seed, 2000);
+  EXPECT_LT(other_seed, 1200);
+  EXPECT_LT(other_file, 1200);
+  Holdout train{0.25, 3, false}, val{0.25, 3, true};
+  EXPECT_EQ(count_in_split(train, "x", 1000) + count_in_split(val, "x", 1000), 1000);
+}
+
+TEST(Holdout, ValidationIsHeldOutOfTheTrainingRecordsDisjointly) {
+  auto dir = fresh_dir("ds_holdout");
+  write_numbered_fmnist(dir, 200, 30);
+  auto hp = hparams("fashion_mnist", dir);
+  // Unset: nothing held out, and fashion_mnist has no validation split.
+  EXPECT_FALSE(has_split(hp, "validation"));
+  EXPECT_THROW(get_dataset(hp, "validation"), ConfigError);
+  EXPECT_EQ(get_dataset(hp, "train").num_samples, 60000);
+
+  hp.validation_fraction = 0.2;
+  EXPECT_TRUE(has_split(hp, "validation"));
+  const auto train = get_dataset(hp, "train");
+  const auto val = get_dataset(hp, "validation");
+  EXPECT_EQ(val.files, train.files);  // read out of the training file
+  EXPECT_EQ(train.num_samples + val.num_samples, 200);
+  EXPECT_GT(val.num_samples, 20);
+  EXPECT_LT(val.num_samples, 60);
+  // What the pipelines read: exactly the counted records, disjoint, and
+  // together every training record once.
+  const auto a = labels_read(train), b = labels_read(val);
+  EXPECT_EQ(static_cast<int64_t>(a.size()), train.num_samples);
+  EXPECT_EQ(static_cast<int64_t>(b.size()), val.num_samples);
+  std::set<int64_t> all(a.begin(), a.end());
+  all.insert(b.begin(), b.end());
+  EXPECT_EQ(all.size(), 200u);
+  // The same split every time; another validation_split_seed moves it.
+  EXPECT_EQ(labels_read(get_dataset(hp, "validation")), b);
+  hp.validation_split_seed = 1;
+  EXPECT_NE(labels_read(get_dataset(hp, "validation")), b);
+  // The test split is untouched.
+  EXPECT_EQ(get_dataset(hp, "test").num_samples, 10000);
+  EXPECT_EQ(labels_read(get_dataset(hp, "test")).size(), 30u);
+  // Training on the validation split is refused.
+  hp.dataset_split_name = "validation";
+  EXPECT_NE(message_of([&] { get_dataset(hp, "validation"); })
+                .find("dataset_split_name cannot be 'validation'"),
+            std::string::npos);
+}
+
+TEST(Holdout, DatasetsWithoutATestSplitServeTheirValidationFilesAsTest) {
+  auto dir = fresh_dir("ds_holdout_flowers");
+  write_records(dir / "flowers_train_00000-of-00001.tfrecord", rgb_records(40));
+  write_records(dir / "flowers_validation_00000-of-00001.tfrecord", rgb_records(5));
+  auto hp = hparams("flowers", dir);
+  EXPECT_FALSE(has_split(hp, "test"));
+  hp.validation_fraction = 0.25;
+  EXPECT_TRUE(has_split(hp, "test"));
+  const auto test = get_dataset(hp, "test");
+  ASSERT_EQ(test.files.size(), 1u);
+  EXPECT_EQ(fs::path(test.files[0]).filename(), "flowers_validation_00000-of-00001.tfrecord");
+  EXPECT_EQ(test.num_samples, 350);
+  const auto val = get_dataset(hp, "validation");
+  EXPECT_EQ(fs::path(val.files[0]).filename(), "flowers_train_00000-of-00001.tfrecord");
+  EXPECT_EQ(val.num_samples + get_dataset(hp, "train").num_samples, 40);
+}
+
+TEST(Holdout, GenericTfrecordHoldsOutOfTrainFiles) {
+  auto dir = fresh_dir("ds_holdout_generic");
+  write_records(dir / "part-0.tfrecord", rgb_records(30));
+  write_records(dir / "part-1.tfrecord", rgb_records(30));
+  auto hp = hparams("tfrecord", dir);
+  hp.train_files = "part-*.tfrecord";
+  hp.num_classes = 100;
+  hp.validation_fraction = 0.5;
+  const auto train = get_dataset(hp, "train");
+  const auto val = get_dataset(hp, "validation");
+  ASSERT_EQ(train.records_per_file.size(), 2u);
+  EXPECT_EQ(train.records_per_file[0] + val.records_per_file[0], 30);
+  EXPECT_EQ(train.records_per_file[1] + val.records_per_file[1], 30);
+  EXPECT_EQ(train.num_samples + val.num_samples, 60);
+}
+
 }  // namespace
 }  // namespace fastnn::datasets

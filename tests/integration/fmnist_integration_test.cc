@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -277,6 +278,81 @@ TEST_F(FashionMnist, EvaluatesDuringTraining) {
   nlohmann::json metrics;
   std::ifstream(fs::path(dir) / "metrics.json") >> metrics;
   EXPECT_GT(metrics["eval_accuracy"].get<double>(), 0.3);
+}
+
+TEST_F(FashionMnist, ResultFormatsReportHeldOutValidationBesideTest) {
+  const auto dir = fresh("result_smac");
+  auto args = train_args(dir, "30");
+  args.insert(args.end(), {"--validation_fraction=0.1", "--result_format=smac", "--seed=5"});
+  auto r = run(args, (kTmp / "result_smac.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json metrics;
+  std::ifstream(fs::path(dir) / "metrics.json") >> metrics;
+  // Validation is about a tenth of the 6,000 training records; test is the
+  // test file, untouched.
+  const int64_t held = metrics["validation_samples"].get<int64_t>();
+  EXPECT_GT(held, 500);
+  EXPECT_LT(held, 700);
+  EXPECT_EQ(metrics["test_samples"], 6000);
+  EXPECT_EQ(metrics["eval_accuracy"], metrics["test_accuracy"]);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.output, m,
+      std::regex("\nResult of this algorithm run: SAT, ([0-9.]+), 30, ([0-9.]+), 5\n")))
+      << r.output;
+  EXPECT_NEAR(std::stod(m[2].str()), 1 - metrics["validation_accuracy"].get<double>(), 1e-6);
+  EXPECT_GT(std::stod(m[1].str()), 0);
+
+  // TSV: one name<TAB>value a line, the same numbers as metrics.json.
+  const auto tsv_dir = fresh("result_tsv");
+  args = train_args(tsv_dir, "30");
+  args.insert(args.end(), {"--validation_fraction=0.1", "--result_format=tsv"});
+  r = run(args, (kTmp / "result_tsv.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::map<std::string, std::string> rows;
+  std::istringstream lines(r.output);
+  for (std::string l; std::getline(lines, l);) {
+    const auto tab = l.find('\t');
+    if (tab != std::string::npos) rows[l.substr(0, tab)] = l.substr(tab + 1);
+  }
+  EXPECT_EQ(rows["status"], "ok");
+  EXPECT_EQ(rows["exit_code"], "0");
+  EXPECT_EQ(rows["final_step"], "30");
+  EXPECT_EQ(rows["validation_samples"], std::to_string(held));
+  EXPECT_EQ(rows["test_samples"], "6000");
+  std::ifstream(fs::path(tsv_dir) / "metrics.json") >> metrics;
+  EXPECT_NEAR(std::stod(rows["validation_accuracy"]),
+              metrics["validation_accuracy"].get<double>(), 1e-5);
+  EXPECT_NEAR(std::stod(rows["test_loss"]), metrics["test_loss"].get<double>(), 1e-5);
+}
+
+TEST_F(FashionMnist, ResultFormatsSayUnsatForDivergedAndFailedRuns) {
+  // Diverged at step 3 (an injected infinite gradient, static loss scale).
+  const auto dir = fresh("result_unsat");
+  auto args = train_args(dir, "20");
+  args.insert(args.end(), {"--validation_fraction=0.1", "--result_format=smac",
+                           "--loss_scaling=static"});
+  setenv("FASTNN_FAULT_INF_GRAD_STEPS", "3", 1);
+  auto r = run(args, (kTmp / "result_unsat.log").string());
+  unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex("Result of this algorithm run: UNSAT, [0-9.]+, 4, 1.000000, 0\n")))
+      << r.output;
+  // A data error before training: UNSAT too, and exit 3.
+  args = train_args(fresh("result_nodata"), "20");
+  args.insert(args.end(), {"--validation_fraction=0.1", "--result_format=tsv",
+                           "--dataset_dir=" + (kTmp / "no_such_data").string()});
+  r = run(args, (kTmp / "result_nodata.log").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("status\tfailed\nexit_code\t3\n"), std::string::npos) << r.output;
+  // SMAC's quality needs a validation split: without one, exit 2 before
+  // any work, saying how to get one.
+  args = train_args(fresh("result_noval"), "20");
+  args.push_back("--result_format=smac");
+  r = run(args, (kTmp / "result_noval.log").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("set validation_fraction"), std::string::npos) << r.output;
 }
 
 TEST_F(FashionMnist, MovingAveragesAreSavedAndUsedByEvaluation) {

@@ -42,7 +42,7 @@ std::vector<std::string> lines(const std::string& text) {
 const std::vector<std::string> kTrialArgs = {
     "--", "--model_name=lenet", "--dataset_name=mock", "--num_classes=10", "--batch_size=16",
     "--num_sample_per_epoch=100000", "--use_fp16=False", "--optimizer=sgd",
-    "--log_loss_every_n_iters=20"};
+    "--log_loss_every_n_iters=20", "--result_format=none"};
 
 std::vector<std::string> sweep_args(const std::vector<std::string>& own) {
   std::vector<std::string> a = {kBin + "/sweep", "--metric=train_accuracy", "--cores=2"};
@@ -201,6 +201,150 @@ TEST(Sweep, SuccessiveHalvingPromotesByResumingCheckpoints) {
   EXPECT_NE(r.output.find("rung of 40 steps: 1 trials, 1 done earlier, 0 to run"),
             std::string::npos)
       << r.output;
+}
+
+// The sweep: lenet on a Fashion-MNIST slice, each trial holding
+// out a tenth of its training records as validation and reporting the test
+// split beside it.
+class FashionMnistSweep : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    fs::create_directories(kTmp);
+    auto r = run({kBin + "/convert_dataset", "--dataset_name", "fashion_mnist", "--input",
+                  testing::fmnist_source(), "--dataset_dir", data_dir(), "--max_examples",
+                  "3000", "--overwrite"},
+                 (kTmp / "fmnist_convert.log").string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static std::string data_dir() { return (kTmp / "fmnist").string(); }
+  static std::vector<std::string> args(const std::vector<std::string>& own,
+                                       const std::string& trial_extra = "--seed=0") {
+    std::vector<std::string> a = {kBin + "/sweep", "--cores=2"};
+    a.insert(a.end(), own.begin(), own.end());
+    for (const std::string& t : std::vector<std::string>{
+             "--", "--model_name=lenet", "--dataset_name=fashion_mnist",
+          "--dataset_dir=" + data_dir(), "--validation_fraction=0.1", "--batch_size=32",
+          "--optimizer=momentum", "--use_fp16=False", "--shuffle_buffer_size=1000",
+          "--log_loss_every_n_iters=20", "--save_checkpoints_steps=1000", trial_extra}) {
+      a.push_back(t);
+    }
+    return a;
+  }
+  // results.csv as rows of cells (no quoted cells in these sweeps).
+  static std::vector<std::vector<std::string>> table(const fs::path& out) {
+    std::vector<std::vector<std::string>> t;
+    for (const auto& l : lines(slurp(out / "results.csv"))) {
+      std::vector<std::string> cells;
+      std::stringstream row(l);
+      for (std::string c; std::getline(row, c, ',');) cells.push_back(c);
+      t.push_back(cells);
+    }
+    return t;
+  }
+};
+
+TEST_F(FashionMnistSweep, RandomSweepWithADivergingTrialKilledAndRerun) {
+  const fs::path out = kTmp / "fmnist_random";
+  fs::remove_all(out);
+  // lr 1e9 diverges within a few steps; seed 5's six draws have it once.
+  std::ofstream(kTmp / "fmnist.pcs") << "learning_rate categorical {0.005, 0.01, 0.03, 1e9} [0.01]\n"
+                                     << "momentum real [0.5, 0.95] [0.9]\n";
+  const auto a = args({"--space=" + (kTmp / "fmnist.pcs").string(), "--num_trials=6", "--seed=5",
+                       "--parallel=2", "--out=" + out.string()},
+                      "--stop_at_step=60");
+  {
+    auto dry = a;
+    dry.insert(dry.begin() + 1, "--dry_run");
+    auto listed = run(dry, (kTmp / "fmnist_dry.log").string());
+    ASSERT_EQ(listed.exit_code, 0) << listed.output;
+    EXPECT_NE(listed.output.find("trial-005 learning_rate="), std::string::npos) << listed.output;
+    EXPECT_FALSE(fs::exists(out)) << "--dry_run ran something";
+  }
+  testing::Child c = testing::spawn(a, (kTmp / "fmnist_random.log").string());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  auto done = [&] {
+    int n = 0;
+    for (int i = 0; i < 6; ++i) n += fs::exists(out / sweep::trial_name(i) / "result.json");
+    return n;
+  };
+  while (done() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(c.pid, SIGKILL);
+  testing::wait_for(c, 60);
+  const int finished = done();
+  ASSERT_GE(finished, 1);
+  ASSERT_LT(finished, 6) << "the sweep ended before it could be killed";
+  auto r = run(a, (kTmp / "fmnist_random_again.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(std::to_string(finished) + " done earlier, " +
+                          std::to_string(6 - finished) + " to run"),
+            std::string::npos)
+      << r.output;
+  const auto t = table(out);
+  ASSERT_EQ(t.size(), 7u) << slurp(out / "results.csv");
+  ASSERT_GE(t[0].size(), 6u);
+  EXPECT_EQ(t[0][0], "trial");
+  EXPECT_EQ(t[0][2], "validation_accuracy");
+  EXPECT_EQ(t[0][3], "test_accuracy");
+  EXPECT_EQ(t[0][4], "learning_rate");
+  int diverged = 0;
+  double best = -1;
+  for (size_t i = 1; i < t.size(); ++i) {
+    // The status follows the learning rate: 1e9 diverges (exit 4), the
+    // others finish with both metrics.
+    if (t[i][4] == "1e9") {
+      ++diverged;
+      EXPECT_EQ(t[i][1], "diverged") << slurp(out / "results.csv");
+      EXPECT_EQ(t[i][2], "");
+    } else {
+      EXPECT_EQ(t[i][1], "ok") << slurp(out / "results.csv");
+      EXPECT_GT(std::stod(t[i][2]), 0.3);  // chance is 0.1
+      EXPECT_GT(std::stod(t[i][3]), 0.3);
+      best = std::max(best, std::stod(t[i][2]));
+    }
+  }
+  EXPECT_EQ(diverged, 1) << "seed 5 no longer draws the diverging rate once";
+  // The best row is the best validation metric (not the best test one).
+  EXPECT_EQ(t[1][1], "ok");
+  EXPECT_EQ(std::stod(t[1][2]), best);
+  // Each trial's log ends with its result lines.
+  EXPECT_NE(slurp(out / t[1][0] / "log.txt").find("validation_samples\t"), std::string::npos);
+}
+
+TEST_F(FashionMnistSweep, SuccessiveHalvingResumesPromotedTrialsOnTheValidationMetric) {
+  const fs::path out = kTmp / "fmnist_halving";
+  fs::remove_all(out);
+  std::ofstream(kTmp / "fmnist_halving.csv") << "learning_rate\n0.02\n0.001\n0.05\n0.0002\n";
+  const auto a = args({"--trials=" + (kTmp / "fmnist_halving.csv").string(), "--parallel=2",
+                       "--min_steps=20", "--max_steps=80", "--eta=2", "--out=" + out.string()});
+  auto r = run(a, (kTmp / "fmnist_halving.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Rungs of 20, 40 and 80 steps: 4 trials, the best 2, the best 1, ranked
+  // by validation accuracy, each promotion resuming the trial's checkpoint.
+  std::vector<int> at20, at40, at80;
+  for (int i = 0; i < 4; ++i) {
+    const fs::path dir = out / sweep::trial_name(i);
+    if (fs::exists(dir / "result-20.json")) at20.push_back(i);
+    if (fs::exists(dir / "result-40.json")) at40.push_back(i);
+    if (fs::exists(dir / "result-80.json")) at80.push_back(i);
+  }
+  ASSERT_EQ(at20.size(), 4u);
+  ASSERT_EQ(at40.size(), 2u);
+  ASSERT_EQ(at80.size(), 1u);
+  for (int i : at20) {
+    EXPECT_EQ(json_value(out / sweep::trial_name(i) / "result-20.json", "metric"),
+              "\"validation_accuracy\"");
+  }
+  const fs::path best = out / sweep::trial_name(at80[0]);
+  const std::string log = slurp(best / "log.txt");
+  EXPECT_NE(log.find("(global_step 20)"), std::string::npos) << log;
+  EXPECT_NE(log.find("(global_step 40)"), std::string::npos) << log;
+  EXPECT_EQ(json_value(best / "result-40.json", "final_step"), "40");
+  EXPECT_EQ(json_value(best / "result-80.json", "final_step"), "80");
+  const auto t = table(out);
+  ASSERT_EQ(t.size(), 5u);
+  EXPECT_EQ(t[1][0], sweep::trial_name(at80[0]));
 }
 
 }  // namespace
