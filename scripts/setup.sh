@@ -35,7 +35,7 @@ PACKAGES=(
   nlohmann-json3-dev libgtest-dev
   libjpeg-turbo-progs bc
   dataset-fashion-mnist
-  openssl iproute2 openmpi-bin chromium
+  openssl iproute2 openmpi-bin slurm-wlm munge chromium
 )
 
 missing=()
