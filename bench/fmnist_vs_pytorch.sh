@@ -11,17 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EPOCHS=${1:-1}
-BIN=${BUILD_DIR:-build}/bin
-PEER=${PEER:-../shared/bench/peer_pytorch.py}
-DATA=data/fashion_mnist
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
-
-command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c "import torch" 2>/dev/null || {
-  echo "bench: the peer needs Debian's PyTorch: apt-get install python3-torch" >&2; exit 2; }
-# convert_dataset refuses to overwrite: convert once.
-[ -f "$DATA/labels.txt" ] || "$BIN/convert_dataset" --dataset_name fashion_mnist \
-  --input /usr/share/datasets/fashion-mnist --dataset_dir "$DATA" >/dev/null
+# shellcheck source=bench/fmnist_common.sh
+. bench/fmnist_common.sh
 
 peer=$(/usr/bin/python3 "$PEER" fmnist "$EPOCHS" 2 | tail -1)
 echo "peer: $peer"

@@ -220,7 +220,7 @@ void count_split_records(DatasetInfo& info) {
 bool has_split(const HParams& hp, const std::string& split) {
   const DatasetSpec& spec = find_dataset(hp.dataset_name);
   if (spec.source == DatasetSource::kImageFolder) {
-    return split == "train" || split == "validation";
+    return split == "train" || (split == "validation" && hp.validation_fraction.value_or(0.1) > 0);
   }
   if (holds_out(hp, spec) && split == "validation") return true;
   if (validation_serves_as_test(hp, spec) && split == "test") return true;

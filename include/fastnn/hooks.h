@@ -50,7 +50,9 @@ struct RunSummary {
   /// Global step when the run started (after any restore) and at its end.
   int64_t start_step = 0;
   int64_t final_step = 0;
-  /// Images trained on by this run (all workers), and the wall time.
+  /// Images trained on by this run (all workers), and the wall time of
+  /// its steps (up to the last step, before the final checkpoint and
+  /// evaluation).
   int64_t samples = 0;
   double wall_secs = 0;
   /// Time spent waiting for the input pipeline.

@@ -75,6 +75,8 @@ struct Running {
   int index;
   pid_t pid;
   Clock::time_point start;
+  /// The rung's budget (stop_at_step), 0 for the trial's own end.
+  int64_t steps = 0;
 };
 
 // The trainer's command line for trial `index`.
@@ -242,6 +244,53 @@ std::string result_file(int64_t steps) {
   return steps > 0 ? "result-" + std::to_string(steps) + ".json" : "result.json";
 }
 
+// Starts trial i to `steps` (0: its own end); a promoted trial resumes from
+// its own checkpoint in train/.
+Running launch(const SweepOptions& o, const std::vector<Assignment>& trials, int i,
+               int64_t steps) {
+  const fs::path dir = fs::path(o.out_dir) / trial_name(i);
+  fs::create_directories(dir);
+  io::write_file_atomic((dir / "trial.args").string(), args_text(trials[i]));
+  wait_until_unlocked(dir / "train" / ".lock", std::chrono::seconds(120));
+  auto argv = trial_command(o, trials[i], dir);
+  if (steps > 0) argv.push_back("--stop_at_step=" + std::to_string(steps));
+  return {i, start_trial(o, argv, dir / "log.txt"), Clock::now(), steps};
+}
+
+// Waits up to 50 ms for a child of `running`; on its end removes it and
+// returns its exit code and wall time, or nullopt (none ended yet, or it
+// was stopped by the sweep's own signal and so has no result).
+std::optional<std::pair<Running, std::pair<int, double>>> reap(std::vector<Running>& running,
+                                                               const std::atomic<int>& interrupted) {
+  int status = 0;
+  const pid_t pid = waitpid(-1, &status, WNOHANG);
+  if (pid <= 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return std::nullopt;
+  }
+  auto it = std::find_if(running.begin(), running.end(),
+                         [pid](const Running& r) { return r.pid == pid; });
+  if (it == running.end()) return std::nullopt;
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const double wall = std::chrono::duration<double>(Clock::now() - it->start).count();
+  const Running done = *it;
+  running.erase(it);
+  if (interrupted && (code == kExitSigint || code == kExitSigterm || code > 128)) {
+    return std::nullopt;  // stopped by the sweep's signal: it resumes next time
+  }
+  return std::make_pair(done, std::make_pair(code, wall));
+}
+
+// The result of a trial that ended, written to its result file.
+TrialResult record(const SweepOptions& o, const std::vector<Assignment>& trials,
+                   const Running& done, int code, double wall) {
+  const fs::path dir = fs::path(o.out_dir) / trial_name(done.index);
+  TrialResult r = collect(o, done.index, trials[done.index], dir, code, wall);
+  io::write_file_atomic((dir / result_file(done.steps)).string(),
+                        to_json(r, o.metric).dump(2) + "\n");
+  return r;
+}
+
 // Runs `members` (trial indices) to `steps` (0: the trial's own end), N at
 // a time; trials with a result for this rung are not run again. Returns
 // the rung's results by trial index.
@@ -292,47 +341,117 @@ std::map<int, TrialResult> run_rung(const SweepOptions& o, const std::vector<Ass
   };
   while ((!todo.empty() && !interrupted) || !running.empty()) {
     while (!interrupted && !todo.empty() && static_cast<int>(running.size()) < o.parallel) {
-      const int i = todo.front();
+      running.push_back(launch(o, trials, todo.front(), steps));
       todo.pop_front();
-      const fs::path dir = fs::path(o.out_dir) / trial_name(i);
-      fs::create_directories(dir);
-      io::write_file_atomic((dir / "trial.args").string(), args_text(trials[i]));
-      wait_until_unlocked(dir / "train" / ".lock", std::chrono::seconds(120));
-      auto argv = trial_command(o, trials[i], dir);
-      // A promoted trial resumes from its own checkpoint in train/.
-      if (steps > 0) argv.push_back("--stop_at_step=" + std::to_string(steps));
-      running.push_back({i, start_trial(o, argv, dir / "log.txt"), Clock::now()});
     }
     if (interrupted) {
       for (const auto& r : running) kill(r.pid, interrupted.load());
     }
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      continue;
-    }
-    auto it = std::find_if(running.begin(), running.end(),
-                           [pid](const Running& r) { return r.pid == pid; });
-    if (it == running.end()) continue;
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    const double wall = std::chrono::duration<double>(Clock::now() - it->start).count();
-    const int i = it->index;
-    running.erase(it);
-    const fs::path dir = fs::path(o.out_dir) / trial_name(i);
-    if (interrupted && (code == kExitSigint || code == kExitSigterm || code > 128)) {
-      continue;  // stopped by the sweep's signal: no result, it resumes next time
-    }
-    TrialResult r = collect(o, i, trials[i], dir, code, wall);
-    io::write_file_atomic((dir / result_file(steps)).string(),
-                          to_json(r, o.metric).dump(2) + "\n");
+    auto ended = reap(running, interrupted);
+    if (!ended) continue;
+    const auto& [done, outcome] = *ended;
+    TrialResult r = record(o, trials, done, outcome.first, outcome.second);
     if (r.status != "ok") ++failed;
-    wall_this_run += wall;
+    wall_this_run += outcome.second;
     ++finished_this_run;
-    results[i] = r;
+    results[done.index] = r;
     report(r);
   }
   return results;
+}
+
+// ASHA (Li et al., "A System for Massively Parallel Hyperparameter
+// Tuning"): no rung waits for another. Whenever a slot is free, the
+// highest rung with a promotable trial - one among the best floor(n/eta)
+// of the n results of its rung, not yet started at the next rung - sends
+// it on (resuming its checkpoint); otherwise the next untried trial starts
+// at the first rung. The sweep ends when nothing can start and nothing
+// runs. Results on disk (result-<steps>.json) are the state: a rerun
+// recomputes the same promotions and runs only what is missing.
+std::map<int, TrialResult> run_asha(const SweepOptions& o, const std::vector<Assignment>& trials,
+                                    const std::vector<int64_t>& rungs,
+                                    std::atomic<int>& interrupted) {
+  const size_t n = trials.size();
+  // results[k][i]: trial i's result at rung k; started[k]: begun at rung k.
+  std::vector<std::map<int, TrialResult>> results(rungs.size());
+  std::vector<std::set<int>> started(rungs.size());
+  int earlier = 0;
+  for (size_t k = 0; k < rungs.size(); ++k) {
+    for (size_t i = 0; i < n; ++i) {
+      const fs::path dir = fs::path(o.out_dir) / trial_name(static_cast<int>(i));
+      if (auto r = load_result(dir / result_file(rungs[k]), static_cast<int>(i), trials[i],
+                               o.metric)) {
+        results[k][static_cast<int>(i)] = *r;
+        started[k].insert(static_cast<int>(i));
+        ++earlier;
+      }
+    }
+  }
+  if (o.progress) {
+    std::cerr << "sweep: asynchronous successive halving over " << n << " trials, rungs of";
+    for (int64_t r : rungs) std::cerr << " " << r;
+    std::cerr << " steps; " << earlier << " rung results earlier, " << o.parallel
+              << " at a time\n";
+  }
+  // The next (trial, rung) to start, if any.
+  auto next_job = [&]() -> std::optional<std::pair<int, size_t>> {
+    for (size_t k = rungs.size() - 1; k-- > 0;) {
+      std::vector<TrialResult> ranked;
+      for (const auto& [i, r] : results[k]) {
+        if (r.has_metric) ranked.push_back(r);
+      }
+      std::sort(ranked.begin(), ranked.end(), better);
+      const size_t quota = results[k].size() / static_cast<size_t>(o.halving.eta);
+      for (size_t j = 0; j < ranked.size() && j < quota; ++j) {
+        if (!started[k + 1].count(ranked[j].index)) return std::make_pair(ranked[j].index, k + 1);
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!started[0].count(static_cast<int>(i))) return std::make_pair(static_cast<int>(i), 0);
+    }
+    return std::nullopt;
+  };
+  std::vector<Running> running;
+  std::map<int64_t, size_t> rung_of;
+  for (size_t k = 0; k < rungs.size(); ++k) rung_of[rungs[k]] = k;
+  while (true) {
+    while (!interrupted && static_cast<int>(running.size()) < o.parallel) {
+      auto job = next_job();
+      if (!job) break;
+      started[job->second].insert(job->first);
+      if (o.progress && job->second > 0) {
+        std::cerr << "sweep: promoting " << trial_name(job->first) << " to "
+                  << rungs[job->second] << " steps\n";
+      }
+      running.push_back(launch(o, trials, job->first, rungs[job->second]));
+    }
+    if (running.empty()) break;
+    if (interrupted) {
+      for (const auto& r : running) kill(r.pid, interrupted.load());
+    }
+    auto ended = reap(running, interrupted);
+    if (!ended) continue;
+    const auto& [done, outcome] = *ended;
+    const size_t k = rung_of.at(done.steps);
+    TrialResult r = record(o, trials, done, outcome.first, outcome.second);
+    results[k][done.index] = r;
+    if (o.progress) {
+      std::cerr << "sweep: " << trial_name(r.index) << " at " << done.steps << " steps "
+                << r.status;
+      if (r.has_metric) std::cerr << " " << o.metric << "=" << format_real(r.metric);
+      std::cerr << " | " << running.size() << " running |";
+      for (size_t j = 0; j < rungs.size(); ++j) {
+        std::cerr << " " << results[j].size() << "@" << rungs[j];
+      }
+      std::cerr << "\n";
+    }
+  }
+  // Each trial at the furthest rung it reached.
+  std::map<int, TrialResult> last;
+  for (const auto& rung : results) {
+    for (const auto& [i, r] : rung) last[i] = r;
+  }
+  return last;
 }
 
 }  // namespace
@@ -366,7 +485,10 @@ std::vector<TrialResult> run_sweep(const SweepOptions& o, const std::vector<Assi
       o.halving.min_steps > 0
           ? halving_rungs(o.halving.min_steps, o.halving.max_steps, o.halving.eta)
           : std::vector<int64_t>{0};
-  for (size_t k = 0; k < rungs.size() && !members.empty(); ++k) {
+  if (o.halving.asynchronous && o.halving.min_steps > 0) {
+    last = run_asha(o, trials, rungs, interrupted);
+  }
+  for (size_t k = 0; k < rungs.size() && !members.empty() && !o.halving.asynchronous; ++k) {
     auto rung = run_rung(o, trials, members, rungs[k], interrupted);
     for (auto& [i, r] : rung) last[i] = r;
     if (interrupted || k + 1 == rungs.size()) break;

@@ -45,6 +45,9 @@ struct SweepOptions {
     int64_t min_steps = 0;
     int64_t max_steps = 0;
     int eta = 3;
+    /// ASHA: promote as soon as a trial ranks in the best 1/eta of its
+    /// rung's results so far, without waiting for the rung to finish.
+    bool asynchronous = false;
   } halving;
 };
 

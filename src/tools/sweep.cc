@@ -6,7 +6,8 @@
 //         --out runs/sweep1 [--metric validation_accuracy] [-- --stop_at_step=2000]
 //
 // --min_steps R --max_steps M --eta E: successive halving; every trial runs
-// R steps, the best 1/E resume from their checkpoints to R*E, ... up to M.
+// R steps, the best 1/E resume from their checkpoints to R*E, ... up to M;
+// with --asha without waiting for a rung to finish.
 // Rerun with the same arguments after an interruption: only the trials
 // without a result run (an interrupted trial resumes from its checkpoints).
 // Exit: 0 every trial has a result (failed and diverged ones included);
@@ -86,6 +87,9 @@ int main(int argc, char** argv) {
                  "Successive halving: every trial's first budget in steps (0: off)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--max_steps", o.halving.max_steps, "Successive halving: the last budget");
+  app.add_flag("--asha", o.halving.asynchronous,
+               "Successive halving without waiting for rungs to finish (ASHA): promote a "
+               "trial as soon as it ranks in the best 1/eta of its rung so far");
   app.add_option("--eta", o.halving.eta,
                  "Successive halving: keep the best 1/eta, multiply the budget by eta")
       ->check(CLI::Range(2, 100));

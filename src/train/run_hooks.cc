@@ -145,8 +145,9 @@ std::unique_ptr<Hook> make_statistics_hook(models::ClassifierImpl& model,
   return std::make_unique<StatisticsHook>(model, optimizer);
 }
 
-EvaluationHook::EvaluationHook(const HParams& hp, std::vector<Built> evals)
-    : hp_(hp), evals_(std::move(evals)) {}
+EvaluationHook::EvaluationHook(const HParams& hp, std::vector<Built> evals,
+                               std::function<bool()> swap_averages)
+    : hp_(hp), evals_(std::move(evals)), swap_averages_(std::move(swap_averages)) {}
 
 void EvaluationHook::after_step(TrainControl&, const StepStats& s) {
   if (hp_.eval_every_n_iters > 0 && s.global_step % hp_.eval_every_n_iters == 0) {
@@ -160,17 +161,26 @@ void EvaluationHook::end(TrainControl& c) {
 
 void EvaluationHook::evaluate(int64_t step) {
   last_.clear();
+  const bool averages = swap_averages_ && swap_averages_();
   for (const Built& e : evals_) {
-    last_.push_back(evaluate_model(hp_, e));
+    try {
+      last_.push_back(evaluate_model(hp_, e));
+    } catch (...) {
+      if (averages) swap_averages_();
+      throw;
+    }
+    last_.back().moving_averages = averages;
     const auto& r = last_.back();
     char line[256];
     std::snprintf(line, sizeof line,
                   "eval %s at global_step %lld: accuracy = %.4f, recall_5 = %.4f, "
-                  "loss = %.4f (%lld samples, %.1f s)",
+                  "loss = %.4f (%lld samples, %.1f s%s)",
                   r.split.c_str(), static_cast<long long>(step), r.top1, r.top5, r.loss,
-                  static_cast<long long>(r.samples), r.wall_secs);
+                  static_cast<long long>(r.samples), r.wall_secs,
+                  averages ? ", moving averages" : "");
     log::info() << line;
   }
+  if (averages) swap_averages_();
   evaluated_step_ = step;
 }
 

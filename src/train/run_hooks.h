@@ -34,7 +34,12 @@ std::unique_ptr<Hook> make_statistics_hook(models::ClassifierImpl& model,
 /// global_step N: ...".
 class EvaluationHook : public Hook {
  public:
-  EvaluationHook(const HParams& hp, std::vector<Built> evals);
+  /// `swap_averages` (may be empty) exchanges the weights with their
+  /// moving averages: called before and after each evaluation, so that
+  /// with moving_average_decay the averages are evaluated, as
+  /// eval_image_classifier evaluates them.
+  EvaluationHook(const HParams& hp, std::vector<Built> evals,
+                 std::function<bool()> swap_averages = {});
   void after_step(TrainControl& c, const StepStats& s) override;
   void end(TrainControl& c) override;
   /// The latest result of each split, in the order of `evals`; empty
@@ -45,6 +50,7 @@ class EvaluationHook : public Hook {
   void evaluate(int64_t step);
   const HParams& hp_;
   std::vector<Built> evals_;
+  std::function<bool()> swap_averages_;
   int64_t evaluated_step_ = -1;
   std::vector<EvalResult> last_;
 };

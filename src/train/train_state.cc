@@ -181,4 +181,14 @@ void TrainState::update_moving_averages() {
   for (auto& [v, shadow] : ema_) shadow.mul_(d).add_(v.tensor, 1.0 - d);
 }
 
+void TrainState::swap_moving_averages() {
+  torch::NoGradGuard no_grad;
+  for (auto& [v, shadow] : ema_) {
+    auto value = v.tensor.detach();
+    const auto kept = value.clone();
+    value.copy_(shadow);
+    shadow.copy_(kept);
+  }
+}
+
 }  // namespace fastnn::train

@@ -85,6 +85,12 @@ class TrainState {
   /// TF's ExponentialMovingAverage.apply with num_updates (no-op without
   /// moving_average_decay).
   void update_moving_averages();
+  /// Exchanges every variable's value with its moving average (no-op
+  /// without moving_average_decay); a second call restores both exactly.
+  /// Evaluation during training uses it to evaluate the averages, as
+  /// eval_image_classifier does with a checkpoint that has them.
+  void swap_moving_averages();
+  bool has_moving_averages() const { return !ema_.empty(); }
 
  private:
   /// Every tensor of the replica, in one fixed order.

@@ -97,7 +97,13 @@ void Trainer::Impl::add_run_hooks() {
       e.num_classes = built.num_classes;
       evals.push_back(std::move(e));
     }
-    auto hook = std::make_unique<EvaluationHook>(hp, std::move(evals));
+    // Swaps in the moving averages for evaluation (true when it did).
+    auto swap = [this] {
+      if (!state || !state->has_moving_averages()) return false;
+      state->swap_moving_averages();
+      return true;
+    };
+    auto hook = std::make_unique<EvaluationHook>(hp, std::move(evals), swap);
     eval = hook.get();
     hooks.push_back(std::move(hook));
   }
@@ -187,6 +193,8 @@ void Trainer::Impl::start_distributed() {
 // After the loop: the checkpoint a signal asks for, or the hooks' end of a
 // finished run; then every hook's after_run, and leaving the job.
 void Trainer::Impl::finish(RunSummary& r) {
+  // The training time: the final checkpoint and evaluation come after it.
+  r.wall_secs = now();
   if (r.exit_code != kExitOk) {
     r.saved_checkpoint = save_checkpoint();
     mark_state_saved();
@@ -195,7 +203,6 @@ void Trainer::Impl::finish(RunSummary& r) {
   }
   r.stop_reason = stop_reason;
   r.final_step = state->step;
-  r.wall_secs = now();
   for (auto& hook : hooks) hook->after_run(*this, r);
   if (dist) {
     // Lets a user (and the integration test) see that the replicas agree.

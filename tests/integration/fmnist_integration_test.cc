@@ -359,7 +359,15 @@ TEST_F(FashionMnist, MovingAveragesAreSavedAndUsedByEvaluation) {
   const auto dir = fresh("ema");
   auto args = train_args(dir, "50");
   args.push_back("--moving_average_decay=0.99");
-  ASSERT_EQ(run(args, (kTmp / "ema.log").string()).exit_code, 0);
+  args.push_back("--result_format=tsv");
+  auto t = run(args, (kTmp / "ema.log").string());
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  // The end-of-run evaluation evaluated the averages too: the same
+  // accuracy eval_image_classifier finds in the checkpoint, below.
+  EXPECT_NE(t.output.find("eval test at global_step 50: "), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find(", moving averages)"), std::string::npos) << t.output;
+  nlohmann::json metrics;
+  std::ifstream(fs::path(dir) / "metrics.json") >> metrics;
   auto ckpt = train::load_tensors((fs::path(dir) / "model.ckpt-50").string());
   const std::string w = "model/LeNet/fc4/weights";
   ASSERT_TRUE(ckpt.count(w + "/ExponentialMovingAverage"));
@@ -370,6 +378,10 @@ TEST_F(FashionMnist, MovingAveragesAreSavedAndUsedByEvaluation) {
   ASSERT_EQ(e.exit_code, 0) << e.output;
   EXPECT_NE(e.output.find("moving-average weights"), std::string::npos) << e.output;
   EXPECT_NE(e.output.find("\"moving_averages\":true"), std::string::npos) << e.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(e.output, m, std::regex("eval_result (\\{.*\\})")));
+  EXPECT_EQ(nlohmann::json::parse(m[1].str())["top1_correct"].get<int64_t>(),
+            std::llround(metrics["test_accuracy"].get<double>() * 6000));
 }
 
 // Dynamic loss scaling: injected Inf gradients at steps 10 and 11 skip

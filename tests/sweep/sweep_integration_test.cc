@@ -151,6 +151,17 @@ std::string json_value(const fs::path& file, const std::string& key) {
   return text.substr(start, text.find_first_of(",\n}", start) - start);
 }
 
+// The trials of `out` (0..n-1) that have a result for the rung of `steps`.
+std::vector<int> trials_at(const fs::path& out, int n, int steps) {
+  std::vector<int> at;
+  for (int i = 0; i < n; ++i) {
+    if (fs::exists(out / sweep::trial_name(i) / ("result-" + std::to_string(steps) + ".json"))) {
+      at.push_back(i);
+    }
+  }
+  return at;
+}
+
 TEST(Sweep, SuccessiveHalvingPromotesByResumingCheckpoints) {
   const fs::path out = kTmp / "halving";
   fs::remove_all(out);
@@ -161,13 +172,8 @@ TEST(Sweep, SuccessiveHalvingPromotesByResumingCheckpoints) {
   auto r = run(args, (kTmp / "halving.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Rungs 10, 20, 40: 4 trials, then the best 2, then the best 1.
-  std::vector<int> at10, at20, at40;
-  for (int i = 0; i < 4; ++i) {
-    const fs::path dir = out / sweep::trial_name(i);
-    if (fs::exists(dir / "result-10.json")) at10.push_back(i);
-    if (fs::exists(dir / "result-20.json")) at20.push_back(i);
-    if (fs::exists(dir / "result-40.json")) at40.push_back(i);
-  }
+  const std::vector<int> at10 = trials_at(out, 4, 10), at20 = trials_at(out, 4, 20),
+                         at40 = trials_at(out, 4, 40);
   ASSERT_EQ(at10.size(), 4u);
   ASSERT_EQ(at20.size(), 2u);
   ASSERT_EQ(at40.size(), 1u);
@@ -201,6 +207,59 @@ TEST(Sweep, SuccessiveHalvingPromotesByResumingCheckpoints) {
   EXPECT_NE(r.output.find("rung of 40 steps: 1 trials, 1 done earlier, 0 to run"),
             std::string::npos)
       << r.output;
+}
+
+TEST(Sweep, AshaPromotesWithoutWaitingAndResumesCheckpoints) {
+  const fs::path out = kTmp / "asha";
+  fs::remove_all(out);
+  fs::create_directories(kTmp);
+  std::ofstream(kTmp / "asha.csv") << "learning_rate\n0.05\n0.01\n0.1\n0.002\n";
+  auto args = sweep_args({"--trials=" + (kTmp / "asha.csv").string(), "--parallel=2",
+                          "--min_steps=10", "--max_steps=40", "--eta=2", "--asha",
+                          "--out=" + out.string()});
+  auto r = run(args, (kTmp / "asha.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<int> at10 = trials_at(out, 4, 10), at20 = trials_at(out, 4, 20),
+                         at40 = trials_at(out, 4, 40);
+  // Every trial ran the first rung; promotions went up one rung at a time
+  // (a trial at 40 was at 20), at least the final best 1/eta of each rung.
+  ASSERT_EQ(at10.size(), 4u);
+  EXPECT_GE(at20.size(), 2u);
+  ASSERT_GE(at40.size(), 1u);
+  for (int i : at40) {
+    EXPECT_NE(std::find(at20.begin(), at20.end(), i), at20.end()) << i;
+    const fs::path dir = out / sweep::trial_name(i);
+    const std::string log = slurp(dir / "log.txt");
+    EXPECT_NE(log.find("(global_step 10)"), std::string::npos) << log;
+    EXPECT_NE(log.find("(global_step 20)"), std::string::npos) << log;
+    EXPECT_EQ(json_value(dir / "result-40.json", "final_step"), "40");
+  }
+  // The best two at rung 10 were promoted (ASHA may have sent others on
+  // earlier, from fewer results).
+  auto metric_at = [&](int i, int steps) {
+    return std::stod(json_value(out / sweep::trial_name(i) /
+                                    ("result-" + std::to_string(steps) + ".json"),
+                                "value"));
+  };
+  std::vector<int> by10 = at10;
+  std::sort(by10.begin(), by10.end(), [&](int a, int b) {
+    const double ma = metric_at(a, 10), mb = metric_at(b, 10);
+    return ma != mb ? ma > mb : a < b;
+  });
+  for (int j = 0; j < 2; ++j) {
+    EXPECT_NE(std::find(at20.begin(), at20.end(), by10[j]), at20.end()) << by10[j];
+  }
+  EXPECT_NE(r.output.find("asynchronous successive halving over 4 trials, rungs of 10 20 40"),
+            std::string::npos)
+      << r.output;
+  const auto rows = lines(slurp(out / "results.csv"));
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_NE(rows[1].find(",40,"), std::string::npos) << rows[1];
+  // Again: the same promotions from the results on disk, nothing runs.
+  r = run(args, (kTmp / "asha_again.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("promoting"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(" at 10 steps "), std::string::npos) << r.output;
 }
 
 // The sweep: lenet on a Fashion-MNIST slice, each trial holding
@@ -322,13 +381,8 @@ TEST_F(FashionMnistSweep, SuccessiveHalvingResumesPromotedTrialsOnTheValidationM
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Rungs of 20, 40 and 80 steps: 4 trials, the best 2, the best 1, ranked
   // by validation accuracy, each promotion resuming the trial's checkpoint.
-  std::vector<int> at20, at40, at80;
-  for (int i = 0; i < 4; ++i) {
-    const fs::path dir = out / sweep::trial_name(i);
-    if (fs::exists(dir / "result-20.json")) at20.push_back(i);
-    if (fs::exists(dir / "result-40.json")) at40.push_back(i);
-    if (fs::exists(dir / "result-80.json")) at80.push_back(i);
-  }
+  const std::vector<int> at20 = trials_at(out, 4, 20), at40 = trials_at(out, 4, 40),
+                         at80 = trials_at(out, 4, 80);
   ASSERT_EQ(at20.size(), 4u);
   ASSERT_EQ(at40.size(), 2u);
   ASSERT_EQ(at80.size(), 1u);
