@@ -1,0 +1,15 @@
+// tf.train.Example parsing into the image record the pipeline reads.
+#include <cstdint>
+#include <string_view>
+
+#include "fastnn/errors.h"
+#include "fastnn/example.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    fastnn::io::decode_image_example(
+        std::string_view(reinterpret_cast<const char*>(data), size));
+  } catch (const fastnn::DataError&) {
+  }
+  return 0;
+}
