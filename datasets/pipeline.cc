@@ -35,6 +35,9 @@ struct Record {
   uint64_t offset = 0;
   /// >= 0: the record came from an image file of this class.
   int64_t label = -1;
+  /// Set when the record is unusable before decoding (an image file over
+  /// max_record_bytes, not read): decode_record reports it as a bad image.
+  std::string refused;
   /// kPad: a slot kept for a record the reader lost to corruption, so the
   /// worker's epoch keeps its planned size; decodes to nothing.
   Skip skip = Skip::kNone;
@@ -130,7 +133,15 @@ bool Pipeline::State::read_files(Take&& take) {
       if (!take([&](Record& r) {
             r.file = static_cast<uint32_t>(f);
             r.label = opt.file_labels[f];
-            r.data = io::read_file(opt.files[f]);
+            std::error_code ec;
+            const uintmax_t size = std::filesystem::file_size(opt.files[f], ec);
+            if (!ec && size > static_cast<uintmax_t>(opt.max_record_bytes)) {
+              r.refused = opt.files[f] + ": file of " + std::to_string(size) +
+                          " bytes is over the limit of " +
+                          std::to_string(opt.max_record_bytes) + " (max_record_bytes)";
+            } else {
+              r.data = io::read_file(opt.files[f]);
+            }
             std::lock_guard<std::mutex> lock(mu);
             ++stats.records_read;
           })) {
@@ -143,6 +154,7 @@ bool Pipeline::State::read_files(Take&& take) {
     io::TFRecordReaderOptions ro;
     ro.skip_corrupt = opt.skip_corrupt;
     ro.max_skipped_share = opt.max_skipped_share;
+    ro.max_record_bytes = static_cast<uint64_t>(opt.max_record_bytes);
     io::TFRecordReader reader(io::open_file(opt.files[f]), ro);
     std::string data;
     int64_t index = 0;
@@ -295,6 +307,7 @@ int64_t Pipeline::State::decode_record(const Record& r,
   std::string_view encoded = r.data;
   int64_t label = r.label;
   io::ImageRecord ex;
+  if (!r.refused.empty()) throw BadRecord(Skip::kImage, r.refused);
   if (r.label < 0) {
     try {
       ex = io::decode_image_example(r.data);
@@ -312,8 +325,17 @@ int64_t Pipeline::State::decode_record(const Record& r,
                                       std::to_string(opt.num_classes) + ")");
   }
   // The preprocessing decodes (only what it needs); its DataErrors are
-  // undecodable images or channel mismatches.
+  // undecodable images or channel mismatches. The declared size is checked
+  // first, from the header alone, so a forged one allocates nothing.
   try {
+    const io::ImageInfo info = io::read_image_info(encoded);
+    const auto pixels = static_cast<int64_t>(info.width) * info.height;
+    if (pixels > opt.max_image_pixels) {
+      throw DataError("image of " + std::to_string(info.width) + "x" +
+                      std::to_string(info.height) + " = " + std::to_string(pixels) +
+                      " pixels is over the limit of " +
+                      std::to_string(opt.max_image_pixels) + " (max_image_pixels)");
+    }
     opt.preprocess({encoded, opt.channels}, rng, out);
   } catch (const DataError& e) {
     throw BadRecord(Skip::kImage, e.what());
@@ -397,6 +419,9 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_unique<State>()) 
   State& s = *state_;
   s.opt = std::move(options);
   if (s.opt.batch_size < 1) throw ConfigError("batch_size must be >= 1");
+  if (s.opt.max_record_bytes < 1 || s.opt.max_image_pixels < 1) {
+    throw ConfigError("max_record_bytes and max_image_pixels must be >= 1");
+  }
   if (!(s.opt.max_skipped_share >= 0 && s.opt.max_skipped_share <= 1)) {
     throw ConfigError("max_skipped_share must be in [0, 1], got " +
                       std::to_string(s.opt.max_skipped_share));

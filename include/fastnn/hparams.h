@@ -116,6 +116,14 @@ struct HParams {
   /// of the bytes was skipped as corrupt fails the run (exit 3); 1 never
   /// fails. REQUIRES: in [0, 1].
   double max_skipped_share = 0.1;
+  /// Largest TFRecord record, or image file of an image_folder, accepted;
+  /// a longer one is a corrupt record (exit 3, or skipped and counted).
+  /// REQUIRES: >= 1.
+  int64_t max_record_bytes = int64_t{64} << 20;
+  /// Largest declared image (width x height, from its header, before any
+  /// decoding) accepted; a larger one is a bad image (exit 3, or skipped
+  /// and counted). REQUIRES: in [1, 2^28].
+  int64_t max_image_pixels = 100000000;
   /// Share of the training records held out as split "validation"
   /// (datasets/sharding.h, Holdout, for TFRecord datasets). None: 0.1 for
   /// image_folder; nothing for TFRecord datasets, whose own files then

@@ -69,6 +69,12 @@ struct PipelineOptions {
   /// bytes was skipped as corrupt throws DataError at its end; 1 never does.
   /// REQUIRES: in [0, 1].
   double max_skipped_share = 0.1;
+  /// Longer TFRecord records and image files are corrupt (skipped and
+  /// counted with skip_corrupt, else DataError). REQUIRES: >= 1.
+  int64_t max_record_bytes = int64_t{64} << 20;
+  /// Images whose header declares more pixels are bad images, refused
+  /// before any decoding. REQUIRES: >= 1.
+  int64_t max_image_pixels = 100000000;
   uint64_t seed = 0;
   /// Batches to drop at the start without decoding (resume position).
   int64_t skip_batches = 0;

@@ -47,6 +47,10 @@ struct TFRecordReaderOptions {
   /// was skipped throws DataError when its end is reached; 1 never throws.
   /// REQUIRES: in [0, 1]. Default: 0.1.
   double max_skipped_share = 0.1;
+  /// A record whose (CRC-valid) header declares more bytes is corrupt: a
+  /// DataError, or skipped under the skip policy, before any of it is read.
+  /// 0: no limit beyond the source's size. Default: 0.
+  uint64_t max_record_bytes = 0;
 };
 
 /// Reads records one by one from a byte source.

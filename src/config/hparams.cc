@@ -19,6 +19,10 @@ namespace {
 using config::KeySpec;
 
 constexpr int kMaxSuggestDistance = 3;
+// Limits on a config file, which may be anything a user points --config at
+// (/dev/zero, a checkpoint, a log): a key=value file is small text.
+constexpr size_t kMaxConfigLineBytes = 64 * 1024;
+constexpr uint64_t kMaxConfigFileBytes = 4 * 1024 * 1024;
 constexpr size_t kHelpWidth = 80;
 
 // One key=value to apply, from the file or the command line.
@@ -167,6 +171,49 @@ bool split_line(std::string_view line,
   return true;
 }
 
+// Reads line `n` of a config file into *line (without the newline; a
+// trailing '\r' is dropped); false at the end. A NUL byte, a line over
+// kMaxConfigLineBytes or a file over kMaxConfigFileBytes is a ConfigError
+// raised before the excess is read, so `--config /dev/zero` fails at once.
+bool read_config_line(std::istream& in,
+                      const std::string& path,
+                      int n,
+                      uint64_t* offset,
+                      std::string* line) {
+  line->clear();
+  const std::string where = path + ":" + std::to_string(n);
+  std::streambuf* buf = in.rdbuf();
+  for (;;) {
+    const int c = buf->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      if (line->empty())
+        return false;
+      break;
+    }
+    if (++*offset > kMaxConfigFileBytes) {
+      throw ConfigError("config file " + config::quote_value(path) +
+                        " is over " + std::to_string(kMaxConfigFileBytes) +
+                        " bytes: not a key=value config");
+    }
+    if (c == '\n')
+      break;
+    if (c == '\0') {
+      throw ConfigError(where + ": a NUL byte (at byte offset " +
+                        std::to_string(*offset - 1) +
+                        "): this is a binary file, not a key=value config");
+    }
+    if (line->size() == kMaxConfigLineBytes) {
+      throw ConfigError(where + ": the line is longer than " +
+                        std::to_string(kMaxConfigLineBytes) +
+                        " bytes: not a key=value config");
+    }
+    line->push_back(static_cast<char>(c));
+  }
+  if (!line->empty() && line->back() == '\r')
+    line->pop_back();
+  return true;
+}
+
 void load_file(const std::string& path,
                HParams* hp,
                std::vector<std::string>* warnings) {
@@ -175,14 +222,15 @@ void load_file(const std::string& path,
     throw ConfigError("cannot read config file " + config::quote_value(path) +
                       ": it is a folder");
   }
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ConfigError("cannot read config file " + config::quote_value(path) +
                       ": " + std::strerror(errno));
   }
   std::map<std::string, int> first_line;
   std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
+  uint64_t offset = 0;
+  for (int n = 1; read_config_line(in, path, n, &offset, &line); ++n) {
     const std::string location = path + ":" + std::to_string(n);
     if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0)
       line.erase(0, 3);  // BOM
@@ -200,10 +248,6 @@ void load_file(const std::string& path,
                           "); the last value wins");
     }
     apply(s, location, hp, warnings);
-  }
-  if (in.bad()) {
-    throw ConfigError("cannot read config file " + config::quote_value(path) +
-                      ": " + std::strerror(errno));
   }
   if (first_line.empty()) {
     warnings->push_back(path +

@@ -49,6 +49,15 @@ std::vector<KeySpec> build_table() {
      "With skip_corrupt_records=True: share of a TFRecord file's bytes that "
      "may be skipped as corrupt; a file that loses more stops the run with "
      "exit code 3. 1: never stop.", between(0, 1)},
+    {FASTNN_KEY(max_record_bytes), G::kDataset,
+     "Longest TFRecord record (or image_folder image file) accepted, in "
+     "bytes; a longer one is corrupt data (exit code 3, or skipped and "
+     "counted with skip_corrupt_records=True), never a large allocation.",
+     at_least(1)},
+    {FASTNN_KEY(max_image_pixels), G::kDataset,
+     "Largest image accepted, width x height as its header declares it, "
+     "checked before decoding; a larger one is a bad image (exit code 3, or "
+     "skipped and counted).", between(1, 268435456)},
     {FASTNN_KEY(validation_fraction), G::kDataset,
      "Share of the training records held out as split 'validation' (the "
      "rest is 'train'), record by record by a seeded hash, for every "

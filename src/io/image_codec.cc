@@ -330,6 +330,9 @@ ImageInfo png_info(std::string_view b) {
   if (b.size() < 26 || b.substr(12, 4) != "IHDR") {
     throw DataError("undecodable PNG: no IHDR chunk");
   }
+  if (be32(b, 16) > 0x7fffffffu || be32(b, 20) > 0x7fffffffu) {
+    throw DataError("undecodable PNG: " + size_error(be32(b, 16), be32(b, 20)));
+  }
   const int color_type = static_cast<uint8_t>(b[25]);
   return {ImageFormat::kPng, static_cast<int>(be32(b, 20)),
           static_cast<int>(be32(b, 16)),

@@ -298,6 +298,16 @@ bool TFRecordReader::next(std::string* record) {
       continue;
     }
     const uint64_t length = get_le64(h);
+    if (options_.max_record_bytes > 0 && length > options_.max_record_bytes) {
+      fault(index,
+            offset,
+            "record of " + std::to_string(length) +
+                " bytes is over the limit of " +
+                std::to_string(options_.max_record_bytes) +
+                " (max_record_bytes)",
+            header);
+      continue;
+    }
     if (!read_data(length, record)) {
       fault(index,
             offset,

@@ -101,6 +101,8 @@ datasets::PipelineOptions pipeline_options(const HParams& hp, const Built& b,
   o.cache = hp.datasets_use_caching;
   o.skip_corrupt = hp.skip_corrupt_records;
   o.max_skipped_share = hp.max_skipped_share;
+  o.max_record_bytes = hp.max_record_bytes;
+  o.max_image_pixels = hp.max_image_pixels;
   o.seed = static_cast<uint64_t>(hp.seed);
   o.channels = b.dataset.channels;
   o.num_classes = b.num_classes;

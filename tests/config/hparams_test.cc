@@ -330,6 +330,30 @@ TEST_F(HParamsTest, FileErrors) {
                 "/x.cfg': No such file or directory");
 }
 
+// Untrusted config files (issue 12): a binary file, a 10 MB line, a huge
+// file and an endless device are clear errors, read no further than the
+// limit, and quote none of their bytes.
+TEST_F(HParamsTest, BinaryAndHugeConfigFilesAreRefused) {
+  std::string p = dir_ + "/flowers.cfg";
+  EXPECT_EQ(load_error(std::string("batch_size=3\nlr\0x=1\n", 20)),
+            p + ":2: a NUL byte (at byte offset 15): this is a binary file, "
+                "not a key=value config");
+  EXPECT_EQ(load_error("batch_size=3\nmodel_dir=" + std::string(10 << 20, 'a') + "\n"),
+            p + ":2: the line is longer than 65536 bytes: not a key=value config");
+  std::string many;
+  while (many.size() <= (4u << 20))
+    many += "# a comment line that is not short at all, to fill the file\n";
+  EXPECT_EQ(load_error(many), "config file '" + p +
+                                  "' is over 4194304 bytes: not a key=value config");
+  EXPECT_EQ(error_of([&] { load({"--config", "/dev/zero"}); }),
+            "/dev/zero:1: a NUL byte (at byte offset 0): this is a binary "
+            "file, not a key=value config");
+  // Windows line ends still load.
+  LoadResult r = load({"--config", write("crlf.cfg", "batch_size=3\r\nlearning_rate=0.5\r\n")});
+  EXPECT_EQ(r.hp.batch_size, 3);
+  EXPECT_EQ(r.hp.learning_rate, 0.5);
+}
+
 TEST_F(HParamsTest, CommandLineForms) {
   LoadResult r = load({"--learning_rate=0.5",
                        "--batch_size",
@@ -521,10 +545,12 @@ TEST_F(HParamsTest, ErrorsShowAtMost100BytesOfAValue) {
   EXPECT_TRUE(is_cut(error_of([&] { load({"--dry_run=" + big}); })));
   EXPECT_TRUE(is_cut(error_of([&] { load({big}); })));
   EXPECT_TRUE(is_cut(error_of([&] { load({"--config", big}); })));
-  // The same from a file line.
-  EXPECT_TRUE(is_cut(load_error(big + "=1\n")));
-  EXPECT_TRUE(is_cut(load_error("warmup_scheme=" + big + "\n")));
-  EXPECT_TRUE(is_cut(load_error("model_dir='" + big + "\n")));
+  // The same from a file line, just under the 64 KiB line limit (a 10 MB
+  // line is refused whole: BinaryAndHugeConfigFilesAreRefused).
+  const std::string long_value(60000, 'x');
+  EXPECT_TRUE(is_cut(load_error(long_value + "=1\n")));
+  EXPECT_TRUE(is_cut(load_error("warmup_scheme=" + long_value + "\n")));
+  EXPECT_TRUE(is_cut(load_error("model_dir='" + long_value + "\n")));
   // A short value is still shown whole, as before.
   EXPECT_EQ(error_of([] { load({"--warmup_scheme=linear"}); }),
             "command line: warmup_scheme: 'linear' is not valid; valid "
@@ -538,7 +564,7 @@ TEST_F(HParamsTest, ValueErrorsShowAtMost100BytesOfAValue) {
   EXPECT_TRUE(is_cut(error_of([&] { load({"--stop_at_step=" + big}); })));
   EXPECT_TRUE(is_cut(error_of([&] { load({"--learning_rate=x" + big}); })));
   EXPECT_TRUE(is_cut(error_of([&] { load({"--use_fp16=" + big}); })));
-  EXPECT_TRUE(is_cut(load_error("batch_size=" + big + "x\n")));
+  EXPECT_TRUE(is_cut(load_error("batch_size=" + std::string(60000, '7') + "x\n")));
 }
 
 TEST_F(HParamsTest, ExtraKeys) {

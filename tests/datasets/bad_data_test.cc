@@ -162,6 +162,48 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{Fault::kLabel, "bad_label", "label 10"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// Issue 12: sizes declared by untrusted data are checked against the
+// configured limits before anything is allocated for them. A record longer
+// than max_record_bytes and an image whose header declares more than
+// max_image_pixels (12000x12000 here, under the decoder's own hard cap) are
+// data errors naming the limit, or skipped and counted.
+TEST(BadData, DeclaredSizesOverTheLimitsAreBadDataNotAllocations) {
+  auto dir = testing::fresh_dir("bad_limits");
+  std::vector<std::string> records = id_records();
+  std::string forged = png_of(28, 28, 1, 0);
+  for (int at : {16, 20}) {  // IHDR width and height, big-endian
+    const uint32_t side = 12000;
+    for (int k = 0; k < 4; ++k)
+      forged[at + k] = static_cast<char>(side >> (24 - 8 * k));
+  }
+  records[kBad] = example_of(forged, 1);
+  records[kBad + 2] = std::string(5000, 'x');  // framed correctly, not an Example
+  const auto file = testing::write_records(dir / "data.tfrecord", records);
+
+  auto o = options(file);
+  o.max_record_bytes = 4096;
+  std::string msg = error_of(o);
+  EXPECT_NE(msg.find("record " + std::to_string(kBad + 2)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("record of 5000 bytes is over the limit of 4096 (max_record_bytes)"),
+            std::string::npos)
+      << msg;
+  o.max_record_bytes = 1 << 20;
+  msg = error_of(o);
+  EXPECT_NE(msg.find("image of 12000x12000 = 144000000 pixels is over the limit of "
+                     "100000000 (max_image_pixels)"),
+            std::string::npos)
+      << msg;
+
+  o.max_record_bytes = 4096;
+  o.skip_corrupt = true;
+  o.max_skipped_share = 1;
+  Pipeline p(o);
+  EXPECT_EQ(drain(p), kRecords - 2);
+  const auto st = p.stats();
+  EXPECT_EQ(st.skipped_bad_image, 1);
+  EXPECT_EQ(st.records_skipped, 2);
+}
+
 TEST(BadData, ShardedWorkersKeepTheirStepCountWhenRecordsAreSkipped) {
   auto dir = testing::fresh_dir("bad_sharded");
   auto file = write_faulty(dir, Fault::kCrc).file;
