@@ -20,6 +20,9 @@ class KvCore {
   using Clock = std::chrono::steady_clock;
 
   void set(const std::string& key, const std::vector<uint8_t>& value);
+  /// set() unless the store would then hold more than `max_bytes` of keys
+  /// and values together; returns whether it stored the value.
+  bool set(const std::string& key, const std::vector<uint8_t>& value, size_t max_bytes);
   /// The value, or nullopt when `key` does not exist.
   std::optional<std::vector<uint8_t>> get(const std::string& key) const;
   /// Adds `delta` to the decimal integer stored at `key` (0 when absent),
@@ -28,7 +31,8 @@ class KvCore {
   int64_t add(const std::string& key, int64_t delta);
   bool check(const std::vector<std::string>& keys) const;
   /// Waits until every key exists, `deadline` passes, or `abort()` returns
-  /// true (re-checked on notify_all()); returns the keys still missing.
+  /// true (re-checked on notify_all() and every 200 ms); returns the keys
+  /// still missing.
   std::vector<std::string> wait(const std::vector<std::string>& keys,
                                 Clock::time_point deadline,
                                 const std::function<bool()>& abort);
@@ -44,6 +48,8 @@ class KvCore {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::vector<uint8_t>> data_;
+  /// Bytes of keys and values in data_.
+  size_t bytes_ = 0;
 };
 
 }  // namespace fastnn::dist

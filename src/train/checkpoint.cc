@@ -16,121 +16,50 @@
 #include <sstream>
 
 #include "src/io/atomic_file.h"
-#include "src/io/crc32c.h"
 #include "fastnn/errors.h"
 #include "src/config/value_parse.h"
 #include "src/log/log.h"
+#include "src/train/checkpoint_format.h"
 
 namespace fastnn::train {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr char kMagic[] = "FNNCKPT1";
-
-const std::vector<std::pair<torch::ScalarType, uint8_t>>& dtype_codes() {
-  static const std::vector<std::pair<torch::ScalarType, uint8_t>> kCodes = {
-      {torch::kFloat32, 0}, {torch::kFloat64, 1}, {torch::kInt64, 2},
-      {torch::kUInt8, 3},   {torch::kInt32, 4},   {torch::kBFloat16, 5},
-      {torch::kFloat16, 6}};
+const std::vector<std::pair<torch::ScalarType, DTypeCode>>& dtype_codes() {
+  static const std::vector<std::pair<torch::ScalarType, DTypeCode>> kCodes = {
+      {torch::kFloat32, DTypeCode::kFloat32},   {torch::kFloat64, DTypeCode::kFloat64},
+      {torch::kInt64, DTypeCode::kInt64},       {torch::kUInt8, DTypeCode::kUInt8},
+      {torch::kInt32, DTypeCode::kInt32},       {torch::kBFloat16, DTypeCode::kBFloat16},
+      {torch::kFloat16, DTypeCode::kFloat16}};
   return kCodes;
 }
-
-template <typename T>
-void put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-
-class Cursor {
- public:
-  Cursor(const std::string& bytes, const std::string& path)
-      : bytes_(bytes), path_(path) {}
-  template <typename T>
-  T get() {
-    T v;
-    need(sizeof(T));
-    std::memcpy(&v, bytes_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return v;
-  }
-  const char* take(size_t n) {
-    need(n);
-    const char* p = bytes_.data() + pos_;
-    pos_ += n;
-    return p;
-  }
-
- private:
-  void need(size_t n) {
-    if (pos_ + n > bytes_.size() - 4) {
-      throw DataError("checkpoint '" + path_ + "' is truncated");
-    }
-  }
-  const std::string& bytes_;
-  const std::string& path_;
-  size_t pos_ = 8;
-};
 
 }  // namespace
 
 void save_tensors(const std::string& path, const TensorMap& tensors) {
-  std::string out(kMagic, 8);
-  put<uint32_t>(out, static_cast<uint32_t>(tensors.size()));
+  std::string out = checkpoint_header(static_cast<uint32_t>(tensors.size()));
   for (const auto& [name, t] : tensors) {
     auto c = t.detach().cpu().contiguous();
-    uint8_t code = 255;
-    for (const auto& [type, k] : dtype_codes()) {
-      if (type == c.scalar_type()) code = k;
-    }
-    TORCH_CHECK(code != 255, "checkpoint: unsupported dtype for ", name);
-    put<uint32_t>(out, static_cast<uint32_t>(name.size()));
-    out += name;
-    put<uint8_t>(out, code);
-    put<uint8_t>(out, static_cast<uint8_t>(c.dim()));
-    for (int64_t d : c.sizes()) put<int64_t>(out, d);
-    const uint64_t nbytes = c.numel() * c.element_size();
-    put<uint64_t>(out, nbytes);
-    out.append(static_cast<const char*>(c.data_ptr()), nbytes);
+    const auto known = std::find_if(dtype_codes().begin(), dtype_codes().end(),
+                                    [&](const auto& e) { return e.first == c.scalar_type(); });
+    TORCH_CHECK(known != dtype_codes().end(), "checkpoint: unsupported dtype for ", name);
+    append_checkpoint_entry(
+        &out, name, known->second, c.sizes().vec(),
+        std::string_view(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size()));
   }
-  put<uint32_t>(out, io::crc32c(out.data(), out.size()));
+  append_checkpoint_crc(&out);
   io::write_file_atomic(path, out);
 }
 
 TensorMap load_tensors(const std::string& path) {
   const std::string bytes = io::read_file(path);
-  if (bytes.size() < 16 || bytes.compare(0, 8, kMagic) != 0) {
-    throw DataError("'" + path + "' is not a FastNN-C++ checkpoint");
-  }
-  uint32_t stored;
-  std::memcpy(&stored, bytes.data() + bytes.size() - 4, 4);
-  if (stored != io::crc32c(bytes.data(), bytes.size() - 4)) {
-    throw DataError("checkpoint '" + path + "' is corrupt (CRC mismatch)");
-  }
-  Cursor cur(bytes, path);
   TensorMap out;
-  const uint32_t count = cur.get<uint32_t>();
-  for (uint32_t i = 0; i < count; ++i) {
-    const uint32_t len = cur.get<uint32_t>();
-    std::string name(cur.take(len), len);
-    const uint8_t code = cur.get<uint8_t>();
-    const uint8_t ndim = cur.get<uint8_t>();
-    std::vector<int64_t> dims(ndim);
-    for (auto& d : dims) d = cur.get<int64_t>();
-    const uint64_t nbytes = cur.get<uint64_t>();
-    torch::ScalarType type = torch::kFloat32;
-    bool known = false;
-    for (const auto& [t, k] : dtype_codes()) {
-      if (k == code) {
-        type = t;
-        known = true;
-      }
-    }
-    if (!known) throw DataError("checkpoint '" + path + "': unknown dtype");
-    auto t = torch::empty(dims, torch::TensorOptions().dtype(type));
-    if (nbytes != static_cast<uint64_t>(t.numel() * t.element_size())) {
-      throw DataError("checkpoint '" + path + "': size mismatch for " + name);
-    }
-    std::memcpy(t.data_ptr(), cur.take(nbytes), nbytes);
-    out.emplace(std::move(name), std::move(t));
+  for (const CheckpointEntry& e : parse_checkpoint(bytes, path)) {
+    const auto known = std::find_if(dtype_codes().begin(), dtype_codes().end(),
+                                    [&](const auto& c) { return c.second == e.dtype; });
+    auto t = torch::empty(e.dims, torch::TensorOptions().dtype(known->first));
+    std::memcpy(t.data_ptr(), e.data.data(), e.data.size());
+    out.emplace(e.name, std::move(t));
   }
   return out;
 }

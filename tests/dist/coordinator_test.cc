@@ -19,6 +19,7 @@
 #include "fastnn/errors.h"
 #include "fastnn/health.grpc.pb.h"
 #include "src/dist/client.h"
+#include "src/dist/kv_core.h"
 #include "src/dist/session.h"
 
 namespace fastnn::dist {
@@ -392,6 +393,72 @@ TEST(CoordinatorTest, CallsWithoutTheTokenAreRefused) {
   EXPECT_THROW(WorkerSession(spec_for(1, 2, server.port()), o), ConfigError);
 }
 
+// Issue 12: what a peer can make the server hold is bounded. A message
+// over 4 MiB is refused before any handler runs; a long poll whose caller
+// has gone frees its server thread within a poll slice (else 100 abandoned
+// 10-minute waits would exhaust the 68 threads of a 1-worker job); the
+// store refuses to grow past its bound; an ADD that overflows is refused.
+TEST(CoordinatorTest, ServerLimitsBoundWhatAPeerCanMakeItHold) {
+  CoordinatorOptions co;
+  co.world_size = 1;
+  co.token = kToken;
+  CoordinatorServer server(co);
+  CoordinatorClient c({"127.0.0.1:" + std::to_string(server.port()), kToken, "", ""});
+  auto store = [&](pb::StoreRequest req, std::chrono::milliseconds deadline = 5s) {
+    pb::StoreResponse resp;
+    auto ctx = c.context(deadline);
+    return c.stub().Store(ctx.get(), req, &resp);
+  };
+  pb::StoreRequest set;
+  set.set_op(pb::StoreRequest::SET);
+  set.add_keys("big");
+  set.set_value(std::string(5 << 20, 'v'));
+  EXPECT_EQ(store(set).error_code(), grpc::RESOURCE_EXHAUSTED);
+  set.set_value(std::string(3 << 20, 'v'));
+  EXPECT_TRUE(store(set).ok());
+
+  pb::StoreRequest wait;
+  wait.set_op(pb::StoreRequest::WAIT);
+  wait.add_keys("never-set");
+  wait.set_wait_ms(600000);
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ(store(wait, 30ms).error_code(), grpc::DEADLINE_EXCEEDED) << i;
+  }
+  pb::JobStatus status;
+  auto ctx = c.context(5s);
+  EXPECT_TRUE(c.stub().Status(ctx.get(), {}, &status).ok());
+
+  // A forged negative wait returns at once (and, in the sanitizer build,
+  // without the signed overflow the fuzz target reproduced:
+  // fuzz/corpus/coordinator/regression_negative_wait_ms.bin).
+  wait.set_wait_ms(INT64_MIN);
+  EXPECT_TRUE(store(wait, 2s).ok());
+  RawWorker joiner(server.port(), 0, 1);
+  pb::JoinResponse joined;
+  EXPECT_TRUE(joiner.join(&joined, INT64_MIN).ok());
+
+  pb::StoreRequest add;
+  add.set_op(pb::StoreRequest::ADD);
+  add.add_keys("n");
+  add.set_delta(INT64_MAX);
+  EXPECT_TRUE(store(add).ok());
+  const grpc::Status over = store(add);
+  EXPECT_EQ(over.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_NE(over.error_message().find("overflows"), std::string::npos) << over.error_message();
+}
+
+TEST(KvCoreTest, SetRefusesToGrowPastItsBound) {
+  KvCore kv;
+  EXPECT_TRUE(kv.set("a", bytes("12345"), 10));       // 6 bytes
+  EXPECT_FALSE(kv.set("b", bytes("12345"), 10));      // would be 12
+  EXPECT_TRUE(kv.set("a", bytes("123456789"), 10));   // replaces: 10
+  EXPECT_TRUE(kv.set("a", bytes("1"), 10));           // shrinking always fits
+  EXPECT_TRUE(kv.remove("a"));
+  EXPECT_TRUE(kv.set("b", bytes("12345678"), 10));    // the removal freed it
+  EXPECT_EQ(kv.add("c", 5), 5);
+  EXPECT_FALSE(kv.set("d", bytes("x"), 10));          // b (9) + c (2) = 11
+}
+
 TEST(CoordinatorTest, HealthIsServingWithoutAToken) {
   CoordinatorOptions co;
   co.token = kToken;
@@ -509,6 +576,21 @@ TEST(CoordinatorTest, TlsWhenCertificateFilesAreGiven) {
           " --coordinator 127.0.0.1:" + std::to_string(port));
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("job RUNNING"), std::string::npos) << out;
+  // A client trusting another CA refuses the server: a certificate made
+  // the same way but by another key.
+  const std::string other_cert = (dir / "other.pem").string();
+  std::tie(code, out) =
+      run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+          "-nodes -days 1 -subj /CN=localhost -addext "
+          "subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
+          (dir / "other_key.pem").string() + " -out " + other_cert);
+  ASSERT_EQ(code, 0) << out;
+  std::tie(code, out) =
+      run(std::string("FASTNN_JOB_TOKEN=") + kToken + " " + FASTNN_BIN_DIR +
+          "/fastnn_job status --tls_ca_file " + other_cert +
+          " --coordinator 127.0.0.1:" + std::to_string(port));
+  EXPECT_EQ(code, 5) << out;
+  EXPECT_EQ(out.find("job RUNNING"), std::string::npos) << out;
   w[1]->finish(0);
   w[0]->finish(0);
   fs::remove_all(dir);

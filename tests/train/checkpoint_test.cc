@@ -2,10 +2,12 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <cstring>
 #include <fstream>
 
 #include "fastnn/errors.h"
 #include "src/train/checkpoint.h"
+#include "src/train/checkpoint_format.h"
 
 namespace fastnn::train {
 namespace {
@@ -86,6 +88,66 @@ TEST(Checkpoint, ResolveFailsClearly) {
   auto dir = fresh_dir("ckpt_resolve");
   EXPECT_THROW(resolve_checkpoint(dir.string()), DataError);
   EXPECT_THROW(resolve_checkpoint((dir / "nope").string()), DataError);
+}
+
+// Files whose CRC is right but whose declarations lie (what a buggy writer
+// or a forger produces): every one is a DataError before any allocation,
+// never a crash, a huge tensor or a read past the end.
+TEST(Checkpoint, ForgedButCrcValidFilesAreRefused) {
+  const std::string four(4, '\0');
+  auto file = [](uint32_t count, const std::string& body) {
+    std::string out = checkpoint_header(count) + body;
+    append_checkpoint_crc(&out);
+    return out;
+  };
+  auto entry = [](const std::string& name, uint8_t code, std::vector<int64_t> dims,
+                  uint64_t nbytes, const std::string& data) {
+    std::string out;
+    append_checkpoint_entry(&out, name, static_cast<DTypeCode>(code), dims, data);
+    // Overwrite the declared size (just before the data) to forge it.
+    std::memcpy(&out[out.size() - data.size() - 8], &nbytes, 8);
+    return out;
+  };
+  auto error_of = [](const std::string& bytes) {
+    try {
+      parse_checkpoint(bytes, "f");
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // A valid file parses.
+  const auto ok = parse_checkpoint(file(1, entry("w", 0, {1}, 4, four)), "f");
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_EQ(ok[0].name, "w");
+  EXPECT_EQ(ok[0].data.size(), 4u);
+
+  EXPECT_NE(error_of(file(1, entry("w", 0, {-1}, 4, four))).find("negative dimension -1"),
+            std::string::npos);
+  EXPECT_NE(error_of(file(1, entry("w", 9, {1}, 4, four))).find("unknown dtype code 9"),
+            std::string::npos);
+  // 2^40 x 2^40 elements overflow; a huge nbytes that matches a huge shape
+  // is more than the file holds; a size that disagrees with the shape.
+  EXPECT_NE(error_of(file(1, entry("w", 0, {int64_t{1} << 40, int64_t{1} << 40}, 4, four)))
+                .find("does not match"),
+            std::string::npos);
+  EXPECT_EQ(error_of(file(1, entry("w", 3, {int64_t{1} << 40}, uint64_t{1} << 40, four))),
+            "checkpoint 'f' is truncated");
+  EXPECT_NE(error_of(file(1, entry("w", 0, {1}, ~uint64_t{0}, four))).find("does not match"),
+            std::string::npos);
+  EXPECT_NE(error_of(file(4000000000u, entry("w", 0, {1}, 4, four))).find("declares 4000000000"),
+            std::string::npos);
+  EXPECT_NE(error_of(file(2, entry("w", 0, {1}, 4, four) + entry("w", 0, {1}, 4, four)))
+                .find("appears twice"),
+            std::string::npos);
+  EXPECT_NE(error_of(file(1, entry("w", 0, {1}, 4, four) + "xx")).find("2 bytes after"),
+            std::string::npos);
+  EXPECT_EQ(error_of(file(2, entry("w", 0, {1}, 4, four))),
+            "checkpoint 'f' declares 2 tensors, more than its 43 bytes can hold");
+  // A count the bytes could hold, with the second entry missing.
+  EXPECT_EQ(error_of(file(2, entry("w", 0, {1}, 4, four) +
+                          entry("v", 0, {1}, 4, four).substr(0, 24))),
+            "checkpoint 'f' is truncated");
 }
 
 }  // namespace
