@@ -29,8 +29,10 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+CCACHE=$(command -v ccache || true)
 [ -f "$OUT/build.ninja" ] ||
-  CC=clang CXX=clang++ cmake -S fuzz -B "$OUT" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  CC=clang CXX=clang++ cmake -S fuzz -B "$OUT" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    ${CCACHE:+-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache} >/dev/null
 cmake --build "$OUT" -j "${JOBS:-2}" >/dev/null
 
 mkdir -p "$OUT/findings"
