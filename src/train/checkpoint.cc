@@ -153,13 +153,12 @@ CheckpointManager::CheckpointManager(std::string dir, int64_t max_to_keep)
                 << " temporary file(s) of processes that no longer run (e.g. " << removed.front()
                 << ")";
   }
-  std::ifstream in(fs::path(dir_) / "checkpoint");
-  std::string line;
-  while (std::getline(in, line)) {
-    const std::string key = "all_model_checkpoint_paths: \"";
-    if (line.rfind(key, 0) == 0 && line.size() > key.size()) {
-      kept_.push_back(line.substr(key.size(), line.size() - key.size() - 1));
-    }
+  // The files on disk, oldest first, not only those the index lists: a
+  // process killed between writing a checkpoint and rewriting the index
+  // leaves a file the index never named, which must still be pruned.
+  const std::vector<std::string> on_disk = checkpoint_files(dir_);
+  for (auto it = on_disk.rbegin(); it != on_disk.rend(); ++it) {
+    kept_.push_back(fs::path(*it).filename().string());
   }
 }
 

@@ -20,6 +20,11 @@ fs::path fresh_dir(const std::string& name) {
   return d;
 }
 
+std::string io_read(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 TEST(Checkpoint, RoundTripEveryDtype) {
   auto dir = fresh_dir("ckpt_roundtrip");
   TensorMap m;
@@ -82,6 +87,29 @@ TEST(Checkpoint, ManagerKeepsLastNAndIndexNamesLatest) {
   std::string first;
   std::getline(idx, first);
   EXPECT_EQ(first, "model_checkpoint_path: \"model.ckpt-40\"");
+}
+
+// A process killed between writing a checkpoint and rewriting the index
+// leaves a file the index does not list (found by
+// tests/faults/kill_during_checkpoint.sh): the next manager still counts it
+// and prunes it in turn, so max_to_keep holds.
+TEST(Checkpoint, FilesMissingFromTheIndexAreStillPruned) {
+  auto dir = fresh_dir("ckpt_unindexed");
+  {
+    CheckpointManager mgr(dir.string(), 2);
+    for (int step : {1, 2}) mgr.save(step, {{"global_step", torch::tensor(step, torch::kInt64)}});
+  }
+  const std::string index = io_read(dir / "checkpoint");
+  {
+    CheckpointManager mgr(dir.string(), 2);
+    mgr.save(3, {{"global_step", torch::tensor(3, torch::kInt64)}});
+  }
+  std::ofstream(dir / "checkpoint") << index;  // as if killed before the index write
+  CheckpointManager mgr(dir.string(), 2);
+  for (int step : {4, 5}) mgr.save(step, {{"global_step", torch::tensor(step, torch::kInt64)}});
+  std::vector<std::string> left;
+  for (const auto& f : checkpoint_files(dir.string())) left.push_back(fs::path(f).filename());
+  EXPECT_EQ(left, (std::vector<std::string>{"model.ckpt-5", "model.ckpt-4"}));
 }
 
 TEST(Checkpoint, ResolveFailsClearly) {
