@@ -58,7 +58,9 @@ TensorMap load_tensors(const std::string& path) {
     const auto known = std::find_if(dtype_codes().begin(), dtype_codes().end(),
                                     [&](const auto& c) { return c.second == e.dtype; });
     auto t = torch::empty(e.dims, torch::TensorOptions().dtype(known->first));
-    std::memcpy(t.data_ptr(), e.data.data(), e.data.size());
+    // An empty tensor has no storage: memcpy to its null pointer is UB even
+    // for 0 bytes (UBSan, scripts/sanitize.sh asan).
+    if (!e.data.empty()) std::memcpy(t.data_ptr(), e.data.data(), e.data.size());
     out.emplace(e.name, std::move(t));
   }
   return out;

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Soak of the fault-injection tests (CTest label `faults`, tests/faults/):
+# runs them N times in a row under load — two busy-loop spinner processes
+# on the side, so that timing assumptions break here rather than on a
+# loaded CI machine. Prints each round's result and duration, then
+# "fault soak: K/N rounds passed under 2 spinners"; exits 1 if any round
+# failed. Root runs the root-only tests too (mount, network namespaces).
+# usage: scripts/fault_soak.sh [N=20] [BUILD_DIR=build]
+set -uo pipefail
+rounds=${1:-20}
+build=${2:-build}
+case $rounds in
+  '' | *[!0-9]* | 0) echo "usage: $0 [N=20] [BUILD_DIR=build]  (N >= 1)" >&2; exit 2 ;;
+esac
+if [ ! -f "$build/CTestTestfile.cmake" ]; then
+  echo "$0: '$build' is not a configured build directory (no CTestTestfile.cmake)" >&2
+  exit 2
+fi
+command -v ctest >/dev/null || { echo "$0: ctest not found" >&2; exit 2; }
+
+spinners=()
+stop_spinners() {
+  local p
+  for p in "${spinners[@]}"; do
+    kill "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+  spinners=()
+}
+trap stop_spinners EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+for _ in 1 2; do
+  sh -c 'while :; do :; done' &
+  spinners+=($!)
+done
+echo "fault soak: $rounds rounds of 'ctest -L faults' in $build, spinners ${spinners[*]}"
+
+passed=0
+logs=$(mktemp -d)
+for ((i = 1; i <= rounds; i++)); do
+  t0=$(date +%s)
+  ctest --test-dir "$build" -L faults --no-tests=error --output-on-failure >"$logs/round$i.log" 2>&1
+  rc=$?
+  secs=$(($(date +%s) - t0))
+  summary=$(grep -E '% tests passed|No tests were found' "$logs/round$i.log" | tail -n 1)
+  # Each test's line: "1/5 Test #1: faults_x .....   Passed   12.34 sec".
+  tests=$(sed -n 's/^ *[0-9]*\/[0-9]* Test *#[0-9]*: \(faults_[a-z_0-9]*\) [ .*]*\([A-Za-z][A-Za-z ]*[a-z]\) *\([0-9.]*\) sec$/\1 \2 \3 s/p' \
+    "$logs/round$i.log" | sed 's/^faults_//' | paste -sd ',' - | sed 's/,/, /g')
+  if [ $rc = 0 ]; then
+    passed=$((passed + 1))
+    echo "round $i/$rounds: pass (${secs} s) $summary"
+    echo "  $tests"
+  else
+    echo "round $i/$rounds: FAIL (${secs} s, ctest exit $rc) $summary"
+    echo "  $tests"
+    sed -n '/The following tests FAILED/,$p' "$logs/round$i.log"
+    echo "  full output: $logs/round$i.log"
+  fi
+done
+echo "fault soak: $passed/$rounds rounds passed under 2 spinners"
+if [ $passed = "$rounds" ]; then
+  rm -rf "$logs"
+  exit 0
+fi
+echo "logs of the failed rounds kept in $logs"
+exit 1
