@@ -12,8 +12,15 @@ bool transient(const grpc::Status& status) {
     case grpc::CANCELLED:
       return true;
     default:
-      return false;
+      return overloaded(status);
   }
+}
+
+bool overloaded(const grpc::Status& status) {
+  // gRPC's synchronous server answers this (its wording since 1.x) when its
+  // resource quota has no thread left; the handler never ran.
+  return status.error_code() == grpc::RESOURCE_EXHAUSTED &&
+         status.error_message().find("Threadpool Exhausted") != std::string::npos;
 }
 
 CoordinatorClient::CoordinatorClient(const ClientOptions& options)

@@ -31,6 +31,11 @@ struct ClientOptions {
 /// check for that first.
 bool transient(const grpc::Status& status);
 
+/// Whether the server refused the call before running it because all its
+/// serving threads were busy (a flood on its port, docs/reliability.md):
+/// safe to retry, even for a call that is not idempotent. Also transient().
+bool overloaded(const grpc::Status& status);
+
 class CoordinatorClient {
  public:
   /// Throws ConfigError when tls_ca_file cannot be read.

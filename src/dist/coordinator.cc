@@ -44,9 +44,11 @@ constexpr int kHandshakeTimeoutMs = 10000;
 constexpr size_t kServerMemoryBytes = size_t{256} << 20;
 
 /// Threads serving calls at once (each long poll holds one): room for
-/// every worker's heartbeat, join and store calls, plus tools.
+/// every worker's heartbeat, join and store calls, tools, and a flood's
+/// short-lived calls; beyond it a call is refused unrun ("Threadpool
+/// Exhausted"), which workers retry (client.h, overloaded()).
 int max_server_threads(int world_size) {
-  return 64 + 4 * world_size;
+  return 256 + 8 * world_size;
 }
 
 }  // namespace

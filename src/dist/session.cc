@@ -169,6 +169,16 @@ class GrpcStore final : public KeyValueStore {
         kCallSlack);
     pb::StoreResponse resp;
     grpc::Status s = client_.stub().Store(ctx.get(), req, &resp);
+    // An overloaded server ran nothing: try again (a fresh context each
+    // time) until the call's own deadline has passed.
+    const auto until = Clock::now() + timeout_;
+    while (overloaded(s) && Clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(50));
+      resp.Clear();
+      auto retry = client_.context(
+          (req.wait_ms() > 0 ? milliseconds(req.wait_ms()) : timeout_) + kCallSlack);
+      s = client_.stub().Store(retry.get(), req, &resp);
+    }
     if (s.error_code() == grpc::ABORTED) {
       throw DistributedError(what + " aborted: " + s.error_message());
     }

@@ -395,8 +395,8 @@ TEST(CoordinatorTest, CallsWithoutTheTokenAreRefused) {
 
 // Issue 12: what a peer can make the server hold is bounded. A message
 // over 4 MiB is refused before any handler runs; a long poll whose caller
-// has gone frees its server thread within a poll slice (else 100 abandoned
-// 10-minute waits would exhaust the 68 threads of a 1-worker job); the
+// has gone frees its server thread within a poll slice (else 300 abandoned
+// 10-minute waits would exhaust the 264 threads of a 1-worker job); the
 // store refuses to grow past its bound; an ADD that overflows is refused.
 TEST(CoordinatorTest, ServerLimitsBoundWhatAPeerCanMakeItHold) {
   CoordinatorOptions co;
@@ -421,8 +421,8 @@ TEST(CoordinatorTest, ServerLimitsBoundWhatAPeerCanMakeItHold) {
   wait.set_op(pb::StoreRequest::WAIT);
   wait.add_keys("never-set");
   wait.set_wait_ms(600000);
-  for (int i = 0; i < 100; ++i) {
-    ASSERT_EQ(store(wait, 30ms).error_code(), grpc::DEADLINE_EXCEEDED) << i;
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_EQ(store(wait, 20ms).error_code(), grpc::DEADLINE_EXCEEDED) << i;
   }
   pb::JobStatus status;
   auto ctx = c.context(5s);
