@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "quiet_protobuf.h"
 #include "src/dist/coordinator_service.h"
 
 namespace {
@@ -25,6 +26,7 @@ bool parse(const uint8_t* data, size_t n, Msg* m) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fastnn::fuzz::quiet_protobuf_logs();
   if (size < 1) return 0;
   fastnn::dist::CoordinatorOptions o;
   o.world_size = 1 + data[0] % 4;
