@@ -74,6 +74,16 @@ in_root() { $SUDO chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/
   LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive bash -c "$1"; }
 
 if [ ! -f "$MARKER" ] || [ "$(cat "$MARKER")" != "${PACKAGES[*]}" ]; then
+  # The installed packages take about 8 GiB and their downloads about 3
+  # more while they unpack; running out half-way leaves dpkg's errors for
+  # every later package, so say it first.
+  need_kib=$((12 * 1024 * 1024))
+  free_kib=$(df -Pk "$ROOT" | awk 'NR == 2 { print $4 }')
+  if [ "$free_kib" -lt "$need_kib" ]; then
+    echo "torch2: $((free_kib / 1024 / 1024)) GiB free under $ROOT, the chroot needs about 12 GiB" >&2
+    echo "torch2: free some space, or point FASTNN_CHROOT at a larger disk" >&2
+    exit 1
+  fi
   log "installing LibTorch 2.6 (CUDA), the CUDA toolkit and the build's packages"
   echo "deb $MIRROR trixie main contrib non-free non-free-firmware" |
     $SUDO tee "$ROOT/etc/apt/sources.list" >/dev/null
@@ -90,7 +100,7 @@ if [ ! -f "$MARKER" ] || [ "$(cat "$MARKER")" != "${PACKAGES[*]}" ]; then
            apt-get update -qq &&
            apt-get install -y -qq --no-install-recommends ${PACKAGES[*]} >/tmp/apt.log 2>&1 ||
            { tail -30 /tmp/apt.log; exit 1; }"
-  in_root "/src/ci/cudnn_stub.sh /usr/lib/x86_64-linux-gnu"
+  in_root "/src/ci/cudnn_stub.sh /usr/lib/x86_64-linux-gnu && apt-get clean"
   echo "${PACKAGES[*]}" | $SUDO tee "$MARKER" >/dev/null
 fi
 log "chroot ready after $((SECONDS - t0)) s"
