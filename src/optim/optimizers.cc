@@ -146,13 +146,20 @@ Adam::Adam(std::vector<Variable> vars, const AdamOptions& options)
   v_ = make_slots(0.0);
   beta1_power_ = torch::tensor(options_.beta1, torch::kFloat64);
   beta2_power_ = torch::tensor(options_.beta2, torch::kFloat64);
+  beta1_power_host_ = options_.beta1;
+  beta2_power_host_ = options_.beta2;
+}
+
+void Adam::slots_written() {
+  beta1_power_host_ = beta1_power_.item<double>();
+  beta2_power_host_ = beta2_power_.item<double>();
 }
 
 void Adam::step(double lr) {
   torch::NoGradGuard no_grad;
   const double beta1 = options_.beta1, beta2 = options_.beta2;
-  const double b1p = beta1_power_.item<double>();
-  const double b2p = beta2_power_.item<double>();
+  const double b1p = beta1_power_host_;
+  const double b2p = beta2_power_host_;
   const double lr_t = lr * std::sqrt(1.0 - b2p) / (1.0 - b1p);
   for (size_t i = 0; i < vars_.size(); ++i) {
     const auto& g = vars_[i].var.grad();
@@ -161,8 +168,11 @@ void Adam::step(double lr) {
     v_[i].mul_(beta2).addcmul_(g, g, 1.0 - beta2);
     vars_[i].var.addcdiv_(m_[i], v_[i].sqrt().add_(options_.epsilon), -lr_t);
   }
-  beta1_power_.mul_(beta1);
-  beta2_power_.mul_(beta2);
+  // The same float64 product as multiplying the slot in place.
+  beta1_power_host_ *= beta1;
+  beta2_power_host_ *= beta2;
+  beta1_power_.fill_(beta1_power_host_);
+  beta2_power_.fill_(beta2_power_host_);
 }
 
 std::vector<Slot> Adam::slots() {

@@ -42,6 +42,9 @@ class Optimizer {
   virtual std::vector<Slot> slots() = 0;
   /// TF's class name, e.g. "RMSProp".
   virtual std::string name() const = 0;
+  /// Something outside wrote into slots() (a restore, rank 0's broadcast):
+  /// an optimizer that keeps host copies of slot values reads them again.
+  virtual void slots_written() {}
 
   const std::vector<Variable>& variables() const {
     return vars_;
@@ -219,11 +222,15 @@ class Adam : public Optimizer {
   std::string name() const override {
     return "Adam";
   }
+  void slots_written() override;
 
  private:
   AdamOptions options_;
   std::vector<torch::Tensor> m_, v_;
+  /// The checkpointed slots (float64, on the variables' device) and their
+  /// host copies, which the step reads: no device read per step.
   torch::Tensor beta1_power_, beta2_power_;
+  double beta1_power_host_, beta2_power_host_;
 };
 
 /// TF1 FtrlOptimizer (without l2_shrinkage_regularization_strength).

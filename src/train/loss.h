@@ -25,9 +25,25 @@ torch::Tensor classification_loss(const torch::Tensor& logits,
 double apply_l2_regularization(const std::vector<torch::Tensor>& weights,
                                double decay);
 
+/// apply_l2_regularization without reading the device: adds the
+/// gradients and returns each weight's sum(w^2), not yet read (on the
+/// weights' device), for l2_regularization_value.
+std::vector<torch::Tensor> add_l2_regularization_gradients(const std::vector<torch::Tensor>& weights,
+                                                           double decay);
+/// decay * sum(w^2) / 2 from the per-weight sums (added in order, in double).
+double l2_regularization_value(const double* square_sums, size_t n, double decay);
+
 /// sqrt of the sum of squares of every defined gradient (per-tensor norms
 /// combined in double); Inf/NaN when a gradient holds one.
 double gradient_global_norm(const std::vector<optim::Variable>& vars);
+/// The same as a float64 scalar on the gradients' device, not yet read
+/// (0 when no gradient is defined).
+torch::Tensor gradient_global_norm_tensor(const std::vector<optim::Variable>& vars);
+
+/// Reads scalar tensors of one device to the host in one copy (one host
+/// synchronisation on a GPU), as doubles, in order. Each value must be a
+/// one-element tensor; integers up to 2^53 and every float come back exactly.
+std::vector<double> read_scalars(const std::vector<torch::Tensor>& values);
 
 /// Multiplies every defined gradient by `factor` (unscaling, clipping).
 void scale_gradients(const std::vector<optim::Variable>& vars, double factor);

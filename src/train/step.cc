@@ -117,24 +117,53 @@ CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
   } else {
     loss.backward();
   }
-  s.loss = loss.item<double>();
-  // Distributed: average the data gradients first (still scaled: the
-  // average is linear); the L2 term below is the same on every worker
-  // (same weights), so it is added after.
+  // Every number the step needs on the host (the loss, the correct count,
+  // the gradient norm that drives the Inf/NaN test, clipping and the loss
+  // scaler, the L2 term) is computed on the device and read in one copy:
+  // one host synchronisation per step on a GPU (two with a collective,
+  // whose metrics all-reduce needs the local loss first).
+  const torch::Tensor correct = out.logits.detach().argmax(1).eq(batch.labels).sum();
+  const int64_t samples = batch.labels.size(0);
   CombinedStep combined;
   if (dist_) {
+    // Distributed: average the data gradients first (still scaled: the
+    // average is linear); the L2 term below is the same on every worker
+    // (same weights), so it is added after.
+    const auto local_metrics = read_scalars({loss, correct});
     LocalStop local;
     local.signal = stop_signal();
-    const int64_t correct = out.logits.argmax(1).eq(batch.labels).sum().item<int64_t>();
-    combined = dist_->after_backward(s.loss, correct, batch.labels.size(0), local);
-    s.loss = combined.loss;
+    combined = dist_->after_backward(local_metrics[0], static_cast<int64_t>(local_metrics[1]),
+                                     samples, local);
   }
   const auto& vars = optimizer_.variables();
   if (s.loss_scale != 1.0) scale_gradients(vars, 1.0 / s.loss_scale);
   if (fault_) fault_(state_.step, vars);
-  if (!regularized_.empty()) s.loss += apply_l2_regularization(regularized_, options_.weight_decay);
+  // The L2 gradients go in before the norm is taken (TF-slim's total loss).
+  std::vector<torch::Tensor> l2_sums;
+  if (!regularized_.empty()) {
+    l2_sums = add_l2_regularization_gradients(regularized_, options_.weight_decay);
+  }
+  std::vector<torch::Tensor> pending;
+  if (!dist_) pending = {loss, correct};
+  pending.push_back(gradient_global_norm_tensor(vars));
+  const size_t first_l2 = pending.size();
+  pending.insert(pending.end(), l2_sums.begin(), l2_sums.end());
+  const std::vector<double> host = read_scalars(pending);
+  if (dist_) {
+    s.loss = combined.loss;
+    s.batch_samples = combined.samples;
+    s.accuracy = combined.accuracy;
+  } else {
+    s.loss = host[0];
+    s.batch_samples = samples;
+    s.accuracy = host[1] / static_cast<double>(samples);
+  }
+  s.gradient_norm = host[first_l2 - 1];
+  if (!regularized_.empty()) {
+    s.loss += l2_regularization_value(host.data() + first_l2, host.size() - first_l2,
+                                      options_.weight_decay);
+  }
   s.spans.backward_end = now();
-  s.gradient_norm = gradient_global_norm(vars);
   s.skipped = !scaler_.update(std::isfinite(s.gradient_norm));
   if (s.skipped) {
     log::info() << "global_step " << state_.step << ": Inf/NaN gradients at loss scale "
@@ -150,14 +179,6 @@ CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
   ++state_.step;
   ++state_.batches_consumed;
   s.global_step = state_.step;
-  if (dist_) {
-    s.batch_samples = combined.samples;
-    s.accuracy = combined.accuracy;
-  } else {
-    s.batch_samples = batch.labels.size(0);
-    s.accuracy =
-        out.logits.argmax(1).eq(batch.labels).to(torch::kFloat64).mean().item<double>();
-  }
   return combined;
 }
 

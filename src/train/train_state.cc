@@ -104,6 +104,7 @@ void TrainState::from_checkpoint(const TensorMap& ckpt, const std::string& path)
     throw ConfigError("checkpoint '" + path + "' has no " + optimizer_.name() +
                       " slots for (was it written with another optimizer?):" + missing);
   }
+  optimizer_.slots_written();
   auto get = [&](const std::string& key) -> int64_t {
     auto it = ckpt.find(key);
     if (it == ckpt.end()) throw DataError("checkpoint '" + path + "' lacks " + key);
@@ -160,6 +161,7 @@ void TrainState::broadcast_from_chief(
   all.push_back(counters);
   all.push_back(loss_scale);
   broadcast(all);
+  optimizer_.slots_written();
   step = counters[0].item<int64_t>();
   batches_consumed = counters[1].item<int64_t>();
   if (scaler_.dynamic()) scaler_.restore(loss_scale.item<double>(), counters[2].item<int64_t>());

@@ -13,9 +13,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/util/Exception.h>
+
+#include "models/classifier.h"
+#include "src/compat/torch_compat.h"
 #include "src/cuda/cuda_device.h"
 #include "src/dist/gradient_reducer.h"
+#include "src/optim/optimizers.h"
+#include "src/train/builder.h"
 #include "src/train/device.h"
+#include "src/train/loss_scale.h"
+#include "src/train/step.h"
+#include "src/train/train_state.h"
 #include "tests/dist/memory_store.h"
 #include "tests/integration/process.h"
 
@@ -125,6 +135,89 @@ TEST_F(Gpu, DynamicLossScalingSkipsAnOverflowingStepOnCuda) {
   const auto m = metrics(dir);
   EXPECT_EQ(m["steps_skipped_overflow"], 1);
   EXPECT_EQ(m["loss_scale"], 16384.0);
+}
+
+// Counts the host synchronisations LibTorch's CUDA sync debug mode reports
+// (a warning per synchronising call) while it is alive.
+class SyncCounter : public c10::WarningHandler {
+ public:
+  SyncCounter() : previous_(c10::WarningUtils::get_warning_handler()) {
+    c10::WarningUtils::set_warning_handler(this);
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_WARN);
+  }
+  ~SyncCounter() override {
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+    c10::WarningUtils::set_warning_handler(previous_);
+  }
+#if FASTNN_TORCH_AT_LEAST(2, 0)
+  void process(const c10::Warning& warning) override { count(warning.msg()); }
+#else
+  void process(const c10::SourceLocation&, const std::string& msg, bool) override { count(msg); }
+#endif
+  int syncs = 0;
+  std::string others;
+
+ private:
+  void count(const std::string& msg) {
+    if (msg.find("synchroniz") != std::string::npos) {
+      ++syncs;
+    } else {
+      others += msg + "\n";
+    }
+  }
+  c10::WarningHandler* previous_;
+};
+
+// The step reads the device once (its loss, accuracy, gradient norm and L2
+// term in one copy), with Adam (whose bias correction used to read two
+// slots), weight decay and dynamic loss scaling all on.
+TEST_F(Gpu, AStepSynchronisesTheHostOnce) {
+  const torch::Device dev(torch::kCUDA, 0);
+  HParams hp;
+  hp.model_name = "lenet";
+  hp.dataset_name = "mock";
+  hp.num_classes = 10;
+  hp.optimizer = "adam";
+  hp.weight_decay = 4e-5;
+  hp.loss_scaling = "dynamic";
+  torch::manual_seed(3);
+  train::Built built = train::build(hp, "train");
+  std::vector<optim::Variable> vars;
+  for (const auto& v : models::model_variables(*built.model)) {
+    if (v.trainable) vars.push_back({v.name, v.tensor});
+  }
+  auto optimizer = optim::create_optimizer(hp, std::move(vars));
+  train::LossScaler scaler(train::loss_scale_options(hp, /*fp16_autocast=*/true));
+  train::TrainState state(*built.model, *optimizer, scaler, std::nullopt);
+  state.to(dev);
+  built.model->train();
+  train::StepOptions so;
+  so.weight_decay = hp.weight_decay;
+  so.autocast = train::Autocast::kCudaFloat16;
+  train::Step step(so, *built.model, *optimizer, scaler, state, nullptr);
+  const int64_t batch = 32;
+  datasets::Batch b;
+  b.images = torch::randn({batch, built.shape.channels, built.shape.height, built.shape.width},
+                          torch::TensorOptions().device(dev));
+  b.labels = torch::randint(0, 10, {batch}, torch::TensorOptions().dtype(torch::kLong).device(dev));
+  auto now = [] { return 0.0; };
+  train::StepStats first;
+  step.run(b, 0.001, now, first);  // cuDNN's autotuner and the allocator warm up
+  for (int i = 0; i < 5; ++i) {
+    train::StepStats s;
+    int syncs = 0;
+    std::string others;
+    {
+      SyncCounter counter;
+      step.run(b, 0.001, now, s);
+      syncs = counter.syncs;
+      others = counter.others;
+    }
+    EXPECT_EQ(syncs, 1) << "step " << s.global_step << "; other warnings:\n" << others;
+    EXPECT_TRUE(std::isfinite(s.loss)) << s.loss;
+    EXPECT_GT(s.gradient_norm, 0);
+  }
+  EXPECT_EQ(state.step, 6);
 }
 
 #if FASTNN_HAVE_NCCL
