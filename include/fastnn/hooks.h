@@ -39,6 +39,12 @@ struct StepStats {
   double loss_scale = 1;
   /// The update was skipped: dynamic loss scaling met Inf/NaN gradients.
   bool skipped = false;
+  /// False when this step left its loss, accuracy and gradient norm on the
+  /// device (they read 0 here). A GPU run reads them only on the steps a
+  /// hook asks for (Hook::needs_metrics), since each read makes the host
+  /// wait for the GPU; an Inf/NaN on the other steps is kept as a device
+  /// flag and stops the run at the next read. Always true on the CPU.
+  bool metrics_read = true;
   StepSpans spans;
 };
 
@@ -91,6 +97,13 @@ class Hook {
   /// Before the step that will end at global_step() + 1 fetches its batch.
   virtual void before_step(TrainControl&) {}
   virtual void after_step(TrainControl&, const StepStats&) {}
+  /// Whether after_step needs the loss, accuracy and gradient norm of the
+  /// step that will end at `global_step` (StepStats::metrics_read). The
+  /// default, every step, costs a GPU run one host synchronisation a step.
+  virtual bool needs_metrics(const TrainControl&,
+                             int64_t /*global_step*/) const {
+    return true;
+  }
   /// The run finished (exit 0): e.g. the final checkpoint.
   virtual void end(TrainControl&) {}
   /// After every run that reaches the end of the loop, finished or

@@ -124,4 +124,8 @@ std::unique_ptr<DeviceFeed> make_device_feed(datasets::Pipeline& pipeline,
   return std::make_unique<HostFeed>(pipeline);
 }
 
+bool host_reads_synchronise(const torch::Device& device) {
+  return device.is_cuda();
+}
+
 }  // namespace fastnn::train

@@ -51,6 +51,11 @@ int default_workers_per_machine(const HParams& hp);
 /// (cuDNN's autotuner on for CUDA: input shapes are fixed).
 void prepare_device(const torch::Device& device);
 
+/// Whether reading a tensor of `device` makes the host wait for it (CUDA),
+/// rather than being free (the CPU): a step then reads its numbers only
+/// when a hook asks (StepOptions::read_every_step).
+bool host_reads_synchronise(const torch::Device& device);
+
 /// The forward pass's precision for `hp` on `device` (no output).
 Autocast choose_autocast(const HParams& hp, const torch::Device& device);
 /// One line on the chief saying what `autocast` means here (and a warning

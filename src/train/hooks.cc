@@ -38,6 +38,7 @@ class StopAtStepHook : public Hook {
   void after_step(TrainControl& c, const StepStats& s) override {
     check(c, s.global_step);
   }
+  bool needs_metrics(const TrainControl&, int64_t) const override { return false; }
 
  private:
   void check(TrainControl& c, int64_t step) {
@@ -57,11 +58,14 @@ class LoggingTensorHook : public Hook {
     last_step_ = c.global_step();
     last_samples_ = 0;
   }
+  bool needs_metrics(const TrainControl& c, int64_t step) const override {
+    const int64_t every = c.hparams().log_loss_every_n_iters;
+    return every > 0 && step % every == 0;
+  }
   void after_step(TrainControl& c, const StepStats& s) override {
     samples_ += s.batch_samples;
     input_secs_ += s.spans.input_end - s.spans.input_begin;
-    const int64_t every = c.hparams().log_loss_every_n_iters;
-    if (every <= 0 || s.global_step % every != 0) return;
+    if (!needs_metrics(c, s.global_step)) return;
     const double elapsed = secs_since(last_time_);
     const int64_t steps = s.global_step - last_step_;
     const double per_step = steps > 0 ? elapsed / steps : 0.0;
@@ -104,7 +108,10 @@ class LoggingTensorHook : public Hook {
 /// with DivergedError (exit 4) naming the step. Always installed, first.
 class NanTensorHook : public Hook {
  public:
+  /// A step that left its numbers on the device is checked there (Step).
+  bool needs_metrics(const TrainControl&, int64_t) const override { return false; }
   void after_step(TrainControl&, const StepStats& s) override {
+    if (!s.metrics_read) return;
     std::string what;
     if (!std::isfinite(s.loss)) {
       what = "loss is " + std::to_string(s.loss);
@@ -126,13 +133,14 @@ class CheckpointSaverHook : public Hook {
     last_time_ = Clock::now();
     last_saved_ = c.global_step();
   }
+  /// A save follows a step that read its numbers, so a step with Inf/NaN
+  /// has stopped the run before its weights are written. One due by time
+  /// after a step that did not read waits for the next step, which reads.
+  bool needs_metrics(const TrainControl& c, int64_t step) const override {
+    return due(c.hparams(), step);
+  }
   void after_step(TrainControl& c, const StepStats& s) override {
-    const auto& hp = c.hparams();
-    const bool by_steps = hp.save_checkpoints_steps > 0 &&
-                          s.global_step % hp.save_checkpoints_steps == 0;
-    const bool by_time = hp.save_interval_secs > 0 &&
-                         secs_since(last_time_) >= hp.save_interval_secs;
-    if (by_steps || by_time) save(c, s.global_step);
+    if (s.metrics_read && due(c.hparams(), s.global_step)) save(c, s.global_step);
   }
   void end(TrainControl& c) override {
     if (c.global_step() != last_saved_) save(c, c.global_step());
@@ -143,6 +151,12 @@ class CheckpointSaverHook : public Hook {
     c.save_checkpoint();
     last_saved_ = step;
     last_time_ = Clock::now();
+  }
+  bool due(const HParams& hp, int64_t step) const {
+    const bool by_steps = hp.save_checkpoints_steps > 0 && step % hp.save_checkpoints_steps == 0;
+    const bool by_time =
+        hp.save_interval_secs > 0 && secs_since(last_time_) >= hp.save_interval_secs;
+    return by_steps || by_time;
   }
   Clock::time_point last_time_;
   int64_t last_saved_ = -1;
@@ -164,6 +178,7 @@ class ProfilerHook : public Hook {
     profile_.emplace(trace_.emplace());
     started_ = c.now();
   }
+  bool needs_metrics(const TrainControl&, int64_t) const override { return false; }
   void after_step(TrainControl& c, const StepStats& s) override {
     if (!profile_) return;
     profile_.reset();  // writes the operators' trace
@@ -230,13 +245,18 @@ class SummarySaverHook : public Hook {
     last_time_ = Clock::now();
     last_step_ = c.global_step();
   }
+  /// Written after a step that read its numbers; one due by time after a
+  /// step that did not waits for the next step, which reads.
+  bool needs_metrics(const TrainControl& c, int64_t) const override {
+    return writer_ && due(c.hparams());
+  }
   void after_step(TrainControl& c, const StepStats& s) override {
     if (!writer_) return;
     samples_ += s.batch_samples;
+    if (!s.metrics_read) return;
     last_ = s;
     have_last_ = true;
-    const auto secs = c.hparams().save_summaries_secs;
-    if (!written_ || (secs > 0 && secs_since(last_time_) >= secs)) write(s);
+    if (due(c.hparams())) write(s);
   }
   void end(TrainControl&) override {
     if (writer_ && have_last_ && last_.global_step != last_step_) write(last_);
@@ -259,6 +279,10 @@ class SummarySaverHook : public Hook {
     samples_ = 0;
     last_step_ = s.global_step;
     last_time_ = Clock::now();
+  }
+  bool due(const HParams& hp) const {
+    const auto secs = hp.save_summaries_secs;
+    return !written_ || (secs > 0 && secs_since(last_time_) >= secs);
   }
   std::unique_ptr<io::EventWriter> writer_;
   Clock::time_point last_time_;

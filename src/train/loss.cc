@@ -24,8 +24,8 @@ double apply_l2_regularization(const std::vector<torch::Tensor>& weights,
   return l2_regularization_value(sums.data(), sums.size(), decay);
 }
 
-std::vector<torch::Tensor> add_l2_regularization_gradients(const std::vector<torch::Tensor>& weights,
-                                                           double decay) {
+std::vector<torch::Tensor> add_l2_regularization_gradients(
+    const std::vector<torch::Tensor>& weights, double decay) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> sums;
   sums.reserve(weights.size());
@@ -69,7 +69,8 @@ torch::Tensor gradient_global_norm_tensor(const std::vector<optim::Variable>& va
 std::vector<double> read_scalars(const std::vector<torch::Tensor>& values) {
   if (values.empty()) return {};
   torch::NoGradGuard no_grad;
-  const auto options = torch::TensorOptions().dtype(torch::kFloat64).device(values.front().device());
+  const auto options =
+      torch::TensorOptions().dtype(torch::kFloat64).device(values.front().device());
   std::vector<torch::Tensor> flat;
   flat.reserve(values.size());
   for (const auto& v : values) flat.push_back(v.detach().reshape({1}).to(options));

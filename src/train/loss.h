@@ -28,8 +28,8 @@ double apply_l2_regularization(const std::vector<torch::Tensor>& weights,
 /// apply_l2_regularization without reading the device: adds the
 /// gradients and returns each weight's sum(w^2), not yet read (on the
 /// weights' device), for l2_regularization_value.
-std::vector<torch::Tensor> add_l2_regularization_gradients(const std::vector<torch::Tensor>& weights,
-                                                           double decay);
+std::vector<torch::Tensor> add_l2_regularization_gradients(
+    const std::vector<torch::Tensor>& weights, double decay);
 /// decay * sum(w^2) / 2 from the per-weight sums (added in order, in double).
 double l2_regularization_value(const double* square_sums, size_t n, double decay);
 

@@ -29,6 +29,7 @@ class StatisticsHook : public Hook {
  public:
   StatisticsHook(models::ClassifierImpl& model, optim::Optimizer& optimizer)
       : model_(model), optimizer_(optimizer) {}
+  bool needs_metrics(const TrainControl&, int64_t) const override { return false; }
 
   void begin(TrainControl& c) override {
     const HParams& hp = c.hparams();
@@ -62,6 +63,7 @@ class StatisticsHook : public Hook {
 class RunReportHook : public Hook {
  public:
   explicit RunReportHook(PipelineStatsFn stats) : stats_(std::move(stats)) {}
+  bool needs_metrics(const TrainControl&, int64_t) const override { return false; }
 
   void after_run(TrainControl&, const RunSummary& r) override {
     const double wall = r.wall_secs;
@@ -82,6 +84,7 @@ class MetricsHook : public Hook {
  public:
   MetricsHook(PipelineStatsFn stats, const LossScaler& scaler, const EvaluationHook* eval)
       : stats_(std::move(stats)), scaler_(scaler), eval_(eval) {}
+  bool needs_metrics(const TrainControl&, int64_t) const override { return false; }
 
   void after_run(TrainControl& c, const RunSummary& r) override {
     const auto stats = stats_();
@@ -149,8 +152,12 @@ EvaluationHook::EvaluationHook(const HParams& hp, std::vector<Built> evals,
                                std::function<bool()> swap_averages)
     : hp_(hp), evals_(std::move(evals)), swap_averages_(std::move(swap_averages)) {}
 
-void EvaluationHook::after_step(TrainControl&, const StepStats& s) {
-  if (hp_.eval_every_n_iters > 0 && s.global_step % hp_.eval_every_n_iters == 0) {
+bool EvaluationHook::needs_metrics(const TrainControl&, int64_t step) const {
+  return hp_.eval_every_n_iters > 0 && step % hp_.eval_every_n_iters == 0;
+}
+
+void EvaluationHook::after_step(TrainControl& c, const StepStats& s) {
+  if (needs_metrics(c, s.global_step)) {
     evaluate(s.global_step);
   }
 }

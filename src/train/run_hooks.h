@@ -40,6 +40,9 @@ class EvaluationHook : public Hook {
   /// eval_image_classifier evaluates them.
   EvaluationHook(const HParams& hp, std::vector<Built> evals,
                  std::function<bool()> swap_averages = {});
+  /// Evaluation steps read the step's numbers first: an Inf/NaN stops
+  /// the run before the weights are evaluated.
+  bool needs_metrics(const TrainControl& c, int64_t global_step) const override;
   void after_step(TrainControl& c, const StepStats& s) override;
   void end(TrainControl& c) override;
   /// The latest result of each split, in the order of `evals`; empty

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "fastnn/errors.h"
 #include "src/compat/torch_compat.h"
 #include "src/log/log.h"
 #include "src/train/loss.h"
@@ -56,6 +57,15 @@ class AutocastScope {
   at::ScalarType dtype_ = at::kBFloat16;
 };
 
+// An unread step had Inf/NaN (the NaN hook's error, for a GPU run's steps
+// that left their numbers on the device).
+[[noreturn]] void throw_unread_divergence(int64_t first, int64_t seen_at) {
+  throw DivergedError("loss or gradient norm is Inf/NaN at global_step " + std::to_string(first) +
+                      " (seen at global_step " + std::to_string(seen_at) +
+                      ", the first step after it that read the device)"
+                      " (lower learning_rate, or set max_gradient_norm?)");
+}
+
 }  // namespace
 
 GradientFault gradient_fault_from_env() {
@@ -87,7 +97,8 @@ Step::Step(StepOptions options, models::ClassifierImpl& model, optim::Optimizer&
 }
 
 CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
-                       const std::function<double()>& now, StepStats& s) {
+                       const std::function<double()>& now, StepStats& s,
+                       bool metrics_wanted) {
   s.learning_rate = learning_rate;
   models::ModelOutput out;
   {
@@ -120,8 +131,12 @@ CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
   // Every number the step needs on the host (the loss, the correct count,
   // the gradient norm that drives the Inf/NaN test, clipping and the loss
   // scaler, the L2 term) is computed on the device and read in one copy:
-  // one host synchronisation per step on a GPU (two with a collective,
-  // whose metrics all-reduce needs the local loss first).
+  // one host synchronisation on a step that reads (two with a collective,
+  // whose metrics all-reduce needs the local loss first), none on the
+  // others.
+  const bool read = metrics_wanted || options_.read_every_step || dist_ != nullptr ||
+                    options_.max_gradient_norm.has_value() || scaler_.dynamic();
+  loss = loss.detach();
   const torch::Tensor correct = out.logits.detach().argmax(1).eq(batch.labels).sum();
   const int64_t samples = batch.labels.size(0);
   CombinedStep combined;
@@ -148,38 +163,90 @@ CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
   pending.push_back(gradient_global_norm_tensor(vars));
   const size_t first_l2 = pending.size();
   pending.insert(pending.end(), l2_sums.begin(), l2_sums.end());
-  const std::vector<double> host = read_scalars(pending);
-  if (dist_) {
-    s.loss = combined.loss;
-    s.batch_samples = combined.samples;
-    s.accuracy = combined.accuracy;
-  } else {
-    s.loss = host[0];
-    s.batch_samples = samples;
-    s.accuracy = host[1] / static_cast<double>(samples);
-  }
-  s.gradient_norm = host[first_l2 - 1];
-  if (!regularized_.empty()) {
-    s.loss += l2_regularization_value(host.data() + first_l2, host.size() - first_l2,
-                                      options_.weight_decay);
-  }
-  s.spans.backward_end = now();
-  s.skipped = !scaler_.update(std::isfinite(s.gradient_norm));
-  if (s.skipped) {
-    log::info() << "global_step " << state_.step << ": Inf/NaN gradients at loss scale "
-                << s.loss_scale << ": update skipped, loss scale now " << scaler_.scale();
-  } else if (std::isfinite(s.loss) && std::isfinite(s.gradient_norm)) {
-    if (options_.max_gradient_norm) {
-      clip_to_global_norm(vars, s.gradient_norm, *options_.max_gradient_norm);
+  s.batch_samples = dist_ ? combined.samples : samples;
+  if (!read) {
+    // Applied whatever it holds: an Inf/NaN is remembered on the device,
+    // and the run stops at the next read, before any checkpoint or
+    // evaluation sees the weights.
+    const auto& norm = pending[first_l2 - 1];
+    const auto bad = torch::isfinite(loss).logical_and(torch::isfinite(norm)).logical_not();
+    if (!first_nonfinite_.defined()) {
+      first_nonfinite_ =
+          torch::full({}, -1, torch::TensorOptions().dtype(torch::kInt64).device(loss.device()));
     }
+    first_nonfinite_ = torch::where(bad.logical_and(first_nonfinite_.lt(0)),
+                                    torch::full_like(first_nonfinite_, state_.step + 1),
+                                    first_nonfinite_);
+    unread_ = std::move(pending);
+    unread_samples_ = samples;
+    s.metrics_read = false;
+    s.spans.backward_end = now();
     optimizer_.step(learning_rate);
     state_.update_moving_averages();
+  } else {
+    unread_.clear();
+    const bool flagged = first_nonfinite_.defined();
+    if (flagged) pending.push_back(first_nonfinite_);
+    std::vector<double> host = read_scalars(pending);
+    if (flagged) {
+      const double first = host.back();
+      host.pop_back();
+      if (first >= 0) throw_unread_divergence(static_cast<int64_t>(first), state_.step + 1);
+    }
+    if (dist_) {
+      s.loss = combined.loss;
+      s.accuracy = combined.accuracy;
+    } else {
+      s.loss = host[0];
+      s.accuracy = host[1] / static_cast<double>(samples);
+    }
+    s.gradient_norm = host[first_l2 - 1];
+    if (!regularized_.empty()) {
+      s.loss += l2_regularization_value(host.data() + first_l2, host.size() - first_l2,
+                                        options_.weight_decay);
+    }
+    s.spans.backward_end = now();
+    s.skipped = !scaler_.update(std::isfinite(s.gradient_norm));
+    if (s.skipped) {
+      log::info() << "global_step " << state_.step << ": Inf/NaN gradients at loss scale "
+                  << s.loss_scale << ": update skipped, loss scale now " << scaler_.scale();
+    } else if (std::isfinite(s.loss) && std::isfinite(s.gradient_norm)) {
+      if (options_.max_gradient_norm) {
+        clip_to_global_norm(vars, s.gradient_norm, *options_.max_gradient_norm);
+      }
+      optimizer_.step(learning_rate);
+      state_.update_moving_averages();
+    }
   }
   s.spans.optimizer_end = now();
   ++state_.step;
   ++state_.batches_consumed;
   s.global_step = state_.step;
   return combined;
+}
+
+Settled Step::settle() {
+  Settled r;
+  std::vector<torch::Tensor> pending = unread_;
+  const bool flagged = first_nonfinite_.defined();
+  if (flagged) pending.push_back(first_nonfinite_);
+  if (pending.empty()) return r;
+  std::vector<double> host = read_scalars(pending);
+  if (flagged) {
+    const double first = host.back();
+    host.pop_back();
+    if (first >= 0) throw_unread_divergence(static_cast<int64_t>(first), state_.step);
+  }
+  if (!unread_.empty()) {
+    r.read = true;
+    r.loss = host[0];
+    r.accuracy = host[1] / static_cast<double>(unread_samples_);
+    if (!regularized_.empty()) {
+      r.loss += l2_regularization_value(host.data() + 3, host.size() - 3, options_.weight_decay);
+    }
+    unread_.clear();
+  }
+  return r;
 }
 
 }  // namespace fastnn::train

@@ -40,6 +40,21 @@ struct StepOptions {
   /// data_format=NHWC: images go in channels-last.
   bool channels_last = false;
   Autocast autocast = Autocast::kOff;
+  /// Read the step's numbers to the host every step (the CPU, where a read
+  /// is free). False (CUDA): only steps run with metrics_wanted read, unless
+  /// clipping, dynamic loss scaling or a collective need the numbers anyway;
+  /// the other steps apply their update and keep "Inf/NaN seen, first at
+  /// step N" on the device for the next read.
+  bool read_every_step = true;
+};
+
+/// What settle() found of the last step.
+struct Settled {
+  /// The last step had left its numbers on the device; loss and accuracy
+  /// are now read.
+  bool read = false;
+  double loss = 0;
+  double accuracy = 0;
 };
 
 /// Test-only fault: runs after the gradients are final, before the loss
@@ -63,8 +78,16 @@ class Step {
   /// spans, which the caller measured); `now` is the spans' clock. Returns
   /// what the workers agreed on (a stop, the combined metrics); on one
   /// process, its default.
+  /// `metrics_wanted`: this step must read its numbers (see
+  /// StepOptions::read_every_step). Throws DivergedError when an earlier
+  /// step that did not read them had Inf/NaN.
   CombinedStep run(const datasets::Batch& batch, double learning_rate,
-                   const std::function<double()>& now, StepStats& s);
+                   const std::function<double()>& now, StepStats& s,
+                   bool metrics_wanted = true);
+
+  /// After the last step: reads what the steps since the last read left on
+  /// the device. Throws DivergedError when one of them had Inf/NaN.
+  Settled settle();
 
  private:
   StepOptions options_;
@@ -75,6 +98,12 @@ class Step {
   DistributedStep* dist_;
   GradientFault fault_;
   std::vector<torch::Tensor> regularized_;
+  /// Global step of the first unread step whose loss or gradient norm was
+  /// Inf/NaN, or -1 (int64 scalar on the device; undefined until needed).
+  torch::Tensor first_nonfinite_;
+  /// The last unread step's loss, correct count, gradient norm and L2 sums.
+  std::vector<torch::Tensor> unread_;
+  int64_t unread_samples_ = 0;
 };
 
 }  // namespace fastnn::train

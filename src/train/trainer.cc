@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -311,6 +312,10 @@ int Trainer::run() {
   so.max_gradient_norm = h.max_gradient_norm;
   so.channels_last = h.data_format == "NHWC";
   so.autocast = m.autocast;
+  // FASTNN_TEST_READ_ON_DEMAND=1 (tests): a CPU run reads its numbers as
+  // a GPU run does, only on the steps the hooks ask for.
+  so.read_every_step =
+      !host_reads_synchronise(m.device) && std::getenv("FASTNN_TEST_READ_ON_DEMAND") == nullptr;
   log_autocast(h, m.autocast);
   m.prepare();
   Step step(so, *m.built.model, *m.optimizer, *m.scaler, *m.state, m.dist.get(),
@@ -357,16 +362,28 @@ void Trainer::Impl::loop(Step& step, RunSummary& r) {
       request_stop("input exhausted after num_epochs=" + std::to_string(hp.num_epochs));
       break;
     }
+    const int64_t next = state->step + 1;
+    bool wanted = next == final_step();
+    for (const auto& hook : hooks) wanted = wanted || hook->needs_metrics(*this, next);
     const CombinedStep combined =
-        step.run(*batch, optim::learning_rate_at(schedule, state->step), clock, s);
+        step.run(*batch, optim::learning_rate_at(schedule, state->step), clock, s, wanted);
     r.samples += s.batch_samples;
-    r.loss = s.loss;
-    r.accuracy = s.accuracy;
+    if (s.metrics_read) {
+      r.loss = s.loss;
+      r.accuracy = s.accuracy;
+    }
     for (auto& hook : hooks) hook->after_step(*this, s);
     if (combined.stop) {
       r.exit_code = combined.exit_code;
       request_stop(combined.stop_reason);
     }
+  }
+  // A GPU run's last steps may have left their numbers on the device: an
+  // Inf/NaN among them stops the run here, before the final checkpoint.
+  const Settled last = step.settle();
+  if (last.read) {
+    r.loss = last.loss;
+    r.accuracy = last.accuracy;
   }
 }
 

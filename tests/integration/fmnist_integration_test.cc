@@ -440,6 +440,70 @@ TEST_F(FashionMnist, NanTensorHookExitsFourNamingTheStep) {
   EXPECT_FALSE(fs::exists(fs::path(dir) / "model.ckpt-6"));
 }
 
+// A GPU run reads its step's numbers only on the steps a hook asks for
+// (here: every 10th, for the log line and the checkpoint);
+// FASTNN_TEST_READ_ON_DEMAND makes a CPU run do the same. Same log lines,
+// same checkpoint bytes; an Inf on a step that did not read stops the run
+// at the next step that does, naming the first, before its checkpoint.
+TEST_F(FashionMnist, StepsThatReadOnlyWhenAskedTrainAndStopTheSame) {
+  auto losses = [](const std::string& output) {
+    std::vector<std::string> out;
+    const std::regex line(
+        "loss = [^\t]*,\taccuracy = [^\t]*,\tlrate = [^\t]*,\tglobal_step = "
+        "\\d+");
+    for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
+         it != std::sregex_iterator();
+         ++it) {
+      out.push_back(it->str());
+    }
+    return out;
+  };
+  auto bytes = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::vector<std::string> logged[2];
+  std::string dirs[2];
+  for (int lazy = 0; lazy < 2; ++lazy) {
+    dirs[lazy] = fresh(lazy ? "read_on_demand" : "read_every_step");
+    auto args = train_args(dirs[lazy], "40");
+    args.insert(args.end(),
+                {"--log_loss_every_n_iters=10", "--save_checkpoints_steps=20"});
+    if (lazy)
+      ::setenv("FASTNN_TEST_READ_ON_DEMAND", "1", 1);
+    auto r = run(args, (kTmp / (dirs[lazy] + ".log")).string());
+    ::unsetenv("FASTNN_TEST_READ_ON_DEMAND");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    logged[lazy] = losses(r.output);
+  }
+  EXPECT_EQ(logged[0].size(), 4u);
+  EXPECT_EQ(logged[1], logged[0]);
+  int compared = 0;
+  for (const auto& e : fs::directory_iterator(dirs[0])) {
+    const auto name = e.path().filename().string();
+    if (name.rfind("model.ckpt-40", 0) != 0)
+      continue;
+    EXPECT_EQ(bytes(e.path()), bytes(fs::path(dirs[1]) / name)) << name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+
+  const auto dir = fresh("read_on_demand_inf");
+  auto args = train_args(dir, "30");
+  args.insert(args.end(),
+              {"--log_loss_every_n_iters=10", "--save_checkpoints_steps=10"});
+  ::setenv("FASTNN_TEST_READ_ON_DEMAND", "1", 1);
+  ::setenv("FASTNN_FAULT_INF_GRAD_STEPS", "5", 1);
+  auto r = run(args, (kTmp / "read_on_demand_inf.log").string());
+  ::unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
+  ::unsetenv("FASTNN_TEST_READ_ON_DEMAND");
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_NE(r.output.find("Inf/NaN at global_step 6 (seen at global_step 10,"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(fs::path(dir) / "model.ckpt-10"));
+}
+
 // TF-slim's evaluation loop: eval_image_classifier follows a train_dir,
 // evaluates new checkpoints as they appear and ends when the run finishes.
 TEST_F(FashionMnist, EvaluationLoopFollowsTrainingToTheEnd) {

@@ -1,0 +1,114 @@
+// lenet on mock data with Adam and weight decay, and every piece the
+// trainer builds around a Step, on a chosen device (step_test, gpu_test).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/classifier.h"
+#include "src/optim/optimizers.h"
+#include "src/train/builder.h"
+#include "src/train/loss_scale.h"
+#include "src/train/step.h"
+#include "src/train/train_state.h"
+
+namespace fastnn::train::testing {
+
+struct StepRigOptions {
+  torch::Device device = torch::kCPU;
+  bool read_every_step = true;
+  /// hp.loss_scaling: "static" or "dynamic".
+  std::string loss_scaling = "static";
+  Autocast autocast = Autocast::kOff;
+  GradientFault fault;
+};
+
+class StepRig {
+ public:
+  static constexpr int64_t kBatch = 16;
+
+  explicit StepRig(StepRigOptions o) : device_(o.device) {
+    HParams hp;
+    hp.model_name = "lenet";
+    hp.dataset_name = "mock";
+    hp.num_classes = 10;
+    hp.optimizer = "adam";
+    hp.weight_decay = 4e-5;
+    hp.loss_scaling = o.loss_scaling;
+    hp.dropout_keep_prob = 1;  // no random masks: two rigs compute the same
+    torch::manual_seed(7);
+    built = build(hp, "train");
+    std::vector<optim::Variable> vars;
+    for (const auto& v : models::model_variables(*built.model)) {
+      if (v.trainable)
+        vars.push_back({v.name, v.tensor});
+    }
+    optimizer = optim::create_optimizer(hp, std::move(vars));
+    scaler = std::make_unique<LossScaler>(loss_scale_options(hp, false));
+    state = std::make_unique<TrainState>(
+        *built.model, *optimizer, *scaler, std::nullopt);
+    if (device_.is_cuda())
+      state->to(device_);
+    built.model->train();
+    StepOptions so;
+    so.weight_decay = hp.weight_decay;
+    so.read_every_step = o.read_every_step;
+    so.autocast = o.autocast;
+    step = std::make_unique<Step>(so,
+                                  *built.model,
+                                  *optimizer,
+                                  *scaler,
+                                  *state,
+                                  nullptr,
+                                  std::move(o.fault));
+  }
+
+  /// Step `i` (its batch drawn from seed 100 + i).
+  StepStats run(int i, bool wanted) {
+    torch::manual_seed(100 + i);
+    datasets::Batch b;
+    // Made on the device: a copy from pageable host memory would itself
+    // synchronise (gpu_test counts synchronisations).
+    b.images = torch::randn(
+        {kBatch, built.shape.channels, built.shape.height, built.shape.width},
+        torch::TensorOptions().device(device_));
+    b.labels = torch::randint(
+        0,
+        10,
+        {kBatch},
+        torch::TensorOptions().dtype(torch::kLong).device(device_));
+    StepStats s;
+    step->run(
+        b, 0.01, [] { return 0.0; }, s, wanted);
+    return s;
+  }
+
+  Built built;
+  std::unique_ptr<optim::Optimizer> optimizer;
+  std::unique_ptr<LossScaler> scaler;
+  std::unique_ptr<TrainState> state;
+  std::unique_ptr<Step> step;
+
+ private:
+  torch::Device device_;
+};
+
+/// Fills the first variable's gradient with Inf on the step that starts at
+/// global step `at`.
+inline GradientFault inf_at(int64_t at) {
+  return [at](int64_t step, const std::vector<optim::Variable>& vars) {
+    if (step != at)
+      return;
+    torch::NoGradGuard no_grad;
+    vars.front().var.mutable_grad().fill_(
+        std::numeric_limits<float>::infinity());
+  };
+}
+
+}  // namespace fastnn::train::testing

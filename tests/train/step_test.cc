@@ -1,0 +1,94 @@
+// The step's two ways of reading its numbers, on the CPU: every step (the
+// CPU's way) and only when asked (a GPU run's way, read_every_step=false,
+// exercised here on the CPU where both give the same arithmetic).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "fastnn/errors.h"
+#include "tests/train/step_rig.h"
+
+namespace fastnn::train {
+namespace {
+
+using testing::inf_at;
+using testing::StepRig;
+constexpr int64_t kBatch = StepRig::kBatch;
+
+StepRig rig(bool read_every_step, GradientFault fault = {}) {
+  testing::StepRigOptions o;
+  o.read_every_step = read_every_step;
+  o.fault = std::move(fault);
+  return StepRig(std::move(o));
+}
+
+TEST(Step, StepsThatDoNotReadTrainTheSameWeights) {
+  StepRig every = rig(true), asked = rig(false);
+  for (int i = 0; i < 7; ++i) {
+    const bool wanted = i % 3 == 2;
+    const StepStats a = every.run(i, wanted);
+    const StepStats b = asked.run(i, wanted);
+    EXPECT_TRUE(a.metrics_read);
+    EXPECT_EQ(b.metrics_read, wanted) << "step " << b.global_step;
+    EXPECT_EQ(b.global_step, a.global_step);
+    EXPECT_EQ(b.batch_samples, kBatch);
+    if (wanted) {
+      EXPECT_EQ(b.loss, a.loss);
+      EXPECT_EQ(b.accuracy, a.accuracy);
+      EXPECT_EQ(b.gradient_norm, a.gradient_norm);
+    } else {
+      EXPECT_EQ(b.loss, 0);
+    }
+  }
+  const auto pa = every.built.model->parameters();
+  const auto pb = asked.built.model->parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i)
+    EXPECT_TRUE(torch::equal(pa[i], pb[i])) << i;
+  // The 7th step did not read; settle() reads it: the same as reading then.
+  const StepStats last = every.run(7, false);
+  const StepStats unread = asked.run(7, false);
+  EXPECT_FALSE(unread.metrics_read);
+  const Settled settled = asked.step->settle();
+  EXPECT_TRUE(settled.read);
+  EXPECT_EQ(settled.loss, last.loss);
+  EXPECT_EQ(settled.accuracy, last.accuracy);
+  EXPECT_FALSE(every.step->settle().read);
+  EXPECT_FALSE(asked.step->settle().read);  // nothing left unread
+}
+
+TEST(Step, InfOnAStepThatDidNotReadStopsTheNextStepThatReads) {
+  StepRig asked = rig(false, inf_at(2));  // the step that ends at global_step 3
+  for (int i = 0; i < 5; ++i)
+    EXPECT_NO_THROW(asked.run(i, false)) << i;
+  try {
+    asked.run(5, true);
+    FAIL() << "no DivergedError";
+  } catch (const DivergedError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("Inf/NaN at global_step 3 "), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("seen at global_step 6"), std::string::npos) << what;
+  }
+}
+
+TEST(Step, SettleStopsARunWhoseLastStepsHadInf) {
+  StepRig asked = rig(false, inf_at(1));
+  for (int i = 0; i < 3; ++i)
+    asked.run(i, false);
+  EXPECT_THROW(asked.step->settle(), DivergedError);
+
+  // Read every step, the same Inf is the NaN hook's to report: the step
+  // skips the update and says so in its numbers.
+  StepRig every = rig(true, inf_at(1));
+  every.run(0, false);
+  const StepStats s = every.run(1, false);
+  EXPECT_TRUE(s.metrics_read);
+  EXPECT_FALSE(std::isfinite(s.gradient_norm));
+}
+
+}  // namespace
+}  // namespace fastnn::train
