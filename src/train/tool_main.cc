@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "fastnn/errors.h"
+#include "src/io/protobuf_log.h"
 
 namespace fastnn::train {
 
@@ -13,6 +14,7 @@ int tool_main(int argc,
               const std::string& program,
               const std::string& usage,
               const std::function<int(LoadResult&)>& body) {
+  io::route_protobuf_log();
   try {
     LoadResult args = load_hparams(argc, argv);
     if (args.help) {
