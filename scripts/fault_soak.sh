@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Soak of the fault-injection tests (CTest label `faults`, tests/faults/):
-# runs them N times in a row under load — two busy-loop spinner processes
-# on the side, so that timing assumptions break here rather than on a
-# loaded CI machine. Prints each round's result and duration, then
-# "fault soak: K/N rounds passed under 2 load processes"; exits 1 if any round
-# failed. Root runs the root-only tests too (mount, network namespaces).
+# runs them N times in a row under load — two busy processes on the side
+# (spinners, or the FAULT_SOAK_LOAD commands below), so that timing
+# assumptions break here rather than on a loaded CI machine. Prints each
+# round's result and duration, then "fault soak: K/N rounds passed under 2
+# load processes"; exits 1 if any round failed. Root runs the root-only
+# tests too (mount, network namespaces).
 # usage: scripts/fault_soak.sh [N=20] [BUILD_DIR=build]
 #   FAULT_SOAK_LOAD1 / FAULT_SOAK_LOAD2: a shell command that is that load
 #   slot's busy process instead of a spinner (e.g. a long fuzz run, so the
