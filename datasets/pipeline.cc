@@ -25,7 +25,7 @@ namespace fastnn::datasets {
 namespace {
 
 // Why a record was dropped (skip policy).
-enum class Skip : uint8_t { kNone, kCrc, kTruncated, kExample, kImage, kLabel, kPad };
+enum class Skip : uint8_t { kNone, kCrc, kTruncated, kOversized, kExample, kImage, kLabel, kPad };
 
 struct Record {
   /// A serialized tf.train.Example, or (label >= 0) encoded image bytes.
@@ -36,7 +36,7 @@ struct Record {
   /// >= 0: the record came from an image file of this class.
   int64_t label = -1;
   /// Set when the record is unusable before decoding (an image file over
-  /// max_record_bytes, not read): decode_record reports it as a bad image.
+  /// max_record_bytes, not read): decode_record counts it as oversized.
   std::string refused;
   /// kPad: a slot kept for a record the reader lost to corruption, so the
   /// worker's epoch keeps its planned size; decodes to nothing.
@@ -102,6 +102,7 @@ struct Pipeline::State {
     switch (kind) {
       case Skip::kCrc: counter = &stats.skipped_crc_mismatch; break;
       case Skip::kTruncated: counter = &stats.skipped_truncated; break;
+      case Skip::kOversized: counter = &stats.skipped_oversized; break;
       case Skip::kExample: counter = &stats.skipped_bad_example; break;
       case Skip::kImage: counter = &stats.skipped_bad_image; break;
       case Skip::kLabel: counter = &stats.skipped_bad_label; break;
@@ -166,8 +167,11 @@ bool Pipeline::State::read_files(Take&& take) {
         const auto skips = static_cast<int64_t>(rs.skipped - counted.skipped);
         const auto t = static_cast<int64_t>(rs.skipped_truncated -
                                             counted.skipped_truncated);
+        const auto o = static_cast<int64_t>(rs.skipped_oversized -
+                                            counted.skipped_oversized);
         count(Skip::kTruncated, t);
-        count(Skip::kCrc, skips - t);
+        count(Skip::kOversized, o);
+        count(Skip::kCrc, skips - t - o);
         index += skips;
         {
           std::lock_guard<std::mutex> lock(mu);
@@ -307,7 +311,7 @@ int64_t Pipeline::State::decode_record(const Record& r,
   std::string_view encoded = r.data;
   int64_t label = r.label;
   io::ImageRecord ex;
-  if (!r.refused.empty()) throw BadRecord(Skip::kImage, r.refused);
+  if (!r.refused.empty()) throw BadRecord(Skip::kOversized, r.refused);
   if (r.label < 0) {
     try {
       ex = io::decode_image_example(r.data);
@@ -500,8 +504,8 @@ std::string describe_skipped(const PipelineStats& st) {
   std::string out = std::to_string(st.records_skipped) + " corrupt records skipped:";
   const std::pair<const char*, int64_t> kinds[] = {
       {"crc_mismatch", st.skipped_crc_mismatch}, {"truncated", st.skipped_truncated},
-      {"bad_example", st.skipped_bad_example},   {"bad_image", st.skipped_bad_image},
-      {"bad_label", st.skipped_bad_label}};
+      {"oversized", st.skipped_oversized},       {"bad_example", st.skipped_bad_example},
+      {"bad_image", st.skipped_bad_image},       {"bad_label", st.skipped_bad_label}};
   const char* sep = " ";
   for (const auto& [name, n] : kinds) {
     if (n == 0) continue;

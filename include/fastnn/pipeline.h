@@ -102,12 +102,15 @@ struct Batch {
 struct PipelineStats {
   int64_t records_read = 0;
   int64_t images_decoded = 0;
-  /// Records dropped under skip_corrupt, all kinds; the sum of the next five.
+  /// Records dropped under skip_corrupt, all kinds; the sum of the next six.
   int64_t records_skipped = 0;
   /// Data (or length) CRC did not match.
   int64_t skipped_crc_mismatch = 0;
   /// The file ended inside a record.
   int64_t skipped_truncated = 0;
+  /// The record (a TFRecord's declared length, an image_folder file) is
+  /// over max_record_bytes; it was not read.
+  int64_t skipped_oversized = 0;
   /// The record is not a tf.train.Example with image/encoded and a label.
   int64_t skipped_bad_example = 0;
   /// The image bytes could not be decoded.

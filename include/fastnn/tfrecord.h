@@ -36,6 +36,9 @@ struct RecordStats {
   uint64_t skipped_bytes = 0;
   /// Of `skipped`: records cut short by the end of the source.
   uint64_t skipped_truncated = 0;
+  /// Of `skipped`: records whose header declares more than
+  /// max_record_bytes (not read).
+  uint64_t skipped_oversized = 0;
 };
 
 /// How a TFRecordReader treats corruption.

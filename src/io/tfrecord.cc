@@ -15,6 +15,9 @@
 namespace fastnn::io {
 namespace {
 
+// Ends the reason of a record over max_record_bytes (counted apart).
+constexpr const char* kOversizedMark = " (max_record_bytes)";
+
 constexpr size_t kHeaderBytes = 12;
 constexpr size_t kFooterBytes = 4;
 // Record data is read in growing chunks starting here, so a corrupt but
@@ -251,6 +254,7 @@ void TFRecordReader::fault(uint64_t index,
     throw DataError(message);
   }
   if (reason.rfind("truncated", 0) == 0) ++stats_.skipped_truncated;
+  if (reason.find(kOversizedMark) != std::string::npos) ++stats_.skipped_oversized;
   // Put back what was read of the record except its first byte, and look
   // for the next record from there.
   std::string rest;
@@ -304,7 +308,7 @@ bool TFRecordReader::next(std::string* record) {
             "record of " + std::to_string(length) +
                 " bytes is over the limit of " +
                 std::to_string(options_.max_record_bytes) +
-                " (max_record_bytes)",
+                kOversizedMark,
             header);
       continue;
     }

@@ -104,6 +104,7 @@ class MetricsHook : public Hook {
         {"records_skipped_by_kind",
          {{"crc_mismatch", stats.skipped_crc_mismatch},
           {"truncated", stats.skipped_truncated},
+          {"oversized", stats.skipped_oversized},
           {"bad_example", stats.skipped_bad_example},
           {"bad_image", stats.skipped_bad_image},
           {"bad_label", stats.skipped_bad_label}}},

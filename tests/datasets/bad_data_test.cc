@@ -143,6 +143,7 @@ TEST_P(BadData, SkipPolicyDropsAndCountsByKind) {
     EXPECT_EQ(by_kind[k], k == static_cast<int>(c.fault) ? 1 : 0)
         << "kind " << k;
   }
+  EXPECT_EQ(st.skipped_oversized, 0);
   EXPECT_EQ(st.bytes_skipped, faulty.lost_bytes);
   std::string expected = std::string("1 corrupt records skipped: 1 ") + c.name;
   if (faulty.lost_bytes > 0) {
@@ -196,7 +197,11 @@ TEST(BadData, DeclaredSizesOverTheLimitsAreBadDataNotAllocations) {
   {
     Pipeline p(o);
     EXPECT_EQ(drain(p), kRecords - 1);
-    EXPECT_EQ(p.stats().skipped_crc_mismatch, 1);
+    // Counted as what it is, not as a CRC fault.
+    EXPECT_EQ(p.stats().skipped_oversized, 1);
+    EXPECT_EQ(p.stats().skipped_crc_mismatch, 0);
+    EXPECT_EQ(describe_skipped(p.stats()).rfind("1 corrupt records skipped: 1 oversized", 0), 0u)
+        << describe_skipped(p.stats());
   }
 
   o = options(big_image);
@@ -209,6 +214,31 @@ TEST(BadData, DeclaredSizesOverTheLimitsAreBadDataNotAllocations) {
   Pipeline p(o);
   EXPECT_EQ(drain(p), kRecords - 1);
   EXPECT_EQ(p.stats().skipped_bad_image, 1);
+}
+
+// image_folder: a file over max_record_bytes is not read; skipped, it is
+// counted as oversized, as an over-long TFRecord is.
+TEST(BadData, AnImageFileOverTheLimitIsOversized) {
+  auto dir = testing::fresh_dir("bad_big_file");
+  std::vector<std::string> files;
+  for (int i = 0; i < 4; ++i) {
+    files.push_back((dir / (std::to_string(i) + ".png")).string());
+    std::ofstream(files.back(), std::ios::binary)
+        << (i == 2 ? std::string(png_of(28, 28, 1, 0)) + std::string(8192, '\0')
+                   : png_of(28, 28, 1, static_cast<uint8_t>(i)));
+  }
+  auto o = testing::eval_options(files);
+  o.file_labels = {0, 1, 2, 3};
+  o.max_record_bytes = 4096;
+  const std::string msg = error_of(o);
+  EXPECT_NE(msg.find("2.png: file of "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("over the limit of 4096 (max_record_bytes)"), std::string::npos) << msg;
+  o.skip_corrupt = true;
+  o.max_skipped_share = 1;
+  Pipeline p(o);
+  EXPECT_EQ(drain(p), 3);
+  EXPECT_EQ(p.stats().skipped_oversized, 1);
+  EXPECT_EQ(p.stats().skipped_bad_image, 0);
 }
 
 TEST(BadData, ShardedWorkersKeepTheirStepCountWhenRecordsAreSkipped) {
