@@ -14,6 +14,7 @@
 #include "fastnn/errors.h"
 #include "src/config/hparams_table.h"
 #include "src/config/value_parse.h"
+#include "tests/test_paths.h"
 
 #ifndef FASTNN_SOURCE_DIR
 #error "FASTNN_SOURCE_DIR must name the source tree"

@@ -14,6 +14,7 @@
 #include "fastnn/pipeline.h"
 #include "preprocessing/preprocessing_factory.h"
 #include "fastnn/tfrecord.h"
+#include "tests/test_paths.h"
 
 namespace fastnn::datasets {
 namespace {

@@ -4,6 +4,7 @@
 #include "src/io/image.h"
 #include "fastnn/tfrecord.h"
 #include "preprocessing/preprocessing_factory.h"
+#include "tests/test_paths.h"
 
 namespace fastnn::testing {
 namespace fs = std::filesystem;

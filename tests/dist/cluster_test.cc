@@ -11,6 +11,7 @@
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
+#include "tests/test_paths.h"
 
 namespace fastnn::dist {
 namespace {

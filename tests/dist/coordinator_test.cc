@@ -21,6 +21,7 @@
 #include "src/dist/client.h"
 #include "src/dist/kv_core.h"
 #include "src/dist/session.h"
+#include "tests/test_paths.h"
 
 namespace fastnn::dist {
 namespace {

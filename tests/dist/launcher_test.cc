@@ -18,6 +18,7 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "src/dist/coordinator.h"
+#include "tests/test_paths.h"
 
 namespace fastnn::dist {
 namespace {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "src/dist/coordinator.h"
+#include "tests/test_paths.h"
 
 extern char** environ;
 

@@ -10,6 +10,7 @@
 
 #include "tests/datasets/test_data.h"
 #include "tests/integration/process.h"
+#include "tests/test_paths.h"
 
 namespace fastnn::testing {
 namespace {

@@ -14,6 +14,7 @@
 
 #include "src/train/checkpoint.h"
 #include "tests/integration/process.h"
+#include "tests/test_paths.h"
 
 namespace fastnn::testing {
 namespace {

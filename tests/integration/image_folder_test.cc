@@ -15,6 +15,7 @@
 #include "src/io/image.h"
 #include "tests/datasets/test_data.h"
 #include "tests/integration/process.h"
+#include "tests/test_paths.h"
 
 namespace fastnn::testing {
 namespace {

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/process.h"
+#include "tests/test_paths.h"
 
 namespace fastnn::testing {
 namespace {

@@ -14,6 +14,7 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "src/optim/optimizers.h"
+#include "tests/test_paths.h"
 
 namespace fastnn::optim {
 namespace {

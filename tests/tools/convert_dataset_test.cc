@@ -20,6 +20,7 @@
 #include "fastnn/example.h"
 #include "src/io/image.h"
 #include "fastnn/tfrecord.h"
+#include "tests/test_paths.h"
 
 namespace fastnn::datasets {
 namespace {

@@ -8,6 +8,7 @@
 #include "fastnn/errors.h"
 #include "src/train/checkpoint.h"
 #include "src/train/checkpoint_format.h"
+#include "tests/test_paths.h"
 
 namespace fastnn::train {
 namespace {

@@ -26,6 +26,7 @@
 
 #if FASTNN_HAVE_NCCL
 #include "src/cuda/nccl_collective.h"
+#include "tests/test_paths.h"
 #endif
 
 namespace fastnn {
