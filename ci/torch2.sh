@@ -12,13 +12,24 @@
 # ci/cudnn_stub.sh makes a library with cuDNN's symbols so that LibTorch
 # links and loads. cuDNN is only called on CUDA tensors, so never here.
 #
+# The chroot (~8 GiB) lives outside the clone, in
+# $FASTNN_CHROOT_CACHE/trixie-cuda-KEY (default /var/cache/fastnn), KEY being
+# a hash of its package list and of ci/cudnn_stub.sh: every clone on the
+# machine, CI's fresh ones included, finds it, and it is built anew only when
+# that list changes (older trixie-cuda-* chroots are then removed, once
+# nothing is mounted in them). Its own ccache (/root/.ccache inside it)
+# persists with it; the project is always mounted at /src, so a fresh
+# clone's build is all cache hits when the tree is unchanged. Only the
+# targets the tests need are built (tests_unit, tests_gpu: the unit tests,
+# gpu_test and train_image_classifier), plus eval_image_classifier and
+# allreduce_bench, the other binaries that link LibTorch's CUDA side.
+#
 # Usage: ci/torch2.sh [ctest arguments]   (default: -L 'unit|gpu')
-# Environment: FASTNN_CHROOT (default .cache/trixie-cuda, kept between runs:
-# a second run only builds), DEBIAN_MIRROR, JOBS. Needs root (or sudo).
+# Environment: FASTNN_CHROOT (a chroot directory to use as it is),
+# FASTNN_CHROOT_CACHE, DEBIAN_MIRROR, JOBS. Needs root (or sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
-ROOT=${FASTNN_CHROOT:-$SRC/.cache/trixie-cuda}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -30,6 +41,9 @@ PACKAGES=(
   libabsl-dev libcli11-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
   nlohmann-json3-dev libgtest-dev libjpeg-turbo-progs bc openssl iproute2
 )
+CACHE=${FASTNN_CHROOT_CACHE:-/var/cache/fastnn}
+KEY=$({ echo "${PACKAGES[*]}"; cat ci/cudnn_stub.sh; } | sha256sum | cut -c1-12)
+ROOT=${FASTNN_CHROOT:-$CACHE/trixie-cuda-$KEY}
 # The chroot is ready when this file lists exactly these packages.
 MARKER=$ROOT/.fastnn-packages
 
@@ -41,13 +55,38 @@ if ! command -v debootstrap >/dev/null; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends debootstrap
 fi
-mkdir -p "$SRC/.cache"
+$SUDO mkdir -p "$(dirname "$ROOT")"
+# One CI run at a time uses (and may build) the chroot.
+exec 9>"$ROOT.lock"
+flock 9
+
+# Removes a chroot directory, but never through a mount point: a bind mount
+# of /dev or of a clone left by a killed run is unmounted first, and the
+# directory is kept if anything is still mounted under it.
+remove_chroot() {
+  local dir=$1 m
+  for m in $(findmnt -rn -o TARGET | grep -F "$dir/" | sort -r); do
+    $SUDO umount -l "$m" 2>/dev/null || true
+  done
+  if findmnt -rn -o TARGET | grep -qF "$dir/"; then
+    log "not removing $dir: something is still mounted in it"
+    return 0
+  fi
+  $SUDO rm -rf "$dir"
+}
+if [ -z "${FASTNN_CHROOT:-}" ]; then
+  for old in "$CACHE"/trixie-cuda-*; do
+    [ -d "$old" ] && [ "$old" != "$ROOT" ] || continue
+    log "removing $old (an older package list)"
+    remove_chroot "$old"
+    $SUDO rm -f "$old.lock"
+  done
+fi
 if [ ! -x "$ROOT/usr/bin/apt-get" ]; then
   log "debootstrap trixie into $ROOT"
-  $SUDO rm -rf "$ROOT"
-  $SUDO mkdir -p "$(dirname "$ROOT")"
-  $SUDO debootstrap --variant=minbase trixie "$ROOT" "$MIRROR" >"$SRC/.cache/debootstrap.log" 2>&1 ||
-    { tail -20 "$SRC/.cache/debootstrap.log"; exit 1; }
+  remove_chroot "$ROOT"
+  $SUDO debootstrap --variant=minbase trixie "$ROOT" "$MIRROR" >"$ROOT.debootstrap.log" 2>&1 ||
+    { tail -20 "$ROOT.debootstrap.log"; exit 1; }
 fi
 
 mounted=()
@@ -110,8 +149,12 @@ in_root "cd /src && export CCACHE_DIR=/root/.ccache &&
   { [ -f $BUILD/build.ninja ] || cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release >/tmp/cmake.log 2>&1 ||
     { cat /tmp/cmake.log; exit 1; }; } &&
   grep -E 'LibTorch:|NCCL:|CUDA toolkit:' /tmp/cmake.log 2>/dev/null || true"
-log "building against LibTorch 2.6 + CUDA (${JOBS:-2} jobs)"
-in_root "cd /src && export CCACHE_DIR=/root/.ccache && cmake --build $BUILD -j ${JOBS:-2}"
+log "building the tested targets against LibTorch 2.6 + CUDA (${JOBS:-2} jobs)"
+in_root "cd /src && export CCACHE_DIR=/root/.ccache && ccache -z >/dev/null &&
+  targets='tests_unit eval_image_classifier allreduce_bench' &&
+  { ! ninja -C $BUILD -t targets all | grep -q '^tests_gpu:' || targets=\"\$targets tests_gpu\"; } &&
+  cmake --build $BUILD -j ${JOBS:-2} --target \$targets"
+in_root "CCACHE_DIR=/root/.ccache ccache -s | grep -E 'Hits|Misses'" || true
 log "built after $((SECONDS - t0)) s"
 
 ctest_args=("$@")

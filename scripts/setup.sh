@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Installs every Debian package the project needs (only what is missing, so a
-# second run is quick) and builds into build/ with Ninja (+ ccache).
-# Usage: scripts/setup.sh [--no-build] [--torch DIR]
+# Installs the Debian packages a job needs (only what is missing, so a second
+# run is quick) and builds into build/ with Ninja (+ ccache).
+# Usage: scripts/setup.sh [--no-build] [--tests] [--torch DIR] [TARGET ...]
+#   TARGET ...   build only these CMake targets (the quickstart names its
+#                three binaries); default: everything
+#   --tests      also install what the tests need (GoogleTest, Open MPI,
+#                Slurm + munge, Chromium, npm, ...); scripts/test.sh sets it.
+#                Without it no test-only package is installed and, when
+#                GoogleTest is absent, the tests are not configured.
 #   --torch DIR  build against the LibTorch in DIR (a CUDA LibTorch 2.x for
 #                GPUs, e.g. the one in PyTorch's wheel:
 #                python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
@@ -11,14 +17,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NO_BUILD=0
+TESTS=0
+TARGETS=()
 TORCH_DIR=${FASTNN_TORCH_DIR:-}
 while (($#)); do
   case $1 in
     --no-build) NO_BUILD=1 ;;
+    --tests) TESTS=1 ;;
     --torch) TORCH_DIR=${2:?--torch needs a directory}; shift ;;
     --torch=*) TORCH_DIR=${1#--torch=} ;;
-    *) echo "setup: unknown argument $1 (usage: scripts/setup.sh [--no-build] [--torch DIR])" >&2
+    -*) echo "setup: unknown argument $1 (usage: scripts/setup.sh [--no-build] [--tests] [--torch DIR] [TARGET ...])" >&2
        exit 2 ;;
+    *) TARGETS+=("$1") ;;
   esac
   shift
 done
@@ -27,16 +37,22 @@ if [ -n "$TORCH_DIR" ] && [ ! -d "$TORCH_DIR" ]; then
   exit 2
 fi
 
+# What the binaries need to build and run, and the quickstart's data set.
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libgloo-dev libopenblas0-pthread
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libcli11-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
-  nlohmann-json3-dev libgtest-dev
-  libjpeg-turbo-progs bc
+  nlohmann-json3-dev
   dataset-fashion-mnist
+)
+# What only the tests use: real launchers (mpirun, Slurm), namespaces, TLS
+# certificates, a browser for the sweep report, JPEG tools for fixtures.
+TEST_PACKAGES=(
+  libgtest-dev libjpeg-turbo-progs bc
   openssl iproute2 openmpi-bin slurm-wlm munge chromium
 )
+if ((TESTS)); then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -48,7 +64,7 @@ for p in "${PACKAGES[@]}"; do
 done
 # interop_test runs @roboflow/tfrecords under Node.js (npm installs it into
 # the build tree); any Node.js with npm will do, Debian's or another.
-command -v npm >/dev/null || missing+=(npm)
+if ((TESTS)) && ! command -v npm >/dev/null; then missing+=(npm); fi
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   SUDO=""
@@ -61,11 +77,18 @@ fi
 [ "$NO_BUILD" = 1 ] && exit 0
 
 BUILD_DIR=${BUILD_DIR:-build}
+# Configured every time (a few seconds; nothing is rebuilt when nothing
+# changed): a build first configured without GoogleTest picks the tests up
+# once --tests has installed it.
+mkdir -p "$BUILD_DIR"
 if [ -n "$TORCH_DIR" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$(cd "$TORCH_DIR" && pwd)"
-elif [ ! -f "$BUILD_DIR/build.ninja" ]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
+    -DCMAKE_PREFIX_PATH="$(cd "$TORCH_DIR" && pwd)" >"$BUILD_DIR/configure.log" 2>&1 ||
+    { cat "$BUILD_DIR/configure.log"; exit 1; }
+else
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$BUILD_DIR/configure.log" 2>&1 ||
+    { cat "$BUILD_DIR/configure.log"; exit 1; }
 fi
+grep -E 'ccache:|LibTorch:|GoogleTest' "$BUILD_DIR/configure.log" || true
 # Each LibTorch translation unit needs ~1.5 GB to compile; two jobs fit.
-cmake --build "$BUILD_DIR" -j "${JOBS:-2}"
+cmake --build "$BUILD_DIR" -j "${JOBS:-2}" ${TARGETS[@]:+--target "${TARGETS[@]}"}

@@ -3,7 +3,7 @@
 # Usage: scripts/test.sh [ctest args, e.g. -L unit]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --tests
 BUILD_DIR=${BUILD_DIR:-build}
 cd "$BUILD_DIR"
 ctest --output-on-failure --timeout 900 "$@"
