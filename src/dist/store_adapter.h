@@ -27,6 +27,12 @@ class StoreAdapter : public c10d::Store {
   void wait(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys,
             const std::chrono::milliseconds& timeout) override;
+  /// Another adapter over the same store. Pure virtual in c10d::Store in
+  /// recent LibTorch (2.11 has it; 1.13 does not): no `override`, so it
+  /// overrides where the base declares it and is a plain method elsewhere.
+  c10::intrusive_ptr<c10d::Store> clone() {  // NOLINT(modernize-use-override)
+    return c10::make_intrusive<StoreAdapter>(store_);
+  }
 
  private:
   KeyValueStore& store_;
