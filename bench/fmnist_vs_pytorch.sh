@@ -3,7 +3,7 @@
 #
 # Peer:  ../shared/bench/peer_pytorch.py fmnist EPOCHS 2  (LeNet-style net, batch
 #        128, SGD momentum, data preloaded as tensors, 2 threads)
-# Ours:  train_image_classifier on configs/quickstart.cfg with the peer's batch
+# Ours:  train_image_classifier on configs/fashion_mnist_momentum.cfg with the peer's batch
 #        size (128) for the same number of epochs, reading TFRecords through
 #        the full pipeline (PNG decode + lenet preprocessing), 2 threads.
 # Prints both images/sec, both test accuracies and the ratio.
@@ -17,13 +17,13 @@ EPOCHS=${1:-1}
 peer=$(/usr/bin/python3 "$PEER" fmnist "$EPOCHS" 2 | tail -1)
 echo "peer: $peer"
 steps=$((60000 / 128 * EPOCHS))
-"$BIN/train_image_classifier" --config configs/quickstart.cfg --dataset_dir="$DATA" \
+"$BIN/train_image_classifier" --config configs/fashion_mnist_momentum.cfg --dataset_dir="$DATA" \
   --train_dir="$OUT/run" --batch_size=128 --learning_rate=0.02 \
   --num_epochs_per_decay=1 --stop_at_step=$steps --log_loss_every_n_iters=0 \
   | grep '^Stopped'
 ours=$(sed -n 's/.*"images_per_sec": \([0-9.]*\).*/\1/p' "$OUT/run/metrics.json" |
   awk '{ printf "%.1f", $1 }')
-acc=$("$BIN/eval_image_classifier" --config configs/quickstart.cfg --dataset_dir="$DATA" \
+acc=$("$BIN/eval_image_classifier" --config configs/fashion_mnist_momentum.cfg --dataset_dir="$DATA" \
   --checkpoint_path="$OUT/run" | sed -n 's/^Accuracy = \([0-9.]*\).*/\1/p')
 peer_ips=$(echo "$peer" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p')
 peer_acc=$(echo "$peer" | sed -n 's/.*test_acc=\([0-9.]*\).*/\1/p')
