@@ -30,6 +30,11 @@ if ((${#missing[@]})); then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 CCACHE=$(command -v ccache || true)
+# As the main build (docs/design.md, "Build cache"): a second clone hits.
+# This build has debug info, so hash_dir off means its paths may name the
+# clone that filled the cache; the findings' stack traces name files by
+# their relative paths either way.
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true
 [ -f "$OUT/build.ninja" ] ||
   CC=clang CXX=clang++ cmake -S fuzz -B "$OUT" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     ${CCACHE:+-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache} >/dev/null

@@ -10,4 +10,9 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh --tests
 BUILD_DIR=${BUILD_DIR:-build}
 cd "$BUILD_DIR"
-ctest --output-on-failure --timeout 900 -j "${CTEST_JOBS:-2}" "$@"
+JOBS_N=${CTEST_JOBS:-2}
+# Side by side, each test process's LibTorch gets one OpenMP thread: two
+# processes of two spinning threads each on two cores slow each other down.
+# (The trainers the integration tests start set their own thread count.)
+if [ "$JOBS_N" -gt 1 ]; then export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}; fi
+ctest --output-on-failure --timeout 900 -j "$JOBS_N" "$@"
