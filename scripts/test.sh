@@ -13,6 +13,8 @@ cd "$BUILD_DIR"
 JOBS_N=${CTEST_JOBS:-2}
 # Side by side, each test process's LibTorch gets one OpenMP thread: two
 # processes of two spinning threads each on two cores slow each other down.
-# (The trainers the integration tests start set their own thread count.)
+# (The trainers the integration tests start set their own thread count;
+# coreutils' nproc also reads OMP_NUM_THREADS, so scripts that need the
+# machine's core count unset it first.)
 if [ "$JOBS_N" -gt 1 ]; then export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}; fi
 ctest --output-on-failure --timeout 900 -j "$JOBS_N" "$@"
