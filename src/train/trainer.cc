@@ -161,7 +161,14 @@ void Trainer::Impl::prepare() {
     state->to(device);
     log::info() << "training on " << device.str();
   }
-  if (cluster.distributed()) start_distributed();
+  if (cluster.distributed()) {
+    // A peer killed while this rank writes to it (Gloo's TCP pairs) must
+    // come back as EPIPE, which the collective reports and the job turns
+    // into exit 5 naming the worker; with SIGPIPE's default action this
+    // process died instead (exit 141, seen once in 4 CI runs).
+    std::signal(SIGPIPE, SIG_IGN);
+    start_distributed();
+  }
   if (!checkpoints && cluster.is_chief()) {
     log::warning() << "train_dir is not set: no checkpoints, no config.cfg, no metrics.json";
   }
