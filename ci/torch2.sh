@@ -79,7 +79,7 @@ if [ -z "${FASTNN_CHROOT:-}" ]; then
     [ -d "$old" ] && [ "$old" != "$ROOT" ] || continue
     log "removing $old (an older package list)"
     remove_chroot "$old"
-    $SUDO rm -f "$old.lock"
+    $SUDO rm -f "$old.lock" "$old.debootstrap.log"
   done
 fi
 if [ ! -x "$ROOT/usr/bin/apt-get" ]; then

@@ -81,14 +81,10 @@ BUILD_DIR=${BUILD_DIR:-build}
 # changed): a build first configured without GoogleTest picks the tests up
 # once --tests has installed it.
 mkdir -p "$BUILD_DIR"
-if [ -n "$TORCH_DIR" ]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$(cd "$TORCH_DIR" && pwd)" >"$BUILD_DIR/configure.log" 2>&1 ||
-    { cat "$BUILD_DIR/configure.log"; exit 1; }
-else
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$BUILD_DIR/configure.log" 2>&1 ||
-    { cat "$BUILD_DIR/configure.log"; exit 1; }
-fi
+TORCH_ARGS=()
+if [ -n "$TORCH_DIR" ]; then TORCH_ARGS=(-DCMAKE_PREFIX_PATH="$(cd "$TORCH_DIR" && pwd)"); fi
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${TORCH_ARGS[@]:+"${TORCH_ARGS[@]}"} \
+  >"$BUILD_DIR/configure.log" 2>&1 || { cat "$BUILD_DIR/configure.log"; exit 1; }
 grep -E 'ccache:|LibTorch:|GoogleTest' "$BUILD_DIR/configure.log" || true
 # Each LibTorch translation unit needs ~1.5 GB to compile; two jobs fit.
 cmake --build "$BUILD_DIR" -j "${JOBS:-2}" ${TARGETS[@]:+--target "${TARGETS[@]}"}

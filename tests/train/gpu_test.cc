@@ -22,11 +22,11 @@
 #include "src/train/device.h"
 #include "tests/dist/memory_store.h"
 #include "tests/integration/process.h"
+#include "tests/test_paths.h"
 #include "tests/train/step_rig.h"
 
 #if FASTNN_HAVE_NCCL
 #include "src/cuda/nccl_collective.h"
-#include "tests/test_paths.h"
 #endif
 
 namespace fastnn {
