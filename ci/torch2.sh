@@ -39,7 +39,7 @@ PACKAGES=(
   build-essential binutils cmake ninja-build ccache pkg-config libopenblas0-pthread
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libcli11-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
-  nlohmann-json3-dev libgtest-dev libjpeg-turbo-progs bc openssl iproute2
+  nlohmann-json3-dev libleveldb-dev libsnappy-dev libgtest-dev libjpeg-turbo-progs bc openssl iproute2
 )
 CACHE=${FASTNN_CHROOT_CACHE:-/var/cache/fastnn}
 KEY=$({ echo "${PACKAGES[*]}"; cat ci/cudnn_stub.sh; } | sha256sum | cut -c1-12)

@@ -8,14 +8,14 @@
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET=60] [TARGET ...]
 #   FUZZ_RUNS=N also ends a target after N executions (the long runs of
 #   docs/reliability.md: FUZZ_RUNS=10000000 scripts/fuzz.sh 3600).
-#   targets: tfrecord example image hparams value pcs csv checkpoint coordinator
+#   targets: tfrecord example image hparams value pcs csv checkpoint tf_checkpoint coordinator
 #   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}
 shift || true
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(tfrecord example image hparams value pcs csv checkpoint coordinator)
+((${#TARGETS[@]})) || TARGETS=(tfrecord example image hparams value pcs csv checkpoint tf_checkpoint coordinator)
 OUT=${FUZZ_BUILD_DIR:-build-fuzz}
 
 missing=()
