@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "src/io/atomic_file.h"
+#include "src/io/tf_checkpoint.h"
 #include "fastnn/errors.h"
 #include "src/config/value_parse.h"
 #include "src/log/log.h"
@@ -32,6 +33,51 @@ const std::vector<std::pair<torch::ScalarType, DTypeCode>>& dtype_codes() {
       {torch::kInt32, DTypeCode::kInt32},       {torch::kBFloat16, DTypeCode::kBFloat16},
       {torch::kFloat16, DTypeCode::kFloat16}};
   return kCodes;
+}
+
+// A TensorFlow checkpoint's variables under this port's keys and layouts:
+// "model/<name>" (moving averages and optimizer slots keep their suffix,
+// so "model/<name>/ExponentialMovingAverage" is the EMA key), float32;
+// conv kernels HWIO -> OIHW, depthwise [kh,kw,C,M] -> [C*M,1,kh,kw],
+// fully-connected [in,out] -> [out,in]. Integer and string entries
+// (global_step, TF2's object graph) are not model variables: left out.
+TensorMap load_tf_tensors(const std::string& path) {
+  const io::TfCheckpoint ckpt = io::TfCheckpoint::open(path);
+  TensorMap out;
+  for (const io::TfTensorInfo& info : ckpt.tensors()) {
+    const int d = info.dtype;
+    if (d != io::kTfFloat && d != io::kTfHalf && d != io::kTfBFloat16 && d != io::kTfDouble) {
+      continue;
+    }
+    const io::TfTensor t = ckpt.read(info.name);
+    const torch::ScalarType type = d == io::kTfFloat    ? torch::kFloat32
+                                   : d == io::kTfHalf   ? torch::kFloat16
+                                   : d == io::kTfDouble ? torch::kFloat64
+                                                        : torch::kBFloat16;
+    torch::Tensor v = torch::empty(t.shape, torch::TensorOptions().dtype(type));
+    if (!t.bytes.empty()) std::memcpy(v.data_ptr(), t.bytes.data(), t.bytes.size());
+    v = v.to(torch::kFloat32);
+    std::string base = info.name;
+    if (const size_t slot = base.find("/ExponentialMovingAverage"); slot != std::string::npos) {
+      base.resize(slot);
+    }
+    if (v.dim() == 4 && base.size() >= 17 &&
+        base.compare(base.size() - 17, 17, "depthwise_weights") == 0) {
+      v = v.permute({2, 3, 0, 1}).reshape({v.size(2) * v.size(3), 1, v.size(0), v.size(1)});
+    } else if (v.dim() == 4) {
+      v = v.permute({3, 2, 0, 1});
+    } else if (v.dim() == 2) {
+      v = v.t();
+    }
+    out.emplace("model/" + info.name, v.contiguous());
+  }
+  return out;
+}
+
+bool is_own_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  return in.read(magic, sizeof magic) && std::memcmp(magic, "FNNCKPT1", 8) == 0;
 }
 
 }  // namespace
@@ -52,6 +98,11 @@ void save_tensors(const std::string& path, const TensorMap& tensors) {
 }
 
 TensorMap load_tensors(const std::string& path) {
+  // Told apart by their bytes: ours start with "FNNCKPT1", TensorFlow's
+  // (a V1 file, a V2 prefix's .index) end with a LevelDB table footer.
+  if (!is_own_checkpoint(path) && (io::is_tf_checkpoint(path) || fs::is_directory(path))) {
+    return load_tf_tensors(path);
+  }
   const std::string bytes = io::read_file(path);
   TensorMap out;
   for (const CheckpointEntry& e : parse_checkpoint(bytes, path)) {
@@ -196,10 +247,23 @@ std::string resolve_checkpoint(const std::string& path) {
   if (path.empty()) throw ConfigError("checkpoint_path: not set");
   if (fs::is_directory(path)) {
     auto latest = find_latest_checkpoint(path);
-    if (!latest) throw DataError("no checkpoint in '" + path + "' (no model.ckpt-* file)");
-    return latest->path;
+    if (latest) return latest->path;
+    // A TensorFlow checkpoint directory: its "checkpoint" file names one.
+    if (fs::exists(fs::path(path) / "checkpoint")) return io::TfCheckpoint::open(path).path();
+    throw DataError("no checkpoint in '" + path +
+                    "' (no model.ckpt-* file, no TensorFlow 'checkpoint' file)");
   }
-  if (!fs::exists(path)) throw DataError("checkpoint '" + path + "' does not exist");
+  // TensorFlow's names: a V2 prefix (PREFIX.index beside it), a V1 shard
+  // pattern, the .index or a .data file.
+  if (!fs::exists(path) || !is_own_checkpoint(path)) {
+    try {
+      return io::TfCheckpoint::open(path).path();
+    } catch (const DataError& e) {
+      if (!fs::exists(path)) {
+        throw DataError("checkpoint '" + path + "' does not exist (" + e.what() + ")");
+      }
+    }
+  }
   return path;
 }
 

@@ -21,7 +21,10 @@ using TensorMap = std::map<std::string, torch::Tensor>;
 /// Writes `tensors` to `path` atomically. Throws DataError on I/O errors.
 void save_tensors(const std::string& path, const TensorMap& tensors);
 
-/// Reads a file written by save_tensors; DataError if missing or corrupt.
+/// Reads a file written by save_tensors, or a TensorFlow checkpoint (told
+/// apart by their bytes) converted to this port's keys ("model/<name>",
+/// suffixes such as /ExponentialMovingAverage kept) and layouts (OIHW,
+/// [out,in]); DataError if missing or corrupt.
 TensorMap load_tensors(const std::string& path);
 
 /// The model.ckpt-<step> files of `dir`, newest first (none is read;
@@ -70,7 +73,10 @@ class CheckpointManager {
 };
 
 /// A checkpoint file itself, or a train_dir's newest readable one
-/// (find_latest_checkpoint). Throws DataError when nothing is found.
+/// (find_latest_checkpoint), or a TensorFlow checkpoint as TensorFlow users
+/// name it (io::TfCheckpoint::open: a V2 prefix, its .index or .data file,
+/// a V1 file, a directory with a 'checkpoint' file), resolved to its V2
+/// prefix or V1 file. Throws DataError when nothing is found.
 std::string resolve_checkpoint(const std::string& path);
 
 }  // namespace fastnn::train
