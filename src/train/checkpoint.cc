@@ -35,6 +35,14 @@ const std::vector<std::pair<torch::ScalarType, DTypeCode>>& dtype_codes() {
   return kCodes;
 }
 
+// TF-slim's depthwise kernels, their moving averages and slots included:
+// ".../depthwise_weights" or ".../depthwise_weights/<slot>".
+bool is_depthwise_kernel(const std::string& tf_name) {
+  const size_t at = tf_name.find("/depthwise_weights");
+  return at != std::string::npos &&
+         (at + 18 == tf_name.size() || tf_name[at + 18] == '/');
+}
+
 // A TensorFlow checkpoint's variables under this port's keys and layouts:
 // "model/<name>" (moving averages and optimizer slots keep their suffix,
 // so "model/<name>/ExponentialMovingAverage" is the EMA key), float32;
@@ -57,12 +65,7 @@ TensorMap load_tf_tensors(const std::string& path) {
     torch::Tensor v = torch::empty(t.shape, torch::TensorOptions().dtype(type));
     if (!t.bytes.empty()) std::memcpy(v.data_ptr(), t.bytes.data(), t.bytes.size());
     v = v.to(torch::kFloat32);
-    std::string base = info.name;
-    if (const size_t slot = base.find("/ExponentialMovingAverage"); slot != std::string::npos) {
-      base.resize(slot);
-    }
-    if (v.dim() == 4 && base.size() >= 17 &&
-        base.compare(base.size() - 17, 17, "depthwise_weights") == 0) {
+    if (v.dim() == 4 && is_depthwise_kernel(info.name)) {
       v = v.permute({2, 3, 0, 1}).reshape({v.size(2) * v.size(3), 1, v.size(0), v.size(1)});
     } else if (v.dim() == 4) {
       v = v.permute({3, 2, 0, 1});
@@ -81,6 +84,14 @@ bool is_own_checkpoint(const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<int64_t> port_shape_of_tf(const std::string& tf_name,
+                                      const std::vector<int64_t>& s) {
+  if (s.size() == 4 && is_depthwise_kernel(tf_name)) return {s[2] * s[3], 1, s[0], s[1]};
+  if (s.size() == 4) return {s[3], s[2], s[0], s[1]};
+  if (s.size() == 2) return {s[1], s[0]};
+  return s;
+}
 
 void save_tensors(const std::string& path, const TensorMap& tensors) {
   std::string out = checkpoint_header(static_cast<uint32_t>(tensors.size()));

@@ -27,6 +27,13 @@ void save_tensors(const std::string& path, const TensorMap& tensors);
 /// [out,in]); DataError if missing or corrupt.
 TensorMap load_tensors(const std::string& path);
 
+/// The shape a TensorFlow variable has in this port (load_tensors' layouts):
+/// conv kernels HWIO -> OIHW, TF-slim's ".../depthwise_weights" [kh,kw,C,M]
+/// -> [C*M,1,kh,kw] (their moving averages and slots too), fully-connected
+/// [in,out] -> [out,in]; any other rank unchanged.
+std::vector<int64_t> port_shape_of_tf(const std::string& tf_name,
+                                      const std::vector<int64_t>& tf_shape);
+
 /// The model.ckpt-<step> files of `dir`, newest first (none is read;
 /// temporaries and other names never count).
 std::vector<std::string> checkpoint_files(const std::string& dir);

@@ -1,0 +1,211 @@
+// inspect_checkpoint CHECKPOINT [--model_name NAME [--num_classes N]
+//                   [--use_grayscale]]
+//
+// Lists the names, dtypes, shapes and sizes of any checkpoint: this
+// project's (model.ckpt-N), TensorFlow V2 (a prefix, its .index or .data
+// file) or V1 (a file, its shards), or a directory naming one. With
+// --model_name it also compares the checkpoint with that network as this
+// port builds it: the variables the checkpoint lacks, those it has that the
+// network does not, and those of another shape (TensorFlow's layouts
+// converted first), with the checkpoint_exclude_scopes that would skip them.
+// The first thing to run when fine-tuning fails.
+//
+// Exit: 0 listed (whether or not the network matches; the last line says),
+// 2 bad arguments, 3 no readable checkpoint there.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fastnn/errors.h"
+#include "models/model_factory.h"
+#include "src/io/atomic_file.h"
+#include "src/io/tf_checkpoint.h"
+#include "src/train/checkpoint.h"
+#include "src/train/checkpoint_format.h"
+#include "src/train/tool_main.h"
+
+namespace {
+using namespace fastnn;
+
+struct Row {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  int64_t bytes = -1;  // -1: not known without reading (V1 strings)
+};
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+const char* own_dtype_name(train::DTypeCode c) {
+  switch (c) {
+    case train::DTypeCode::kFloat32: return "float32";
+    case train::DTypeCode::kFloat64: return "float64";
+    case train::DTypeCode::kInt64: return "int64";
+    case train::DTypeCode::kUInt8: return "uint8";
+    case train::DTypeCode::kInt32: return "int32";
+    case train::DTypeCode::kBFloat16: return "bfloat16";
+    case train::DTypeCode::kFloat16: return "float16";
+  }
+  return "?";
+}
+
+// The checkpoint's entries, its format in words, and its model variables
+// by name with their shapes in this port's layout.
+struct Listing {
+  std::string format;
+  std::vector<Row> rows;
+  std::map<std::string, std::vector<int64_t>> variables;
+};
+
+Listing list_checkpoint(const std::string& path) {
+  Listing l;
+  if (io::is_tf_checkpoint(path)) {
+    const io::TfCheckpoint c = io::TfCheckpoint::open(path);
+    l.format = c.format() == io::TfCheckpointFormat::kV2 ? "TensorFlow V2" : "TensorFlow V1";
+    for (const io::TfTensorInfo& t : c.tensors()) {
+      const size_t width = io::tf_dtype_bytes(t.dtype);
+      const int64_t bytes = c.format() == io::TfCheckpointFormat::kV2 ? t.size
+                            : width ? t.num_elements * static_cast<int64_t>(width)
+                                    : -1;
+      l.rows.push_back({t.name, io::tf_dtype_name(t.dtype) +
+                                    (t.num_slices ? " (" + std::to_string(t.num_slices) +
+                                                        " slices)"
+                                                  : std::string()),
+                        t.shape, bytes});
+      const bool floating = t.dtype == io::kTfFloat || t.dtype == io::kTfHalf ||
+                            t.dtype == io::kTfBFloat16 || t.dtype == io::kTfDouble;
+      if (floating) l.variables[t.name] = train::port_shape_of_tf(t.name, t.shape);
+    }
+    return l;
+  }
+  l.format = "FastNN-C++";
+  const std::string bytes = io::read_file(path);
+  for (const train::CheckpointEntry& e : train::parse_checkpoint(bytes, path)) {
+    l.rows.push_back({e.name, own_dtype_name(e.dtype), e.dims, static_cast<int64_t>(e.data.size())});
+    if (e.name.rfind("model/", 0) == 0) l.variables[e.name.substr(6)] = e.dims;
+  }
+  return l;
+}
+
+void print_listing(const std::string& path, const Listing& l) {
+  size_t width = 4;
+  int64_t total = 0;
+  for (const Row& r : l.rows) {
+    width = std::max(width, r.name.size());
+    total += std::max<int64_t>(r.bytes, 0);
+  }
+  std::printf("%s checkpoint %s: %zu tensors, %lld bytes\n", l.format.c_str(), path.c_str(),
+              l.rows.size(), static_cast<long long>(total));
+  std::printf("%-*s  %-10s  %-20s  %s\n", static_cast<int>(width), "name", "dtype", "shape",
+              "bytes");
+  for (const Row& r : l.rows) {
+    std::printf("%-*s  %-10s  %-20s  %s\n", static_cast<int>(width), r.name.c_str(),
+                r.dtype.c_str(), shape_text(r.shape).c_str(),
+                r.bytes < 0 ? "-" : std::to_string(r.bytes).c_str());
+  }
+}
+
+// Compares the checkpoint's variables with the network's; prints the
+// differences and a last line that says whether there are any.
+void print_diff(const Listing& l, const std::string& model_name, const models::ModelOptions& o) {
+  auto model = models::find_model(model_name).create(o);
+  std::map<std::string, std::vector<int64_t>> wanted;
+  for (const auto& v : models::model_variables(*model)) wanted[v.name] = v.tensor.sizes().vec();
+  std::vector<std::string> missing, unexpected, mismatched;
+  std::set<std::string> scopes;
+  for (const auto& [name, shape] : wanted) {
+    auto it = l.variables.find(name);
+    if (it == l.variables.end()) {
+      missing.push_back(name + " " + shape_text(shape));
+    } else if (it->second != shape) {
+      mismatched.push_back(name + ": network " + shape_text(shape) + ", checkpoint " +
+                           shape_text(it->second));
+      // The scope to exclude: the network's scope and the layer's block
+      // ("InceptionV3/Logits", "MobilenetV1/Logits").
+      const size_t first = name.find('/');
+      const size_t second = first == std::string::npos ? first : name.find('/', first + 1);
+      scopes.insert(second == std::string::npos ? name : name.substr(0, second));
+    }
+  }
+  for (const auto& [name, shape] : l.variables) {
+    if (wanted.count(name)) continue;
+    // Moving averages and optimizer slots of a network variable are not
+    // unexpected: "<variable>/ExponentialMovingAverage", ".../RMSProp".
+    const size_t slash = name.rfind('/');
+    if (slash != std::string::npos && wanted.count(name.substr(0, slash))) continue;
+    unexpected.push_back(name + " " + shape_text(shape));
+  }
+  std::printf("\ncompared with %s (num_classes=%lld, %lld input channels): %zu variables\n",
+              model_name.c_str(), static_cast<long long>(o.num_classes),
+              static_cast<long long>(o.in_channels), wanted.size());
+  const std::pair<const char*, const std::vector<std::string>*> groups[] = {
+      {"missing from the checkpoint", &missing},
+      {"in the checkpoint, not in the network", &unexpected},
+      {"of another shape", &mismatched}};
+  for (const auto& [title, names] : groups) {
+    if (names->empty()) continue;
+    std::printf("%s (%zu):\n", title, names->size());
+    for (const auto& n : *names) std::printf("  %s\n", n.c_str());
+  }
+  if (!scopes.empty()) {
+    std::string list;
+    for (const auto& s : scopes) list += (list.empty() ? "" : ",") + s;
+    std::printf("to fine-tune without them: checkpoint_exclude_scopes=%s\n", list.c_str());
+  }
+  if (missing.empty() && mismatched.empty()) {
+    std::printf("compatible: every variable of the network is in the checkpoint, shapes equal%s\n",
+                unexpected.empty() ? "" : " (some checkpoint variables are unused)");
+  } else {
+    std::printf("differences: %zu missing, %zu unexpected, %zu of another shape\n",
+                missing.size(), unexpected.size(), mismatched.size());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"inspect_checkpoint: the tensors of a checkpoint (this project's or "
+               "TensorFlow's), and its differences from a network"};
+  std::string path, model_name;
+  models::ModelOptions o;
+  bool grayscale = false;
+  app.add_option("checkpoint,--checkpoint_path", path,
+                 "A checkpoint file, a TensorFlow prefix, or a directory")->required();
+  app.add_option("--model_name", model_name, "Compare with this network");
+  app.add_option("--num_classes", o.num_classes, "The network's classes (with --model_name)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  app.add_flag("--use_grayscale", grayscale, "The network takes 1-channel images");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+  o.in_channels = grayscale ? 1 : 3;
+  o.dropout_keep_prob = 1.0;
+  try {
+    if (!model_name.empty()) models::find_model(model_name);  // a bad name before reading
+    const std::string resolved = train::resolve_checkpoint(path);
+    const Listing l = list_checkpoint(resolved);
+    print_listing(resolved, l);
+    if (!model_name.empty()) print_diff(l, model_name, o);
+    return 0;
+  } catch (...) {
+    const std::exception_ptr e = std::current_exception();
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      std::fprintf(stderr, "inspect_checkpoint: %s\n", x.what());
+    }
+    return train::exit_code_of(e);
+  }
+}
