@@ -150,6 +150,7 @@ struct HParams {
   bool fast_jpeg_decode = true;
   /// Subtracted from every label. REQUIRES: >= 0.
   int64_t labels_offset = 0;
+  bool use_grayscale = false;
   /// Training image side; None: the model's default size.
   std::optional<int64_t> train_image_size;
   /// Evaluation image side; None: the model's default size.

@@ -100,6 +100,10 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(labels_offset), G::kPreprocessing,
      "Subtracted from every label, e.g. 1 for files whose class 0 is a "
      "background class.", at_least(0)},
+    {FASTNN_KEY(use_grayscale), G::kPreprocessing,
+     "TF-slim's use_grayscale: decode every image to one channel (luma) and "
+     "build the network for 1-channel input, as TF-slim's grayscale "
+     "checkpoints expect."},
 
     // --- Model ---
     {FASTNN_KEY(model_name), G::kModel,

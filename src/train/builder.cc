@@ -46,6 +46,8 @@ Built build(const HParams& hp, const std::string& split, bool create_model) {
       b.preprocessing_name = models::find_model(name).preprocessing;
     }
   }
+  // TF-slim's use_grayscale: images decoded to luma, a 1-channel network.
+  if (hp.use_grayscale) b.dataset.channels = 1;
   const int64_t size = hp.train_image_size.value_or(b.spec->default_image_size);
   b.shape = {b.dataset.channels, static_cast<int>(size), static_cast<int>(size)};
   try {

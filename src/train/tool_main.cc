@@ -13,10 +13,11 @@ int tool_main(int argc,
               char** argv,
               const std::string& program,
               const std::string& usage,
-              const std::function<int(LoadResult&)>& body) {
+              const std::function<int(LoadResult&)>& body,
+              const std::vector<std::string>& extra_keys) {
   io::route_protobuf_log();
   try {
-    LoadResult args = load_hparams(argc, argv);
+    LoadResult args = load_hparams(argc, argv, extra_keys);
     if (args.help) {
       std::cout << format_help(program, usage);
       return kExitOk;

@@ -5,17 +5,20 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "fastnn/hparams.h"
 
 namespace fastnn::train {
 
 /// Runs `body` with the loaded hyperparameters; returns the exit code.
+/// `extra_keys`: the tool's own --KEY=VALUE flags (LoadResult::extras).
 int tool_main(int argc,
               char** argv,
               const std::string& program,
               const std::string& usage,
-              const std::function<int(LoadResult&)>& body);
+              const std::function<int(LoadResult&)>& body,
+              const std::vector<std::string>& extra_keys = {});
 
 /// The exit code tool_main gives `e` (2 config, 3 data, 4 diverged,
 /// 5 distributed, 1 anything else).

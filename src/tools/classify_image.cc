@@ -1,0 +1,184 @@
+// classify_image --config FILE | --model_name=NAME  --checkpoint_path=PATH
+//                [--num_classes=N] [--labels_file=FILE] [--top_k=5]
+//                [--KEY=VALUE ...] IMAGE... | --image_list=FILE
+//
+// Classifies image files (PNG or JPEG) with a trained network: the
+// network's evaluation preprocessing (preprocessing_name, eval_image_size,
+// use_grayscale as in eval_image_classifier), the checkpoint's moving
+// averages when it has them, and one JSON object per image on stdout:
+//   {"file", "class", "label", "probability", "top_k": [{"class", "label",
+//    "probability"}...], "logits": [...]}
+// "class" is the logits' index plus labels_offset, as a dataset numbers
+// it. num_classes defaults to the checkpoint's. Labels come from
+// --labels_file (TF-slim's labels.txt: "id:name" lines), else from the
+// configured dataset's labels.txt, else none (""). Options take the
+// --KEY=VALUE form (or --config FILE); every other argument is an image.
+//
+// Exit: 0 every image classified; 3 an image could not be read or decoded
+// (named on stderr; the others are still classified) or no checkpoint;
+// 2 bad arguments.
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "datasets/dataset_factory.h"
+#include "fastnn/errors.h"
+#include "models/model_factory.h"
+#include "preprocessing/preprocessing_factory.h"
+#include "src/config/value_parse.h"
+#include "src/io/atomic_file.h"
+#include "src/train/checkpoint.h"
+#include "src/train/tool_main.h"
+#include "src/train/train_state.h"
+
+namespace {
+using namespace fastnn;
+
+// The checkpoint's number of classes: build the network with a class count
+// no layer has by chance, and read the checkpoint's size of each variable
+// that has it (the logits, and the aux logits).
+int64_t classes_in_checkpoint(const models::ModelSpec& spec, models::ModelOptions o,
+                              const train::TensorMap& ckpt, const std::string& path) {
+  constexpr int64_t kProbe = 9973;
+  o.num_classes = kProbe;
+  auto probe = spec.create(o);
+  for (const auto& v : models::model_variables(*probe)) {
+    if (v.tensor.dim() == 0 || v.tensor.size(0) != kProbe) continue;
+    auto it = ckpt.find(train::model_key(v.name));
+    if (it != ckpt.end() && it->second.dim() > 0) return it->second.size(0);
+  }
+  throw ConfigError("num_classes: not set, and '" + path + "' has no logits variable of " +
+                    spec.name + " to take it from");
+}
+
+int classify(LoadResult& args, const std::vector<std::string>& images) {
+  const HParams& hp = args.hp;
+  if (hp.checkpoint_path.empty()) {
+    throw ConfigError("checkpoint_path: not set (a checkpoint, this project's or TensorFlow's)");
+  }
+  if (images.empty()) throw ConfigError("no image: name image files, or --image_list=FILE");
+  const models::ModelSpec& spec = models::find_model(hp.model_name);
+  models::ModelOptions o;
+  o.in_channels = hp.use_grayscale ? 1 : 3;
+  o.image_size = hp.eval_image_size.value_or(spec.default_image_size);
+  o.dropout_keep_prob = 1.0;
+  const std::string path = train::resolve_checkpoint(hp.checkpoint_path);
+  const train::TensorMap ckpt = train::load_tensors(path);
+  o.num_classes = hp.num_classes ? *hp.num_classes : classes_in_checkpoint(spec, o, ckpt, path);
+  auto model = spec.create(o);
+  train::RestoreOptions ro;
+  for (const auto& [key, t] : ckpt) {
+    if (key.find("/ExponentialMovingAverage") != std::string::npos) ro.use_moving_averages = true;
+  }
+  train::restore_model(*model, ckpt, path, ro);
+  model->eval();
+  torch::NoGradGuard no_grad;
+
+  std::vector<std::string> labels;
+  const auto labels_file = args.extras.find("labels_file");
+  if (labels_file != args.extras.end()) {
+    if (!std::ifstream(labels_file->second)) {
+      throw DataError("labels_file: cannot read '" + labels_file->second + "'");
+    }
+    labels = datasets::read_labels_file(labels_file->second);
+  } else if (!hp.dataset_dir.empty()) {
+    labels = datasets::read_labels_file(hp.dataset_dir + "/labels.txt");
+  }
+  int64_t top_k = 5;
+  if (auto k = args.extras.find("top_k"); k != args.extras.end()) {
+    if (config::parse_int(k->second, &top_k) != config::NumberStatus::kOk || top_k < 1) {
+      throw ConfigError("top_k: '" + k->second + "' is not an integer >= 1");
+    }
+  }
+  top_k = std::min(top_k, o.num_classes);
+  const std::string prep_name =
+      hp.preprocessing_name.empty() ? spec.preprocessing : hp.preprocessing_name;
+  const preprocessing::OutputShape shape{static_cast<int>(o.in_channels),
+                                         static_cast<int>(o.image_size),
+                                         static_cast<int>(o.image_size)};
+  const auto prep = preprocessing::get_preprocessing(prep_name, shape, false);
+  std::mt19937_64 rng(0);
+  auto label_of = [&](int64_t c) {
+    return c >= 0 && c < static_cast<int64_t>(labels.size()) ? labels[static_cast<size_t>(c)]
+                                                             : std::string();
+  };
+  int failed = 0;
+  for (const std::string& file : images) {
+    auto input = torch::empty({1, shape.channels, shape.height, shape.width});
+    try {
+      const std::string bytes = io::read_file(file);
+      prep(preprocessing::EncodedImage{bytes, shape.channels}, rng, input.data_ptr<float>());
+    } catch (const DataError& e) {
+      std::fprintf(stderr, "classify_image: %s: %s\n", file.c_str(), e.what());
+      ++failed;
+      continue;
+    }
+    const auto logits = model->forward(input).logits.reshape({-1});
+    const auto probs = torch::softmax(logits, 0);
+    const auto [p, idx] = probs.topk(top_k);
+    nlohmann::json top = nlohmann::json::array();
+    for (int64_t i = 0; i < top_k; ++i) {
+      const int64_t c = idx[i].item<int64_t>() + hp.labels_offset;
+      top.push_back({{"class", c}, {"label", label_of(c)}, {"probability", p[i].item<double>()}});
+    }
+    const auto l = logits.contiguous();
+    const std::vector<float> values(l.data_ptr<float>(), l.data_ptr<float>() + l.numel());
+    nlohmann::json out = {{"file", file},
+                          {"class", top[0]["class"]},
+                          {"label", top[0]["label"]},
+                          {"probability", top[0]["probability"]},
+                          {"top_k", top},
+                          {"logits", values}};
+    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout.flush();
+  }
+  if (failed) {
+    std::fprintf(stderr, "classify_image: %d of %zu images could not be classified\n", failed,
+                 images.size());
+    return kExitData;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Images are the arguments that are not options: an argument that does
+  // not start with '-', unless it is --config's file.
+  std::vector<const char*> options{argv[0]};
+  std::vector<std::string> images;
+  bool after_dashes = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (!after_dashes && a == "--") {
+      after_dashes = true;
+    } else if (!after_dashes && a.rfind("-", 0) == 0) {
+      options.push_back(argv[i]);
+      if (a == "--config" && i + 1 < argc) options.push_back(argv[++i]);
+    } else {
+      images.push_back(a);
+    }
+  }
+  return fastnn::train::tool_main(
+      static_cast<int>(options.size()), const_cast<char**>(options.data()), "classify_image",
+      "--config FILE | --model_name=NAME --checkpoint_path=PATH [--num_classes=N] "
+      "[--labels_file=FILE] [--top_k=5] [--KEY=VALUE ...] IMAGE... | --image_list=FILE",
+      [&images](fastnn::LoadResult& args) {
+        if (auto list = args.extras.find("image_list"); list != args.extras.end()) {
+          std::ifstream in(list->second);
+          if (!in) throw fastnn::DataError("image_list: cannot read '" + list->second + "'");
+          std::string line;
+          while (std::getline(in, line)) {
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            if (!line.empty()) images.push_back(line);
+          }
+        }
+        return classify(args, images);
+      },
+      {"image_list", "labels_file", "top_k"});
+}

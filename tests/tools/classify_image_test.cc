@@ -1,0 +1,112 @@
+// classify_image as a user runs it: TensorFlow's TF-slim person-detection
+// network on the images its authors tested it with, a labels file, an
+// unreadable image among readable ones, and bad arguments.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "src/io/image.h"
+#include "tests/integration/process.h"
+#include "tests/test_paths.h"
+
+namespace fastnn {
+namespace {
+namespace fs = std::filesystem;
+using testing::run;
+
+std::string tool() { return std::string(FASTNN_BIN_DIR) + "/classify_image"; }
+
+fs::path shared_tf() {
+  const char* env = std::getenv("FASTNN_SHARED_DIR");
+  return (env ? fs::path(env) : fs::path(FASTNN_SOURCE_DIR) / "../shared") /
+         "testdata/tf_checkpoints";
+}
+
+// TFLite Micro's 96x96 8-bit grayscale BMP (identity palette, rows
+// bottom-up, pixels from byte 1078) as a PNG.
+void bmp_to_png(const fs::path& bmp, const fs::path& png) {
+  std::ifstream in(bmp, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  ASSERT_EQ(bytes.size(), 1078u + 96 * 96);
+  io::Image img;
+  img.width = 96;
+  img.height = 96;
+  img.channels = 1;
+  img.pixels.resize(96 * 96);
+  for (int r = 0; r < 96; ++r) {
+    for (int c = 0; c < 96; ++c) {
+      img.pixels[(95 - r) * 96 + c] = static_cast<uint8_t>(bytes[1078 + r * 96 + c]);
+    }
+  }
+  std::ofstream(png, std::ios::binary) << io::encode_png(img);
+}
+
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] == '{') lines.push_back(nlohmann::json::parse(line));
+  }
+  return lines;
+}
+
+TEST(ClassifyImage, TfSlimPersonDetectionFromTensorflowTellsPersonFromNoPerson) {
+  const fs::path ckpt = shared_tf() / "cs249-assignment2/ckpts/person_detection";
+  if (!fs::exists(ckpt)) GTEST_SKIP() << "skipped: no shared test data at " << shared_tf();
+  const fs::path dir = fs::path(FASTNN_TEST_TMP) / "classify_image";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path images = shared_tf() / "tflite-micro/tensorflow/lite/micro/examples/"
+                                        "person_detection/testdata";
+  bmp_to_png(images / "person.bmp", dir / "person.png");
+  bmp_to_png(images / "no_person.bmp", dir / "no_person.png");
+  std::ofstream(dir / "not_an_image.png") << "not an image";
+  std::ofstream(dir / "labels.txt") << "0:notperson\n1:person\n";
+  // num_classes comes from the checkpoint.
+  const auto r = run({tool(), "--model_name=mobilenet_v1_025", "--use_grayscale",
+                      "--eval_image_size=96", "--checkpoint_path=" + ckpt.string(),
+                      "--labels_file=" + (dir / "labels.txt").string(), "--top_k=2",
+                      (dir / "person.png").string(), (dir / "not_an_image.png").string(),
+                      (dir / "no_person.png").string()},
+                     (dir / "out.log").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;  // one image could not be read
+  EXPECT_NE(r.output.find("not_an_image.png"), std::string::npos) << r.output;
+  const auto lines = json_lines(r.output);
+  ASSERT_EQ(lines.size(), 2u) << r.output;
+  EXPECT_EQ(lines[0]["file"], (dir / "person.png").string());
+  EXPECT_EQ(lines[0]["class"], 1) << lines[0].dump();
+  EXPECT_EQ(lines[0]["label"], "person");
+  EXPECT_EQ(lines[1]["class"], 0) << lines[1].dump();
+  EXPECT_EQ(lines[1]["label"], "notperson");
+  for (const auto& l : lines) {
+    EXPECT_EQ(l["logits"].size(), 2u);
+    EXPECT_EQ(l["top_k"].size(), 2u);
+    EXPECT_GT(l["probability"].get<double>(), 0.5);
+  }
+}
+
+TEST(ClassifyImage, BadArgumentsAreUsageErrors) {
+  const fs::path dir = fs::path(FASTNN_TEST_TMP) / "classify_image_bad";
+  fs::create_directories(dir);
+  const std::string v1 = (fs::path(FASTNN_SOURCE_DIR) /
+                          "tests/data/tf_checkpoints/tensorflow_serving/bad_half_plus_two/"
+                          "00000123/export").string();
+  // No image.
+  EXPECT_EQ(run({tool(), "--model_name=lenet", "--checkpoint_path=" + v1},
+                (dir / "a.log").string()).exit_code, 2);
+  // No checkpoint_path.
+  EXPECT_EQ(run({tool(), "--model_name=lenet", "x.png"}, (dir / "b.log").string()).exit_code, 2);
+  // A checkpoint without lenet's variables, num_classes given: named, exit 2.
+  const auto r = run({tool(), "--model_name=lenet", "--num_classes=10", "--checkpoint_path=" + v1,
+                      "x.png"}, (dir / "c.log").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("LeNet/conv1/weights"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace fastnn
