@@ -91,6 +91,10 @@ const DatasetSpec& find_dataset(const std::string& name);
 
 std::vector<std::string> dataset_names();
 
+/// The 1001 class names of TF-slim's ImageNet checkpoints: "background",
+/// then the ILSVRC-2012 synsets in sorted order (third_party/imagenet_labels).
+std::vector<std::string> imagenet_class_names();
+
 /// Parses labels.txt ("id:name" lines); empty if the file does not exist.
 std::vector<std::string> read_labels_file(const std::string& path);
 

@@ -11,7 +11,9 @@
 // "class" is the logits' index plus labels_offset, as a dataset numbers
 // it. num_classes defaults to the checkpoint's. Labels come from
 // --labels_file (TF-slim's labels.txt: "id:name" lines), else from the
-// configured dataset's labels.txt, else none (""). Options take the
+// configured dataset's labels.txt, else for a network of TF-slim's 1001
+// ImageNet classes (or 1000 with labels_offset=1) ImageNet's names, else
+// none (""). Options take the
 // --KEY=VALUE form (or --config FILE); every other argument is an image.
 //
 // Exit: 0 every image classified; 3 an image could not be read or decoded
@@ -88,6 +90,8 @@ int classify(LoadResult& args, const std::vector<std::string>& images) {
     labels = datasets::read_labels_file(labels_file->second);
   } else if (!hp.dataset_dir.empty()) {
     labels = datasets::read_labels_file(hp.dataset_dir + "/labels.txt");
+  } else if (o.num_classes + hp.labels_offset == 1001) {
+    labels = datasets::imagenet_class_names();  // TF-slim's ImageNet numbering
   }
   int64_t top_k = 5;
   if (auto k = args.extras.find("top_k"); k != args.extras.end()) {

@@ -9,7 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "datasets/dataset_factory.h"
+#include "models/model_factory.h"
 #include "src/io/image.h"
+#include "src/train/checkpoint.h"
+#include "src/train/train_state.h"
 #include "tests/integration/process.h"
 #include "tests/test_paths.h"
 
@@ -88,6 +92,42 @@ TEST(ClassifyImage, TfSlimPersonDetectionFromTensorflowTellsPersonFromNoPerson) 
     EXPECT_EQ(l["top_k"].size(), 2u);
     EXPECT_GT(l["probability"].get<double>(), 0.5);
   }
+}
+
+TEST(ClassifyImage, A1001ClassNetworkGetsImagenetNames) {
+  const auto names = datasets::imagenet_class_names();
+  ASSERT_EQ(names.size(), 1001u);
+  EXPECT_EQ(names[0], "background");
+  EXPECT_EQ(names[1], "tench");  // n01440764, the first synset
+  EXPECT_EQ(names[1000], "toilet tissue");
+  // A lenet with 1001 classes, as initialized, saved in this project's
+  // format; any image gets a class and that class's ImageNet name.
+  const fs::path dir = fs::path(FASTNN_TEST_TMP) / "classify_image_imagenet";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  models::ModelOptions o;
+  o.num_classes = 1001;
+  o.in_channels = 1;
+  auto model = models::find_model("lenet").create(o);
+  train::TensorMap m;
+  for (const auto& v : models::model_variables(*model)) m[train::model_key(v.name)] = v.tensor;
+  train::save_tensors((dir / "model.ckpt-1").string(), m);
+  io::Image img;
+  img.width = img.height = 28;
+  img.channels = 1;
+  img.pixels.assign(28 * 28, 128);
+  std::ofstream(dir / "gray.png", std::ios::binary) << io::encode_png(img);
+  const auto r = run({tool(), "--model_name=lenet", "--use_grayscale",
+                      "--checkpoint_path=" + dir.string(), (dir / "gray.png").string()},
+                     (dir / "out.log").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const auto lines = json_lines(r.output);
+  ASSERT_EQ(lines.size(), 1u) << r.output;
+  const int64_t c = lines[0]["class"].get<int64_t>();
+  ASSERT_TRUE(c >= 0 && c < 1001) << c;
+  EXPECT_EQ(lines[0]["label"], names[static_cast<size_t>(c)]);
+  EXPECT_EQ(lines[0]["logits"].size(), 1001u);
+  EXPECT_EQ(lines[0]["top_k"].size(), 5u);
 }
 
 TEST(ClassifyImage, BadArgumentsAreUsageErrors) {
