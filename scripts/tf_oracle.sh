@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# TensorFlow as the oracle (issue 24): checks this port against real
+# TensorFlow and tf-slim in a project-local virtual environment with pinned
+# versions (tests/tf_oracle/requirements.txt, made on first use under
+# .cache/tf_oracle/, reused while the pins are unchanged; pip's own cache
+# keeps a re-made one quick). Not part of a user's first run: .ci/run calls it.
+# Usage: scripts/tf_oracle.sh [NET ...]     (default: all 16 tf-slim nets)
+# Prints one JSON line per net and writes build/tf_oracle/nets.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${FASTNN_ORACLE_PYTHON:-python3}
+req=tests/tf_oracle/requirements.txt
+key=$(sha256sum "$req" | cut -c1-12)
+venv=.cache/tf_oracle/venv-$key
+if [ ! -x "$venv/bin/python" ]; then
+  echo "tf_oracle: making $venv (TensorFlow, tf-slim: about 500 MB)"
+  rm -rf .cache/tf_oracle
+  mkdir -p .cache/tf_oracle
+  "$PYTHON" -m venv "$venv.tmp"
+  "$venv.tmp/bin/pip" install -q --disable-pip-version-check -r "$req"
+  mv "$venv.tmp" "$venv"
+fi
+# The C++ side: the binaries tests/tf_oracle/*.py run.
+scripts/setup.sh --tests tf_oracle_forward >/dev/null
+work=${BUILD_DIR:-build}/tf_oracle
+rm -rf "$work"
+mkdir -p "$work"
+TF_CPP_MIN_LOG_LEVEL=2 "$venv/bin/python" -W ignore tests/tf_oracle/nets.py \
+  "${BUILD_DIR:-build}/bin" "$work" "$@"
