@@ -57,6 +57,11 @@ std::string format_value(const Param& p, double v) {
   return p.kind == Param::Kind::kInteger ? format_integer(v) : format_real(v);
 }
 
+// `text` without a UTF-8 byte-order mark at its start (Excel, Notepad).
+std::string without_bom(const std::string& text) {
+  return text.rfind("\xEF\xBB\xBF", 0) == 0 ? text.substr(3) : text;
+}
+
 }  // namespace
 
 std::string format_real(double v) {
@@ -68,7 +73,7 @@ std::string format_real(double v) {
 SearchSpace parse_pcs(const std::string& text, const std::string& source) {
   SearchSpace space;
   std::set<std::string> names;
-  std::istringstream in(text);
+  std::istringstream in(without_bom(text));
   std::string raw;
   int line_no = 0;
   while (std::getline(in, raw)) {
@@ -160,7 +165,7 @@ SearchSpace parse_pcs(const std::string& text, const std::string& source) {
 
 std::vector<Assignment> parse_trials_csv(const std::string& text, const std::string& source) {
   std::vector<std::vector<std::string>> rows;
-  std::istringstream in(text);
+  std::istringstream in(without_bom(text));
   std::string line;
   std::vector<int> line_of;
   int line_no = 0;

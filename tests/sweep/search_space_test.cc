@@ -122,6 +122,23 @@ TEST(SearchSpace, CsvTrials) {
             std::string::npos);
 }
 
+// Files saved by Excel or Notepad start with a UTF-8 byte-order mark and
+// end lines with CRLF; the config parser accepts both, so do these.
+TEST(SearchSpace, ByteOrderMarkAndCrlfAreAccepted) {
+  const auto s = parse_pcs("\xEF\xBB\xBFlearning_rate real [1e-4, 1e-1] log\r\n"
+                           "optimizer categorical {sgd, adam}\r\n",
+                           "space.pcs");
+  ASSERT_EQ(s.params.size(), 2u);
+  EXPECT_EQ(s.params[0].name, "learning_rate");
+  EXPECT_TRUE(s.params[0].log);
+  EXPECT_EQ(s.params[1].choices, (std::vector<std::string>{"sgd", "adam"}));
+  const auto t = parse_trials_csv("\xEF\xBB\xBFlearning_rate,optimizer\r\n0.1,sgd\r\n", "t.csv");
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0], (Assignment{{"learning_rate", "0.1"}, {"optimizer", "sgd"}}));
+  // Only at the very start: a mark inside a name stays part of it.
+  EXPECT_EQ(parse_trials_csv("a,\xEF\xBB\xBF" "b\n1,2\n", "t.csv")[0].count("\xEF\xBB\xBF" "b"), 1u);
+}
+
 TEST(SearchSpace, ResultsCsvHasEveryParameterQuotedWhereNeeded) {
   TrialResult a{0, {{"lr", "0.1"}}, "d0", "ok", 0, 0.8, true, 100, 5.0};
   TrialResult b{1, {{"lr", "0.2"}, {"bs", "8"}}, "d1", "diverged", 4, 0, false, 7, 1.0};
