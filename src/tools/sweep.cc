@@ -77,11 +77,14 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Seed of the random draws");
   app.add_option("--grid_points", grid_points, "Grid values per real parameter")
       ->check(CLI::Range(2, 1000));
-  app.add_option("--out", o.out_dir, "Sweep directory (trial-NNN/, results.csv)")->required();
+  app.add_option("--out", o.out_dir,
+                 "Sweep directory (trial-NNN/, results.csv), locked while the sweep runs")
+      ->required();
   app.add_option("--parallel", o.parallel, "Trials at a time")->check(CLI::Range(1, 1024));
   app.add_option("--cores", o.cores, "Cores the parallel trials share")->check(CLI::Range(1, 4096));
   app.add_option("--launcher", o.launcher,
-                 "Command template that submits a trial, e.g. 'srun -N1 -n1 {cmd}'");
+                 "Command template that submits a trial, e.g. 'srun -N1 -n1 {cmd}': every "
+                 "{cmd} is the trial's command line");
   app.add_option("--metric", o.metric,
                  "metrics.json field to maximize (validation_accuracy: the trials' held-out "
                  "split, see validation_fraction)")
