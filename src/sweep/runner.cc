@@ -565,7 +565,7 @@ SweepOutcome run_sweep(const SweepOptions& o, const std::vector<Assignment>& tri
   for (size_t i = 0; i < trials.size(); ++i) {
     const fs::path dir = fs::path(o.out_dir) / trial_name(static_cast<int>(i));
     if (fs::exists(dir / "trial.args") && slurp(dir / "trial.args") != args_text(trials[i])) {
-      throw ConfigError("sweep: " + dir.string() + " holds another sweep's trial (trial.args " +
+      throw ConfigError(dir.string() + " holds another sweep's trial (trial.args " +
                         "differs): use another output directory");
     }
   }
