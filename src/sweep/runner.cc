@@ -24,6 +24,8 @@
 
 #include "fastnn/errors.h"
 #include "src/io/atomic_file.h"
+#include "src/io/dir_lock.h"
+#include "src/sweep/checks.h"
 #include "src/sweep/report.h"
 
 namespace fastnn::sweep {
@@ -71,17 +73,33 @@ void wait_until_unlocked(const fs::path& lock_file, std::chrono::seconds limit) 
   close(fd);  // releases it
 }
 
+// out_dir/.lock, held while the sweep runs.
+class DirectoryLock {
+ public:
+  explicit DirectoryLock(const std::string& dir) : fd_(io::lock_directory(dir, "--out", "sweep")) {}
+  ~DirectoryLock() { close(fd_); }
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  int fd_;
+};
+
 struct Running {
   int index;
   pid_t pid;
   Clock::time_point start;
   /// The rung's budget (stop_at_step), 0 for the trial's own end.
   int64_t steps = 0;
+  /// The sweep's signals passed on to it so far.
+  int forwarded = 0;
 };
 
-// The trainer's command line for trial `index`.
+}  // namespace
+
 std::vector<std::string> trial_command(const SweepOptions& o, const Assignment& params,
-                                       const fs::path& dir) {
+                                       const std::string& trial_dir) {
+  const fs::path dir(trial_dir);
   std::vector<std::string> argv = {o.trainer};
   if (!o.base_config.empty()) argv.push_back("--config=" + o.base_config);
   const int threads = std::max(1, o.cores / std::max(1, o.parallel));
@@ -105,24 +123,48 @@ std::vector<std::string> trial_command(const SweepOptions& o, const Assignment& 
   return argv;
 }
 
+namespace {
+
+// Every {cmd} of the launcher template replaced by `cmd`; without one, `cmd`
+// goes at the end.
+std::string launcher_line(const std::string& launcher, const std::string& cmd) {
+  static const std::string kCmd = "{cmd}";
+  std::string line;
+  size_t from = 0;
+  for (size_t at; (at = launcher.find(kCmd, from)) != std::string::npos; from = at + kCmd.size()) {
+    line += launcher.substr(from, at - from) + cmd;
+  }
+  if (from == 0) return launcher + " " + cmd;
+  return line + launcher.substr(from);
+}
+
 pid_t start_trial(const SweepOptions& o, const std::vector<std::string>& argv,
                   const fs::path& log) {
   std::string line;
   if (!o.launcher.empty()) {
     std::string cmd;
     for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
-    line = o.launcher;
-    const size_t at = line.find("{cmd}");
-    line = at == std::string::npos ? line + " " + cmd : line.replace(at, 5, cmd);
+    line = launcher_line(o.launcher, cmd);
   }
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw DistributedError("sweep: fork failed");
   if (pid == 0) {
     // The trial goes when the sweep goes (a killed sweep leaves no orphan
     // writing into its directory); its output goes to the trial's log.
+    // A process group of its own: Ctrl-C in a terminal (SIGINT to the
+    // foreground group) reaches the sweep alone, which passes it on once; a
+    // second signal would stop the trainer at once, without its checkpoint.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(kExitSigterm);  // the sweep died before prctl
+    setpgid(0, 0);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    const int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) {
+      dup2(null_fd, 0);
+      close(null_fd);
+    }
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       dup2(fd, 1);
@@ -140,6 +182,7 @@ pid_t start_trial(const SweepOptions& o, const std::vector<std::string>& argv,
     std::fprintf(stderr, "sweep: cannot start %s\n", argv[0].c_str());
     _exit(127);
   }
+  setpgid(pid, pid);  // (also here: no signal may find it in the sweep's group)
   return pid;
 }
 
@@ -195,30 +238,33 @@ std::optional<TrialResult> load_result(const fs::path& file, int index, const As
                                        const std::string& metric) {
   const fs::path dir = file.parent_path();
   if (!fs::exists(file)) return std::nullopt;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(slurp(file));
-  } catch (const std::exception&) {
-    return std::nullopt;  // torn by a crash: run the trial again
-  }
   TrialResult r;
   r.index = index;
   r.params = params;
   r.dir = (dir / "train").string();
-  r.status = j.value("status", "failed");
-  r.exit_code = j.value("exit_code", 0);
-  r.final_step = j.value("final_step", int64_t{0});
-  r.wall_secs = j.value("wall_secs", 0.0);
-  if (j.contains("reported") && j["reported"].is_object()) {
-    for (const auto& [k, v] : j["reported"].items()) {
-      if (v.is_number()) r.reported[k] = v.get<double>();
+  try {
+    const nlohmann::json j = nlohmann::json::parse(slurp(file));
+    r.status = j.value("status", "failed");
+    r.exit_code = j.value("exit_code", 0);
+    r.final_step = j.value("final_step", int64_t{0});
+    r.wall_secs = j.value("wall_secs", 0.0);
+    if (j.contains("reported") && j["reported"].is_object()) {
+      for (const auto& [k, v] : j["reported"].items()) {
+        if (v.is_number()) r.reported[k] = v.get<double>();
+      }
     }
+    if (j.contains("value") && j.value("metric", "") == metric) {
+      r.metric = j["value"].get<double>();
+      r.has_metric = true;
+    } else if (r.status == "ok") {
+      r.status = "no_metric";
+    }
+  } catch (const std::exception&) {
+    return std::nullopt;  // torn by a crash, or not ours: run the trial again
   }
-  if (j.contains("value") && j.value("metric", "") == metric) {
-    r.metric = j["value"].get<double>();
-    r.has_metric = true;
-  } else if (r.status == "ok") {
-    r.status = "no_metric";
+  if (r.exit_code == kExitStoppedUnsaved || r.exit_code == kExitSigint ||
+      r.exit_code == kExitSigterm) {
+    return std::nullopt;  // an older sweep recorded a stop as a result: resume it
   }
   return r;
 }
@@ -252,16 +298,50 @@ Running launch(const SweepOptions& o, const std::vector<Assignment>& trials, int
   fs::create_directories(dir);
   io::write_file_atomic((dir / "trial.args").string(), args_text(trials[i]));
   wait_until_unlocked(dir / "train" / ".lock", std::chrono::seconds(120));
-  auto argv = trial_command(o, trials[i], dir);
+  auto argv = trial_command(o, trials[i], dir.string());
   if (steps > 0) argv.push_back("--stop_at_step=" + std::to_string(steps));
   return {i, start_trial(o, argv, dir / "log.txt"), Clock::now(), steps};
 }
 
+// True when a trial's end is a stop by a signal, not a result: the
+// trainer's exits 130/143 (checkpoint saved) and 6 (stopped at once by a
+// second signal), SIGINT/SIGTERM themselves, and any signal's end while the
+// sweep is interrupted. It resumes from its checkpoint next time.
+bool stopped_by_signal(int status, bool interrupted) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return interrupted || sig == SIGINT || sig == SIGTERM;
+  }
+  const int code = WEXITSTATUS(status);
+  return code == kExitStoppedUnsaved || code == kExitSigint || code == kExitSigterm ||
+         (interrupted && code > 128);
+}
+
+// Passes each signal the sweep received on to every running trial, once:
+// to the trainer itself (a trainer that launches local workers passes it
+// on to them), or, with a launcher, to the trial's process group (the
+// shell, the launcher, a local trainer).
+void forward_signals(std::vector<Running>& running, const SweepOptions& o,
+                     const Interruption& interruption) {
+  const int received = interruption.count.load();
+  const int sig = interruption.signal.load();
+  for (auto& r : running) {
+    for (; r.forwarded < received; ++r.forwarded) kill(o.launcher.empty() ? r.pid : -r.pid, sig);
+  }
+}
+
+// A trial that ended.
+struct Ended {
+  Running run;
+  int exit_code = 0;
+  double wall = 0;
+  /// Stopped by a signal: no result (stopped_by_signal).
+  bool stopped = false;
+};
+
 // Waits up to 50 ms for a child of `running`; on its end removes it and
-// returns its exit code and wall time, or nullopt (none ended yet, or it
-// was stopped by the sweep's own signal and so has no result).
-std::optional<std::pair<Running, std::pair<int, double>>> reap(std::vector<Running>& running,
-                                                               const std::atomic<int>& interrupted) {
+// returns how it ended, or nullopt when none ended yet.
+std::optional<Ended> reap(std::vector<Running>& running, const Interruption& interruption) {
   int status = 0;
   const pid_t pid = waitpid(-1, &status, WNOHANG);
   if (pid <= 0) {
@@ -271,14 +351,24 @@ std::optional<std::pair<Running, std::pair<int, double>>> reap(std::vector<Runni
   auto it = std::find_if(running.begin(), running.end(),
                          [pid](const Running& r) { return r.pid == pid; });
   if (it == running.end()) return std::nullopt;
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  const double wall = std::chrono::duration<double>(Clock::now() - it->start).count();
-  const Running done = *it;
+  Ended e;
+  e.run = *it;
+  e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  e.wall = std::chrono::duration<double>(Clock::now() - it->start).count();
+  e.stopped = stopped_by_signal(status, interruption.signal.load() != 0);
   running.erase(it);
-  if (interrupted && (code == kExitSigint || code == kExitSigterm || code > 128)) {
-    return std::nullopt;  // stopped by the sweep's signal: it resumes next time
+  return e;
+}
+
+// Counts a trial stopped by a signal and says so.
+void note_stop(const SweepOptions& o, const Ended& e, SweepOutcome& outcome) {
+  ++outcome.stopped;
+  if (e.exit_code == kExitSigint) outcome.stop_code = kExitSigint;
+  if (o.progress) {
+    std::cerr << "sweep: " << trial_name(e.run.index) << " stopped by a signal (exit "
+              << e.exit_code << "): no result; it resumes from its checkpoint when the "
+              << "sweep runs again\n";
   }
-  return std::make_pair(done, std::make_pair(code, wall));
 }
 
 // The result of a trial that ended, written to its result file.
@@ -296,7 +386,8 @@ TrialResult record(const SweepOptions& o, const std::vector<Assignment>& trials,
 // the rung's results by trial index.
 std::map<int, TrialResult> run_rung(const SweepOptions& o, const std::vector<Assignment>& trials,
                                     const std::vector<int>& members, int64_t steps,
-                                    std::atomic<int>& interrupted) {
+                                    const Interruption& interruption, SweepOutcome& outcome) {
+  auto interrupted = [&] { return interruption.signal.load() != 0; };
   std::map<int, TrialResult> results;
   std::deque<int> todo;
   for (int i : members) {
@@ -339,22 +430,23 @@ std::map<int, TrialResult> run_rung(const SweepOptions& o, const std::vector<Ass
     }
     std::cerr << "\n";
   };
-  while ((!todo.empty() && !interrupted) || !running.empty()) {
-    while (!interrupted && !todo.empty() && static_cast<int>(running.size()) < o.parallel) {
+  while ((!todo.empty() && !interrupted()) || !running.empty()) {
+    while (!interrupted() && !todo.empty() && static_cast<int>(running.size()) < o.parallel) {
       running.push_back(launch(o, trials, todo.front(), steps));
       todo.pop_front();
     }
-    if (interrupted) {
-      for (const auto& r : running) kill(r.pid, interrupted.load());
-    }
-    auto ended = reap(running, interrupted);
+    forward_signals(running, o, interruption);
+    auto ended = reap(running, interruption);
     if (!ended) continue;
-    const auto& [done, outcome] = *ended;
-    TrialResult r = record(o, trials, done, outcome.first, outcome.second);
+    if (ended->stopped) {
+      note_stop(o, *ended, outcome);
+      continue;
+    }
+    TrialResult r = record(o, trials, ended->run, ended->exit_code, ended->wall);
     if (r.status != "ok") ++failed;
-    wall_this_run += outcome.second;
+    wall_this_run += ended->wall;
     ++finished_this_run;
-    results[done.index] = r;
+    results[ended->run.index] = r;
     report(r);
   }
   return results;
@@ -370,7 +462,8 @@ std::map<int, TrialResult> run_rung(const SweepOptions& o, const std::vector<Ass
 // recomputes the same promotions and runs only what is missing.
 std::map<int, TrialResult> run_asha(const SweepOptions& o, const std::vector<Assignment>& trials,
                                     const std::vector<int64_t>& rungs,
-                                    std::atomic<int>& interrupted) {
+                                    const Interruption& interruption, SweepOutcome& outcome) {
+  auto interrupted = [&] { return interruption.signal.load() != 0; };
   const size_t n = trials.size();
   // results[k][i]: trial i's result at rung k; started[k]: begun at rung k.
   std::vector<std::map<int, TrialResult>> results(rungs.size());
@@ -415,7 +508,7 @@ std::map<int, TrialResult> run_asha(const SweepOptions& o, const std::vector<Ass
   std::map<int64_t, size_t> rung_of;
   for (size_t k = 0; k < rungs.size(); ++k) rung_of[rungs[k]] = k;
   while (true) {
-    while (!interrupted && static_cast<int>(running.size()) < o.parallel) {
+    while (!interrupted() && static_cast<int>(running.size()) < o.parallel) {
       auto job = next_job();
       if (!job) break;
       started[job->second].insert(job->first);
@@ -426,14 +519,16 @@ std::map<int, TrialResult> run_asha(const SweepOptions& o, const std::vector<Ass
       running.push_back(launch(o, trials, job->first, rungs[job->second]));
     }
     if (running.empty()) break;
-    if (interrupted) {
-      for (const auto& r : running) kill(r.pid, interrupted.load());
-    }
-    auto ended = reap(running, interrupted);
+    forward_signals(running, o, interruption);
+    auto ended = reap(running, interruption);
     if (!ended) continue;
-    const auto& [done, outcome] = *ended;
+    if (ended->stopped) {
+      note_stop(o, *ended, outcome);
+      continue;
+    }
+    const Running& done = ended->run;
     const size_t k = rung_of.at(done.steps);
-    TrialResult r = record(o, trials, done, outcome.first, outcome.second);
+    TrialResult r = record(o, trials, done, ended->exit_code, ended->wall);
     results[k][done.index] = r;
     if (o.progress) {
       std::cerr << "sweep: " << trial_name(r.index) << " at " << done.steps << " steps "
@@ -463,20 +558,20 @@ std::vector<int64_t> halving_rungs(int64_t min_steps, int64_t max_steps, int eta
   return rungs;
 }
 
-std::vector<TrialResult> run_sweep(const SweepOptions& o, const std::vector<Assignment>& trials,
-                                   std::atomic<int>& interrupted) {
-  fs::create_directories(o.out_dir);
+SweepOutcome run_sweep(const SweepOptions& o, const std::vector<Assignment>& trials,
+                       const Interruption& interruption) {
+  // One sweep at a time in a directory, as one trainer in a train_dir.
+  const DirectoryLock lock(o.out_dir);
   for (size_t i = 0; i < trials.size(); ++i) {
     const fs::path dir = fs::path(o.out_dir) / trial_name(static_cast<int>(i));
     if (fs::exists(dir / "trial.args") && slurp(dir / "trial.args") != args_text(trials[i])) {
-      throw ConfigError("sweep: " + dir.string() + " holds another sweep's trial (trial.args " +
+      throw ConfigError(dir.string() + " holds another sweep's trial (trial.args " +
                         "differs): use another output directory");
     }
-    if (o.halving.min_steps > 0 && trials[i].count("stop_at_step")) {
-      throw ConfigError("sweep: successive halving sets stop_at_step itself; take it out of "
-                        "the search space or trials");
-    }
   }
+  check_sweep_args(o);
+  SweepOutcome outcome;
+  auto interrupted = [&] { return interruption.signal.load() != 0; };
   std::vector<int> members(trials.size());
   for (size_t i = 0; i < trials.size(); ++i) members[i] = static_cast<int>(i);
   // Each trial's result at the last rung it reached.
@@ -486,12 +581,13 @@ std::vector<TrialResult> run_sweep(const SweepOptions& o, const std::vector<Assi
           ? halving_rungs(o.halving.min_steps, o.halving.max_steps, o.halving.eta)
           : std::vector<int64_t>{0};
   if (o.halving.asynchronous && o.halving.min_steps > 0) {
-    last = run_asha(o, trials, rungs, interrupted);
+    last = run_asha(o, trials, rungs, interruption, outcome);
   }
   for (size_t k = 0; k < rungs.size() && !members.empty() && !o.halving.asynchronous; ++k) {
-    auto rung = run_rung(o, trials, members, rungs[k], interrupted);
+    auto rung = run_rung(o, trials, members, rungs[k], interruption, outcome);
     for (auto& [i, r] : rung) last[i] = r;
-    if (interrupted || k + 1 == rungs.size()) break;
+    // A rung with trials stopped by a signal is incomplete: no promotions.
+    if (interrupted() || outcome.stopped > 0 || k + 1 == rungs.size()) break;
     // Successive halving: the best 1/eta (at least one) go on, resuming.
     std::vector<TrialResult> ranked;
     for (auto& [i, r] : rung) ranked.push_back(r);
@@ -507,7 +603,7 @@ std::vector<TrialResult> run_sweep(const SweepOptions& o, const std::vector<Assi
                 << " trials to " << rungs[k + 1] << " steps\n";
     }
   }
-  std::vector<TrialResult> out;
+  std::vector<TrialResult>& out = outcome.results;
   for (auto& [i, r] : last) out.push_back(std::move(r));
   // The furthest rung first, then the metric.
   // With a metric first; under halving the furthest rung next; then the metric.
@@ -522,7 +618,7 @@ std::vector<TrialResult> run_sweep(const SweepOptions& o, const std::vector<Assi
   io::write_file_atomic((fs::path(o.out_dir) / "report.html").string(),
                         report_html(out, o.metric,
                                     "Sweep report: " + fs::path(o.out_dir).filename().string()));
-  return out;
+  return outcome;
 }
 
 const std::vector<std::string>& reported_fields() {

@@ -4,8 +4,9 @@
 //
 // A sweep directory is resumable: each finished trial leaves result.json,
 // so running the same sweep again runs only the trials without one (a trial
-// killed midway resumes from its own checkpoints). A failed or diverged
-// trial is recorded and the sweep goes on.
+// killed or stopped by a signal midway resumes from its own checkpoints). A
+// failed or diverged trial is recorded and the sweep goes on. One sweep at
+// a time holds a directory (out_dir/.lock).
 #pragma once
 
 #include <atomic>
@@ -31,8 +32,9 @@ struct SweepOptions {
   /// Cores to share between the parallel trials (intra-op and decode
   /// threads of each = max(1, cores / parallel), unless a trial sets them).
   int cores = 1;
-  /// "srun -N1 -n1 {cmd}": {cmd} is replaced by the trial's shell-quoted
-  /// command and the line runs under /bin/sh; empty: run it directly.
+  /// "srun -N1 -n1 {cmd}": every {cmd} is replaced by the trial's
+  /// shell-quoted command (none: it goes at the end) and the line runs
+  /// under /bin/sh; empty: run it directly.
   std::string launcher;
   /// metrics.json field to rank trials by (higher is better).
   std::string metric = "validation_accuracy";
@@ -67,17 +69,45 @@ struct TrialResult {
   std::map<std::string, double> reported;
 };
 
+/// The signals the sweep received, set by its signal handler.
+struct Interruption {
+  /// The last one; 0 while none came.
+  std::atomic<int> signal{0};
+  /// How many: each is passed on to every running trial once.
+  std::atomic<int> count{0};
+};
+
+/// What run_sweep did.
+struct SweepOutcome {
+  /// Every trial's result (earlier runs' included), best first; under
+  /// halving each trial at the furthest rung it reached.
+  std::vector<TrialResult> results;
+  /// Trials of this run stopped by a signal (the sweep's or their own: exit
+  /// 6, 130, 143) and so left without a result; they resume next time.
+  int stopped = 0;
+  /// 130 when a trial so stopped exited 130 (SIGINT), else 143.
+  int stop_code = 143;
+};
+
 /// The metrics.json fields results.csv shows beside the ranked metric.
 const std::vector<std::string>& reported_fields();
 
 /// Runs every trial of `trials` that has no result yet (with halving, rung
 /// by rung; result-<steps>.json per rung); returns all results (earlier
-/// runs' included), best first (with halving: the furthest rung first). Stops launching on SIGINT
-/// or SIGTERM (forwarded to running trials); `interrupted` is then set.
-/// Throws ConfigError when `out_dir` holds another sweep's trial at an index.
-std::vector<TrialResult> run_sweep(const SweepOptions& options,
-                                   const std::vector<Assignment>& trials,
-                                   std::atomic<int>& interrupted);
+/// runs' included), best first (with halving: the furthest rung first).
+/// Once `interruption` is set it starts nothing more and passes each signal
+/// on to the running trials once (each in a process group of its own, so
+/// Ctrl-C in a terminal reaches them only this way). Locks `out_dir` first.
+/// Throws ConfigError when another sweep holds `out_dir`, when it holds
+/// another sweep's trial at an index, or one run with other trial arguments
+/// (check_sweep_args).
+SweepOutcome run_sweep(const SweepOptions& options, const std::vector<Assignment>& trials,
+                       const Interruption& interruption);
+
+/// The trainer's command line for a trial whose directory is `trial_dir`
+/// (its train_dir is trial_dir/train).
+std::vector<std::string> trial_command(const SweepOptions& options, const Assignment& params,
+                                       const std::string& trial_dir);
 
 /// results.csv: trial, status, the metric, validation_accuracy and
 /// test_accuracy (when a trial has them and the metric is another),

@@ -57,6 +57,16 @@ std::string format_value(const Param& p, double v) {
   return p.kind == Param::Kind::kInteger ? format_integer(v) : format_real(v);
 }
 
+// `text` without a UTF-8 byte-order mark at its start (Excel, Notepad);
+// a NUL byte (UTF-16, a binary file) is an error.
+std::string utf8_text(const std::string& text, const std::string& source) {
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    fail(source, "a NUL byte at offset " + std::to_string(nul) +
+                     ": not UTF-8 text (a UTF-16 file? save it as UTF-8)");
+  }
+  return text.rfind("\xEF\xBB\xBF", 0) == 0 ? text.substr(3) : text;
+}
+
 }  // namespace
 
 std::string format_real(double v) {
@@ -68,7 +78,7 @@ std::string format_real(double v) {
 SearchSpace parse_pcs(const std::string& text, const std::string& source) {
   SearchSpace space;
   std::set<std::string> names;
-  std::istringstream in(text);
+  std::istringstream in(utf8_text(text, source));
   std::string raw;
   int line_no = 0;
   while (std::getline(in, raw)) {
@@ -160,7 +170,7 @@ SearchSpace parse_pcs(const std::string& text, const std::string& source) {
 
 std::vector<Assignment> parse_trials_csv(const std::string& text, const std::string& source) {
   std::vector<std::vector<std::string>> rows;
-  std::istringstream in(text);
+  std::istringstream in(utf8_text(text, source));
   std::string line;
   std::vector<int> line_of;
   int line_no = 0;
@@ -198,8 +208,12 @@ std::vector<Assignment> parse_trials_csv(const std::string& text, const std::str
   }
   if (rows.size() < 2) fail(source, "needs a header row and at least one trial");
   const auto& header = rows[0];
-  for (const auto& h : header) {
-    if (h.empty()) fail(source + ":" + std::to_string(line_of[0]), "an empty column name");
+  for (size_t c = 0; c < header.size(); ++c) {
+    const std::string where = source + ":" + std::to_string(line_of[0]);
+    if (header[c].empty()) fail(where, "an empty column name");
+    if (std::find(header.begin(), header.begin() + c, header[c]) != header.begin() + c) {
+      fail(where, "column '" + header[c] + "' appears twice");
+    }
   }
   std::vector<Assignment> out;
   for (size_t r = 1; r < rows.size(); ++r) {

@@ -7,8 +7,10 @@
 //   # comments and blank lines are ignored
 //
 // or explicit trials as a CSV file (a header of hyperparameter names, one
-// row per trial). Every value is a string as it would be given on the
-// command line (--name=value); nothing here knows what the keys mean.
+// row per trial). Either may start with a UTF-8 byte-order mark and end its
+// lines in CRLF. Every value is a string as it would be given on the
+// command line (--name=value); nothing here knows what the keys mean
+// (check_setup in checks.h does).
 #pragma once
 
 #include <cstdint>

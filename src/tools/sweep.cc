@@ -10,8 +10,10 @@
 // with --asha without waiting for a rung to finish.
 // Rerun with the same arguments after an interruption: only the trials
 // without a result run (an interrupted trial resumes from its checkpoints).
-// Exit: 0 every trial has a result (failed and diverged ones included);
-// 2 bad arguments or search space; 130/143 interrupted.
+// Exit (checks.h, sweep_exit_code): 0 some trial has the metric; 2 bad
+// arguments, search space, base config or parameter name, before any trial
+// (or --metric in no trial's metrics.json); 2-5 every trial failed with
+// that code; 1 they failed otherwise; 130/143 interrupted.
 #include <signal.h>
 #include <unistd.h>
 
@@ -26,15 +28,17 @@
 #include <thread>
 
 #include "fastnn/errors.h"
+#include "src/sweep/checks.h"
 #include "src/sweep/runner.h"
 #include "src/sweep/search_space.h"
 
 namespace {
 
-std::atomic<int> g_signal{0};
+fastnn::sweep::Interruption g_interruption;
 
 void on_signal(int sig) {
-  g_signal = sig;
+  g_interruption.signal = sig;
+  ++g_interruption.count;
 }
 
 std::string read_file(const std::string& path, const char* what) {
@@ -73,11 +77,14 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Seed of the random draws");
   app.add_option("--grid_points", grid_points, "Grid values per real parameter")
       ->check(CLI::Range(2, 1000));
-  app.add_option("--out", o.out_dir, "Sweep directory (trial-NNN/, results.csv)")->required();
+  app.add_option("--out", o.out_dir,
+                 "Sweep directory (trial-NNN/, results.csv), locked while the sweep runs")
+      ->required();
   app.add_option("--parallel", o.parallel, "Trials at a time")->check(CLI::Range(1, 1024));
   app.add_option("--cores", o.cores, "Cores the parallel trials share")->check(CLI::Range(1, 4096));
   app.add_option("--launcher", o.launcher,
-                 "Command template that submits a trial, e.g. 'srun -N1 -n1 {cmd}'");
+                 "Command template that submits a trial, e.g. 'srun -N1 -n1 {cmd}': every "
+                 "{cmd} is the trial's command line");
   app.add_option("--metric", o.metric,
                  "metrics.json field to maximize (validation_accuracy: the trials' held-out "
                  "split, see validation_fraction)")
@@ -106,10 +113,12 @@ int main(int argc, char** argv) {
       throw ConfigError("give exactly one of --space (a PCS file) and --trials (a CSV file)");
     }
     std::vector<sweep::Assignment> trials;
+    std::vector<std::string> names;  // the space's parameters, active or not
     if (!trials_file.empty()) {
       trials = sweep::parse_trials_csv(read_file(trials_file, "--trials"), trials_file);
     } else {
       const auto space = sweep::parse_pcs(read_file(space_file, "--space"), space_file);
+      for (const auto& p : space.params) names.push_back(p.name);
       trials = mode == "grid" ? sweep::grid_trials(space, grid_points)
                               : sweep::random_trials(space, num_trials, seed);
       if (trials.size() > 100000) {
@@ -120,6 +129,7 @@ int main(int argc, char** argv) {
     if (o.halving.min_steps > 0 && o.halving.max_steps <= o.halving.min_steps) {
       throw ConfigError("--max_steps must be above --min_steps for successive halving");
     }
+    sweep::check_setup(o, trials, names, trials_file.empty() ? space_file : trials_file);
     if (dry_run) {
       for (size_t i = 0; i < trials.size(); ++i) {
         std::cout << sweep::trial_name(static_cast<int>(i));
@@ -136,7 +146,8 @@ int main(int argc, char** argv) {
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
     o.progress = true;
-    const auto results = sweep::run_sweep(o, trials, g_signal);
+    const auto outcome = sweep::run_sweep(o, trials, g_interruption);
+    const auto& results = outcome.results;
     std::cout << "sweep: results in " << (std::filesystem::path(o.out_dir) / "results.csv").string()
               << "\n";
     for (size_t i = 0; i < results.size() && i < 5; ++i) {
@@ -146,12 +157,10 @@ int main(int argc, char** argv) {
       for (const auto& [k, v] : r.params) std::cout << " " << k << "=" << v;
       std::cout << "\n";
     }
-    if (g_signal) {
-      std::cerr << "sweep: interrupted; run the same command again to finish the "
-                << trials.size() - results.size() << " trials without a result\n";
-      return g_signal == SIGINT ? kExitSigint : kExitSigterm;
-    }
-    return kExitOk;
+    std::string why;
+    const int code = sweep::sweep_exit_code(outcome, o.metric, g_interruption.signal, &why);
+    if (code != kExitOk) std::cerr << "sweep: " << (code == kExitUsage ? "error: " : "") << why << "\n";
+    return code;
   } catch (const ConfigError& e) {
     std::cerr << "sweep: error: " << e.what() << "\n";
     return kExitUsage;

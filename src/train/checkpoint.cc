@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "src/io/atomic_file.h"
+#include "src/io/dir_lock.h"
 #include "src/io/tf_checkpoint.h"
 #include "fastnn/errors.h"
 #include "src/config/value_parse.h"
@@ -188,29 +189,7 @@ std::optional<LatestCheckpoint> find_latest_checkpoint(const std::string& dir) {
 
 CheckpointManager::CheckpointManager(std::string dir, int64_t max_to_keep)
     : dir_(std::move(dir)), max_to_keep_(max_to_keep) {
-  const std::string shown = config::quote_value(dir_);
-  std::error_code ec;
-  fs::create_directories(dir_, ec);
-  if (ec || !fs::is_directory(dir_)) {
-    throw ConfigError("train_dir: cannot create or use directory " + shown + ": " +
-                      (ec ? ec.message() : "not a directory"));
-  }
-  const std::string lock_path = (fs::path(dir_) / ".lock").string();
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) {
-    throw ConfigError("train_dir: cannot write in " + shown + ": " + std::strerror(errno));
-  }
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    ::close(lock_fd_);
-    lock_fd_ = -1;
-    if (err == EWOULDBLOCK) {
-      throw ConfigError("train_dir " + shown +
-                        " is in use by another training process (it holds " + lock_path +
-                        "); use another train_dir, or stop that process first");
-    }
-    throw ConfigError("train_dir: cannot lock " + lock_path + ": " + std::strerror(err));
-  }
+  lock_fd_ = io::lock_directory(dir_, "train_dir", "training process");
   const auto removed = io::remove_stale_temporaries(dir_);
   if (!removed.empty()) {
     log::info() << "train_dir: removed " << removed.size()

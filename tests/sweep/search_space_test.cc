@@ -2,11 +2,14 @@
 // draws (src/sweep/search_space.h).
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <cmath>
 #include <set>
 #include <string>
 
 #include "fastnn/errors.h"
+#include "src/sweep/checks.h"
 #include "src/sweep/runner.h"
 #include "src/sweep/search_space.h"
 
@@ -120,6 +123,32 @@ TEST(SearchSpace, CsvTrials) {
             std::string::npos);
   EXPECT_NE(error_of([] { parse_trials_csv("a,b\n", "t.csv"); }).find("at least one trial"),
             std::string::npos);
+  EXPECT_NE(error_of([] { parse_trials_csv("a,b,a\n1,2,3\n", "t.csv"); })
+                .find("t.csv:1: column 'a' appears twice"),
+            std::string::npos);
+}
+
+// Files saved by Excel or Notepad start with a UTF-8 byte-order mark and
+// end lines with CRLF; the config parser accepts both, so do these.
+TEST(SearchSpace, ByteOrderMarkAndCrlfAreAccepted) {
+  const auto s = parse_pcs("\xEF\xBB\xBFlearning_rate real [1e-4, 1e-1] log\r\n"
+                           "optimizer categorical {sgd, adam}\r\n",
+                           "space.pcs");
+  ASSERT_EQ(s.params.size(), 2u);
+  EXPECT_EQ(s.params[0].name, "learning_rate");
+  EXPECT_TRUE(s.params[0].log);
+  EXPECT_EQ(s.params[1].choices, (std::vector<std::string>{"sgd", "adam"}));
+  const auto t = parse_trials_csv("\xEF\xBB\xBFlearning_rate,optimizer\r\n0.1,sgd\r\n", "t.csv");
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0], (Assignment{{"learning_rate", "0.1"}, {"optimizer", "sgd"}}));
+  // UTF-16 (Excel's "Unicode text") is not read as garbage names.
+  const std::string utf16("\xFF\xFEl\0r\0", 6);
+  EXPECT_NE(error_of([&] { parse_pcs(utf16, "space.pcs"); }).find("space.pcs: a NUL byte"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse_trials_csv(utf16, "t.csv"); }).find("UTF-16"),
+            std::string::npos);
+  // Only at the very start: a mark inside a name stays part of it.
+  EXPECT_EQ(parse_trials_csv("a,\xEF\xBB\xBF" "b\n1,2\n", "t.csv")[0].count("\xEF\xBB\xBF" "b"), 1u);
 }
 
 TEST(SearchSpace, ResultsCsvHasEveryParameterQuotedWhereNeeded) {
@@ -132,6 +161,40 @@ TEST(SearchSpace, ResultsCsvHasEveryParameterQuotedWhereNeeded) {
             "trial-002,ok,0.9,,0.3,100,6.0,0,\"d,2\"\n"
             "trial-000,ok,0.8,,0.1,100,5.0,0,d0\n"
             "trial-001,diverged,,8,0.2,7,1.0,4,d1\n");
+}
+
+TEST(SearchSpace, SweepExitCodeSaysWhetherAnyTrialGaveAResult) {
+  auto with = [](std::vector<std::pair<std::string, int>> ends) {
+    SweepOutcome o;
+    for (const auto& [status, code] : ends) {
+      TrialResult r;
+      r.index = static_cast<int>(o.results.size());
+      r.dir = "out/" + trial_name(r.index) + "/train";
+      r.status = status;
+      r.exit_code = code;
+      r.has_metric = status == "ok";
+      o.results.push_back(r);
+    }
+    return o;
+  };
+  std::string why;
+  EXPECT_EQ(sweep_exit_code(with({{"ok", 0}, {"diverged", 4}}), "m", 0, &why), 0);
+  EXPECT_EQ(sweep_exit_code(with({{"diverged", 4}, {"diverged", 4}}), "m", 0, &why), 4);
+  EXPECT_NE(why.find("no trial produced a result (exit 4: trial-000 trial-001); see "
+                     "out/trial-000/log.txt"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(sweep_exit_code(with({{"failed", 2}, {"failed", 2}}), "m", 0, &why), 2);
+  EXPECT_EQ(sweep_exit_code(with({{"failed", 2}, {"diverged", 4}}), "m", 0, &why), 1);
+  EXPECT_EQ(sweep_exit_code(with({{"failed", 137}}), "m", 0, &why), 1);
+  EXPECT_EQ(sweep_exit_code(with({{"no_metric", 0}, {"no_metric", 0}}), "m", 0, &why), 2);
+  EXPECT_NE(why.find("'m'"), std::string::npos) << why;
+  // Interrupted, or trials stopped by a signal: run it again.
+  EXPECT_EQ(sweep_exit_code(with({{"ok", 0}}), "m", SIGINT, &why), 130);
+  auto stopped = with({{"ok", 0}});
+  stopped.stopped = 1;
+  EXPECT_EQ(sweep_exit_code(stopped, "m", 0, &why), 143);
+  EXPECT_NE(why.find("run the same command again"), std::string::npos) << why;
 }
 
 TEST(SearchSpace, HalvingRungsMultiplyByEtaUpToTheLast) {

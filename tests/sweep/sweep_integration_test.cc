@@ -143,6 +143,154 @@ TEST(Sweep, AKilledSweepRerunRunsOnlyWhatIsMissing) {
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_NE(rows[i].find(",ok,"), std::string::npos);
 }
 
+// Issue 23: a setup every trial would fail on (a missing or invalid base
+// config, an unknown key in the space, the trials or the arguments after
+// --, a value out of its key's range) is exit 2 before any trial starts,
+// naming what is wrong.
+TEST(Sweep, ABadSetupIsExitTwoBeforeAnyTrial) {
+  fs::create_directories(kTmp);
+  const std::string csv = (kTmp / "setup.csv").string();
+  std::ofstream(csv) << "learning_rate,stop_at_step\n0.05,5\n0.01,5\n";
+  std::ofstream(kTmp / "setup_bad.cfg") << "model_name=lenet\nlearnig_rate=0.1\n";
+  std::ofstream(kTmp / "setup_typo.pcs") << "learnig_rate real [0.001, 0.1]\n";
+  std::ofstream(kTmp / "setup_typo.csv") << "learning_rate,batch_sise\n0.1,8\n";
+  std::ofstream(kTmp / "setup_range.csv") << "learning_rate,batch_size\n0.1,8\n0.1,0\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"--trials=" + csv, "--config=" + (kTmp / "no_such.cfg").string()}, "no_such.cfg"},
+      {{"--trials=" + csv, "--config=" + (kTmp / "setup_bad.cfg").string()},
+       "setup_bad.cfg:2: unknown key 'learnig_rate'"},
+      {{"--space=" + (kTmp / "setup_typo.pcs").string()},
+       "setup_typo.pcs: 'learnig_rate' is not a hyperparameter key; did you mean "
+       "'learning_rate'?"},
+      {{"--trials=" + (kTmp / "setup_typo.csv").string()},
+       "setup_typo.csv: 'batch_sise' is not a hyperparameter key; did you mean 'batch_size'?"},
+      {{"--trials=" + (kTmp / "setup_range.csv").string()}, "trial-001"},
+      {{"--trials=" + csv, "--", "--momentun=0.9"}, "did you mean 'momentum'?"},
+      {{"--trials=" + csv, "--", "--help"}, "--help"},
+  };
+  for (const auto& c : cases) {
+    const fs::path out = kTmp / "setup";
+    fs::remove_all(out);
+    auto args = sweep_args({"--out=" + out.string()});
+    args.insert(args.begin() + 1, c.args.begin(),
+                std::find(c.args.begin(), c.args.end(), std::string("--")));
+    for (auto it = std::find(c.args.begin(), c.args.end(), std::string("--"));
+         it != c.args.end(); ++it) {
+      if (*it != "--") args.push_back(*it);
+    }
+    const auto r = run(args, (kTmp / "setup.log").string());
+    EXPECT_EQ(r.exit_code, 2) << c.says << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(out / "trial-000")) << c.says << ": a trial ran";
+  }
+}
+
+// Files saved by Excel start with a byte-order mark and end lines in CRLF.
+TEST(Sweep, TrialsCsvWithAByteOrderMarkRuns) {
+  const fs::path out = kTmp / "bom";
+  fs::remove_all(out);
+  fs::create_directories(kTmp);
+  std::ofstream(kTmp / "bom.csv") << "\xEF\xBB\xBFlearning_rate,stop_at_step\r\n0.05,5\r\n";
+  const auto r = run(sweep_args({"--trials=" + (kTmp / "bom.csv").string(),
+                                 "--out=" + out.string()}),
+                     (kTmp / "bom.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rows = lines(slurp(out / "results.csv"));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].rfind("trial,status,train_accuracy,learning_rate,stop_at_step,", 0), 0u)
+      << rows[0];
+  EXPECT_EQ(rows[1].rfind("trial-000,ok,", 0), 0u) << rows[1];
+}
+
+// Issue 23: a sweep where no trial produced a result does not exit 0: the
+// trials' shared code (4: all diverged; 2: all refused their setup), or 2
+// when --metric is in no trial's metrics.json.
+TEST(Sweep, NoTrialWithAResultIsNotSuccess) {
+  fs::create_directories(kTmp);
+  std::ofstream(kTmp / "diverge.csv") << "learning_rate,stop_at_step\n1e12,30\n1e13,30\n";
+  std::ofstream(kTmp / "fine.csv") << "learning_rate,stop_at_step\n0.05,5\n0.01,5\n";
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"--trials=" + (kTmp / "diverge.csv").string()}, 4, "no trial produced a result"},
+      {{"--trials=" + (kTmp / "fine.csv").string(), "--", "--model_name=no_such_net"},
+       2,
+       "no trial produced a result"},
+      {{"--trials=" + (kTmp / "fine.csv").string(), "--metric=no_such_field"},
+       2,
+       "'no_such_field'"},
+  };
+  for (const auto& c : cases) {
+    const fs::path out = kTmp / "noresult";
+    fs::remove_all(out);
+    std::vector<std::string> own = {"--parallel=2", "--out=" + out.string()};
+    auto dashes = std::find(c.args.begin(), c.args.end(), std::string("--"));
+    own.insert(own.end(), c.args.begin(), dashes);
+    auto args = sweep_args(own);
+    if (std::count_if(args.begin(), args.end(),
+                      [](const std::string& a) { return a.rfind("--metric=", 0) == 0; }) > 1) {
+      args.erase(std::find(args.begin(), args.end(), "--metric=train_accuracy"));
+    }
+    if (dashes != c.args.end()) args.insert(args.end(), dashes + 1, c.args.end());
+    const auto r = run(args, (kTmp / "noresult.log").string());
+    EXPECT_EQ(r.exit_code, c.code) << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << r.output;
+    EXPECT_TRUE(fs::exists(out / "results.csv"));
+  }
+}
+
+// Issue 23: the launcher template's every {cmd} is the trial's command.
+TEST(Sweep, LauncherReplacesEveryCmd) {
+  const fs::path out = kTmp / "launcher";
+  fs::remove_all(out);
+  fs::create_directories(kTmp);
+  std::ofstream(kTmp / "launcher.csv") << "learning_rate,stop_at_step\n0.05,5\n";
+  const fs::path seen = kTmp / "launched.txt";
+  fs::remove(seen);
+  const auto r =
+      run(sweep_args({"--trials=" + (kTmp / "launcher.csv").string(), "--out=" + out.string(),
+                      "--launcher=echo {cmd} > '" + seen.string() + "' && {cmd}"}),
+          (kTmp / "launcher.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(lines(slurp(out / "results.csv")).at(1).rfind("trial-000,ok,", 0), 0u);
+  const std::string launched = slurp(seen);
+  EXPECT_NE(launched.find(kBin + "/train_image_classifier "), std::string::npos) << launched;
+  EXPECT_EQ(launched.find("{cmd}"), std::string::npos) << launched;
+}
+
+// Issue 23: a rerun with other arguments after -- (another stop_at_step)
+// would mix budgets in results.csv: it is refused, naming the difference.
+TEST(Sweep, ARerunWithOtherTrialArgumentsIsRefused) {
+  const fs::path out = kTmp / "rerun_args";
+  fs::remove_all(out);
+  fs::create_directories(kTmp);
+  std::ofstream(kTmp / "rerun_args.csv") << "learning_rate\n0.05\n";
+  auto with_budget = [&](const std::string& steps) {
+    auto a = sweep_args({"--trials=" + (kTmp / "rerun_args.csv").string(),
+                         "--out=" + out.string()});
+    a.push_back("--stop_at_step=" + steps);
+    return a;
+  };
+  auto r = run(with_budget("5"), (kTmp / "rerun_args.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string csv = slurp(out / "results.csv");
+  r = run(with_budget("8"), (kTmp / "rerun_args_again.log").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--stop_at_step=5"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--stop_at_step=8"), std::string::npos) << r.output;
+  EXPECT_EQ(slurp(out / "results.csv"), csv);
+  r = run(with_budget("5"), (kTmp / "rerun_args_same.log").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 done earlier, 0 to run"), std::string::npos) << r.output;
+}
+
 std::string json_value(const fs::path& file, const std::string& key) {
   const std::string text = slurp(file);
   const size_t at = text.find("\"" + key + "\":");

@@ -1,0 +1,42 @@
+#include "src/io/dir_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "fastnn/errors.h"
+#include "src/config/value_parse.h"
+
+namespace fastnn::io {
+namespace fs = std::filesystem;
+
+int lock_directory(const std::string& dir, const std::string& key, const std::string& holder) {
+  const std::string shown = config::quote_value(dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw ConfigError(key + ": cannot create or use directory " + shown + ": " +
+                      (ec ? ec.message() : "not a directory"));
+  }
+  const std::string lock_path = (fs::path(dir) / ".lock").string();
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw ConfigError(key + ": cannot write in " + shown + ": " + std::strerror(errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      throw ConfigError(key + " " + shown + " is in use by another " + holder + " (it holds " +
+                        lock_path + "); use another " + key + ", or stop that process first");
+    }
+    throw ConfigError(key + ": cannot lock " + lock_path + ": " + std::strerror(err));
+  }
+  return fd;
+}
+
+}  // namespace fastnn::io
