@@ -280,6 +280,46 @@ TEST(ImageFolder, DatasetRowFeedsThePipelineFromFiles) {
   EXPECT_EQ(p.stats().images_decoded, 24);
 }
 
+// Issue 23: a symbolic link loop among the classes or the images is a data
+// error naming it (was std::filesystem's "Too many levels of symbolic
+// links", exit 1); a dangling link named like an image is listed, so that
+// reading it is a bad image under the data policy: exit 3 naming it, or
+// skipped and counted (it was skipped silently).
+TEST(ImageFolder, LinkLoopsAreDataErrorsAndDanglingLinksBadImages) {
+  for (const char* where : {"daisy/loop.png", "loop_class"}) {
+    auto dir = make_folder(std::string("ds_folder_loop_") + (where[0] == 'd' ? "img" : "cls"));
+    fs::create_symlink(dir / where, dir / where);
+    const std::string msg =
+        message_of([&] { list_image_folder(dir.string(), "train", 0.1, 0); });
+    EXPECT_NE(msg.find((dir / where).string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("symbolic link"), std::string::npos) << msg;
+    EXPECT_THROW(list_image_folder(dir.string(), "train", 0.1, 0), DataError);
+  }
+  auto dir = make_folder("ds_folder_dangling");
+  fs::create_symlink(dir / "gone.png", dir / "roses" / "dangling.png");
+  auto hp = hparams("image_folder", dir);
+  hp.validation_fraction = 0.0;
+  auto info = get_dataset(hp, "train");
+  EXPECT_EQ(info.num_samples, 31);
+  auto o = testing::eval_options(info.files, 3, 8);
+  o.file_labels = info.file_labels;
+  o.num_classes = 3;
+  const std::string msg = message_of([&] {
+    Pipeline p(o);
+    while (p.next()) {
+    }
+  });
+  EXPECT_NE(msg.find((dir / "roses" / "dangling.png").string()), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dangling symbolic link"), std::string::npos) << msg;
+  o.skip_corrupt = true;
+  o.max_skipped_share = 1;
+  Pipeline p(o);
+  int64_t n = 0;
+  while (auto b = p.next()) n += b->labels.size(0);
+  EXPECT_EQ(n, 30);
+  EXPECT_EQ(p.stats().skipped_bad_image, 1);
+}
+
 // The labels a pipeline over `info` yields in one evaluation pass.
 std::vector<int64_t> labels_read(const DatasetInfo& info) {
   auto o = testing::eval_options(info.files);
