@@ -16,6 +16,8 @@ namespace {
 
 constexpr const char* kMagic = "fastnn dataset manifest 1";
 constexpr const char* kSuffix = ".manifest";
+// 100,000 shards of long names fit many times over.
+constexpr uintmax_t kMaxBytes = uintmax_t{64} << 20;
 
 std::string interrupted(const std::string& path) {
   return "'" + path +
@@ -57,12 +59,20 @@ std::string manifest_path(const std::string& dir, const std::string& prefix) {
 }
 
 std::optional<Manifest> read_manifest(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return std::nullopt;
-  std::istringstream in(io::read_file(path));
   auto bad = [&](const std::string& why) {
     return DataError("'" + path + "': not a convert_dataset manifest: " + why);
   };
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return std::nullopt;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::is_regular_file(st)) {
+    throw bad(ec ? ec.message() : std::string("not a regular file"));
+  }
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec || size > kMaxBytes) {
+    throw bad(ec ? ec.message() : "over " + std::to_string(kMaxBytes) + " bytes");
+  }
+  std::istringstream in(io::read_file(path));
   std::string line;
   if (!std::getline(in, line) || line != kMagic) throw bad("no '" + std::string(kMagic) + "' line");
   Manifest m;

@@ -11,6 +11,7 @@
 
 #include "datasets/dataset_factory.h"
 #include "datasets/image_folder.h"
+#include "datasets/manifest.h"
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "fastnn/pipeline.h"
@@ -201,6 +202,56 @@ TEST(DatasetTable, GlobsNeverMatchTemporaries) {
   EXPECT_NE(msg.find("no file matches '*.tmp-*'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("unfinished"), std::string::npos) << msg;
   EXPECT_THROW(expand_file_list("*.tmp-*", dir.string()), DataError);
+}
+
+// Issue 23: the manifest convert_dataset writes decides a split's files,
+// not the glob; a half-written, changed or damaged one is a data error
+// naming it (the converter's side: faults_kill_during_convert).
+TEST(DatasetTable, ConvertedFolderIsReadByItsManifest) {
+  auto dir = fresh_dir("ds_manifest");
+  auto gray = [](int n) {
+    std::vector<std::string> out(n, example_of(png_of(28, 28, 1, 1), 1));
+    return out;
+  };
+  write_records(dir / "mnist_train.tfrecord", gray(3));  // another conversion's
+  Manifest m{true, {}};
+  for (const char* name : {"mnist_train_00000-of-00002.tfrecord",
+                           "mnist_train_00001-of-00002.tfrecord"}) {
+    write_records(dir / name, gray(2));
+    m.files.push_back({"train", name, 2, fs::file_size(dir / name)});
+  }
+  const std::string path = manifest_path(dir.string(), "mnist");
+  write_manifest(path, m);
+  auto hp = hparams("mnist", dir);
+  const auto info = get_dataset(hp, "train");
+  ASSERT_EQ(info.files.size(), 2u);  // the glob finds 3
+  EXPECT_EQ(fs::path(info.files[0]).filename(), m.files[0].name);
+  std::string msg = message_of([&] { get_dataset(hp, "test"); });
+  EXPECT_NE(msg.find("lists no file of split 'test'"), std::string::npos) << msg;
+
+  std::ofstream(dir / m.files[1].name, std::ios::app) << "x";
+  msg = message_of([&] { get_dataset(hp, "train"); });
+  EXPECT_NE(msg.find(m.files[1].name + "' has "), std::string::npos) << msg;
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+
+  m.complete = false;
+  write_manifest(path, m);
+  for (const std::string files : {"", "mnist_train*.tfrecord"}) {
+    hp.train_files = files;
+    msg = message_of([&] { get_dataset(hp, "train"); });
+    EXPECT_NE(msg.find("interrupted"), std::string::npos) << files << ": " << msg;
+    EXPECT_THROW(get_dataset(hp, "train"), DataError);
+  }
+  hp.train_files = "";
+  std::ofstream(path) << "junk\n";
+  msg = message_of([&] { get_dataset(hp, "train"); });
+  EXPECT_NE(msg.find("not a convert_dataset manifest"), std::string::npos) << msg;
+  fs::remove(path);
+  fs::create_symlink("/dev/zero", path);
+  msg = message_of([&] { get_dataset(hp, "train"); });
+  EXPECT_NE(msg.find("not a regular file"), std::string::npos) << msg;
+  fs::remove(path);
+  EXPECT_EQ(get_dataset(hp, "train").files.size(), 3u);  // no manifest: the glob
 }
 
 // dir/<class>/<i>.png for 3 classes x 10 images, plus files to ignore.
