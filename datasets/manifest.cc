@@ -1,7 +1,5 @@
 #include "datasets/manifest.h"
 
-#include <glob.h>
-
 #include <filesystem>
 #include <map>
 #include <set>
@@ -127,19 +125,16 @@ void check_files_against_manifests(const std::vector<std::string>& files) {
     const fs::path p(file);
     const std::string dir = p.parent_path().string();
     auto [it, fresh] = by_dir.try_emplace(dir);
-    if (fresh) {
-      glob_t g{};
-      const std::string pattern = (fs::path(dir.empty() ? "." : dir) / "*").string() + kSuffix;
-      if (glob(pattern.c_str(), 0, nullptr, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc; ++i) {
-          try {
-            if (auto m = read_manifest(g.gl_pathv[i])) it->second.emplace_back(g.gl_pathv[i], *m);
-          } catch (const DataError&) {
-            // Not a manifest of convert_dataset's: another tool's file.
-          }
-        }
+    std::error_code ec;
+    for (fs::directory_iterator d(dir.empty() ? "." : dir, ec), end; fresh && !ec && d != end;
+         d.increment(ec)) {
+      const std::string path = d->path().string();
+      if (d->path().extension() != kSuffix) continue;
+      try {
+        if (auto m = read_manifest(path)) it->second.emplace_back(path, *m);
+      } catch (const DataError&) {
+        // Not a manifest of convert_dataset's: another tool's file.
       }
-      globfree(&g);
     }
     const std::string name = p.filename().string();
     for (const auto& [path, m] : it->second) {
