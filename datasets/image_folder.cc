@@ -32,6 +32,12 @@ bool hidden(const fs::path& p) {
                                        : ec.message()));
 }
 
+std::string dangling(const fs::path& p) {
+  std::error_code ec;
+  return "image_folder: '" + p.string() + "': a dangling symbolic link (to '" +
+         fs::read_symlink(p, ec).string() + "', which does not exist)";
+}
+
 // What `p` is, following symbolic links: kDangling for a link to nothing;
 // a loop or an error throws DataError naming p.
 enum class Kind { kFile, kDirectory, kOther, kDangling };
@@ -70,7 +76,13 @@ ImageFolderSplit scan_image_folder(const std::string& dir) {
   }
   ImageFolderSplit out;
   for (const auto& p : entries(dir)) {
-    if (kind_of(p) == Kind::kDirectory) out.class_names.push_back(p.filename().string());
+    const Kind kind = kind_of(p);
+    if (kind == Kind::kDirectory) out.class_names.push_back(p.filename().string());
+    // A class folder that vanished would shift every later class's label.
+    if (kind == Kind::kDangling) {
+      throw DataError(dangling(p) + ": it may have been a class folder; restore its "
+                      "target or remove it");
+    }
   }
   if (out.class_names.empty()) {
     throw DataError("image_folder: '" + dir +
@@ -152,9 +164,7 @@ std::string read_image_file(const std::string& path) {
   std::error_code ec;
   const fs::path p(path);
   if (fs::is_symlink(fs::symlink_status(p, ec)) && !fs::exists(p, ec) && !ec) {
-    const fs::path target = fs::read_symlink(p, ec);
-    throw DataError("'" + path + "': a dangling symbolic link (to '" + target.string() +
-                    "', which does not exist)");
+    throw DataError(dangling(p));
   }
   return io::read_file(path);
 }

@@ -9,10 +9,12 @@
 // files and hidden entries are ignored. Symbolic links are followed; a
 // link loop (or an entry that cannot be examined) is a DataError naming it,
 // and a dangling link named like an image is listed, so that reading it is
-// a bad image (read_image_file). The split is deterministic: all images
-// sorted by path, shuffled by a Fisher-Yates pass driven by
-// std::mt19937_64(seed) (portable, unlike std::shuffle), and the first
-// round(N * validation_fraction) form "validation", the rest "train".
+// a bad image (read_image_file); one among the classes is a DataError (a
+// vanished class folder would shift the labels of the classes after it).
+// The split is deterministic: all images sorted by path, shuffled by a
+// Fisher-Yates pass driven by std::mt19937_64(seed) (portable, unlike
+// std::shuffle), and the first round(N * validation_fraction) form
+// "validation", the rest "train".
 // convert_dataset's image_folder converter lists and splits the same way.
 #pragma once
 

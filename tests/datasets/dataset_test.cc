@@ -346,6 +346,13 @@ TEST(ImageFolder, LinkLoopsAreDataErrorsAndDanglingLinksBadImages) {
     EXPECT_NE(msg.find("symbolic link"), std::string::npos) << msg;
     EXPECT_THROW(list_image_folder(dir.string(), "train", 0.1, 0), DataError);
   }
+  auto classes = make_folder("ds_folder_dangling_class");
+  fs::create_symlink(classes / "gone", classes / "lilies");
+  const std::string lost =
+      message_of([&] { list_image_folder(classes.string(), "train", 0.1, 0); });
+  EXPECT_NE(lost.find((classes / "lilies").string() + "': a dangling symbolic link"),
+            std::string::npos)
+      << lost;
   auto dir = make_folder("ds_folder_dangling");
   fs::create_symlink(dir / "gone.png", dir / "roses" / "dangling.png");
   auto hp = hparams("image_folder", dir);
