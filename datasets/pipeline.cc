@@ -594,8 +594,8 @@ std::optional<Batch> Pipeline::next() {
     if (s.error) std::rethrow_exception(s.error);
     auto it = s.done.find(s.next_index);
     if (it == s.done.end()) {
-      const std::string error = s.rejected_share_error(true);
-      if (!error.empty()) throw DataError(error);
+      lock.unlock();
+      check_rejected_share();
       return std::nullopt;
     }
     Decoded d = std::move(it->second);
@@ -623,6 +623,12 @@ std::string describe_skipped(const PipelineStats& st) {
     out += "; " + std::to_string(st.bytes_skipped) + " corrupt bytes skipped";
   }
   return out;
+}
+
+void Pipeline::check_rejected_share() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  const std::string error = state_->rejected_share_error(true);
+  if (!error.empty()) throw DataError(error);
 }
 
 PipelineStats Pipeline::stats() const {

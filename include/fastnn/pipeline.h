@@ -71,8 +71,8 @@ struct PipelineOptions {
   /// bytes was skipped as corrupt throws DataError at its end; and so does
   /// the pipeline when more than this share of the records it finished with
   /// (used or rejected; a rejected record of any kind counts) was rejected:
-  /// checked at the end of the input and, once kShareCheckRecords records
-  /// are finished, after every batch. 1 never throws. Whatever the share, a
+  /// checked at the end of the input (or by check_rejected_share) and, once
+  /// kShareCheckRecords records are finished, after every batch. 1 never throws. Whatever the share, a
   /// pipeline that rejects every record it reads throws at the same points.
   /// REQUIRES: in [0, 1].
   double max_skipped_share = 0.1;
@@ -164,6 +164,12 @@ class Pipeline {
   std::optional<Batch> next();
 
   PipelineStats stats() const;
+
+  /// The check next() makes at the end of the input, for a consumer that
+  /// stops before it (a training run at stop_at_step): throws DataError when
+  /// the records rejected so far pass max_skipped_share of those finished
+  /// with, or none of them was used.
+  void check_rejected_share() const;
 
  private:
   struct State;

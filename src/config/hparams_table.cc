@@ -49,8 +49,9 @@ std::vector<KeySpec> build_table() {
      "With skip_corrupt_records=True: share of a TFRecord file's bytes that "
      "may be skipped as corrupt (checked at the file's end), and share of "
      "the records read that may be rejected, of any kind (corrupt, bad "
-     "example, image or label; checked at the end of the input and, after "
-     "the first 10000 records, after every batch); more stops the run with "
+     "example, image or label; checked at the end of the input or of "
+     "training and, after the first 10000 records, after every batch); more "
+     "stops the run with "
      "exit code 3. 1: never stop. Rejecting every record read is exit "
      "code 3 whatever the share.", between(0, 1)},
     {FASTNN_KEY(max_record_bytes), G::kDataset,

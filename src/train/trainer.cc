@@ -336,6 +336,8 @@ int Trainer::run() {
   // after_run (metrics.json carries the exit status), then propagates.
   try {
     m.loop(step, r);
+    // Too many records rejected is an error also when training stops first.
+    if (r.exit_code == kExitOk) m.pipeline->check_rejected_share();
   } catch (const DataError& e) {
     m.report_failure(r, kExitData, e.what());
     throw;

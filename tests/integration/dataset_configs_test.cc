@@ -213,6 +213,19 @@ TEST(DatasetConfig, NothingToTrainOnExits3AndUnboundedSettingsExit2) {
   std::ifstream(root / "train" / "metrics.json") >> metrics;
   EXPECT_EQ(metrics["exit_status"], 3) << metrics.dump();
 
+  // Half the records rejected, in a run that stops at a step long before
+  // the 10,000 records of the check during the input: exit 3 at its end.
+  auto half = records(8, 32, 32, 0, 9, 9);
+  for (int i = 0; i < 8; i += 2) half[i] = example_of(png_of(32, 32, 3, 1), 10);
+  write_records(root / "half" / "cifar10_train.tfrecord", half);
+  args = base;
+  args.insert(args.end(), {"--dataset_dir=" + (root / "half").string(),
+                           "--skip_corrupt_records=True", "--num_epochs=1000",
+                           "--stop_at_step=2", "--train_dir=" + (root / "train_half").string()});
+  r = run(args, (root / "half.log").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("more than max_skipped_share = 0.1"), std::string::npos) << r.output;
+
   for (const char* flag : {"--prefetch_buffer_size=1000000000", "--num_parallel_batches=1000000000"}) {
     args = base;
     args.insert(args.end(), {flag, "--dry_run"});
