@@ -12,10 +12,12 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <set>
 #include <thread>
 
+#include "datasets/manifest.h"
 #include "fastnn/errors.h"
 #include "fastnn/tfrecord.h"
 #include "src/config/value_parse.h"
@@ -168,6 +170,22 @@ void check_folder_flag(const std::string& flag, const std::string& path) {
   }
 }
 
+void check_prefix_flag(const std::string& prefix) {
+  const std::string head = "--output_prefix " + config::quote_value(prefix) + ": ";
+  if (prefix.find('/') != std::string::npos) {
+    throw ConfigError(head + "a file name prefix, not a path: no '/' (the files go "
+                             "into --dataset_dir)");
+  }
+  for (unsigned char c : prefix) {
+    if (c < 0x20 || c == 0x7f)
+      throw ConfigError(head + "holds a control character");
+  }
+  if (prefix == "." || prefix == "..")
+    throw ConfigError(head + "not a file name prefix");
+  if (prefix.size() > 200)
+    throw ConfigError(head + "longer than 200 bytes");
+}
+
 std::string shard_file_name(const std::string& prefix,
                             const std::string& split,
                             int shard,
@@ -186,6 +204,7 @@ std::vector<ConvertedSplit> write_dataset(
                       " is not in [1, 99999]");
   }
   check_folder_flag("--dataset_dir", o.output_dir);
+  check_prefix_flag(o.prefix);
   const std::string labels_path =
       (fs::path(o.output_dir) / "labels.txt").string();
   std::vector<std::string> stale;
@@ -196,11 +215,18 @@ std::vector<ConvertedSplit> write_dataset(
   }
   if (fs::exists(labels_path))
     stale.insert(stale.begin(), labels_path);
+  const std::string manifest = manifest_path(o.output_dir, o.prefix);
   if (!stale.empty() && !o.overwrite) {
+    std::optional<Manifest> m;
+    try {
+      m = read_manifest(manifest);
+    } catch (const DataError&) {
+    }
     throw ConfigError(
         config::quote_value(fs::path(stale.front()).filename().string()) +
         " exists in " + config::quote_value(o.output_dir) +
-        "; pass --overwrite to replace it (no file was written)");
+        "; pass --overwrite to replace it (no file was written)" +
+        (m && !m->complete ? "; an earlier conversion into it was interrupted" : ""));
   }
   std::error_code ec;
   fs::create_directories(o.output_dir, ec);
@@ -239,7 +265,20 @@ std::vector<ConvertedSplit> write_dataset(
     result.push_back(cs);
   }
   progress.update(done, true);
-  // Everything is encoded: only now do the outputs appear.
+  // Everything is encoded: only now do the outputs appear. From the first
+  // rename to the last removal the folder may mix two conversions: the
+  // manifest says so to readers until the complete one replaces it.
+  Manifest m;
+  for (const auto& cs : result) {
+    for (size_t k = 0; k < cs.paths.size(); ++k) {
+      const int64_t n = static_cast<int64_t>(cs.paths.size());
+      m.files.push_back({cs.split, fs::path(cs.paths[k]).filename().string(),
+                         cs.examples * static_cast<int64_t>(k + 1) / n -
+                             cs.examples * static_cast<int64_t>(k) / n,
+                         0});
+    }
+  }
+  write_manifest(manifest, m);
   for (auto& w : writers)
     w->close();
   std::string labels_txt;
@@ -254,6 +293,10 @@ std::vector<ConvertedSplit> write_dataset(
     if (p != labels_path && !written.count(p))
       fs::remove(p);
   }
+  for (auto& f : m.files)
+    f.bytes = fs::file_size(fs::path(o.output_dir) / f.name);
+  m.complete = true;
+  write_manifest(manifest, m);
   return result;
 }
 

@@ -67,6 +67,11 @@ struct SplitSource {
 /// output folder is created; a converter names a missing input).
 void check_folder_flag(const std::string& flag, const std::string& path);
 
+/// Checks --output_prefix before any work: throws ConfigError naming the
+/// flag when it is not a file name prefix (a '/', which would write outside
+/// --dataset_dir, a control character, "." or "..") or is over 200 bytes.
+void check_prefix_flag(const std::string& prefix);
+
 /// TF-slim's file name of shard `shard` of `num_shards` (no directory).
 std::string shard_file_name(const std::string& prefix,
                             const std::string& split,

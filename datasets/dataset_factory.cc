@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "datasets/image_folder.h"
+#include "datasets/manifest.h"
 #include "datasets/mnist.h"
 #include "datasets/sharding.h"
 #include "datasets/slim_datasets.h"
@@ -110,6 +111,11 @@ namespace {
 std::vector<std::string> find_split_files(const DatasetSpec& spec,
                                           const std::string& split,
                                           const std::string& dir) {
+  // Written by convert_dataset: its manifest names the files (issue 23).
+  if (!spec.file_prefix.empty()) {
+    const std::string path = manifest_path(dir, spec.file_prefix);
+    if (const auto m = read_manifest(path)) return manifest_split_files(path, *m, split);
+  }
   std::vector<std::string> patterns;
   if (!spec.file_pattern.empty()) {
     std::string p = spec.file_pattern;
@@ -165,6 +171,7 @@ void resolve_custom(const HParams& hp, const std::string& files, DatasetInfo& in
                       ": num_classes: required with dataset_name=tfrecord");
   }
   info.files = expand_file_list(files, hp.dataset_dir);
+  check_files_against_manifests(info.files);
   info.num_classes = *hp.num_classes + hp.labels_offset;
   info.num_samples = 0;
   for (const auto& f : info.files) {
@@ -291,8 +298,12 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
       throw ConfigError(hp.where("dataset_dir") + ": dataset_dir: not set (the "
                         "folder holding " + spec.name + "'s TFRecord files)");
     }
-    info.files = files_override.empty() ? find_split_files(spec, files_split, hp.dataset_dir)
-                                        : expand_file_list(files_override, hp.dataset_dir);
+    if (files_override.empty()) {
+      info.files = find_split_files(spec, files_split, hp.dataset_dir);
+    } else {
+      info.files = expand_file_list(files_override, hp.dataset_dir);
+      check_files_against_manifests(info.files);
+    }
     uintmax_t bytes = 0;
     std::error_code ec;
     for (const auto& f : info.files) bytes += fs::file_size(f, ec);

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <random>
 #include <utility>
 
 #include "fastnn/errors.h"
+#include "src/io/atomic_file.h"
 
 namespace fastnn::datasets {
 namespace fs = std::filesystem;
@@ -24,12 +26,91 @@ bool hidden(const fs::path& p) {
   return p.filename().string().rfind('.', 0) == 0;
 }
 
+[[noreturn]] void unusable(const fs::path& p, const std::error_code& ec) {
+  throw DataError("image_folder: '" + p.string() + "': " +
+                  (ec.value() == ELOOP ? "a symbolic link loop (" + ec.message() + ")"
+                                       : ec.message()));
+}
+
+std::string dangling(const fs::path& p) {
+  std::error_code ec;
+  return "image_folder: '" + p.string() + "': a dangling symbolic link (to '" +
+         fs::read_symlink(p, ec).string() + "', which does not exist)";
+}
+
+// What `p` is, following symbolic links: kDangling for a link to nothing;
+// a loop or an error throws DataError naming p.
+enum class Kind { kFile, kDirectory, kOther, kDangling };
+
+Kind kind_of(const fs::path& p) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(p, ec);
+  if (st.type() == fs::file_type::not_found) {
+    std::error_code lec;
+    return fs::is_symlink(fs::symlink_status(p, lec)) ? Kind::kDangling : Kind::kOther;
+  }
+  if (ec) unusable(p, ec);
+  if (fs::is_directory(st)) return Kind::kDirectory;
+  return fs::is_regular_file(st) ? Kind::kFile : Kind::kOther;
+}
+
+// The non-hidden entries of folder `dir`, sorted.
+std::vector<fs::path> entries(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!hidden(it->path())) out.push_back(it->path());
+  }
+  if (ec) unusable(dir, ec);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
-ImageFolderSplit list_image_folder(const std::string& dir,
-                                   const std::string& split,
-                                   double validation_fraction,
-                                   uint64_t seed) {
+ImageFolderSplit scan_image_folder(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw DataError("image_folder: '" + dir + "' is not a directory" +
+                    (ec && ec.value() != ENOENT ? " (" + ec.message() + ")" : ""));
+  }
+  ImageFolderSplit out;
+  for (const auto& p : entries(dir)) {
+    const Kind kind = kind_of(p);
+    if (kind == Kind::kDirectory) out.class_names.push_back(p.filename().string());
+    // A class folder that vanished would shift every later class's label.
+    if (kind == Kind::kDangling) {
+      throw DataError(dangling(p) + ": it may have been a class folder; restore its "
+                      "target or remove it");
+    }
+  }
+  if (out.class_names.empty()) {
+    throw DataError("image_folder: '" + dir +
+                    "' has no class sub-folder (expected " + dir +
+                    "/<class>/<image>.jpg)");
+  }
+  std::vector<std::pair<std::string, int64_t>> all;
+  for (size_t c = 0; c < out.class_names.size(); ++c) {
+    for (const auto& p : entries(fs::path(dir) / out.class_names[c])) {
+      if (!is_image_name(p)) continue;
+      const Kind kind = kind_of(p);
+      if (kind == Kind::kFile || kind == Kind::kDangling) {
+        all.emplace_back(p.string(), static_cast<int64_t>(c));
+      }
+    }
+  }
+  std::sort(all.begin(), all.end());
+  for (auto& [path, label] : all) {
+    out.files.push_back(std::move(path));
+    out.labels.push_back(label);
+  }
+  return out;
+}
+
+ImageFolderSplit select_split(const ImageFolderSplit& all_images,
+                              const std::string& split,
+                              double validation_fraction,
+                              uint64_t seed) {
   if (split != "train" && split != "validation") {
     throw ConfigError(
         "dataset_split_name: '" + split +
@@ -40,55 +121,52 @@ ImageFolderSplit list_image_folder(const std::string& dir,
         "validation_fraction: " + std::to_string(validation_fraction) +
         " is not in [0, 1)");
   }
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw DataError("image_folder: '" + dir + "' is not a directory");
-  }
-  ImageFolderSplit out;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.is_directory() && !hidden(e.path())) {
-      out.class_names.push_back(e.path().filename().string());
-    }
-  }
-  std::sort(out.class_names.begin(), out.class_names.end());
-  if (out.class_names.empty()) {
-    throw DataError("image_folder: '" + dir +
-                    "' has no class sub-folder (expected " + dir +
-                    "/<class>/<image>.jpg)");
-  }
-  std::vector<std::pair<std::string, int64_t>> all;
-  for (size_t c = 0; c < out.class_names.size(); ++c) {
-    for (const auto& e :
-         fs::directory_iterator(fs::path(dir) / out.class_names[c])) {
-      if (e.is_regular_file() && !hidden(e.path()) && is_image_name(e.path())) {
-        all.emplace_back(e.path().string(), static_cast<int64_t>(c));
-      }
-    }
-  }
-  std::sort(all.begin(), all.end());
+  std::vector<size_t> order(all_images.files.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::mt19937_64 rng(seed);
-  for (size_t i = all.size(); i > 1; --i) {
-    std::swap(all[i - 1], all[rng() % i]);
+  for (size_t i = order.size(); i > 1; --i) {
+    std::swap(order[i - 1], order[rng() % i]);
   }
   const auto n_val =
-      static_cast<size_t>(std::llround(all.size() * validation_fraction));
+      static_cast<size_t>(std::llround(order.size() * validation_fraction));
   const size_t begin = split == "validation" ? 0 : n_val;
-  const size_t end = split == "validation" ? n_val : all.size();
-  std::vector<std::pair<std::string, int64_t>> part(all.begin() + begin,
-                                                    all.begin() + end);
-  std::sort(part.begin(), part.end());
-  if (part.empty()) {
+  const size_t end = split == "validation" ? n_val : order.size();
+  std::vector<size_t> part(order.begin() + begin, order.begin() + end);
+  std::sort(part.begin(), part.end());  // the paths are sorted
+  ImageFolderSplit out;
+  out.class_names = all_images.class_names;
+  for (size_t i : part) {
+    out.files.push_back(all_images.files[i]);
+    out.labels.push_back(all_images.labels[i]);
+  }
+  return out;
+}
+
+ImageFolderSplit list_image_folder(const std::string& dir,
+                                   const std::string& split,
+                                   double validation_fraction,
+                                   uint64_t seed) {
+  // The arguments first: a bad split name is a usage error whatever dir holds.
+  select_split({}, split, validation_fraction, seed);
+  const ImageFolderSplit all = scan_image_folder(dir);
+  ImageFolderSplit out = select_split(all, split, validation_fraction, seed);
+  if (out.files.empty()) {
     throw DataError(
         "image_folder: no image for split '" + split + "' in '" + dir + "' (" +
-        std::to_string(all.size()) +
+        std::to_string(all.files.size()) +
         " images in <class>/*.{jpg,jpeg,png}, validation_fraction " +
         std::to_string(validation_fraction) + ")");
   }
-  for (auto& [path, label] : part) {
-    out.files.push_back(std::move(path));
-    out.labels.push_back(label);
-  }
   return out;
+}
+
+std::string read_image_file(const std::string& path) {
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_symlink(fs::symlink_status(p, ec)) && !fs::exists(p, ec) && !ec) {
+    throw DataError(dangling(p));
+  }
+  return io::read_file(path);
 }
 
 }  // namespace fastnn::datasets

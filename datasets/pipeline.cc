@@ -2,7 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <exception>
 #include <filesystem>
@@ -12,6 +14,9 @@
 #include <mutex>
 #include <thread>
 
+#include <unistd.h>
+
+#include "datasets/image_folder.h"
 #include "datasets/sharding.h"
 #include "src/io/atomic_file.h"
 #include "fastnn/byte_source.h"
@@ -36,8 +41,10 @@ struct Record {
   /// >= 0: the record came from an image file of this class.
   int64_t label = -1;
   /// Set when the record is unusable before decoding (an image file over
-  /// max_record_bytes, not read): decode_record counts it as oversized.
+  /// max_record_bytes, not read; one that cannot be read): decode_record
+  /// rejects it as refused_kind.
   std::string refused;
+  Skip refused_kind = Skip::kOversized;
   /// kPad: a slot kept for a record the reader lost to corruption, so the
   /// worker's epoch keeps its planned size; decodes to nothing.
   Skip skip = Skip::kNone;
@@ -82,6 +89,10 @@ struct Pipeline::State {
   ShardPlan plan;  // this worker's files and records per epoch
   std::thread reader;
   std::vector<std::thread> workers;
+  int live_threads = 0;
+  /// The first record rejected for its content, and why (for the message
+  /// when too many are).
+  std::string first_rejection;
 
   void fail(std::exception_ptr e) {
     std::lock_guard<std::mutex> lock(mu);
@@ -115,6 +126,7 @@ struct Pipeline::State {
     stats.records_skipped += n;
   }
 
+  std::string rejected_share_error(bool at_end) const;
   void read_loop();
   template <typename Take>
   bool read_files(Take&& take);
@@ -122,6 +134,29 @@ struct Pipeline::State {
   int64_t decode_record(const Record& r, std::mt19937_64& rng, float* out) const;
   Decoded decode(RawBatch& rb);
 };
+
+// Issue 23: rejected records of every kind against max_skipped_share, as a
+// share of the records finished with (used or rejected); none used at all
+// is an error whatever the share. During the input only once
+// kShareCheckRecords are finished, so that a cluster of bad records at the
+// start of a large set does not decide. REQUIRES: mu held.
+std::string Pipeline::State::rejected_share_error(bool at_end) const {
+  const int64_t rejected = stats.records_skipped;
+  const int64_t finished = stats.images_decoded + rejected;
+  if (rejected == 0 || (!at_end && finished < kShareCheckRecords)) return "";
+  const std::string why = " (" + describe_skipped(stats) + ")" +
+                          (first_rejection.empty() ? "" : "; the first: " + first_rejection);
+  if (stats.images_decoded == 0) {
+    return "none of the " + std::to_string(finished) +
+           " records read could be used: nothing to train or evaluate on" + why;
+  }
+  if (rejected <= opt.max_skipped_share * static_cast<double>(finished)) return "";
+  char share[96];
+  std::snprintf(share, sizeof share, " (%.1f %%), more than max_skipped_share = %g allows",
+                100.0 * rejected / finished, opt.max_skipped_share);
+  return std::to_string(rejected) + " of the " + std::to_string(finished) +
+         " records read were rejected" + share + why;
+}
 
 // Reads the plan's files in order and offers each record to take(make):
 // take decides whether this worker keeps the record and only then calls
@@ -141,7 +176,12 @@ bool Pipeline::State::read_files(Take&& take) {
                           " bytes is over the limit of " +
                           std::to_string(opt.max_record_bytes) + " (max_record_bytes)";
             } else {
-              r.data = io::read_file(opt.files[f]);
+              try {
+                r.data = read_image_file(opt.files[f]);
+              } catch (const DataError& e) {  // a dangling link, permissions
+                r.refused = e.what();
+                r.refused_kind = Skip::kImage;
+              }
             }
             std::lock_guard<std::mutex> lock(mu);
             ++stats.records_read;
@@ -311,7 +351,7 @@ int64_t Pipeline::State::decode_record(const Record& r,
   std::string_view encoded = r.data;
   int64_t label = r.label;
   io::ImageRecord ex;
-  if (!r.refused.empty()) throw BadRecord(Skip::kOversized, r.refused);
+  if (!r.refused.empty()) throw BadRecord(r.refused_kind, r.refused);
   if (r.label < 0) {
     try {
       ex = io::decode_image_example(r.data);
@@ -375,11 +415,15 @@ Decoded Pipeline::State::decode(RawBatch& rb) {
     } catch (const BadRecord& e) {
       if (!opt.skip_corrupt) throw DataError(where(r) + ": " + e.what());
       count(e.kind);
+      std::lock_guard<std::mutex> lock(mu);
+      if (first_rejection.empty()) first_rejection = where(r) + ": " + e.what();
     }
   }
   {
     std::lock_guard<std::mutex> lock(mu);
     stats.images_decoded += kept;
+    const std::string error = rejected_share_error(false);
+    if (!error.empty()) throw DataError(error);
   }
   Decoded d;
   d.batch.index = rb.index;
@@ -419,7 +463,39 @@ void Pipeline::State::work_loop() {
   }
 }
 
-Pipeline::Pipeline(PipelineOptions options) : state_(std::make_unique<State>()) {
+namespace {
+
+// Issue 23: prefetch_buffer_size=1e9 decoded batches until the process
+// died. Bounds the batches held ahead, by count and by memory.
+void check_batches_ahead(const PipelineOptions& o) {
+  const std::pair<const char*, int64_t> keys[] = {
+      {"prefetch_buffer_size", o.prefetch_batches},
+      {"num_parallel_batches", o.num_parallel_batches}};
+  for (const auto& [key, n] : keys) {
+    if (n > kMaxBatchesAhead) {
+      throw ConfigError(std::string(key) + ": " + std::to_string(n) +
+                        " batches held ahead is over the limit of " +
+                        std::to_string(kMaxBatchesAhead));
+    }
+  }
+  const double batch_bytes = 4.0 * static_cast<double>(o.batch_size) *
+                             static_cast<double>(o.shape.numel());
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                        static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const double ahead = batch_bytes * static_cast<double>(o.prefetch_batches);
+  if (memory > 0 && ahead > memory / 2) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  " batches of %.1f MiB each hold %.1f GiB ahead, more than half of "
+                  "this machine's %.1f GiB of memory",
+                  batch_bytes / (1 << 20), ahead / (1 << 30), memory / (1 << 30));
+    throw ConfigError("prefetch_buffer_size: " + std::to_string(o.prefetch_batches) + text);
+  }
+}
+
+}  // namespace
+
+Pipeline::Pipeline(PipelineOptions options) : state_(std::make_shared<State>()) {
   State& s = *state_;
   s.opt = std::move(options);
   if (s.opt.batch_size < 1) throw ConfigError("batch_size must be >= 1");
@@ -430,6 +506,7 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_unique<State>()) 
     throw ConfigError("max_skipped_share must be in [0, 1], got " +
                       std::to_string(s.opt.max_skipped_share));
   }
+  check_batches_ahead(s.opt);
   if (s.opt.files.empty() && s.opt.synthetic_samples <= 0) {
     throw DataError("input pipeline: no files to read");
   }
@@ -458,39 +535,69 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_unique<State>()) 
   s.opt.num_parallel_batches = std::max<int64_t>(1, s.opt.num_parallel_batches);
   s.opt.prefetch_batches = std::max<int64_t>(1, s.opt.prefetch_batches);
   s.next_index = s.opt.skip_batches;
-  s.reader = std::thread([&s] {
-    try {
-      s.read_loop();
-    } catch (...) {
-      s.fail(std::current_exception());
-    }
-  });
+  // Each thread holds the state, and says when it ends.
+  auto start = [&s, state = state_](void (State::*loop)()) {
+    ++s.live_threads;
+    return std::thread([state, loop] {
+      try {
+        ((*state).*loop)();
+      } catch (...) {
+        state->fail(std::current_exception());
+      }
+      std::lock_guard<std::mutex> lock(state->mu);
+      --state->live_threads;
+      state->cv.notify_all();
+    });
+  };
+  s.reader = start(&State::read_loop);
   for (int i = 0; i < std::max(1, s.opt.num_threads); ++i) {
-    s.workers.emplace_back([&s] { s.work_loop(); });
+    s.workers.push_back(start(&State::work_loop));
   }
 }
 
 Pipeline::~Pipeline() {
-  {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    state_->stop = true;
-    state_->cv.notify_all();
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  s.stop = true;
+  s.cv.notify_all();
+  // A thread stuck in a read (a hung network file system) must not keep a
+  // stopping process from exiting: after 2 s it is left behind,
+  // holding the state, instead of joined.
+  const bool ended =
+      s.cv.wait_for(lock, std::chrono::seconds(2), [&] { return s.live_threads == 0; });
+  lock.unlock();
+  if (!ended) {
+    log::warning() << "input pipeline: " << s.live_threads
+                   << " thread(s) still blocked in a read after 2 s; not waiting for them";
   }
-  state_->reader.join();
-  for (auto& w : state_->workers) w.join();
+  if (ended) {
+    s.reader.join();
+    for (auto& w : s.workers) w.join();
+  } else {
+    s.reader.detach();
+    for (auto& w : s.workers) w.detach();
+  }
 }
 
 std::optional<Batch> Pipeline::next() {
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mu);
+  auto ready = [&] {
+    return s.error || s.done.count(s.next_index) ||
+           (s.total_batches >= 0 && s.next_index >= s.total_batches);
+  };
   while (true) {
-    s.cv.wait(lock, [&] {
-      return s.error || s.done.count(s.next_index) ||
-             (s.total_batches >= 0 && s.next_index >= s.total_batches);
-    });
+    while (!ready()) {
+      if (s.opt.stop_requested && s.opt.stop_requested()) return std::nullopt;
+      s.cv.wait_for(lock, std::chrono::milliseconds(100));
+    }
     if (s.error) std::rethrow_exception(s.error);
     auto it = s.done.find(s.next_index);
-    if (it == s.done.end()) return std::nullopt;
+    if (it == s.done.end()) {
+      lock.unlock();
+      check_rejected_share();
+      return std::nullopt;
+    }
     Decoded d = std::move(it->second);
     s.done.erase(it);
     ++s.next_index;
@@ -516,6 +623,12 @@ std::string describe_skipped(const PipelineStats& st) {
     out += "; " + std::to_string(st.bytes_skipped) + " corrupt bytes skipped";
   }
   return out;
+}
+
+void Pipeline::check_rejected_share() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  const std::string error = state_->rejected_share_error(true);
+  if (!error.empty()) throw DataError(error);
 }
 
 PipelineStats Pipeline::stats() const {

@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,21 +53,27 @@ struct PipelineOptions {
   int64_t num_epochs = 1;
   /// REQUIRES: >= 1. 1 disables shuffling.
   int64_t shuffle_buffer_size = 1024;
-  /// Decoded batches held ready ahead of the consumer.
+  /// Decoded batches held ready ahead of the consumer. REQUIRES: at most
+  /// kMaxBatchesAhead, and their float32 images at most half the memory.
   int64_t prefetch_batches = 32;
   /// Decode + preprocess threads.
   int num_threads = 4;
   /// Batches in page-locked host memory, for asynchronous copies to a GPU
   /// (needs a CUDA LibTorch).
   bool pin_memory = false;
-  /// Batches being decoded at once.
+  /// Batches being decoded at once. REQUIRES: at most kMaxBatchesAhead.
   int64_t num_parallel_batches = 8;
   /// Keep encoded records in memory after the first pass.
   bool cache = false;
   /// Skip (and count) corrupt records and bad images instead of failing.
   bool skip_corrupt = false;
   /// With skip_corrupt: a TFRecord file of which more than this share of the
-  /// bytes was skipped as corrupt throws DataError at its end; 1 never does.
+  /// bytes was skipped as corrupt throws DataError at its end; and so does
+  /// the pipeline when more than this share of the records it finished with
+  /// (used or rejected; a rejected record of any kind counts) was rejected:
+  /// checked at the end of the input (or by check_rejected_share) and, once
+  /// kShareCheckRecords records are finished, after every batch. 1 never throws. Whatever the share, a
+  /// pipeline that rejects every record it reads throws at the same points.
   /// REQUIRES: in [0, 1].
   double max_skipped_share = 0.1;
   /// Longer TFRecord records and image files are corrupt (skipped and
@@ -85,6 +92,11 @@ struct PipelineOptions {
   int64_t labels_offset = 0;
   preprocessing::OutputShape shape;
   preprocessing::PreprocessFn preprocess;
+  /// Polled about every 100 ms while next() waits for a batch; when it
+  /// returns true next() returns nullopt at once, before the end of the
+  /// input (the caller tells the two apart by what it asked, e.g. a stop
+  /// signal). Empty: next() waits.
+  std::function<bool()> stop_requested;
   /// > 0: no files; each epoch is this many synthetic images (uniform in
   /// [-1, 1], labels uniform in [0, num_classes)), seeded like the rest.
   int64_t synthetic_samples = 0;
@@ -133,6 +145,12 @@ struct PipelineStats {
 /// bytes skipped" (the bytes part only when bytes_skipped > 0) or "".
 std::string describe_skipped(const PipelineStats& stats);
 
+/// Records finished (used or rejected) before max_skipped_share is
+/// checked during the input, not only at its end.
+constexpr int64_t kShareCheckRecords = 10000;
+/// The most batches held ahead (prefetch_batches, num_parallel_batches).
+constexpr int64_t kMaxBatchesAhead = 10000;
+
 class Pipeline {
  public:
   explicit Pipeline(PipelineOptions options);
@@ -140,15 +158,24 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  /// The next batch, or nullopt when the data is exhausted. Rethrows the
-  /// first error of a worker thread (DataError for bad data).
+  /// The next batch, or nullopt when the data is exhausted (or
+  /// stop_requested). Rethrows the first error of a worker thread
+  /// (DataError for bad data, or for too many records rejected).
   std::optional<Batch> next();
 
   PipelineStats stats() const;
 
+  /// The check next() makes at the end of the input, for a consumer that
+  /// stops before it (a training run at stop_at_step): throws DataError when
+  /// the records rejected so far pass max_skipped_share of those finished
+  /// with, or none of them was used.
+  void check_rejected_share() const;
+
  private:
   struct State;
-  std::unique_ptr<State> state_;
+  /// Shared with the threads, so that one stuck in a read (a hung network
+  /// file system) can be left behind when the pipeline is destroyed.
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace fastnn::datasets

@@ -47,8 +47,13 @@ std::vector<KeySpec> build_table() {
      "stopping with exit code 3."},
     {FASTNN_KEY(max_skipped_share), G::kDataset,
      "With skip_corrupt_records=True: share of a TFRecord file's bytes that "
-     "may be skipped as corrupt; a file that loses more stops the run with "
-     "exit code 3. 1: never stop.", between(0, 1)},
+     "may be skipped as corrupt (checked at the file's end), and share of "
+     "the records read that may be rejected, of any kind (corrupt, bad "
+     "example, image or label; checked at the end of the input or of "
+     "training and, after the first 10000 records, after every batch); more "
+     "stops the run with "
+     "exit code 3. 1: never stop. Rejecting every record read is exit "
+     "code 3 whatever the share.", between(0, 1)},
     {FASTNN_KEY(max_record_bytes), G::kDataset,
      "Longest TFRecord record (or image_folder image file) accepted, in "
      "bytes; a longer one is corrupt data (exit code 3, or skipped and "
@@ -88,9 +93,10 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(shuffle_buffer_size), G::kPreprocessing,
      "Records held in the shuffle buffer.", at_least(1)},
     {FASTNN_KEY(prefetch_buffer_size), G::kPreprocessing,
-     "Batches prepared ahead of the training step.", at_least(0)},
+     "Batches prepared ahead of the training step (their images must also "
+     "fit in half the memory).", between(0, 10000)},
     {FASTNN_KEY(num_parallel_batches), G::kPreprocessing,
-     "Batches assembled in parallel.", at_least(1)},
+     "Batches assembled in parallel.", between(1, 10000)},
     {FASTNN_KEY(datasets_use_caching), G::kPreprocessing,
      "Keep the raw records in memory after the first pass."},
     {FASTNN_KEY(fast_jpeg_decode), G::kPreprocessing,

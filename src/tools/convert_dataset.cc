@@ -36,8 +36,8 @@ int main(int argc, char** argv) {
                  "files per split, equal sizes +-1 (default: 1; image_folder: 5)")
       ->check(CLI::Range(1, 99999));
   app.add_option("--output_prefix", opt.prefix,
-                 "file name prefix (default: mnist for both MNISTs, cifar10, "
-                 "image_folder; use flowers for the flowers dataset)");
+                 "file name prefix, no '/' (default: mnist for both MNISTs, "
+                 "cifar10, image_folder; use flowers for the flowers dataset)");
   app.add_option("--max_examples", opt.max_examples,
                  "convert only the first N examples of each split (0 = all)")
       ->check(CLI::NonNegativeNumber);
@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   try {
     datasets::check_folder_flag("--input", input);
     datasets::check_folder_flag("--dataset_dir", out);
+    if (!opt.prefix.empty()) datasets::check_prefix_flag(opt.prefix);
     // Temporaries of a run that was killed (SIGTERM, SIGKILL) before it
     // renamed them; a running converter's are kept.
     const auto removed = io::remove_stale_temporaries(out);

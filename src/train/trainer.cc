@@ -176,6 +176,8 @@ void Trainer::Impl::prepare() {
   auto options = pipeline_options(hp, built, true, {cluster.rank, cluster.world_size});
   options.skip_batches = state->batches_consumed;
   options.pin_memory = device.is_cuda();
+  // A stop signal ends a wait for input that may never end (issue 23).
+  if (!dist) options.stop_requested = [] { return stop_signal() != 0; };
   pipeline = std::make_unique<datasets::Pipeline>(std::move(options));
   feed = make_device_feed(*pipeline, device);
   built.model->train();
@@ -334,6 +336,8 @@ int Trainer::run() {
   // after_run (metrics.json carries the exit status), then propagates.
   try {
     m.loop(step, r);
+    // Too many records rejected is an error also when training stops first.
+    if (r.exit_code == kExitOk) m.pipeline->check_rejected_share();
   } catch (const DataError& e) {
     m.report_failure(r, kExitData, e.what());
     throw;
@@ -366,6 +370,7 @@ void Trainer::Impl::loop(Step& step, RunSummary& r) {
     s.spans.input_end = now();
     r.data_wait_secs += s.spans.input_end - s.spans.input_begin;
     if (!batch) {
+      if (!dist && stop_signal()) continue;  // the feed stopped waiting for it
       request_stop("input exhausted after num_epochs=" + std::to_string(hp.num_epochs));
       break;
     }

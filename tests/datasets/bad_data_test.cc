@@ -321,5 +321,80 @@ TEST(BadData, LosingMoreThanMaxSkippedShareOfAFileFails) {
   EXPECT_EQ(p.stats().bytes_skipped, static_cast<int64_t>(lost));
 }
 
+// Issue 23: records rejected for their content (bad_label, bad_image,
+// bad_example) count against max_skipped_share as well: a pipeline whose
+// rejected records pass that share of the records it finished with (used
+// or rejected) fails, at the end of its input and, once 10,000 records are
+// finished, after every batch. One that uses none of its records fails
+// whatever the share: a run that trains on nothing is a data error.
+TEST(BadData, EveryRecordRejectedIsADataErrorNotAnEmptyRun) {
+  auto dir = testing::fresh_dir("bad_all_rejected");
+  const auto file = testing::write_id_file(dir / "ids.tfrecord", 0, 40);
+  for (bool training : {false, true}) {
+    auto o = options(file);
+    o.skip_corrupt = true;
+    o.max_skipped_share = 1;  // not even an unlimited share allows it
+    o.labels_offset = 20;     // every label minus 20 is negative
+    o.is_training = training;
+    o.num_epochs = 3;
+    const std::string msg = error_of(o);
+    EXPECT_NE(msg.find("none of the " + std::to_string(training ? 120 : 40) +
+                       " records"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("bad_label"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("labels_offset 20"), std::string::npos) << msg;
+  }
+}
+
+TEST(BadData, RejectedRecordsOfAnyKindCountAgainstMaxSkippedShare) {
+  auto dir = testing::fresh_dir("bad_rejected_share");
+  // Labels i % 10 with 8 classes: 8 of 40 records (20 %) are bad_label.
+  const auto file = testing::write_id_file(dir / "ids.tfrecord", 0, 40);
+  auto o = options(file);
+  o.num_classes = 8;
+  o.skip_corrupt = true;  // max_skipped_share 0.1
+  std::string msg = error_of(o);
+  EXPECT_NE(msg.find("8 of the 40 records"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("max_skipped_share"), std::string::npos) << msg;
+  o.max_skipped_share = 0.25;
+  {
+    Pipeline p(o);
+    EXPECT_EQ(drain(p), 32);
+  }
+  // A long run fails once 10,000 records are finished, not at its end.
+  o.max_skipped_share = 0.1;
+  o.is_training = true;
+  o.num_epochs = 1000;
+  Pipeline p(o);
+  msg = "";
+  try {
+    drain(p);
+  } catch (const DataError& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("max_skipped_share"), std::string::npos) << msg;
+  EXPECT_LT(p.stats().records_skipped, 8 * 1000 / 2);
+}
+
+// Issue 23: prefetch_buffer_size=1e9 decoded batches without bound until
+// the process died (exit 1); the batches held ahead are bounded.
+TEST(BadData, PrefetchBeyondTheBoundIsAConfigErrorWithTheNumber) {
+  auto dir = testing::fresh_dir("bad_prefetch");
+  auto o = options(testing::write_id_file(dir / "ids.tfrecord", 0, 8));
+  o.prefetch_batches = 1000000000;
+  std::string msg;
+  try {
+    Pipeline p(o);
+  } catch (const ConfigError& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("prefetch_buffer_size"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1000000000"), std::string::npos) << msg;
+  o.prefetch_batches = 2;
+  o.num_parallel_batches = 1000000000;
+  EXPECT_THROW(Pipeline{o}, ConfigError);
+}
+
 }  // namespace
 }  // namespace fastnn::datasets

@@ -11,6 +11,7 @@
 
 #include "datasets/dataset_factory.h"
 #include "datasets/image_folder.h"
+#include "datasets/manifest.h"
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "fastnn/pipeline.h"
@@ -203,6 +204,56 @@ TEST(DatasetTable, GlobsNeverMatchTemporaries) {
   EXPECT_THROW(expand_file_list("*.tmp-*", dir.string()), DataError);
 }
 
+// Issue 23: the manifest convert_dataset writes decides a split's files,
+// not the glob; a half-written, changed or damaged one is a data error
+// naming it (the converter's side: faults_kill_during_convert).
+TEST(DatasetTable, ConvertedFolderIsReadByItsManifest) {
+  auto dir = fresh_dir("ds_manifest");
+  auto gray = [](int n) {
+    std::vector<std::string> out(n, example_of(png_of(28, 28, 1, 1), 1));
+    return out;
+  };
+  write_records(dir / "mnist_train.tfrecord", gray(3));  // another conversion's
+  Manifest m{true, {}};
+  for (const char* name : {"mnist_train_00000-of-00002.tfrecord",
+                           "mnist_train_00001-of-00002.tfrecord"}) {
+    write_records(dir / name, gray(2));
+    m.files.push_back({"train", name, 2, fs::file_size(dir / name)});
+  }
+  const std::string path = manifest_path(dir.string(), "mnist");
+  write_manifest(path, m);
+  auto hp = hparams("mnist", dir);
+  const auto info = get_dataset(hp, "train");
+  ASSERT_EQ(info.files.size(), 2u);  // the glob finds 3
+  EXPECT_EQ(fs::path(info.files[0]).filename(), m.files[0].name);
+  std::string msg = message_of([&] { get_dataset(hp, "test"); });
+  EXPECT_NE(msg.find("lists no file of split 'test'"), std::string::npos) << msg;
+
+  std::ofstream(dir / m.files[1].name, std::ios::app) << "x";
+  msg = message_of([&] { get_dataset(hp, "train"); });
+  EXPECT_NE(msg.find(m.files[1].name + "' has "), std::string::npos) << msg;
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+
+  m.complete = false;
+  write_manifest(path, m);
+  for (const std::string files : {"", "mnist_train*.tfrecord"}) {
+    hp.train_files = files;
+    msg = message_of([&] { get_dataset(hp, "train"); });
+    EXPECT_NE(msg.find("interrupted"), std::string::npos) << files << ": " << msg;
+    EXPECT_THROW(get_dataset(hp, "train"), DataError);
+  }
+  hp.train_files = "";
+  std::ofstream(path) << "junk\n";
+  msg = message_of([&] { get_dataset(hp, "train"); });
+  EXPECT_NE(msg.find("not a convert_dataset manifest"), std::string::npos) << msg;
+  fs::remove(path);
+  fs::create_symlink("/dev/zero", path);
+  msg = message_of([&] { get_dataset(hp, "train"); });
+  EXPECT_NE(msg.find("not a regular file"), std::string::npos) << msg;
+  fs::remove(path);
+  EXPECT_EQ(get_dataset(hp, "train").files.size(), 3u);  // no manifest: the glob
+}
+
 // dir/<class>/<i>.png for 3 classes x 10 images, plus files to ignore.
 fs::path make_folder(const std::string& name) {
   auto dir = fresh_dir(name);
@@ -278,6 +329,53 @@ TEST(ImageFolder, DatasetRowFeedsThePipelineFromFiles) {
   }
   EXPECT_EQ(labels, info.file_labels);
   EXPECT_EQ(p.stats().images_decoded, 24);
+}
+
+// Issue 23: a symbolic link loop among the classes or the images is a data
+// error naming it (was std::filesystem's "Too many levels of symbolic
+// links", exit 1); a dangling link named like an image is listed, so that
+// reading it is a bad image under the data policy: exit 3 naming it, or
+// skipped and counted (it was skipped silently).
+TEST(ImageFolder, LinkLoopsAreDataErrorsAndDanglingLinksBadImages) {
+  for (const char* where : {"daisy/loop.png", "loop_class"}) {
+    auto dir = make_folder(std::string("ds_folder_loop_") + (where[0] == 'd' ? "img" : "cls"));
+    fs::create_symlink(dir / where, dir / where);
+    const std::string msg =
+        message_of([&] { list_image_folder(dir.string(), "train", 0.1, 0); });
+    EXPECT_NE(msg.find((dir / where).string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("symbolic link"), std::string::npos) << msg;
+    EXPECT_THROW(list_image_folder(dir.string(), "train", 0.1, 0), DataError);
+  }
+  auto classes = make_folder("ds_folder_dangling_class");
+  fs::create_symlink(classes / "gone", classes / "lilies");
+  const std::string lost =
+      message_of([&] { list_image_folder(classes.string(), "train", 0.1, 0); });
+  EXPECT_NE(lost.find((classes / "lilies").string() + "': a dangling symbolic link"),
+            std::string::npos)
+      << lost;
+  auto dir = make_folder("ds_folder_dangling");
+  fs::create_symlink(dir / "gone.png", dir / "roses" / "dangling.png");
+  auto hp = hparams("image_folder", dir);
+  hp.validation_fraction = 0.0;
+  auto info = get_dataset(hp, "train");
+  EXPECT_EQ(info.num_samples, 31);
+  auto o = testing::eval_options(info.files, 3, 8);
+  o.file_labels = info.file_labels;
+  o.num_classes = 3;
+  const std::string msg = message_of([&] {
+    Pipeline p(o);
+    while (p.next()) {
+    }
+  });
+  EXPECT_NE(msg.find((dir / "roses" / "dangling.png").string()), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dangling symbolic link"), std::string::npos) << msg;
+  o.skip_corrupt = true;
+  o.max_skipped_share = 1;
+  Pipeline p(o);
+  int64_t n = 0;
+  while (auto b = p.next()) n += b->labels.size(0);
+  EXPECT_EQ(n, 30);
+  EXPECT_EQ(p.stats().skipped_bad_image, 1);
 }
 
 // The labels a pipeline over `info` yields in one evaluation pass.

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "datasets/convert_mnist.h"
 #include "fastnn/errors.h"
@@ -14,6 +17,7 @@
 #include "fastnn/pipeline.h"
 #include "preprocessing/preprocessing_factory.h"
 #include "fastnn/tfrecord.h"
+#include "tests/datasets/test_data.h"
 #include "tests/test_paths.h"
 
 namespace fastnn::datasets {
@@ -324,6 +328,32 @@ TEST(Pipeline, SyntheticDataIsDeterministicAndInRange) {
     ++batches;
   }
   EXPECT_EQ(batches, 8);  // 2 epochs of 64 in batches of 16
+}
+
+// Issue 23: a stop request ends a wait for a batch that is not coming (the
+// workers stuck here as behind a hung file system), within its 100 ms poll.
+TEST(Pipeline, StopRequestEndsAWaitForABatch) {
+  auto dir = testing::fresh_dir("pipe_stop_request");
+  auto o = testing::eval_options({testing::write_id_file(dir / "a.tfrecord", 0, 8)});
+  std::atomic<bool> release{false}, stop{false};
+  auto decode = o.preprocess;
+  o.preprocess = [&release, decode](const preprocessing::EncodedImage& in,
+                                     std::mt19937_64& rng, float* out) {
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    decode(in, rng, out);
+  };
+  o.stop_requested = [&stop] { return stop.load(); };
+  Pipeline p(o);
+  std::thread stopper([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stop = true;
+  });
+  EXPECT_FALSE(p.next().has_value());
+  EXPECT_TRUE(stop);
+  stopper.join();
+  release = true;
+  stop = false;
+  EXPECT_TRUE(p.next().has_value());  // the wait goes on once asked again
 }
 
 }  // namespace

@@ -14,6 +14,12 @@ require_bins() {
   done
 }
 
+# require_shim: exit 1 unless $shim (fault_shim.c built, the scripts'
+# second argument) exists.
+require_shim() {
+  [ -f "$shim" ] || { echo "FAIL: $shim (the fault shim) is missing"; exit 1; }
+}
+
 # Makes the work directory $work, with no trainer yet; on exit `cleanup`
 # runs, INT and TERM exit 1.
 make_work() {

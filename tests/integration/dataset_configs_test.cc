@@ -161,6 +161,9 @@ TEST(DatasetConfig, BadRecordsExit3OrAreCountedInMetrics) {
 
   fs::remove_all(root / "train");
   args.push_back("--skip_corrupt_records=True");
+  // 2 of 6 records rejected: over the default max_skipped_share (0.1), which
+  // counts rejected records of every kind (issue 23).
+  args.push_back("--max_skipped_share=0.5");
   r = run(args, (root / "skip.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(
@@ -186,6 +189,66 @@ TEST(DatasetConfig, MissingFilesExitWithCode3NamingThePattern) {
                (root / "log").string());
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("train-[0-9]"), std::string::npos) << r.output;
+}
+
+// Issue 23: every record rejected under the skip policy was 0 steps and
+// exit 0; a prefetch_buffer_size of 1e9 grew until the process died (exit
+// 1); a symbolic link loop in an image folder was exit 1.
+TEST(DatasetConfig, NothingToTrainOnExits3AndUnboundedSettingsExit2) {
+  const fs::path root = fresh_dir("config_nothing_to_train");
+  auto recs = records(6, 32, 32, 10, 12, 9);  // every label outside [0, 10)
+  write_records(root / "data" / "cifar10_train.tfrecord", recs);
+  const std::vector<std::string> base = {
+      kBin + "/train_image_classifier", "--config",
+      (kSource / "configs/cifar10.cfg").string(),
+      "--dataset_dir=" + (root / "data").string(), "--batch_size=2",
+      "--num_epochs=1", "--num_preprocessing_threads=1"};
+  auto args = base;
+  args.insert(args.end(), {"--skip_corrupt_records=True", "--max_skipped_share=1",
+                           "--train_dir=" + (root / "train").string()});
+  auto r = run(args, (root / "skip.log").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("none of the 6 records"), std::string::npos) << r.output;
+  nlohmann::json metrics;
+  std::ifstream(root / "train" / "metrics.json") >> metrics;
+  EXPECT_EQ(metrics["exit_status"], 3) << metrics.dump();
+
+  // Half the records rejected, in a run that stops at a step long before
+  // the 10,000 records of the check during the input: exit 3 at its end.
+  auto half = records(8, 32, 32, 0, 9, 9);
+  for (int i = 0; i < 8; i += 2) half[i] = example_of(png_of(32, 32, 3, 1), 10);
+  write_records(root / "half" / "cifar10_train.tfrecord", half);
+  args = base;
+  args.insert(args.end(), {"--dataset_dir=" + (root / "half").string(),
+                           "--skip_corrupt_records=True", "--num_epochs=1000",
+                           "--stop_at_step=2", "--train_dir=" + (root / "train_half").string()});
+  r = run(args, (root / "half.log").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("more than max_skipped_share = 0.1"), std::string::npos) << r.output;
+
+  for (const char* flag : {"--prefetch_buffer_size=1000000000", "--num_parallel_batches=1000000000"}) {
+    args = base;
+    args.insert(args.end(), {flag, "--dry_run"});
+    r = run(args, (root / "prefetch.log").string());
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    const std::string key = std::string(flag).substr(2, std::string(flag).find('=') - 2);
+    EXPECT_NE(r.output.find(key), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("1000000000"), std::string::npos) << r.output;
+  }
+
+  const fs::path folder = root / "folder";
+  fs::create_directories(folder / "a");
+  fs::create_directories(folder / "b");
+  for (const char* c : {"a", "b"}) {
+    std::ofstream(folder / c / "0.png", std::ios::binary) << png_of(8, 8, 3, 1);
+  }
+  fs::create_symlink(folder / "b" / "x.png", folder / "b" / "x.png");
+  r = run({kBin + "/train_image_classifier", "--model_name=lenet",
+           "--dataset_name=image_folder", "--dataset_dir=" + folder.string(),
+           "--batch_size=1", "--dry_run"},
+          (root / "loop.log").string());
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find((folder / "b" / "x.png").string()), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -111,7 +111,8 @@ TEST(ConvertDataset, Cifar10ShardsLabelsAndPixels) {
   EXPECT_EQ(splits[0].examples, 11);
   EXPECT_EQ(splits[1].examples, 4);
   EXPECT_EQ(listing(o.output_dir),
-            (std::vector<std::string>{"cifar10_test_00000-of-00003.tfrecord",
+            (std::vector<std::string>{"cifar10.manifest",
+                                      "cifar10_test_00000-of-00003.tfrecord",
                                       "cifar10_test_00001-of-00003.tfrecord",
                                       "cifar10_test_00002-of-00003.tfrecord",
                                       "cifar10_train_00000-of-00003.tfrecord",
@@ -150,8 +151,8 @@ TEST(ConvertDataset, Cifar10SingleFileAndStandardNames) {
   convert_cifar10(o);
   EXPECT_EQ(
       listing(o.output_dir),
-      (std::vector<std::string>{
-          "cifar10_test.tfrecord", "cifar10_train.tfrecord", "labels.txt"}));
+      (std::vector<std::string>{"cifar10.manifest", "cifar10_test.tfrecord",
+                                "cifar10_train.tfrecord", "labels.txt"}));
   EXPECT_EQ(
       read_records((in / "out" / "cifar10_train.tfrecord").string()).size(),
       5u);
@@ -203,8 +204,8 @@ TEST(ConvertDataset, RefusesToOverwriteAndCleansUpOnOverwrite) {
   convert_cifar10(o);
   EXPECT_EQ(
       listing(o.output_dir),
-      (std::vector<std::string>{
-          "cifar10_test.tfrecord", "cifar10_train.tfrecord", "labels.txt"}));
+      (std::vector<std::string>{"cifar10.manifest", "cifar10_test.tfrecord",
+                                "cifar10_train.tfrecord", "labels.txt"}));
 }
 
 TEST(ConvertDataset, FailureLeavesNoPartialOutput) {
@@ -444,6 +445,56 @@ TEST(ConvertDatasetTool, RemovesStaleTemporariesOfDeadProcessesOnly) {
   EXPECT_FALSE(fs::exists(out / stale));
   EXPECT_TRUE(fs::exists(out / live));
   EXPECT_TRUE(fs::exists(out / "cifar10_train.tfrecord"));
+}
+
+// Issue 23: a symbolic link loop in the input folder was exit 1
+// (std::filesystem's "Too many levels of symbolic links"): a data error
+// naming it. A dangling link named like an image cannot be read: the
+// same, where it used to be left out without a word.
+TEST(ConvertDataset, ImageFolderLinkLoopsAndDanglingLinksAreDataErrors) {
+  int round = 0;
+  for (const char* bad : {"daisy/loop.png", "loop", "daisy/dangling.png"}) {
+    const fs::path in = fresh_dir("folder_links_" + std::to_string(round++));
+    fs::create_directories(in / "daisy");
+    fs::create_directories(in / "roses");
+    io::write_file_atomic((in / "daisy" / "a.png").string(), io::encode_png(gradient(4, 4, 3)));
+    io::write_file_atomic((in / "roses" / "b.png").string(), io::encode_png(gradient(4, 4, 3)));
+    const bool dangling = std::string(bad).find("dangling") != std::string::npos;
+    fs::create_symlink(dangling ? in / "nowhere.png" : in / bad, in / bad);
+    ConvertOptions o;
+    o.input_dir = in.string();
+    o.output_dir = (in / "out").string();
+    o.validation_fraction = 0;
+    std::string msg;
+    try {
+      convert_image_folder(o);
+    } catch (const DataError& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find((in / bad).string()), std::string::npos) << bad << ": " << msg;
+    EXPECT_NE(msg.find(dangling ? "dangling symbolic link" : "symbolic link"),
+              std::string::npos) << msg;
+    EXPECT_FALSE(fs::exists(in / "out" / "labels.txt"));
+  }
+}
+
+// Issue 23: --output_prefix ../../x wrote outside --dataset_dir, and over
+// files there without --overwrite. A prefix is a file name prefix.
+TEST(ConvertDatasetTool, OutputPrefixWithASlashIsAUsageError) {
+  ASSERT_TRUE(fs::exists(kTool)) << kTool << " is not built";
+  const fs::path in = cifar_input("tool_prefix", true);
+  const fs::path out = in / "deep" / "out";
+  for (const std::string prefix : {"../../x", "sub/x", "/x", "x/"}) {
+    auto [code, text] = convert("--quiet --dataset_name cifar10 --input '" +
+                                    in.string() + "' --dataset_dir '" +
+                                    out.string() + "' --output_prefix '" + prefix + "'",
+                                in / "log.txt");
+    EXPECT_EQ(code, 2) << prefix << ": " << text;
+    EXPECT_NE(text.find("--output_prefix"), std::string::npos) << text;
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+    EXPECT_FALSE(fs::exists(in / "x_train.tfrecord")) << prefix;
+    EXPECT_FALSE(fs::exists(out)) << prefix;
+  }
 }
 
 }  // namespace
