@@ -27,6 +27,13 @@ Built build(const HParams& hp, const std::string& split, bool create_model) {
     throw ConfigError(hp.where("dataset_name") + ": " + e.what());
   }
   const int64_t dataset_classes = b.dataset.num_classes - hp.labels_offset;
+  if (b.dataset.num_classes > 0 && dataset_classes < 1 && !b.dataset.synthetic) {
+    throw ConfigError(hp.where("labels_offset") + ": labels_offset: " +
+                      std::to_string(hp.labels_offset) + " leaves none of " + b.dataset.name +
+                      "'s " + std::to_string(b.dataset.num_classes) +
+                      " classes (labels are 0.." + std::to_string(b.dataset.num_classes - 1) +
+                      " before the offset)");
+  }
   if (hp.num_classes) {
     if (*hp.num_classes < dataset_classes && !b.dataset.synthetic) {
       throw ConfigError(hp.where("num_classes") + ": num_classes: " +

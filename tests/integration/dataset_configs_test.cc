@@ -226,6 +226,14 @@ TEST(DatasetConfig, NothingToTrainOnExits3AndUnboundedSettingsExit2) {
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("more than max_skipped_share = 0.1"), std::string::npos) << r.output;
 
+  // A labels_offset that leaves no class: exit 2 naming it, before any work
+  // (it was exit 1 from a negative-size logits layer).
+  args = base;
+  args.insert(args.end(), {"--labels_offset=100", "--dry_run"});
+  r = run(args, (root / "offset.log").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("labels_offset: 100"), std::string::npos) << r.output;
+
   for (const char* flag : {"--prefetch_buffer_size=1000000000", "--num_parallel_batches=1000000000"}) {
     args = base;
     args.insert(args.end(), {flag, "--dry_run"});
