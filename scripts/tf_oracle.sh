@@ -5,8 +5,9 @@
 # .cache/tf_oracle/, reused while the pins are unchanged; pip's own cache
 # keeps a re-made one quick). Not part of a user's first run: .ci/run calls it.
 # Usage: scripts/tf_oracle.sh [NET ...]     (default: all 16 tf-slim nets)
-# Prints one JSON line per net (writes build/tf_oracle/nets.json), then the
-# file checks (tests/tf_oracle/files.py).
+# Prints one JSON line per net (writes build/tf_oracle/nets.json), then per
+# optimizer (tests/tf_oracle/optimizers.py), then the file checks
+# (tests/tf_oracle/files.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${FASTNN_ORACLE_PYTHON:-python3}
@@ -22,7 +23,7 @@ if [ ! -x "$venv/bin/python" ]; then
   mv "$venv.tmp" "$venv"
 fi
 # The C++ side: the binaries tests/tf_oracle/*.py run.
-scripts/setup.sh --tests tf_oracle_forward train_image_classifier eval_image_classifier \
+scripts/setup.sh --tests tf_oracle_forward tf_oracle_optimizer train_image_classifier eval_image_classifier \
   convert_dataset >/dev/null
 work=${BUILD_DIR:-build}/tf_oracle
 rm -rf "$work"
@@ -30,6 +31,8 @@ mkdir -p "$work"
 export TF_CPP_MIN_LOG_LEVEL=2
 rc=0
 "$venv/bin/python" -W ignore tests/tf_oracle/nets.py "${BUILD_DIR:-build}/bin" "$work" "$@" || rc=1
+"$venv/bin/python" -W ignore tests/tf_oracle/optimizers.py "${BUILD_DIR:-build}/bin" \
+  "$work/optimizers" || rc=1
 # The files (TFRecords, Examples, event files) both ways, on the quickstart's data set.
 "$venv/bin/python" -W ignore tests/tf_oracle/files.py "${BUILD_DIR:-build}/bin" "$work/files" \
   "${FASTNN_FMNIST_DIR:-/usr/share/datasets/fashion-mnist}" || rc=1

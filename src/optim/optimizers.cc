@@ -200,7 +200,8 @@ void Ftrl::step(double lr) {
     auto& var = vars_[i].var;
     auto accum_new = accum_[i] + g * g;
     auto sigma = (accum_new.pow(-power) - accum_[i].pow(-power)) / lr;
-    linear_[i].add_(g).sub_(sigma * var);
+    // TF's order (ApplyFtrl): linear += grad - sigma * var.
+    linear_[i].add_(g - sigma * var);
     auto quadratic = accum_new.pow(-power) / lr + 2.0 * l2;
     auto shrunk = (linear_[i].sign() * l1 - linear_[i]) / quadratic;
     var.copy_(torch::where(linear_[i].abs() > l1, shrunk, torch::zeros_like(var)));
