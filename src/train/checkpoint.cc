@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "src/io/atomic_file.h"
 #include "fastnn/errors.h"
@@ -138,8 +140,15 @@ CheckpointManager::CheckpointManager(std::string dir, int64_t max_to_keep)
   if (lock_fd_ < 0) {
     throw ConfigError("train_dir: cannot write in " + shown + ": " + std::strerror(errno));
   }
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
+  // An evaluation loop probes the lock with a shared one for a moment
+  // (trainer_running): a few retries over half a second ride that out.
+  int err = 0;
+  for (int tries = 0; tries < 10; ++tries) {
+    err = ::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0 ? 0 : errno;
+    if (err != EWOULDBLOCK) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (err != 0) {
     ::close(lock_fd_);
     lock_fd_ = -1;
     if (err == EWOULDBLOCK) {
