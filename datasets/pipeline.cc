@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "datasets/sharding.h"
@@ -18,6 +19,7 @@
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
 #include "src/io/image.h"
+#include "src/io/thread_limit.h"
 #include "fastnn/tfrecord.h"
 #include "src/log/log.h"
 
@@ -116,6 +118,8 @@ struct Pipeline::State {
   }
 
   void read_loop();
+  /// Stops and joins the threads started.
+  void stop_threads();
   template <typename Take>
   bool read_files(Take&& take);
   void work_loop();
@@ -458,26 +462,46 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_unique<State>()) 
   s.opt.num_parallel_batches = std::max<int64_t>(1, s.opt.num_parallel_batches);
   s.opt.prefetch_batches = std::max<int64_t>(1, s.opt.prefetch_batches);
   s.next_index = s.opt.skip_batches;
-  s.reader = std::thread([&s] {
-    try {
-      s.read_loop();
-    } catch (...) {
-      s.fail(std::current_exception());
+  // Under a process limit (ulimit -u) fewer decoding threads do the work;
+  // without a reader and one decoder the threads started are stopped
+  // before the error unwinds (a joinable std::thread would abort).
+  const int wanted = std::max(1, s.opt.num_threads);
+  try {
+    s.reader = std::thread([&s] {
+      try {
+        s.read_loop();
+      } catch (...) {
+        s.fail(std::current_exception());
+      }
+    });
+    for (int i = 0; i < wanted; ++i) s.workers.emplace_back([&s] { s.work_loop(); });
+  } catch (const std::system_error& e) {
+    if (!io::is_thread_limit(e) || s.workers.empty()) {
+      s.stop_threads();
+      if (!io::is_thread_limit(e)) throw;
+      throw ConfigError(io::thread_limit_message(
+          "input pipeline", "lower num_preprocessing_threads or raise the limit"));
     }
-  });
-  for (int i = 0; i < std::max(1, s.opt.num_threads); ++i) {
-    s.workers.emplace_back([&s] { s.work_loop(); });
+    log::warning() << "input pipeline: " << s.workers.size() << " of " << wanted
+                   << " decoding threads started (the process limit is reached)";
+  } catch (...) {
+    s.stop_threads();
+    throw;
   }
 }
 
-Pipeline::~Pipeline() {
+void Pipeline::State::stop_threads() {
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    state_->stop = true;
-    state_->cv.notify_all();
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    cv.notify_all();
   }
-  state_->reader.join();
-  for (auto& w : state_->workers) w.join();
+  if (reader.joinable()) reader.join();
+  for (auto& w : workers) w.join();
+}
+
+Pipeline::~Pipeline() {
+  state_->stop_threads();
 }
 
 std::optional<Batch> Pipeline::next() {

@@ -2,10 +2,13 @@
 
 #include <c10/util/Exception.h>
 
+#include <csignal>
 #include <iostream>
+#include <system_error>
 
 #include "fastnn/errors.h"
 #include "src/io/protobuf_log.h"
+#include "src/io/thread_limit.h"
 
 namespace fastnn::train {
 
@@ -15,6 +18,10 @@ int tool_main(int argc,
               const std::string& usage,
               const std::function<int(LoadResult&)>& body) {
   io::route_protobuf_log();
+  // Past a file size limit (ulimit -f) a write fails with EFBIG, and the
+  // error names its file (exit 3), instead of SIGXFSZ ending the process
+  // without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     LoadResult args = load_hparams(argc, argv);
     if (args.help) {
@@ -39,6 +46,16 @@ int tool_main(int argc,
   } catch (const DistributedError& e) {
     std::cerr << program << ": distributed failure: " << e.what() << "\n";
     return kExitDistributed;
+  } catch (const std::system_error& e) {
+    if (!io::is_thread_limit(e)) {
+      std::cerr << program << ": internal error: " << e.what() << "\n";
+      return kExitInternal;
+    }
+    std::cerr << program << ": error: "
+              << io::thread_limit_message("", "lower num_preprocessing_threads and "
+                                              "intra_op_parallelism_threads, or raise the limit")
+              << "\n";
+    return kExitUsage;
   } catch (const c10::Error& e) {
     std::cerr << program << ": internal error (LibTorch): "
               << e.what_without_backtrace() << "\n";
@@ -60,6 +77,8 @@ int exit_code_of(const std::exception_ptr& e) {
     return kExitDiverged;
   } catch (const DistributedError&) {
     return kExitDistributed;
+  } catch (const std::system_error& e) {
+    return io::is_thread_limit(e) ? kExitUsage : kExitInternal;
   } catch (...) {
     return kExitInternal;
   }

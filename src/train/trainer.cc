@@ -90,7 +90,7 @@ struct Trainer::Impl : TrainControl {
 void Trainer::Impl::add_run_hooks() {
   hooks.push_back(make_statistics_hook(*built.model, *optimizer));
   EvaluationHook* eval = nullptr;
-  if (hp.eval_every_n_iters > 0 || hp.result_format != "none") {
+  if (hp.eval_every_n_iters > 0 || hp.result_format != "none") {  // as configure_threads
     std::vector<Built> evals;
     for (const auto& split : evaluation_splits(hp)) {
       Built e = build(hp, split, /*create_model=*/false);
@@ -247,7 +247,9 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
   prepare_device(m.device);
   m.autocast = choose_autocast(h, m.device);
   torch::manual_seed(static_cast<uint64_t>(h.seed));
-  m.intra_threads = configure_threads(h);
+  // Evaluation during training runs a second input pipeline.
+  const bool evaluates = h.eval_every_n_iters > 0 || h.result_format != "none";
+  m.intra_threads = configure_threads(h, evaluates ? 2 : 1);
   m.built = build(h, h.dataset_split_name);
   apply_data_format(h, *m.built.model);
   std::vector<optim::Variable> vars;
