@@ -173,10 +173,13 @@ int configure_threads(const HParams& hp, int pipelines) {
             std::to_string(room) + " can start"));
   }
   if (intra < want_intra || decoders < want_decoders) {
-    log::warning() << "only " << room << " more threads can start (ulimit -u, or the "
-                   << "container's pids limit): intra_op_parallelism_threads " << want_intra
-                   << " -> " << intra << ", num_preprocessing_threads " << want_decoders
-                   << " -> " << decoders;
+    auto line = log::warning();
+    line << "only " << room << " more threads can start (ulimit -u, or the container's pids "
+         << "limit): lowered";
+    if (intra < want_intra) line << " intra_op_parallelism_threads " << want_intra << " -> " << intra;
+    if (decoders < want_decoders) {
+      line << " num_preprocessing_threads " << want_decoders << " -> " << decoders;
+    }
   }
   g_pipeline_threads = decoders;
   asked_before = {want_intra, want_decoders, pipelines};

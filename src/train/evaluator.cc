@@ -240,16 +240,22 @@ int evaluation_loop(const HParams& hp, const std::string& train_dir,
     }
     // The run has ended, whatever the end (finished, diverged, a data
     // error, a signal), when metrics.json records it and no trainer holds
-    // the train_dir; a record older than the checkpoints is a killed run's
+    // the train_dir: a resumed run is going on behind its predecessor's
+    // record. A record older than the checkpoints is a killed run's
     // predecessor's, and the loop waits on (for a restart, or
     // eval_timeout_secs).
-    if (const auto end = recorded_end(train_dir);
-        end && end->final_step >= last_step &&
-        (end->final_step == last_step || !trainer_running(train_dir))) {
+    const auto end = recorded_end(train_dir);
+    const bool recorded = end && end->final_step >= last_step;
+    if (recorded && !trainer_running(train_dir)) {
       if (newest_checkpoint(train_dir) != latest) continue;  // written meanwhile
       std::ostringstream why;
-      why << "the training run ended at global_step " << end->final_step << " with exit status "
-          << end->exit_status << (end->stop_reason.empty() ? "" : " (" + end->stop_reason + ")");
+      if (end->exit_status == kExitOk) {
+        why << "the training run finished at global_step " << end->final_step;
+      } else {
+        why << "the training run ended at global_step " << end->final_step << " with exit status "
+            << end->exit_status;
+      }
+      if (!end->stop_reason.empty()) why << " (" << end->stop_reason << ")";
       if (last_step < 0) {
         throw DataError("evaluation loop: " + why.str() + " and wrote no checkpoint into " +
                         train_dir + ": nothing to evaluate");
@@ -274,9 +280,10 @@ int evaluation_loop(const HParams& hp, const std::string& train_dir,
       if (idle >= 1) line << " (" << static_cast<int64_t>(idle) << " s so far)";
       next_said = Clock::now() + kWaitReport;
     }
-    // Sleep in short slices so a signal is answered promptly.
+    // Sleep in short slices so a signal, and the exit of a trainer that
+    // has recorded its end, are answered promptly.
     const auto wake = Clock::now() + interval;
-    while (Clock::now() < wake && !stop_signal()) {
+    while (Clock::now() < wake && !stop_signal() && !(recorded && !trainer_running(train_dir))) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }

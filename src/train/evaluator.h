@@ -52,8 +52,8 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path);
 /// loop goes on without them). Says what it waits for, at once before the
 /// first checkpoint and then once a minute. Ends when the training run
 /// has ended, whatever the end (metrics.json records it and no trainer
-/// holds train_dir's lock; at once when it records the step just
-/// evaluated), saying how it ended: 0 after evaluating its last
+/// holds train_dir's lock: a resumed run is not taken for its
+/// predecessor), saying how it ended: 0 after evaluating its last
 /// checkpoint, 3 when it wrote none. Also returns 0 after
 /// hp.eval_timeout_secs (> 0) without a new checkpoint, and 130/143 on
 /// SIGINT/SIGTERM.

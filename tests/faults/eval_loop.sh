@@ -10,7 +10,11 @@
 #      only): the result is printed, a warning names eval_test, exit 0 (was
 #      exit 1 after the result);
 #  (d) a folder without a checkpoint yet: the loop says what it waits for
-#      (was silent until eval_timeout_secs).
+#      (was silent until eval_timeout_secs);
+#  (e) a resumed run going on behind the finished run's metrics.json (no
+#      checkpoint for a while): the loop waits for it (it ended at once),
+#      and after a SIGTERM to the trainer evaluates the stop's checkpoint
+#      and ends, exit 0, naming exit status 143.
 # Every run is bounded by `timeout`: a hang fails with its own message.
 # usage: eval_loop.sh BIN_DIR
 set -uo pipefail
@@ -18,6 +22,12 @@ bin=${1:?usage: eval_loop.sh BIN_DIR}
 source "$(dirname "$0")/common.sh"
 require_bins train_image_classifier eval_image_classifier convert_dataset
 
+eval_pid=
+cleanup() {
+  kill_trainer
+  [ -z "$eval_pid" ] || kill -KILL "$eval_pid" 2>/dev/null
+  rm -rf "$work"
+}
 make_work
 make_dataset
 write_train_cfg sgd save_checkpoints_steps=10 save_summaries_secs=0 hooks=StopAtStepHook,CheckpointSaverHook
@@ -86,4 +96,43 @@ eval_loop waiting --eval_timeout_secs=2
 grep -q "waiting for a checkpoint (model.ckpt-\*) in .*not_yet" "$work/waiting.log" ||
   fail "(d) the loop did not say what it waits for"
 echo "ok (d) waiting announced"
+
+# (e) $work/finished ended at step 20; its resumption writes no checkpoint
+# until it is stopped.
+dir=$work/finished
+"$bin/train_image_classifier" --config "$work/train.cfg" --train_dir="$dir" \
+  --stop_at_step=100000000 --save_checkpoints_steps=0 --save_interval_secs=0 \
+  >"$work/resumed_train.log" 2>&1 &
+trainer_pid=$!
+nap_open
+deadline=$((SECONDS + 60))
+until grep -q 'Restored' "$work/resumed_train.log"; do
+  ((SECONDS < deadline)) || fail "(e) the resumed trainer did not restore in 60 s"
+  nap 0.05
+done
+"$bin/eval_image_classifier" --config "$work/train.cfg" --checkpoint_path="$dir" \
+  --eval_interval_secs=1 >"$work/resumed_eval.log" 2>&1 &
+eval_pid=$!
+until grep -q '^eval_result .*"global_step":20' "$work/resumed_eval.log"; do
+  kill -0 $eval_pid 2>/dev/null || fail "(e) the loop ended before evaluating step 20"
+  ((SECONDS < deadline)) || fail "(e) step 20 not evaluated in 60 s"
+  nap 0.05
+done
+nap 2
+kill -0 $eval_pid 2>/dev/null ||
+  fail "(e) the loop ended while the resumed run goes on: $(tail -n 1 "$work/resumed_eval.log")"
+kill -TERM "$trainer_pid"
+wait "$trainer_pid"
+[ $? = 143 ] || fail "(e) the resumed trainer did not exit 143"
+trainer_pid=
+timeout 60 tail --pid=$eval_pid -f /dev/null || fail "(e) the loop still ran 60 s after the run"
+wait $eval_pid
+rc=$?
+eval_pid=
+[ $rc = 0 ] || fail "(e) the loop exited $rc, not 0"
+grep -q 'training run ended.*exit status 143' "$work/resumed_eval.log" ||
+  fail "(e) no line saying the run ended with exit status 143"
+[ "$(grep -c '^eval_result' "$work/resumed_eval.log")" = 2 ] ||
+  fail "(e) the stop's checkpoint was not evaluated"
+echo "ok (e) a resumed run: the loop waited, then evaluated its last checkpoint"
 echo PASS
