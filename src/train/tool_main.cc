@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <system_error>
 
@@ -11,6 +12,22 @@
 #include "src/io/thread_limit.h"
 
 namespace fastnn::train {
+namespace {
+
+// OpenBLAS starts a thread per core as it loads, before main(), and raises
+// SIGINT when one cannot start (ulimit -u): exit 130, as if stopped by
+// Ctrl-C, and a core-sized pool under a limit sized for a few. The binaries
+// run it on one thread anyway (configure_threads), so it is told so before
+// it loads: an executable's .preinit_array runs before any library's
+// initializer (this object is in every binary that calls tool_main).
+void one_blas_thread(int, char**, char**) {
+  ::setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/1);
+}
+__attribute__((section(".preinit_array"), used)) void (*const kOneBlasThread)(int, char**,
+                                                                               char**) =
+    one_blas_thread;
+
+}  // namespace
 
 int tool_main(int argc,
               char** argv,
