@@ -15,6 +15,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "datasets/manifest.h"
@@ -112,8 +113,13 @@ std::vector<std::string> encode_block(const SplitSource& src,
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t)
-    pool.emplace_back(work, t);
+  try {
+    for (int t = 1; t < threads; ++t)
+      pool.emplace_back(work, t);
+  } catch (const std::system_error&) {
+    // A process limit (ulimit -u): the threads started, and this one, do
+    // the work.
+  }
   work(0);
   for (auto& th : pool)
     th.join();

@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
 #include "src/io/image.h"
+#include "src/io/thread_limit.h"
 #include "fastnn/tfrecord.h"
 #include "src/log/log.h"
 
@@ -128,6 +130,8 @@ struct Pipeline::State {
 
   std::string rejected_share_error(bool at_end) const;
   void read_loop();
+  /// Stops and joins the threads started.
+  void stop_threads();
   template <typename Take>
   bool read_files(Take&& take);
   void work_loop();
@@ -535,48 +539,78 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_shared<State>()) 
   s.opt.num_parallel_batches = std::max<int64_t>(1, s.opt.num_parallel_batches);
   s.opt.prefetch_batches = std::max<int64_t>(1, s.opt.prefetch_batches);
   s.next_index = s.opt.skip_batches;
-  // Each thread holds the state, and says when it ends.
+  // Each thread holds the state, and says when it ends. Under a process
+  // limit (ulimit -u) fewer decoding threads do the work; without a reader
+  // and one decoder the threads started are stopped before the error
+  // unwinds (a joinable std::thread would abort).
   auto start = [&s, state = state_](void (State::*loop)()) {
-    ++s.live_threads;
-    return std::thread([state, loop] {
-      try {
-        ((*state).*loop)();
-      } catch (...) {
-        state->fail(std::current_exception());
-      }
-      std::lock_guard<std::mutex> lock(state->mu);
-      --state->live_threads;
-      state->cv.notify_all();
-    });
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      ++s.live_threads;
+    }
+    try {
+      return std::thread([state, loop] {
+        try {
+          ((*state).*loop)();
+        } catch (...) {
+          state->fail(std::current_exception());
+        }
+        std::lock_guard<std::mutex> lock(state->mu);
+        --state->live_threads;
+        state->cv.notify_all();
+      });
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(s.mu);
+      --s.live_threads;
+      throw;
+    }
   };
-  s.reader = start(&State::read_loop);
-  for (int i = 0; i < std::max(1, s.opt.num_threads); ++i) {
-    s.workers.push_back(start(&State::work_loop));
+  const int wanted = std::max(1, s.opt.num_threads);
+  try {
+    s.reader = start(&State::read_loop);
+    for (int i = 0; i < wanted; ++i) s.workers.push_back(start(&State::work_loop));
+  } catch (const std::system_error& e) {
+    if (!io::is_thread_limit(e) || s.workers.empty()) {
+      s.stop_threads();
+      if (!io::is_thread_limit(e)) throw;
+      throw ConfigError(io::thread_limit_message(
+          "input pipeline", "lower num_preprocessing_threads or raise the limit"));
+    }
+    log::warning() << "input pipeline: " << s.workers.size() << " of " << wanted
+                   << " decoding threads started (the process limit is reached)";
+  } catch (...) {
+    s.stop_threads();
+    throw;
   }
 }
 
-Pipeline::~Pipeline() {
-  State& s = *state_;
-  std::unique_lock<std::mutex> lock(s.mu);
-  s.stop = true;
-  s.cv.notify_all();
+void Pipeline::State::stop_threads() {
+  std::unique_lock<std::mutex> lock(mu);
+  stop = true;
+  cv.notify_all();
   // A thread stuck in a read (a hung network file system) must not keep a
   // stopping process from exiting: after 2 s it is left behind,
   // holding the state, instead of joined.
-  const bool ended =
-      s.cv.wait_for(lock, std::chrono::seconds(2), [&] { return s.live_threads == 0; });
+  const bool ended = cv.wait_for(lock, std::chrono::seconds(2), [&] { return live_threads == 0; });
   lock.unlock();
   if (!ended) {
-    log::warning() << "input pipeline: " << s.live_threads
+    log::warning() << "input pipeline: " << live_threads
                    << " thread(s) still blocked in a read after 2 s; not waiting for them";
   }
-  if (ended) {
-    s.reader.join();
-    for (auto& w : s.workers) w.join();
-  } else {
-    s.reader.detach();
-    for (auto& w : s.workers) w.detach();
-  }
+  auto finish = [ended](std::thread& t) {
+    if (!t.joinable()) return;
+    if (ended) {
+      t.join();
+    } else {
+      t.detach();
+    }
+  };
+  finish(reader);
+  for (auto& w : workers) finish(w);
+}
+
+Pipeline::~Pipeline() {
+  state_->stop_threads();
 }
 
 std::optional<Batch> Pipeline::next() {

@@ -89,7 +89,8 @@ std::vector<KeySpec> build_table() {
      "Side of the square evaluation images; None: the model's default size.",
      at_least(1), {}, 0, "the model's size"},
     {FASTNN_KEY(num_preprocessing_threads), G::kPreprocessing,
-     "Threads that decode and preprocess images.", at_least(1)},
+     "Threads that decode and preprocess images (fewer, with a warning, "
+     "under a process limit such as ulimit -u).", at_least(1)},
     {FASTNN_KEY(shuffle_buffer_size), G::kPreprocessing,
      "Records held in the shuffle buffer.", at_least(1)},
     {FASTNN_KEY(prefetch_buffer_size), G::kPreprocessing,
@@ -228,7 +229,9 @@ std::vector<KeySpec> build_table() {
 
     // --- Log ---
     {FASTNN_KEY(stop_at_step), G::kLog,
-     "Stop when the global step reaches this absolute value.", at_least(0)},
+     "Stop when the global step reaches this absolute value (by "
+     "StopAtStepHook: with hooks= that leaves it out, a warning and no stop).",
+     at_least(0)},
     {FASTNN_KEY(log_loss_every_n_iters), G::kLog,
      "Log loss, batch accuracy, learning rate and speed every N steps; "
      "0: off.", at_least(0)},
@@ -256,7 +259,8 @@ std::vector<KeySpec> build_table() {
      "checking every this many seconds; 0: evaluate once.", at_least(0)},
     {FASTNN_KEY(eval_timeout_secs), G::kLog,
      "Evaluation loop: stop after this many seconds without a new "
-     "checkpoint; 0: stop when the training run has finished.",
+     "checkpoint; 0: stop when the training run has ended (finished, "
+     "diverged, failed or stopped).",
      at_least(0)},
     {FASTNN_KEY(result_format), G::kLog,
      "Print the run's result on stdout at the end: smac (SMAC's 'Result of "
@@ -293,7 +297,8 @@ std::vector<KeySpec> build_table() {
      "Inf/NaN gradients, halve the scale, double it after 2000 good steps).",
      {}, {"auto", "static", "dynamic"}},
     {FASTNN_KEY(intra_op_parallelism_threads), G::kPerformance,
-     "Threads for CPU tensor operations; 0: LibTorch's default.",
+     "Threads for CPU tensor operations; 0: LibTorch's default (fewer, "
+     "with a warning, under a process limit such as ulimit -u).",
      at_least(0)},
     {FASTNN_KEY(inter_op_parallelism_threads), G::kPerformance,
      "TensorFlow inter-op thread pool.", {}, {}, kIgnored},

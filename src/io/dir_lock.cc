@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "fastnn/errors.h"
 #include "src/config/value_parse.h"
@@ -27,8 +29,15 @@ int lock_directory(const std::string& dir, const std::string& key, const std::st
   if (fd < 0) {
     throw ConfigError(key + ": cannot write in " + shown + ": " + std::strerror(errno));
   }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
+  // An evaluation loop probes a train_dir's lock with a shared one for a
+  // moment (trainer_running): a few retries over half a second ride that out.
+  int err = 0;
+  for (int tries = 0; tries < 10; ++tries) {
+    err = ::flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : errno;
+    if (err != EWOULDBLOCK) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (err != 0) {
     ::close(fd);
     if (err == EWOULDBLOCK) {
       throw ConfigError(key + " " + shown + " is in use by another " + holder + " (it holds " +

@@ -1,6 +1,7 @@
 // convert_dataset: raw data -> TF-slim-layout TFRecords + labels.txt.
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <iostream>
 #include <thread>
 
@@ -58,6 +59,9 @@ int main(int argc, char** argv) {
     app.exit(e);
     return kExitUsage;
   }
+  // Past a file size limit (ulimit -f) a write fails with EFBIG, named
+  // with its file, instead of SIGXFSZ ending the process without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   opt.input_dir = input;
   opt.output_dir = out;
   opt.progress = !quiet;

@@ -4,12 +4,16 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <limits>
 #include <new>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "fastnn/errors.h"
 #include "preprocessing/preprocessing_factory.h"
+#include "src/io/thread_limit.h"
 #include "src/log/log.h"
 
 namespace fastnn::train {
@@ -90,6 +94,17 @@ Built build(const HParams& hp, const std::string& split, bool create_model) {
   return b;
 }
 
+namespace {
+
+/// Decoding threads per input pipeline, lowered by configure_threads under
+/// a process limit.
+int g_pipeline_threads = std::numeric_limits<int>::max();
+
+/// Threads beyond the counted ones that a run may start (CUDA's, a margin).
+constexpr int kSpareThreads = 2;
+
+}  // namespace
+
 datasets::PipelineOptions pipeline_options(const HParams& hp, const Built& b,
                                            bool is_training, Shard shard) {
   datasets::PipelineOptions o;
@@ -105,7 +120,8 @@ datasets::PipelineOptions pipeline_options(const HParams& hp, const Built& b,
   o.num_epochs = hp.num_epochs;
   o.shuffle_buffer_size = hp.shuffle_buffer_size;
   o.prefetch_batches = hp.prefetch_buffer_size;
-  o.num_threads = static_cast<int>(hp.num_preprocessing_threads);
+  o.num_threads =
+      static_cast<int>(std::min<int64_t>(hp.num_preprocessing_threads, g_pipeline_threads));
   o.num_parallel_batches = hp.num_parallel_batches;
   o.cache = hp.datasets_use_caching;
   o.skip_corrupt = hp.skip_corrupt_records;
@@ -128,12 +144,55 @@ datasets::PipelineOptions pipeline_options(const HParams& hp, const Built& b,
   return o;
 }
 
-int configure_threads(const HParams& hp) {
+int configure_threads(const HParams& hp, int pipelines) {
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   // 0 means "LibTorch's default", which is one thread on some builds; use
   // every core instead.
   const int64_t asked = hp.intra_op_parallelism_threads;
-  const int intra = static_cast<int>(asked <= 0 ? cores : std::min<int64_t>(asked, cores));
+  const int want_intra =
+      static_cast<int>(asked <= 0 ? cores : std::min<int64_t>(asked, cores));
+  const int want_decoders =
+      static_cast<int>(std::clamp<int64_t>(hp.num_preprocessing_threads, 1, 1 << 16));
+  // Asked again with the same counts (the evaluation loop, once a
+  // checkpoint): the threads are running, the answer stands.
+  static std::tuple<int, int, int> asked_before{0, 0, 0};
+  static int intra_before = 0;
+  if (asked_before == std::make_tuple(want_intra, want_decoders, pipelines)) return intra_before;
+  // The threads this run starts: OpenMP's team and LibTorch's pthreadpool
+  // for intra-op work, and a reader and the decoders for each input
+  // pipeline. Under a process limit (ulimit -u) LibTorch's pool waits
+  // forever for a thread that could not start and OpenMP exits: what is
+  // left is shared out first.
+  auto needed = [pipelines](int intra, int decoders) {
+    return 2 * intra - 1 + pipelines * (1 + decoders);
+  };
+  const int room = io::startable_threads(needed(want_intra, want_decoders) + kSpareThreads);
+  int intra = want_intra, decoders = want_decoders;
+  while (needed(intra, decoders) + kSpareThreads > room && (intra > 1 || decoders > 1)) {
+    if (intra > 1 && (decoders == 1 || 2 * intra >= pipelines * decoders)) {
+      --intra;
+    } else {
+      --decoders;
+    }
+  }
+  if (needed(intra, decoders) > room) {
+    throw ConfigError(io::thread_limit_message(
+        "intra_op_parallelism_threads, num_preprocessing_threads",
+        "this run needs " + std::to_string(needed(1, 1)) + " more threads at least, " +
+            std::to_string(room) + " can start"));
+  }
+  if (intra < want_intra || decoders < want_decoders) {
+    auto line = log::warning();
+    line << "only " << room << " more threads can start (ulimit -u, or the container's pids "
+         << "limit): lowered";
+    if (intra < want_intra) line << " intra_op_parallelism_threads " << want_intra << " -> " << intra;
+    if (decoders < want_decoders) {
+      line << " num_preprocessing_threads " << want_decoders << " -> " << decoders;
+    }
+  }
+  g_pipeline_threads = decoders;
+  asked_before = {want_intra, want_decoders, pipelines};
+  intra_before = intra;
   torch::set_num_threads(intra);
   // LibTorch already splits work across its intra-op threads; a BLAS that
   // threads each call on its own oversubscribes the cores (measured: half

@@ -39,12 +39,16 @@ struct Shard {
 };
 
 /// Pipeline options for training (shuffle, repeat; `shard` of the data)
-/// or evaluation (every record).
+/// or evaluation (every record), with configure_threads' decoding threads.
 datasets::PipelineOptions pipeline_options(const HParams& hp, const Built& built,
                                            bool is_training, Shard shard = {});
 
 /// Sets LibTorch's thread counts from the hyperparameters, capped at the
-/// machine's cores; returns the intra-op count used.
-int configure_threads(const HParams& hp);
+/// machine's cores; returns the intra-op count used. Under a process limit
+/// (ulimit -u) that leaves too few threads for them and `pipelines` input
+/// pipelines at once, the intra-op count and the decoding threads of
+/// pipeline_options are lowered, with a warning; ConfigError when not
+/// even one of each can start.
+int configure_threads(const HParams& hp, int pipelines = 1);
 
 }  // namespace fastnn::train

@@ -4,12 +4,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <thread>
 
 #include "fastnn/errors.h"
@@ -45,6 +52,12 @@ EvalResult evaluate_model(const HParams& hp, const Built& b) {
   auto total = torch::zeros({b.num_classes}, counts);
   auto feed = make_device_feed(pipeline, device);
   while (auto batch = feed->next()) {
+    // A stop request (SIGINT/SIGTERM) is answered within a batch, not at
+    // the end of the split.
+    if (stop_signal()) {
+      r.stopped = true;
+      break;
+    }
     auto logits = b.model->forward(to_data_format(hp, batch->images)).logits;
     loss_sum += torch::nn::functional::cross_entropy(
                     logits, batch->labels,
@@ -109,39 +122,103 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {
 
 namespace {
 
-/// The final step metrics.json records, or -1 when there is none (yet).
-int64_t finished_step(const std::filesystem::path& train_dir) {
-  const auto path = train_dir / "metrics.json";
-  std::ifstream in(path);
-  if (!in) return -1;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+/// How often a waiting loop says what it waits for.
+constexpr std::chrono::seconds kWaitReport{60};
+
+/// The end of a training run as its metrics.json records it.
+struct RunEnd {
+  int64_t final_step = -1;
+  int exit_status = 0;
+  std::string stop_reason;
+};
+
+/// metrics.json's record, or nullopt when there is none (yet).
+std::optional<RunEnd> recorded_end(const fs::path& train_dir) {
+  std::ifstream in(train_dir / "metrics.json");
+  if (!in) return std::nullopt;
   try {
     const auto j = nlohmann::json::parse(in);
-    return j.value("final_step", int64_t{-1});
+    RunEnd e;
+    e.final_step = j.value("final_step", int64_t{-1});
+    e.exit_status = j.value("exit_status", 0);
+    e.stop_reason = j.value("stop_reason", std::string());
+    if (e.final_step < 0) return std::nullopt;
+    return e;
   } catch (const nlohmann::json::exception&) {
-    return -1;  // being replaced right now; read again next time
+    return std::nullopt;  // being replaced right now; read again next time
   }
+}
+
+/// A trainer holds train_dir's lock (CheckpointManager): a run is going on,
+/// whatever an older metrics.json says. The probe holds a shared lock for
+/// a moment only; a trainer starting then retries its own.
+bool trainer_running(const fs::path& train_dir) {
+  const int fd = ::open((train_dir / ".lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the shared lock, if taken
+  return held;
+}
+
+/// The loop's TensorBoard scalars in train_dir/eval_<split>/. A train_dir
+/// the evaluator may not write to (read-only, another user's, full) costs
+/// the summaries only, with one warning: the results are still printed.
+class EvalSummaries {
+ public:
+  explicit EvalSummaries(fs::path train_dir) : train_dir_(std::move(train_dir)) {}
+  void add(const EvalResult& r) {
+    if (failed_) return;
+    const fs::path dir = train_dir_ / ("eval_" + r.split);
+    try {
+      if (!events_) events_ = std::make_unique<io::EventWriter>(dir.string());
+      events_->add_scalars(r.global_step, {{"eval/accuracy", r.top1},
+                                           {"eval/recall_5", r.top5},
+                                           {"eval/loss", r.loss}});
+      events_->flush();
+    } catch (const std::exception& e) {
+      failed_ = true;
+      events_.reset();
+      log::warning() << "evaluation loop: cannot write TensorBoard summaries into "
+                     << dir.string() << " (" << e.what()
+                     << "); evaluating on without them";
+    }
+  }
+
+ private:
+  fs::path train_dir_;
+  std::unique_ptr<io::EventWriter> events_;
+  bool failed_ = false;
+};
+
+/// The newest model.ckpt-<step> of train_dir, if any.
+std::optional<std::string> newest_checkpoint(const std::string& train_dir) {
+  // The newest file, not the index: files appear whole (renamed into
+  // place), and the index is written after them.
+  const auto files = checkpoint_files(train_dir);
+  if (files.empty()) return std::nullopt;
+  return files.front();
 }
 
 }  // namespace
 
 int evaluation_loop(const HParams& hp, const std::string& train_dir,
                     const std::function<void(const EvalResult&)>& report) {
-  namespace fs = std::filesystem;
-  using Clock = std::chrono::steady_clock;
   install_stop_signals();
   mark_state_saved();  // evaluation holds nothing a second signal could lose
-  std::unique_ptr<io::EventWriter> events;
+  EvalSummaries summaries(train_dir);
   std::string last_path;
   int64_t last_step = -1;
   auto last_new = Clock::now();
+  // The next "waiting" line: at once before the first checkpoint, then
+  // once a minute of waiting.
+  auto next_said = Clock::now();
   const auto interval = std::chrono::seconds(std::max<int64_t>(1, hp.eval_interval_secs));
   while (true) {
     if (const int sig = stop_signal()) return sig == SIGINT ? kExitSigint : kExitSigterm;
-    // The newest file, not the index: files appear whole (renamed into
-    // place), and the index is written after them.
-    const auto files = checkpoint_files(train_dir);
-    const std::optional<std::string> latest =
-        files.empty() ? std::nullopt : std::optional<std::string>(files.front());
+    const std::optional<std::string> latest = newest_checkpoint(train_dir);
     if (latest && *latest != last_path && fs::exists(*latest)) {
       EvalResult r;
       try {
@@ -152,36 +229,61 @@ int evaluation_loop(const HParams& hp, const std::string& train_dir,
         if (!fs::exists(*latest)) continue;
         throw;
       }
+      if (r.stopped) continue;  // by a signal: not a result
       report(r);
-      if (!events) {
-        events = std::make_unique<io::EventWriter>(
-            (fs::path(train_dir) / ("eval_" + r.split)).string());
-      }
-      events->add_scalars(r.global_step,
-                          {{"eval/accuracy", r.top1},
-                           {"eval/recall_5", r.top5},
-                           {"eval/loss", r.loss}});
-      events->flush();
+      summaries.add(r);
       last_path = *latest;
       last_step = r.global_step;
       last_new = Clock::now();
+      next_said = last_new + kWaitReport;
       continue;
     }
-    if (last_step >= 0 && finished_step(train_dir) == last_step) {
-      log::info() << "evaluation loop: the training run finished at global_step "
-                  << last_step;
+    // The run has ended, whatever the end (finished, diverged, a data
+    // error, a signal), when metrics.json records it and no trainer holds
+    // the train_dir: a resumed run is going on behind its predecessor's
+    // record. A record older than the checkpoints is a killed run's
+    // predecessor's, and the loop waits on (for a restart, or
+    // eval_timeout_secs).
+    const auto end = recorded_end(train_dir);
+    const bool recorded = end && end->final_step >= last_step;
+    if (recorded && !trainer_running(train_dir)) {
+      if (newest_checkpoint(train_dir) != latest) continue;  // written meanwhile
+      std::ostringstream why;
+      if (end->exit_status == kExitOk) {
+        why << "the training run finished at global_step " << end->final_step;
+      } else {
+        why << "the training run ended at global_step " << end->final_step << " with exit status "
+            << end->exit_status;
+      }
+      if (!end->stop_reason.empty()) why << " (" << end->stop_reason << ")";
+      if (last_step < 0) {
+        throw DataError("evaluation loop: " + why.str() + " and wrote no checkpoint into " +
+                        train_dir + ": nothing to evaluate");
+      }
+      log::info() << "evaluation loop: " << why.str() << "; the last checkpoint, global_step "
+                  << last_step << ", is evaluated";
       return kExitOk;
     }
-    const double idle =
-        std::chrono::duration<double>(Clock::now() - last_new).count();
+    const double idle = std::chrono::duration<double>(Clock::now() - last_new).count();
     if (hp.eval_timeout_secs > 0 && idle >= static_cast<double>(hp.eval_timeout_secs)) {
       log::info() << "evaluation loop: no new checkpoint for " << hp.eval_timeout_secs
                   << " s (eval_timeout_secs)";
       return kExitOk;
     }
-    // Sleep in short slices so a signal is answered promptly.
+    if (Clock::now() >= next_said) {
+      auto line = log::info();
+      line << "evaluation loop: waiting for a checkpoint ";
+      if (last_step >= 0) line << "newer than global_step " << last_step << " ";
+      line << "(model.ckpt-*) in " << train_dir << ", checking every " << interval.count()
+           << " s";
+      if (hp.eval_timeout_secs > 0) line << " for up to eval_timeout_secs=" << hp.eval_timeout_secs;
+      if (idle >= 1) line << " (" << static_cast<int64_t>(idle) << " s so far)";
+      next_said = Clock::now() + kWaitReport;
+    }
+    // Sleep in short slices so a signal, and the exit of a trainer that
+    // has recorded its end, are answered promptly.
     const auto wake = Clock::now() + interval;
-    while (Clock::now() < wake && !stop_signal()) {
+    while (Clock::now() < wake && !stop_signal() && !(recorded && !trainer_running(train_dir))) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }

@@ -28,12 +28,16 @@ struct EvalResult {
   std::vector<int64_t> class_correct, class_total;
   /// Class names from labels.txt (may be empty).
   std::vector<std::string> class_names;
+  /// A stop signal ended the pass early: the counts cover part of the
+  /// split only and are no result.
+  bool stopped = false;
 };
 
 struct Built;
 
 /// Evaluates `built.model` as it is (eval mode for the pass, then back)
 /// on built.dataset; used by evaluate() and by evaluation during training.
+/// Checks stop_signal() between batches (EvalResult::stopped).
 EvalResult evaluate_model(const HParams& hp, const Built& built);
 
 /// Evaluates `checkpoint_path` (a file, or a train_dir for its latest) on
@@ -44,9 +48,14 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path);
 /// checkpoint whenever a new one appears (checking every
 /// hp.eval_interval_secs), calls `report` with each result and writes
 /// accuracy, recall_5 and loss to TensorBoard events in
-/// train_dir/eval_<split>/. Ends, returning 0, when train_dir's
-/// metrics.json says the run finished at the last evaluated step or after
-/// hp.eval_timeout_secs (> 0) without a new checkpoint; returns 130/143 on
+/// train_dir/eval_<split>/ (when it cannot be written: a warning, and the
+/// loop goes on without them). Says what it waits for, at once before the
+/// first checkpoint and then once a minute. Ends when the training run
+/// has ended, whatever the end (metrics.json records it and no trainer
+/// holds train_dir's lock: a resumed run is not taken for its
+/// predecessor), saying how it ended: 0 after evaluating its last
+/// checkpoint, 3 when it wrote none. Also returns 0 after
+/// hp.eval_timeout_secs (> 0) without a new checkpoint, and 130/143 on
 /// SIGINT/SIGTERM.
 int evaluation_loop(const HParams& hp, const std::string& train_dir,
                     const std::function<void(const EvalResult&)>& report);

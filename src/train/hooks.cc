@@ -335,12 +335,21 @@ std::vector<std::unique_ptr<Hook>> make_hooks(const HParams& hp) {
   // A NaN run is never worth continuing: NanTensorHook runs whether it is
   // listed or not, and first, so no later hook checkpoints a NaN state.
   hooks.push_back(nan.make());
-  bool summaries = false;
+  const HookRow& stop = hook_row(hp, "StopAtStepHook");
+  bool summaries = false, stops = false;
   for (const std::string& name : split_list(hp.hooks)) {
     const HookRow& r = hook_row(hp, name);
     if (&r == &nan) continue;
     summaries = summaries || &r == &summary;
+    stops = stops || &r == &stop;
     hooks.push_back(r.make());
+  }
+  if (!stops && hp.sources.count("stop_at_step")) {
+    log::warning() << hp.where("stop_at_step") << ": stop_at_step=" << hp.stop_at_step
+                   << " is not used: hooks (" << hp.where("hooks")
+                   << ") does not list StopAtStepHook, so training ends with num_epochs="
+                   << hp.num_epochs << " or a signal; add StopAtStepHook to hooks to stop "
+                   << "at that step";
   }
   // As TF's MonitoredTrainingSession with a summary_dir: summaries are
   // written whenever there is a train_dir, listed or not.

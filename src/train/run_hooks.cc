@@ -168,17 +168,24 @@ void EvaluationHook::end(TrainControl& c) {
 }
 
 void EvaluationHook::evaluate(int64_t step) {
-  last_.clear();
+  std::vector<EvalResult> results;
   const bool averages = swap_averages_ && swap_averages_();
   for (const Built& e : evals_) {
     try {
-      last_.push_back(evaluate_model(hp_, e));
+      results.push_back(evaluate_model(hp_, e));
     } catch (...) {
       if (averages) swap_averages_();
       throw;
     }
-    last_.back().moving_averages = averages;
-    const auto& r = last_.back();
+    const auto& r = results.back();
+    if (r.stopped) {
+      // A stop signal: the training loop stops after this step; a partial
+      // pass is no result, and the last complete one stays reported.
+      log::info() << "eval " << r.split << " at global_step " << step
+                  << ": stopped by a signal after " << r.samples << " samples";
+      break;
+    }
+    results.back().moving_averages = averages;
     char line[256];
     std::snprintf(line, sizeof line,
                   "eval %s at global_step %lld: accuracy = %.4f, recall_5 = %.4f, "
@@ -189,6 +196,8 @@ void EvaluationHook::evaluate(int64_t step) {
     log::info() << line;
   }
   if (averages) swap_averages_();
+  if (!results.empty() && results.back().stopped) return;
+  last_ = std::move(results);
   evaluated_step_ = step;
 }
 

@@ -2,12 +2,32 @@
 
 #include <c10/util/Exception.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <iostream>
+#include <system_error>
 
 #include "fastnn/errors.h"
 #include "src/io/protobuf_log.h"
+#include "src/io/thread_limit.h"
 
 namespace fastnn::train {
+namespace {
+
+// OpenBLAS starts a thread per core as it loads, before main(), and raises
+// SIGINT when one cannot start (ulimit -u): exit 130, as if stopped by
+// Ctrl-C, and a core-sized pool under a limit sized for a few. The binaries
+// run it on one thread anyway (configure_threads), so it is told so before
+// it loads: an executable's .preinit_array runs before any library's
+// initializer (this object is in every binary that calls tool_main).
+void one_blas_thread(int, char**, char**) {
+  ::setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/1);
+}
+__attribute__((section(".preinit_array"), used)) void (*const kOneBlasThread)(int, char**,
+                                                                               char**) =
+    one_blas_thread;
+
+}  // namespace
 
 int tool_main(int argc,
               char** argv,
@@ -16,6 +36,10 @@ int tool_main(int argc,
               const std::function<int(LoadResult&)>& body,
               const std::vector<std::string>& extra_keys) {
   io::route_protobuf_log();
+  // Past a file size limit (ulimit -f) a write fails with EFBIG, and the
+  // error names its file (exit 3), instead of SIGXFSZ ending the process
+  // without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     LoadResult args = load_hparams(argc, argv, extra_keys);
     if (args.help) {
@@ -40,6 +64,16 @@ int tool_main(int argc,
   } catch (const DistributedError& e) {
     std::cerr << program << ": distributed failure: " << e.what() << "\n";
     return kExitDistributed;
+  } catch (const std::system_error& e) {
+    if (!io::is_thread_limit(e)) {
+      std::cerr << program << ": internal error: " << e.what() << "\n";
+      return kExitInternal;
+    }
+    std::cerr << program << ": error: "
+              << io::thread_limit_message("", "lower num_preprocessing_threads and "
+                                              "intra_op_parallelism_threads, or raise the limit")
+              << "\n";
+    return kExitUsage;
   } catch (const c10::Error& e) {
     std::cerr << program << ": internal error (LibTorch): "
               << e.what_without_backtrace() << "\n";
@@ -61,6 +95,8 @@ int exit_code_of(const std::exception_ptr& e) {
     return kExitDiverged;
   } catch (const DistributedError&) {
     return kExitDistributed;
+  } catch (const std::system_error& e) {
+    return io::is_thread_limit(e) ? kExitUsage : kExitInternal;
   } catch (...) {
     return kExitInternal;
   }

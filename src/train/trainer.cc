@@ -33,6 +33,15 @@ namespace fastnn::train {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+/// The EvaluationHook is installed: eval_every_n_iters, or a result to print.
+bool evaluates_in_training(const HParams& hp) {
+  return hp.eval_every_n_iters > 0 || hp.result_format != "none";
+}
+
+}  // namespace
+
 struct Trainer::Impl : TrainControl {
   HParams hp;
   dist::ClusterSpec cluster;
@@ -90,7 +99,7 @@ struct Trainer::Impl : TrainControl {
 void Trainer::Impl::add_run_hooks() {
   hooks.push_back(make_statistics_hook(*built.model, *optimizer));
   EvaluationHook* eval = nullptr;
-  if (hp.eval_every_n_iters > 0 || hp.result_format != "none") {
+  if (evaluates_in_training(hp)) {
     std::vector<Built> evals;
     for (const auto& split : evaluation_splits(hp)) {
       Built e = build(hp, split, /*create_model=*/false);
@@ -249,7 +258,8 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
   prepare_device(m.device);
   m.autocast = choose_autocast(h, m.device);
   torch::manual_seed(static_cast<uint64_t>(h.seed));
-  m.intra_threads = configure_threads(h);
+  // Evaluation during training runs a second input pipeline.
+  m.intra_threads = configure_threads(h, evaluates_in_training(h) ? 2 : 1);
   m.built = build(h, h.dataset_split_name);
   apply_data_format(h, *m.built.model);
   std::vector<optim::Variable> vars;
