@@ -374,15 +374,20 @@ struct WorkerSession::Impl {
                              spec.coordinator +
                              " unreachable (last error: " + last_error + ")");
     }
+    // The reply lists the first few missing ranks; the rest are counted.
+    const int64_t count = std::max<int64_t>(spec.world_size - last.joined(), 0);
     std::string missing;
-    for (int r : last.missing()) {
-      missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    for (int i = 0; i < last.missing_size() && i < kMaxListedRanks; ++i) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(last.missing(i));
     }
+    const int64_t listed = std::min<int64_t>(last.missing_size(), kMaxListedRanks);
+    if (count > listed)
+      missing += " and " + std::to_string(count - listed) + " more";
     throw DistributedError("rendezvous timed out" + after + ": " +
                            std::to_string(last.joined()) + " of " +
                            std::to_string(spec.world_size) +
                            " workers joined; missing rank" +
-                           (last.missing_size() > 1 ? "s " : " ") + missing +
+                           (count > 1 ? "s " : " ") + missing +
                            " (coordinator " + spec.coordinator + ")");
   }
 
