@@ -15,6 +15,7 @@
 
 #include "fastnn/errors.h"
 #include "src/config/hparams_table.h"
+#include "src/config/job_settings.h"
 #include "src/config/value_parse.h"
 #include "tests/test_paths.h"
 
@@ -726,6 +727,37 @@ TEST_F(HParamsTest, CommandLineValueWithQuoteAndHashRoundTrips) {
     EXPECT_NE(std::string(e.what()).find("command line: train_dir: "), std::string::npos)
         << e.what();
   }
+}
+
+// Issue 23: what the workers of a job compare at rendezvous.
+TEST_F(HParamsTest, JobSettingsLeaveOutPerRankKeysOnly) {
+  for (const std::string& k : config::per_rank_keys())
+    EXPECT_NE(config::find_key(k), nullptr) << k;
+  HParams a, b;
+  b.task_index = 3;
+  b.device = "cpu:1";
+  b.train_dir = "/elsewhere";
+  b.dataset_dir = "/data/here";
+  b.intra_op_parallelism_threads = 7;
+  b.num_preprocessing_threads = 2;
+  b.tls_ca_file = "ca.pem";
+  EXPECT_EQ(config::job_settings(a), config::job_settings(b));
+  EXPECT_EQ(config::describe_differences(config::job_settings(a), config::job_settings(b)), "");
+  b.learning_rate = 0.1;
+  b.optimizer = "adam";
+  b.num_classes = 5;
+  const std::string diff =
+      config::describe_differences(config::job_settings(b), config::job_settings(a));
+  EXPECT_EQ(diff,
+            "learning_rate='0.1' (rank 0: '0.01'), num_classes='5' (rank 0: 'None'), "
+            "optimizer='adam' (rank 0: 'rmsprop')");
+  EXPECT_EQ(config::describe_differences("a=1\nb=2\nc=3\n", "a=0\nb=0\nc=0\n", 2),
+            "a='1' (rank 0: '0'), b='2' (rank 0: '0') and 1 more");
+  // A key only one side knows (another version of the binary).
+  EXPECT_EQ(config::describe_differences("a=1\nnew=2\n", "a=1\n"),
+            "new='2' (rank 0: (not a key))");
+  EXPECT_EQ(config::describe_differences("a=1\n", "a=1\nold=2\n"),
+            "old=(not a key) (rank 0: '2')");
 }
 
 TEST_F(HParamsTest, ClosestKey) {
