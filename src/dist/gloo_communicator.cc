@@ -17,17 +17,29 @@
 #include <typeinfo>
 
 #include "fastnn/errors.h"
+#include "src/config/value_parse.h"
 
 namespace fastnn::dist {
 namespace {
 
 std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& host) {
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
-    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+    try {
+      return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+    } catch (const std::exception& e) {
+      throw ConfigError("GLOO_SOCKET_IFNAME=" + config::quote_value(ifname) +
+                        " names no usable network interface: " +
+                        std::string(e.what()).substr(0, 200));
+    }
   }
   std::string address = host.empty() ? "" : local_address_toward(host);
   if (address.empty()) address = "127.0.0.1";
-  return c10d::ProcessGroupGloo::createDeviceForHostname(address);
+  try {
+    return c10d::ProcessGroupGloo::createDeviceForHostname(address);
+  } catch (const std::exception& e) {
+    throw DistributedError("Gloo cannot listen on " + address + " (the address toward the "
+                           "coordinator " + host + "): " + std::string(e.what()).substr(0, 200));
+  }
 }
 
 // Groups tensors by dtype so one message carries each group.

@@ -121,6 +121,22 @@ TEST(CommunicatorDeathTest, GlooExceptionOnItsOwnThreadExitsFive) {
       "distributed failure: Gloo failed on one of its threads: enforce fail at pair.cc:510");
 }
 
+// A GLOO_SOCKET_IFNAME naming no interface is a configuration error (exit
+// 2) naming the variable, not an internal error (exit 1).
+TEST(CommunicatorTest, UnknownGlooSocketInterfaceIsAConfigError) {
+  setenv("GLOO_SOCKET_IFNAME", "bogus0", 1);
+  try {
+    run_ranks(1, [](GlooCommunicator&) {});
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("GLOO_SOCKET_IFNAME='bogus0'"), std::string::npos)
+        << e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not a ConfigError: " << e.what();
+  }
+  unsetenv("GLOO_SOCKET_IFNAME");
+}
+
 TEST(CommunicatorTest, AllReduceSums) {
   run_ranks(2, [](GlooCommunicator& c) {
     auto v = torch::tensor({1.0, 2.0}, torch::kFloat64) * (c.rank() + 1);
