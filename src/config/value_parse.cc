@@ -136,6 +136,8 @@ std::string unwritable_reason(const std::string& s) {
     return "holds a NUL byte";
   if (closes_early(s, '\'') && closes_early(s, '"'))
     return "holds both ' and \" followed by whitespace and '#'";
+  if (s.size() > kMaxValueBytes)
+    return "is longer than " + std::to_string(kMaxValueBytes) + " bytes";
   return "";
 }
 

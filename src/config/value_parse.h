@@ -48,8 +48,13 @@ std::string format_bool(bool v);
 /// REQUIRES: unwritable_reason(s) is empty.
 std::string quote_if_needed(const std::string& s);
 
-/// Why no key=value line can hold `s` ("holds a line feed", a NUL byte, or
-/// both quote characters followed by whitespace and '#'); "" when one can.
+/// The longest value a config file line holds with room for its key and
+/// note (the reader refuses lines over 64 KiB).
+inline constexpr size_t kMaxValueBytes = 60 * 1024;
+
+/// Why no key=value line can hold `s` ("holds a line feed", a NUL byte,
+/// both quote characters followed by whitespace and '#', or more than
+/// kMaxValueBytes bytes); "" when one can.
 std::string unwritable_reason(const std::string& s);
 
 /// The most bytes of a value that a message shows (quote_value()).

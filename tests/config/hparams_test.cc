@@ -710,6 +710,25 @@ TEST_F(HParamsTest, EveryStringValueRoundTripsThroughConfigCfgOrIsRefused) {
   }
   EXPECT_GT(refused, 0);
   EXPECT_LT(refused, static_cast<int>(values.size()));
+  // Length: a value fits a line (the reader's limit is 64 KiB), and all of
+  // them together a file (4 MiB).
+  HParams hp;
+  hp.train_dir = std::string(config::kMaxValueBytes, 'x') + "' #";
+  EXPECT_NE(error_of([&] { validate(hp); }).find("train_dir: 'xxx"), std::string::npos);
+  hp.train_dir.resize(config::kMaxValueBytes);
+  hp.train_dir.back() = '#';
+  validate(hp);
+  EXPECT_EQ(load({"--config", write("long.cfg", format_hparams(hp))}).hp.train_dir,
+            hp.train_dir);
+  const std::string token = config::quote_if_needed(hp.train_dir);
+  for (const config::KeySpec& spec : config::key_table()) {
+    if (config::string_value(spec, hp) && spec.choices.empty())
+      EXPECT_EQ(config::assign_value(spec, token, &hp), "") << spec.name;
+  }
+  // Every free string key at the longest value still fits a file.
+  validate(hp);
+  EXPECT_EQ(format_hparams(load({"--config", write("longest.cfg", format_hparams(hp))}).hp),
+            format_hparams(hp));
 }
 
 // The command-line spelling of the issue: the effective value (outer quotes
