@@ -44,7 +44,7 @@ std::string job_settings(const HParams& hp) {
   const auto& skip = per_rank_keys();
   std::string out;
   for (const KeySpec& spec : key_table()) {
-    if (std::find(skip.begin(), skip.end(), spec.name) != skip.end())
+    if (spec.ignored() || std::find(skip.begin(), skip.end(), spec.name) != skip.end())
       continue;
     out += std::string(spec.name) + "=" + format_value(spec, hp) + "\n";
   }

@@ -14,8 +14,8 @@ namespace fastnn::config {
 /// paths on its machine, thread counts and TLS files.
 const std::vector<std::string>& per_rank_keys();
 
-/// Every other key as "key=value" lines (format_value's canonical token), in
-/// key-table order.
+/// Every other key that has an effect (ignored keys are left out too) as
+/// "key=value" lines (format_value's canonical token), in key-table order.
 std::string job_settings(const HParams& hp);
 
 /// The keys whose lines differ between two job_settings() texts, as
