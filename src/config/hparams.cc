@@ -455,6 +455,12 @@ void validate(const HParams& hp) {
   for (const KeySpec& spec : config::key_table()) {
     const std::string head = prefix(hp, spec.name) + spec.name + ": ";
     const std::string* text = config::string_value(spec, hp);
+    if (text && !config::unwritable_reason(*text).empty()) {
+      throw ConfigError(head + config::quote_value(*text) + " " +
+                        config::unwritable_reason(*text) +
+                        ", which no line of a config file (train_dir/config.cfg) "
+                        "can hold");
+    }
     if (text && !spec.choices.empty() && !contains(spec.choices, *text)) {
       throw ConfigError(head + config::quote_value(*text) +
                         " is not valid; valid values: " +

@@ -112,10 +112,42 @@ std::string format_bool(bool v) {
   return v ? "True" : "False";
 }
 
+namespace {
+
+// True when a value in quotes `q` would end at one of its own quote
+// characters: the reader closes at a quote followed by whitespace and '#'.
+bool closes_early(const std::string& s, char q) {
+  for (size_t j = s.find(q); j != std::string::npos; j = s.find(q, j + 1)) {
+    size_t k = j + 1;
+    while (k < s.size() && is_space(s[k]))
+      ++k;
+    if (k > j + 1 && k < s.size() && s[k] == '#')
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string unwritable_reason(const std::string& s) {
+  if (s.find('\n') != std::string::npos)
+    return "holds a line feed";
+  if (s.find('\0') != std::string::npos)
+    return "holds a NUL byte";
+  if (closes_early(s, '\'') && closes_early(s, '"'))
+    return "holds both ' and \" followed by whitespace and '#'";
+  if (s.size() > kMaxValueBytes)
+    return "is longer than " + std::to_string(kMaxValueBytes) + " bytes";
+  return "";
+}
+
 std::string quote_if_needed(const std::string& s) {
   bool needs = s.empty() || s == "None" || s.find('#') != std::string::npos ||
                s.front() == '\'' || s.front() == '"' || trim(s) != s;
-  return needs ? "'" + s + "'" : s;
+  if (!needs)
+    return s;
+  const char q = closes_early(s, '\'') ? '"' : '\'';
+  return q + s + q;
 }
 
 }  // namespace fastnn::config

@@ -43,25 +43,53 @@ std::string format_double(double v);
 std::string format_bool(bool v);
 
 /// `s` as a value token that reads back as `s`: bare when safe, otherwise in
-/// single quotes (empty, "None", '#', quotes or outer whitespace).
+/// quotes (empty, "None", '#', quotes or outer whitespace): single quotes,
+/// or double quotes when a ' in `s` is followed by whitespace and '#'.
+/// REQUIRES: unwritable_reason(s) is empty.
 std::string quote_if_needed(const std::string& s);
+
+/// The longest value a config file line holds with room for its key and
+/// note (the reader refuses lines over 64 KiB).
+inline constexpr size_t kMaxValueBytes = 60 * 1024;
+
+/// Why no key=value line can hold `s` ("holds a line feed", a NUL byte,
+/// both quote characters followed by whitespace and '#', or more than
+/// kMaxValueBytes bytes); "" when one can.
+std::string unwritable_reason(const std::string& s);
 
 /// The most bytes of a value that a message shows (quote_value()).
 inline constexpr size_t kMaxQuotedBytes = 100;
 
 /// `s` in single quotes for an error or warning: at most its first
 /// kMaxQuotedBytes bytes (cut at a UTF-8 character boundary), then
-/// "... (N bytes)" after the closing quote, so a 10 MB value is never echoed.
+/// "... (N bytes)" after the closing quote, so a 10 MB value is never echoed;
+/// control bytes as \n, \r, \t or \xHH, so a message stays one line.
 /// Every message that names a value uses it. Inline so that binaries that do
 /// not link fastnn_config (convert_dataset) can use it too.
 inline std::string quote_value(std::string_view s) {
-  if (s.size() <= kMaxQuotedBytes)
-    return "'" + std::string(s) + "'";
-  size_t cut = kMaxQuotedBytes;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80)
-    --cut;
-  return "'" + std::string(s.substr(0, cut)) + "'... (" +
-         std::to_string(s.size()) + " bytes)";
+  size_t cut = s.size();
+  if (s.size() > kMaxQuotedBytes) {
+    cut = kMaxQuotedBytes;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80)
+      --cut;
+  }
+  std::string out = "'";
+  for (char c : s.substr(0, cut)) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b != 0x7F) {
+      out += c;
+    } else {
+      const char* hex = "0123456789abcdef";
+      out += c == '\n' ? std::string("\\n")
+             : c == '\r' ? std::string("\\r")
+             : c == '\t' ? std::string("\\t")
+                         : std::string("\\x") + hex[b >> 4] + hex[b & 15];
+    }
+  }
+  out += "'";
+  if (cut < s.size())
+    out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
 }
 
 }  // namespace fastnn::config

@@ -1,6 +1,8 @@
 #include "src/dist/cluster.h"
 
+#include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,20 +27,43 @@ std::optional<std::string> get(const Environment& env, const std::string& k) {
   return it->second;
 }
 
-int64_t parse_int(const std::string& text, const std::string& what) {
-  size_t i = (!text.empty() && (text[0] == '-' || text[0] == '+')) ? 1 : 0;
-  bool ok = i < text.size() && text.size() - i <= 12;
-  for (size_t j = i; ok && j < text.size(); ++j)
-    ok = std::isdigit(static_cast<unsigned char>(text[j]));
-  if (!ok) {
-    throw ConfigError(what + "=" + config::quote_value(text) +
-                      " is not an integer");
-  }
-  return std::stoll(text);
+bool present(const Environment& env, const std::string& k) {
+  return env.count(k) > 0;
 }
 
-int env_int(const Environment& env, const std::string& k) {
-  return static_cast<int>(parse_int(*get(env, k), k));
+/// `text` as a whole number: decimal digits only (no sign, space or junk;
+/// not empty), INT64_MAX when longer than any int. nullopt when not digits.
+std::optional<int64_t> digits_value(const std::string& text) {
+  bool digits = !text.empty();
+  for (char c : text)
+    digits = digits && c >= '0' && c <= '9';
+  if (!digits)
+    return std::nullopt;
+  const size_t first = std::min(text.find_first_not_of('0'), text.size());
+  if (text.size() - first > 10)
+    return INT64_MAX;
+  return first < text.size() ? std::stoll(text.substr(first)) : 0;
+}
+
+/// `text` as a count or index in [lo, hi], read without truncation.
+/// ConfigError naming `what` and the value otherwise.
+int bounded_int(const std::string& text, const std::string& what, int lo, int hi) {
+  const std::string expected = "expected an integer in " + std::to_string(lo) + ".." +
+                               std::to_string(hi);
+  const std::optional<int64_t> v = digits_value(text);
+  if (!v) {
+    throw ConfigError(what + "=" + config::quote_value(text) +
+                      (text.empty() ? " is empty (" : " is not an integer (") + expected + ")");
+  }
+  if (*v < lo || *v > hi)
+    throw ConfigError(what + "=" + config::quote_value(text) + " is out of range (" + expected + ")");
+  return static_cast<int>(*v);
+}
+
+/// Variable `k` (set, maybe empty) as a count or index in [lo, hi].
+int env_int(const Environment& env, const std::string& k, int lo = 0,
+            int hi = kMaxWorldSize) {
+  return bounded_int(env.at(k), k, lo, hi);
 }
 
 std::vector<std::string> split_commas(const std::string& list) {
@@ -73,15 +98,10 @@ void set_from_hosts(ClusterSpec& spec) {
     spec.coordinator = spec.hosts[0];
 }
 
-/// MASTER_PORT when set; ConfigError when it is not a port.
+/// MASTER_PORT when set; ConfigError when it is not a port (1-65535).
 std::optional<int> master_port(const Environment& env) {
-  auto p = get(env, "MASTER_PORT");
-  if (!p) return std::nullopt;
-  const int port = static_cast<int>(parse_int(*p, "MASTER_PORT"));
-  if (port < 1 || port > 65535) {
-    throw ConfigError("MASTER_PORT=" + config::quote_value(*p) + " is not a port (1-65535)");
-  }
-  return port;
+  if (!present(env, "MASTER_PORT")) return std::nullopt;
+  return env_int(env, "MASTER_PORT", 1, 65535);
 }
 
 /// The source's coordinator from MASTER_ADDR and MASTER_PORT (torch's
@@ -116,13 +136,13 @@ ClusterSpec from_flags(const HParams& hp) {
     throw ConfigError("task_index: " + std::to_string(hp.task_index) +
                       " contradicts job_name=chief (the chief is task 0)");
   }
-  spec.world_size = static_cast<int>(spec.hosts.size());
-  spec.rank = static_cast<int>(hp.task_index);
-  if (spec.rank >= spec.world_size) {
-    throw ConfigError("task_index: " + std::to_string(spec.rank) +
+  if (hp.task_index < 0 || hp.task_index >= static_cast<int64_t>(spec.hosts.size())) {
+    throw ConfigError("task_index: " + std::to_string(hp.task_index) +
                       " is out of range (worker_hosts lists " +
-                      std::to_string(spec.world_size) + ")");
+                      std::to_string(spec.hosts.size()) + ")");
   }
+  spec.world_size = static_cast<int>(std::min<size_t>(spec.hosts.size(), kMaxWorldSize + size_t{1}));
+  spec.rank = static_cast<int>(hp.task_index);
   set_from_hosts(spec);
   const std::string where = "worker_hosts (" + hp.where("worker_hosts") + ")";
   spec.provenance = {{"rank", "task_index (" + hp.where("task_index") + ")"},
@@ -176,6 +196,12 @@ ClusterSpec from_tf_config(const std::string& text) {
   const auto& index_json = j["task"].value("index", nlohmann::json(0));
   if (!index_json.is_number_integer())
     fail("task.index is not an integer");
+  if (index_json.is_number_unsigned() ? index_json.get<uint64_t>() > kMaxWorldSize
+                                      : index_json.get<int64_t>() < 0 ||
+                                            index_json.get<int64_t>() > kMaxWorldSize) {
+    fail("task.index " + index_json.dump() + " is out of range (expected 0.." +
+         std::to_string(kMaxWorldSize) + ")");
+  }
   const int index = index_json.get<int>();
   ClusterSpec spec;
   spec.source = "TF_CONFIG";
@@ -196,6 +222,8 @@ ClusterSpec from_tf_config(const std::string& text) {
          " is not supported: every FastNN task is a worker (chief, master "
          "or worker)");
   }
+  if (spec.hosts.size() > kMaxWorldSize)
+    fail("more than " + std::to_string(kMaxWorldSize) + " tasks");
   spec.world_size = static_cast<int>(spec.hosts.size());
   set_from_hosts(spec);
   spec.provenance = {{"rank",
@@ -214,7 +242,7 @@ ClusterSpec from_torchrun(const Environment& env, bool launcher) {
   ClusterSpec spec;
   spec.source = launcher ? "launcher" : "torchrun";
   for (const char* k : {"RANK", "WORLD_SIZE"}) {
-    if (!get(env, k)) {
+    if (!present(env, k)) {
       throw ConfigError(std::string("LOCAL_RANK is set (") + spec.source +
                         ") but " + k + " is not");
     }
@@ -225,7 +253,7 @@ ClusterSpec from_torchrun(const Environment& env, bool launcher) {
   spec.provenance = {{"rank", "RANK"},
                      {"world_size", "WORLD_SIZE"},
                      {"local_rank", "LOCAL_RANK"}};
-  if (get(env, "LOCAL_WORLD_SIZE")) {
+  if (present(env, "LOCAL_WORLD_SIZE")) {
     spec.local_world_size = env_int(env, "LOCAL_WORLD_SIZE");
     spec.provenance.emplace_back("local_world_size", "LOCAL_WORLD_SIZE");
   } else {
@@ -241,11 +269,21 @@ ClusterSpec from_torchrun(const Environment& env, bool launcher) {
   return spec;
 }
 
+/// nproc_per_node, at most kMaxWorldSize.
+int nproc_per_node(const HParams& hp) {
+  if (hp.nproc_per_node > kMaxWorldSize) {
+    throw ConfigError("nproc_per_node=" + std::to_string(hp.nproc_per_node) + " (" +
+                      hp.where("nproc_per_node") + ") is more than " +
+                      std::to_string(kMaxWorldSize) + " workers");
+  }
+  return static_cast<int>(hp.nproc_per_node);
+}
+
 /// PAI-DLC / Kubeflow PyTorchJob: WORLD_SIZE and RANK count nodes (pods),
 /// not processes; NPROC_PER_NODE (or nproc_per_node) processes run on each.
 ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
   for (const char* k : {"RANK", "WORLD_SIZE"}) {
-    if (!get(env, k)) {
+    if (!present(env, k)) {
       throw ConfigError(std::string(k) + " is not set but " +
                         (std::string(k) == "RANK" ? "WORLD_SIZE" : "RANK") +
                         " is (PAI-DLC/Kubeflow set both)");
@@ -260,10 +298,10 @@ ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
                       " is out of range (WORLD_SIZE=" + std::to_string(nodes) +
                       " nodes)");
   }
-  int nproc = static_cast<int>(hp.nproc_per_node);
+  int nproc = nproc_per_node(hp);
   std::string nproc_from =
       "nproc_per_node (" + hp.where("nproc_per_node") + ")";
-  if (get(env, "NPROC_PER_NODE")) {
+  if (present(env, "NPROC_PER_NODE")) {
     const int e = env_int(env, "NPROC_PER_NODE");
     if (e < 1)
       throw ConfigError("NPROC_PER_NODE=" + std::to_string(e) +
@@ -275,6 +313,11 @@ ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
     }
     nproc = e;
     nproc_from = "NPROC_PER_NODE";
+  }
+  if (int64_t{nodes} * nproc > kMaxWorldSize) {
+    throw ConfigError("WORLD_SIZE=" + std::to_string(nodes) + " nodes x " + nproc_from + "=" +
+                      std::to_string(nproc) + " is more than " + std::to_string(kMaxWorldSize) +
+                      " workers");
   }
   ClusterSpec spec;
   spec.source = "PAI-DLC/Kubeflow";
@@ -294,10 +337,8 @@ ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
       {"local_world_size", nproc_from}};
   if (nodes == 1 && !get(env, "MASTER_ADDR")) {
     // One node: the launcher's own coordinator on this machine.
-    const auto port = get(env, "MASTER_PORT");
-    spec.coordinator =
-        "127.0.0.1:" +
-        (port ? std::to_string(parse_int(*port, "MASTER_PORT")) : "0");
+    const auto port = master_port(env);
+    spec.coordinator = "127.0.0.1:" + std::to_string(port.value_or(0));
     spec.provenance.emplace_back("coordinator",
                                  "127.0.0.1 (one node, MASTER_ADDR not set)");
     return spec;
@@ -307,24 +348,35 @@ ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
   return spec;
 }
 
-/// "2(x3),1" -> 2 2 2 1 (Slurm's SLURM_TASKS_PER_NODE).
+/// "2(x3),1" -> 2 2 2 1 (Slurm's SLURM_TASKS_PER_NODE): counts of 1 to
+/// kMaxWorldSize, at most kMaxWorldSize entries, no spaces.
 std::vector<int> expand_tasks_per_node(const std::string& text,
                                        const std::string& what) {
+  auto bad = [&](const std::string& why) {
+    return ConfigError(what + "=" + config::quote_value(text) + " " + why);
+  };
   std::vector<int> out;
-  for (const auto& item : split_commas(text)) {
+  size_t start = 0;
+  do {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    start = comma + 1;
     const size_t paren = item.find("(x");
-    const int n = static_cast<int>(parse_int(item.substr(0, paren), what));
-    int times = 1;
-    if (paren != std::string::npos) {
-      if (item.back() != ')')
-        throw ConfigError(what + "=" + config::quote_value(text) +
-                          " is malformed");
-      times = static_cast<int>(
-          parse_int(item.substr(paren + 2, item.size() - paren - 3), what));
+    if (paren != std::string::npos && item.back() != ')')
+      throw bad("is malformed (expected counts like 2(x3),1)");
+    const auto n = digits_value(item.substr(0, paren));
+    const auto times = paren == std::string::npos
+                           ? std::optional<int64_t>(1)
+                           : digits_value(item.substr(paren + 2, item.size() - paren - 3));
+    if (!n || !times)
+      throw bad("is malformed (expected counts like 2(x3),1)");
+    if (*n < 1 || *n > kMaxWorldSize || *times < 1 ||
+        *times > kMaxWorldSize - static_cast<int64_t>(out.size())) {
+      throw bad("is out of range (counts 1.." + std::to_string(kMaxWorldSize) + ", at most " +
+                std::to_string(kMaxWorldSize) + " nodes)");
     }
-    for (int i = 0; i < times; ++i)
-      out.push_back(n);
-  }
+    out.insert(out.end(), static_cast<size_t>(*times), static_cast<int>(*n));
+  } while (start <= text.size());
   return out;
 }
 
@@ -332,27 +384,27 @@ ClusterSpec from_slurm(const Environment& env) {
   ClusterSpec spec;
   spec.source = "Slurm";
   const char* ntasks =
-      get(env, "SLURM_NTASKS") ? "SLURM_NTASKS" : "SLURM_NPROCS";
-  if (!get(env, ntasks)) {
+      present(env, "SLURM_NTASKS") ? "SLURM_NTASKS" : "SLURM_NPROCS";
+  if (!present(env, ntasks)) {
     throw ConfigError("SLURM_PROCID is set but SLURM_NTASKS is not");
   }
   spec.rank = env_int(env, "SLURM_PROCID");
   spec.world_size = env_int(env, ntasks);
   spec.provenance = {{"rank", "SLURM_PROCID"}, {"world_size", ntasks}};
-  if (get(env, "SLURM_LOCALID")) {
+  if (present(env, "SLURM_LOCALID")) {
     spec.local_rank = env_int(env, "SLURM_LOCALID");
     spec.provenance.emplace_back("local_rank", "SLURM_LOCALID");
   }
-  if (get(env, "SLURM_NTASKS_PER_NODE")) {
-    auto v = expand_tasks_per_node(*get(env, "SLURM_NTASKS_PER_NODE"),
+  if (present(env, "SLURM_NTASKS_PER_NODE")) {
+    auto v = expand_tasks_per_node(env.at("SLURM_NTASKS_PER_NODE"),
                                    "SLURM_NTASKS_PER_NODE");
-    spec.local_world_size = v.empty() ? 1 : v[0];
+    spec.local_world_size = v[0];
     spec.provenance.emplace_back("local_world_size", "SLURM_NTASKS_PER_NODE");
-  } else if (get(env, "SLURM_TASKS_PER_NODE")) {
-    auto v = expand_tasks_per_node(*get(env, "SLURM_TASKS_PER_NODE"),
+  } else if (present(env, "SLURM_TASKS_PER_NODE")) {
+    auto v = expand_tasks_per_node(env.at("SLURM_TASKS_PER_NODE"),
                                    "SLURM_TASKS_PER_NODE");
     const int node =
-        get(env, "SLURM_NODEID") ? env_int(env, "SLURM_NODEID") : 0;
+        present(env, "SLURM_NODEID") ? env_int(env, "SLURM_NODEID") : 0;
     if (node < 0 || node >= static_cast<int>(v.size())) {
       throw ConfigError("SLURM_NODEID=" + std::to_string(node) +
                         " is out of range of SLURM_TASKS_PER_NODE");
@@ -375,8 +427,8 @@ ClusterSpec from_slurm(const Environment& env) {
     int port = kDefaultPort;
     std::string origin =
         "first Slurm node, default port " + std::to_string(kDefaultPort);
-    if (auto p = get(env, "MASTER_PORT")) {
-      port = static_cast<int>(parse_int(*p, "MASTER_PORT"));
+    if (auto p = master_port(env)) {
+      port = *p;
       origin = "first Slurm node, MASTER_PORT";
     }
     spec.coordinator = spec.hosts[0] + ":" + std::to_string(port);
@@ -424,7 +476,7 @@ int open_mpi_port(const Environment& env, ClusterSpec& spec) {
 ClusterSpec from_open_mpi(const Environment& env) {
   ClusterSpec spec;
   spec.source = "Open MPI";
-  if (!get(env, "OMPI_COMM_WORLD_SIZE")) {
+  if (!present(env, "OMPI_COMM_WORLD_SIZE")) {
     throw ConfigError(
         "OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not");
   }
@@ -432,11 +484,11 @@ ClusterSpec from_open_mpi(const Environment& env) {
   spec.world_size = env_int(env, "OMPI_COMM_WORLD_SIZE");
   spec.provenance = {{"rank", "OMPI_COMM_WORLD_RANK"},
                      {"world_size", "OMPI_COMM_WORLD_SIZE"}};
-  if (get(env, "OMPI_COMM_WORLD_LOCAL_RANK")) {
+  if (present(env, "OMPI_COMM_WORLD_LOCAL_RANK")) {
     spec.local_rank = env_int(env, "OMPI_COMM_WORLD_LOCAL_RANK");
     spec.provenance.emplace_back("local_rank", "OMPI_COMM_WORLD_LOCAL_RANK");
   }
-  if (get(env, "OMPI_COMM_WORLD_LOCAL_SIZE")) {
+  if (present(env, "OMPI_COMM_WORLD_LOCAL_SIZE")) {
     spec.local_world_size = env_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE");
     spec.provenance.emplace_back("local_world_size",
                                  "OMPI_COMM_WORLD_LOCAL_SIZE");
@@ -445,7 +497,7 @@ ClusterSpec from_open_mpi(const Environment& env) {
   // every rank runs on this host (mpirun -np N on one machine).
   if (get(env, "MASTER_ADDR")) {
     spec.coordinator = master_address(env, spec, "");
-  } else if (get(env, "OMPI_COMM_WORLD_LOCAL_SIZE") &&
+  } else if (present(env, "OMPI_COMM_WORLD_LOCAL_SIZE") &&
              spec.local_world_size == spec.world_size) {
     spec.coordinator = "127.0.0.1:" + std::to_string(open_mpi_port(env, spec));
   }
@@ -460,9 +512,10 @@ void check_ranges(const ClusterSpec& spec) {
     }
     return field;
   };
-  if (spec.world_size < 1) {
+  if (spec.world_size < 1 || spec.world_size > kMaxWorldSize) {
     throw ConfigError(origin("world_size") + ": world size " +
-                      std::to_string(spec.world_size) + " must be >= 1");
+                      std::to_string(spec.world_size) + " must be in [1, " +
+                      std::to_string(kMaxWorldSize) + "]");
   }
   if (spec.rank < 0 || spec.rank >= spec.world_size) {
     throw ConfigError(origin("rank") + ": rank " + std::to_string(spec.rank) +
@@ -510,16 +563,16 @@ std::pair<std::string, int> split_host_port(const std::string& address,
   if (bracketed)
     host = host.substr(1, host.size() - 2);
   const std::string port_text = address.substr(colon + 1);
-  int64_t port = -1;
+  int port = -1;
   try {
-    port = parse_int(port_text, what);
+    port = bounded_int(port_text, what, 0, 65535);
   } catch (const ConfigError&) {
   }
   if (port < 0 || port > 65535 || host.empty()) {
     throw ConfigError(what + ": " + config::quote_value(address) +
                       " is not host:port (port 0-65535)");
   }
-  return {host, static_cast<int>(port)};
+  return {host, port};
 }
 
 std::vector<std::string> expand_nodelist(const std::string& list,
@@ -569,8 +622,8 @@ std::vector<std::string> expand_nodelist(const std::string& list,
           dash == std::string::npos ? lo_text : range.substr(dash + 1);
       int64_t lo, hi;
       try {
-        lo = parse_int(lo_text, what);
-        hi = parse_int(hi_text, what);
+        lo = bounded_int(lo_text, what, 0, INT_MAX);
+        hi = bounded_int(hi_text, what, 0, INT_MAX);
       } catch (const ConfigError&) {
         throw bad();
       }
@@ -593,15 +646,16 @@ std::vector<std::string> expand_nodelist(const std::string& list,
 
 ClusterSpec resolve_cluster(const HParams& hp, const Environment& env) {
   const bool launched = get(env, kLauncherMarker).has_value() &&
-                        get(env, "LOCAL_RANK").has_value();
+                        present(env, "LOCAL_RANK");
   const bool has_flags = !split_commas(hp.worker_hosts).empty();
   const bool has_tf = get(env, "TF_CONFIG").has_value() &&
                       config::trim(*get(env, "TF_CONFIG")) != "{}";
-  const bool has_torchrun = get(env, "LOCAL_RANK").has_value();
+  // Set, even to "": an empty rank or size is an error, not "unset".
+  const bool has_torchrun = present(env, "LOCAL_RANK");
   const bool has_node_level =
-      !has_torchrun && (get(env, "WORLD_SIZE") || get(env, "RANK"));
-  const bool has_slurm = get(env, "SLURM_PROCID").has_value();
-  const bool has_mpi = get(env, "OMPI_COMM_WORLD_RANK").has_value();
+      !has_torchrun && (present(env, "WORLD_SIZE") || present(env, "RANK"));
+  const bool has_slurm = present(env, "SLURM_PROCID");
+  const bool has_mpi = present(env, "OMPI_COMM_WORLD_RANK");
 
   ClusterSpec spec;
   std::vector<std::string> present;
@@ -670,7 +724,7 @@ ClusterSpec resolve_cluster(const HParams& hp, const Environment& env) {
   }
 
   // nproc_per_node > 1: start local workers unless something already did.
-  const int nproc = static_cast<int>(hp.nproc_per_node);
+  const int nproc = nproc_per_node(hp);
   if (nproc > 1 && spec.launch_workers == 0) {
     if (spec.source == "single process" ||
         (spec.world_size == 1 && spec.source != "launcher")) {
@@ -681,8 +735,8 @@ ClusterSpec resolve_cluster(const HParams& hp, const Environment& env) {
       spec.launch_workers = nproc;
       std::string port = "0";
       std::string origin = "127.0.0.1, a free port";
-      if (auto p = get(env, "MASTER_PORT")) {
-        port = std::to_string(parse_int(*p, "MASTER_PORT"));
+      if (auto p = master_port(env)) {
+        port = std::to_string(*p);
         origin = "127.0.0.1, MASTER_PORT";
       }
       spec.coordinator = "127.0.0.1:" + port;

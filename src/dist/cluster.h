@@ -14,6 +14,10 @@ struct HParams;
 
 namespace fastnn::dist {
 
+/// The most workers a job may have: the coordinator keeps a record of each,
+/// and every count read from the environment is checked against it.
+inline constexpr int kMaxWorldSize = 1 << 20;
+
 struct ClusterSpec {
   int rank = 0;
   int world_size = 1;

@@ -12,6 +12,10 @@
 
 namespace fastnn::dist {
 
+/// The most missing ranks a join reply lists (the rest are counted), so a
+/// rendezvous timeout of 100,000 workers stays one short line.
+inline constexpr int kMaxListedRanks = 16;
+
 struct CoordinatorOptions {
   /// Address to listen on. Default: every interface (a job across machines);
   /// a one-machine job listens on loopback only (see listen_host_for()).

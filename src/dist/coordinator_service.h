@@ -126,7 +126,7 @@ class Service final : public pb::Coordinator::Service {
       return shutting_down_status();
     resp->set_complete(rendezvous_done_);
     resp->set_joined(joined_locked());
-    for (int r = 0; r < opts_.world_size; ++r) {
+    for (int r = 0; r < opts_.world_size && resp->missing_size() < kMaxListedRanks; ++r) {
       if (!workers_[r].joined)
         resp->add_missing(r);
     }

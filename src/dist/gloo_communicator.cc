@@ -8,21 +8,38 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <map>
+#include <mutex>
+#include <typeinfo>
 
 #include "fastnn/errors.h"
+#include "src/config/value_parse.h"
 
 namespace fastnn::dist {
 namespace {
 
 std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& host) {
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
-    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+    try {
+      return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+    } catch (const std::exception& e) {
+      throw ConfigError("GLOO_SOCKET_IFNAME=" + config::quote_value(ifname) +
+                        " names no usable network interface: " +
+                        std::string(e.what()).substr(0, 200));
+    }
   }
   std::string address = host.empty() ? "" : local_address_toward(host);
   if (address.empty()) address = "127.0.0.1";
-  return c10d::ProcessGroupGloo::createDeviceForHostname(address);
+  try {
+    return c10d::ProcessGroupGloo::createDeviceForHostname(address);
+  } catch (const std::exception& e) {
+    throw DistributedError("Gloo cannot listen on " + address + " (the address toward the "
+                           "coordinator " + host + "): " + std::string(e.what()).substr(0, 200));
+  }
 }
 
 // Groups tensors by dtype so one message carries each group.
@@ -38,6 +55,50 @@ torch::Tensor flatten(const std::vector<torch::Tensor>& tensors) {
   flat.reserve(tensors.size());
   for (const auto& t : tensors) flat.push_back(t.detach().reshape({-1}));
   return torch::cat(flat);
+}
+
+// The layout of a list of tensors, for comparing across ranks: count,
+// elements, and a 62-bit hash (FNV-1a) of every dtype and shape in order.
+std::vector<int64_t> layout_of(const std::vector<torch::Tensor>& tensors) {
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&h](int64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((static_cast<uint64_t>(v) >> (8 * i)) & 255)) * 1099511628211ull;
+  };
+  int64_t elements = 0;
+  for (const auto& t : tensors) {
+    mix(static_cast<int64_t>(t.scalar_type()));
+    mix(t.dim());
+    for (int64_t d : t.sizes()) mix(d);
+    elements += t.numel();
+  }
+  return {static_cast<int64_t>(tensors.size()), elements, static_cast<int64_t>(h >> 2)};
+}
+
+// Gloo fails some checks (a message longer than the buffer posted for it)
+// on its own transport threads, where nothing can catch them: std::terminate
+// would abort (exit 134). The job's contract is exit 5 with a message.
+std::terminate_handler previous_terminate = nullptr;
+
+[[noreturn]] void gloo_terminate() {
+  // gloo::EnforceNotMet and gloo::Exception, told by their type's mangled
+  // name: their type_info lives in libgloo, which a LibTorch build may hide.
+  std::string what;
+  try {
+    if (auto e = std::current_exception()) std::rethrow_exception(e);
+  } catch (const std::exception& e) {
+    if (std::string(typeid(e).name()).rfind("N4gloo", 0) == 0) what = e.what();
+  } catch (...) {
+  }
+  if (what.empty()) {
+    if (previous_terminate) previous_terminate();
+    std::abort();
+  }
+  std::fprintf(stderr,
+               "%s: error: distributed failure: Gloo failed on one of its threads: %s (the "
+               "workers' collectives differ in size, or a peer sent malformed data)\n",
+               program_invocation_short_name, what.substr(0, 400).c_str());
+  std::fflush(stderr);
+  std::_Exit(kExitDistributed);
 }
 
 void unflatten_into(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors) {
@@ -78,6 +139,8 @@ std::string local_address_toward(const std::string& host) {
 GlooCommunicator::GlooCommunicator(c10::intrusive_ptr<c10d::Store> store,
                                    const CommunicatorOptions& options)
     : options_(options), store_(std::move(store)) {
+  static std::once_flag installed;
+  std::call_once(installed, [] { previous_terminate = std::set_terminate(gloo_terminate); });
   auto o = c10d::ProcessGroupGloo::Options::create(options_.timeout);
   o->devices.push_back(gloo_device(options_.coordinator_host));
   // Two Gloo threads (c10d's default from Python): one bucket's transfer
@@ -137,9 +200,40 @@ std::unique_ptr<PendingCollective> GlooCommunicator::all_reduce_async(torch::Ten
   }
 }
 
+void GlooCommunicator::check_same_layout(const std::vector<torch::Tensor>& tensors,
+                                         const std::string& what) {
+  const std::vector<int64_t> mine = layout_of(tensors);
+  // One all-reduce of {layout, -layout} under MAX gives every rank both the
+  // largest and the smallest value of each field.
+  auto both = torch::empty({6}, torch::kInt64);
+  for (int i = 0; i < 3; ++i) {
+    both[i] = mine[i];
+    both[i + 3] = -mine[i];
+  }
+  std::vector<torch::Tensor> one{both};
+  c10d::AllreduceOptions max;
+  max.reduceOp = c10d::ReduceOp::MAX;
+  std::unique_ptr<PendingCollective> pending;
+  try {
+    pending = std::make_unique<Pending>(*this, group_->allreduce(one, max));
+  } catch (const std::exception& e) {
+    fail(what, e.what());
+  }
+  pending->wait(what);
+  const auto* v = both.data_ptr<int64_t>();
+  if (v[0] == -v[3] && v[1] == -v[4] && v[2] == -v[5]) return;
+  fail(what, "the tensors' sizes differ across the workers (here " + std::to_string(mine[0]) +
+                 " tensors of " + std::to_string(mine[1]) + " elements; " +
+                 (v[1] == -v[4] ? "the same count but other shapes or dtypes elsewhere"
+                                : "from " + std::to_string(-v[4]) + " to " +
+                                      std::to_string(v[1]) + " elements across the ranks") +
+                 "): the workers build different models or states");
+}
+
 void GlooCommunicator::broadcast(const std::vector<torch::Tensor>& tensors,
                              const std::string& what) {
   if (options_.world_size == 1 || tensors.empty()) return;
+  check_same_layout(tensors, "broadcast of " + what);
   for (const auto& [dtype, group] : by_dtype(tensors)) {
     std::vector<torch::Tensor> flat{flatten(group)};
     std::unique_ptr<PendingCollective> pending;

@@ -44,7 +44,8 @@ class GlooCommunicator : public Collective {
   std::string backend() const override { return "Gloo"; }
   void set_step(int64_t step) override { step_ = step; }
 
-  /// One fused message per dtype.
+  /// One fused message per dtype, after checking that every rank passes the
+  /// same count, dtypes and shapes (DistributedError on every rank if not).
   void broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what) override;
   /// Fused per dtype.
   void all_reduce_sum(const std::vector<torch::Tensor>& tensors,
@@ -58,6 +59,9 @@ class GlooCommunicator : public Collective {
 
  private:
   class Pending;
+  /// DistributedError on every rank unless all pass tensors of the same
+  /// dtypes and shapes; one small all-reduce.
+  void check_same_layout(const std::vector<torch::Tensor>& tensors, const std::string& what);
   CommunicatorOptions options_;
   c10::intrusive_ptr<c10d::Store> store_;
   // The concrete type: a ProcessGroup in LibTorch 1.x, a Backend in 2.x.

@@ -18,6 +18,7 @@
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
+#include "src/config/job_settings.h"
 #include "src/config/value_parse.h"
 #include "src/dist/client.h"
 #include "src/dist/coordinator.h"
@@ -284,6 +285,7 @@ SessionOptions session_options(const HParams& hp, const Environment& env) {
   o.tls_cert_file = hp.tls_cert_file;
   o.tls_key_file = hp.tls_key_file;
   o.tls_ca_file = hp.tls_ca_file;
+  o.job_settings = config::job_settings(hp);
   if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
     throw ConfigError(
         std::string(o.tls_cert_file.empty() ? "tls_key_file"
@@ -374,16 +376,59 @@ struct WorkerSession::Impl {
                              spec.coordinator +
                              " unreachable (last error: " + last_error + ")");
     }
+    // The reply lists the first few missing ranks; the rest are counted.
+    const int64_t count = std::max<int64_t>(spec.world_size - last.joined(), 0);
     std::string missing;
-    for (int r : last.missing()) {
-      missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    for (int i = 0; i < last.missing_size() && i < kMaxListedRanks; ++i) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(last.missing(i));
     }
+    const int64_t listed = std::min<int64_t>(last.missing_size(), kMaxListedRanks);
+    if (count > listed)
+      missing += " and " + std::to_string(count - listed) + " more";
     throw DistributedError("rendezvous timed out" + after + ": " +
                            std::to_string(last.joined()) + " of " +
                            std::to_string(spec.world_size) +
                            " workers joined; missing rank" +
-                           (last.missing_size() > 1 ? "s " : " ") + missing +
+                           (count > 1 ? "s " : " ") + missing +
                            " (coordinator " + spec.coordinator + ")");
+  }
+
+  /// Every worker compares its settings with rank 0's (a hash first, the
+  /// text only when the hashes differ); a worker that differs publishes the
+  /// differences. Once all have checked, and, on a difference, all have
+  /// read it, every worker returns the message ("" when all agree).
+  std::string compare_settings() {
+    const std::string kText = "fastnn/settings/text", kHash = "fastnn/settings/hash",
+                      kDiff = "fastnn/settings/differences";
+    KeyValueStore& kv = *store;
+    uint64_t h = 14695981039346656037ull;  // FNV-1a
+    for (unsigned char c : opts.job_settings) h = (h ^ c) * 1099511628211ull;
+    const std::vector<uint8_t> hash(reinterpret_cast<const uint8_t*>(&h),
+                                    reinterpret_cast<const uint8_t*>(&h) + sizeof h);
+    if (spec.is_chief()) {
+      kv.set(kText, {opts.job_settings.begin(), opts.job_settings.end()});
+      kv.set(kHash, hash);
+    } else if (kv.get(kHash) != hash) {
+      const std::vector<uint8_t> chief = kv.get(kText);
+      const std::string diff = "rank " + std::to_string(spec.rank) + " differs from rank 0: " +
+                               config::describe_differences(
+                                   opts.job_settings, std::string(chief.begin(), chief.end()));
+      kv.set(kDiff, {diff.begin(), diff.end()});
+    }
+    // A counter and a key its last increment sets: one wait per worker,
+    // whatever the world size.
+    auto all_reach = [&](const std::string& name) {
+      if (kv.add(name, 1) == spec.world_size)
+        kv.set(name + "/all", {1});
+      kv.wait({name + "/all"}, opts.worker_timeout);
+    };
+    all_reach("fastnn/settings/checked");
+    if (!kv.check({kDiff}))
+      return "";
+    const std::vector<uint8_t> diff = kv.get(kDiff);
+    // Nobody exits (which fails the job) before every worker has read it.
+    all_reach("fastnn/settings/read");
+    return std::string(diff.begin(), diff.end());
   }
 
   void heartbeat_loop() {
@@ -494,6 +539,24 @@ WorkerSession::WorkerSession(const ClusterSpec& spec,
   }
   impl_->heartbeat =
       std::thread([impl = impl_.get()] { impl->heartbeat_loop(); });
+  if (options.job_settings.empty())
+    return;
+  std::string differences;
+  try {
+    differences = impl_->compare_settings();
+  } catch (const DistributedError& e) {
+    if (impl_->server)
+      impl_->server->abort(e.what());
+    throw;
+  }
+  if (!differences.empty()) {
+    finish(kExitUsage);
+    if (!impl_->token_file.empty())
+      std::remove(impl_->token_file.c_str());
+    throw ConfigError("the workers' settings differ (every key but per-rank ones such as "
+                      "task_index, device, train_dir, dataset_dir and thread counts must "
+                      "match): " + differences);
+  }
 }
 
 WorkerSession::~WorkerSession() {

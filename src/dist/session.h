@@ -22,6 +22,10 @@ struct SessionOptions {
   std::string token;
   /// TLS when set: PEM files (server cert+key on the chief, CA on workers).
   std::string tls_cert_file, tls_key_file, tls_ca_file;
+  /// The settings every worker must share (config::job_settings()); when
+  /// set, rendezvous compares each worker's with rank 0's. Default: empty,
+  /// no comparison.
+  std::string job_settings;
 };
 
 /// What a worker reports each logging interval (shown by job status).
@@ -34,8 +38,8 @@ struct WorkerReport {
 
 /// The options from the hyperparameters and the environment: timeout from
 /// worker_timeout_secs, token from job_token_file (trimmed) or else
-/// FASTNN_JOB_TOKEN, TLS files. Throws ConfigError for an unreadable token
-/// file or an incomplete TLS setup.
+/// FASTNN_JOB_TOKEN, TLS files, the job's shared settings. Throws
+/// ConfigError for an unreadable token file or an incomplete TLS setup.
 SessionOptions session_options(const HParams& hp, const Environment& env);
 
 /// 32 random hex digits (/dev/urandom) for a job's shared token.
@@ -52,8 +56,11 @@ std::string local_job_token(const ClusterSpec& spec, std::chrono::milliseconds t
 class WorkerSession {
  public:
   /// Starts the coordinator (rank 0), connects, and completes rendezvous:
-  /// returns when all world_size workers have joined; throws
-  /// DistributedError naming the missing ranks after worker_timeout.
+  /// returns when all world_size workers have joined and, with
+  /// options.job_settings, found theirs equal to rank 0's; throws
+  /// DistributedError naming the missing ranks after worker_timeout, and
+  /// ConfigError (exit 2) on every worker, naming the differing keys and
+  /// values, when a worker's settings differ.
   WorkerSession(const ClusterSpec& spec, const SessionOptions& options);
   ~WorkerSession();
 

@@ -2,6 +2,7 @@
 #include "fastnn/hparams.h"
 
 #include <gtest/gtest.h>
+
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -9,10 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <sstream>
 
 #include "fastnn/errors.h"
 #include "src/config/hparams_table.h"
+#include "src/config/job_settings.h"
 #include "src/config/value_parse.h"
 #include "tests/test_paths.h"
 
@@ -641,6 +644,140 @@ TEST_F(HParamsTest, FormatHparamsRoundTrips) {
   r = load({"--config", path});
   EXPECT_TRUE(r.warnings.empty());
   EXPECT_EQ(format_hparams(r.hp), format_hparams(HParams()));
+}
+
+// Issue 23: every string value config.cfg holds reloads byte for byte
+// (awkward values from a fixed list and 3000 seeded random ones over quotes
+// of both kinds, '#', '\', '=', spaces, tab, CR, LF, NUL, UTF-8, a BOM),
+// and a value that no line can hold is refused by validate() (exit 2),
+// naming the key. Only values with a line feed or a NUL byte, or with both
+// quote characters each closing early, may be refused.
+TEST_F(HParamsTest, EveryStringValueRoundTripsThroughConfigCfgOrIsRefused) {
+  std::vector<std::string> values = {
+      "/runs/qa' #b", "/runs/qa\" #b", "a' #b\" #c", "x'\t#", "'", "\"", "''",
+      "'a'", "\"a\"", "'a\"", "#", " #", "# a", "a#b", "a #b", "=", "a=b", "==",
+      "\\", "a\\'", "\\n", " lead", "trail ", "\t", " ", "\r", "a\r", "\rb",
+      "a\rb", "a\n", "\n", "a\nbatch_size=1", std::string("a\0b", 3),
+      "caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC", "\xEF\xBB\xBF", "\xEF\xBB\xBFx",
+      "None", "'None'", "True", "1", "-", "--x", "a' # b' # c", "' #'", "\" #\"",
+      "\xFF\xFE", "a'  \t  #", "a'\r#b", "a' \n#b", ""};
+  std::mt19937 rng(23);
+  const std::vector<std::string> alphabet = {
+      "'", "\"", "#", "\\", "=", " ", "\t", "\r", "\n", std::string(1, '\0'),
+      "a", "\xC3\xA9", "\xEF\xBB\xBF", "None", "/"};
+  for (int i = 0; i < 3000; ++i) {
+    std::string v;
+    for (int n = rng() % 9; n > 0; --n) v += alphabet[rng() % alphabet.size()];
+    values.push_back(v);
+  }
+  auto closes_early = [](const std::string& v, char q) {
+    for (size_t j = v.find(q); j != std::string::npos; j = v.find(q, j + 1)) {
+      const size_t next = v.find_first_not_of(" \t\r\n", j + 1);
+      if (next != j + 1 && next != std::string::npos && v[next] == '#') return true;
+    }
+    return false;
+  };
+  int refused = 0;
+  for (const std::string& v : values) {
+    HParams hp;
+    hp.train_dir = v;
+    hp.checkpoint_exclude_scopes = v;
+    try {
+      validate(hp);
+    } catch (const ConfigError& e) {
+      ++refused;
+      const bool must = v.find('\n') != std::string::npos ||
+                        v.find('\0') != std::string::npos ||
+                        (closes_early(v, '\'') && closes_early(v, '"'));
+      EXPECT_TRUE(must) << "refused a writable value " << ::testing::PrintToString(v)
+                        << ": " << e.what();
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("checkpoint_exclude_scopes: '"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+      continue;
+    }
+    const std::string text = format_hparams(hp);
+    LoadResult r;
+    try {
+      r = load({"--config", write("awkward.cfg", text)});
+    } catch (const ConfigError& e) {
+      ADD_FAILURE() << ::testing::PrintToString(v) << " does not reload: " << e.what();
+      continue;
+    }
+    EXPECT_EQ(r.hp.train_dir, v) << ::testing::PrintToString(v);
+    EXPECT_EQ(r.hp.checkpoint_exclude_scopes, v) << ::testing::PrintToString(v);
+    EXPECT_EQ(format_hparams(r.hp), text) << ::testing::PrintToString(v);
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_LT(refused, static_cast<int>(values.size()));
+  // Length: a value fits a line (the reader's limit is 64 KiB), and all of
+  // them together a file (4 MiB).
+  HParams hp;
+  hp.train_dir = std::string(config::kMaxValueBytes, 'x') + "' #";
+  EXPECT_NE(error_of([&] { validate(hp); }).find("train_dir: 'xxx"), std::string::npos);
+  hp.train_dir.resize(config::kMaxValueBytes);
+  hp.train_dir.back() = '#';
+  validate(hp);
+  EXPECT_EQ(load({"--config", write("long.cfg", format_hparams(hp))}).hp.train_dir,
+            hp.train_dir);
+  const std::string token = config::quote_if_needed(hp.train_dir);
+  for (const config::KeySpec& spec : config::key_table()) {
+    if (config::string_value(spec, hp) && spec.choices.empty())
+      EXPECT_EQ(config::assign_value(spec, token, &hp), "") << spec.name;
+  }
+  // Every free string key at the longest value still fits a file.
+  validate(hp);
+  EXPECT_EQ(format_hparams(load({"--config", write("longest.cfg", format_hparams(hp))}).hp),
+            format_hparams(hp));
+}
+
+// The command-line spelling of the issue: the effective value (outer quotes
+// of the flag removed) is what config.cfg keeps.
+TEST_F(HParamsTest, CommandLineValueWithQuoteAndHashRoundTrips) {
+  EXPECT_EQ(config::quote_value(std::string("a\nb\r\t\0\x7f", 7)), "'a\\nb\\r\\t\\x00\\x7f'");
+  LoadResult first = load({"--train_dir=/runs/qa' #b"});
+  EXPECT_EQ(first.hp.train_dir, "/runs/qa' #b");
+  LoadResult again = load({"--config", write("qa.cfg", format_hparams(first.hp))});
+  EXPECT_EQ(again.hp.train_dir, "/runs/qa' #b");
+  try {
+    load({"--train_dir=/runs/a\nbatch_size=1"});
+    ADD_FAILURE() << "a line feed in a value was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("command line: train_dir: "), std::string::npos)
+        << e.what();
+  }
+}
+
+// Issue 23: what the workers of a job compare at rendezvous.
+TEST_F(HParamsTest, JobSettingsLeaveOutPerRankKeysOnly) {
+  for (const std::string& k : config::per_rank_keys())
+    EXPECT_NE(config::find_key(k), nullptr) << k;
+  HParams a, b;
+  b.task_index = 3;
+  b.device = "cpu:1";
+  b.train_dir = "/elsewhere";
+  b.dataset_dir = "/data/here";
+  b.intra_op_parallelism_threads = 7;
+  b.num_preprocessing_threads = 2;
+  b.tls_ca_file = "ca.pem";
+  b.ps_hosts = "ps:2222";  // an ignored key has no effect to disagree on
+  EXPECT_EQ(config::job_settings(a), config::job_settings(b));
+  EXPECT_EQ(config::describe_differences(config::job_settings(a), config::job_settings(b)), "");
+  b.learning_rate = 0.1;
+  b.optimizer = "adam";
+  b.num_classes = 5;
+  const std::string diff =
+      config::describe_differences(config::job_settings(b), config::job_settings(a));
+  EXPECT_EQ(diff,
+            "learning_rate='0.1' (rank 0: '0.01'), num_classes='5' (rank 0: 'None'), "
+            "optimizer='adam' (rank 0: 'rmsprop')");
+  EXPECT_EQ(config::describe_differences("a=1\nb=2\nc=3\n", "a=0\nb=0\nc=0\n", 2),
+            "a='1' (rank 0: '0'), b='2' (rank 0: '0') and 1 more");
+  // A key only one side knows (another version of the binary).
+  EXPECT_EQ(config::describe_differences("a=1\nnew=2\n", "a=1\n"),
+            "new='2' (rank 0: (not a key))");
+  EXPECT_EQ(config::describe_differences("a=1\n", "a=1\nold=2\n"),
+            "old=(not a key) (rank 0: '2')");
 }
 
 TEST_F(HParamsTest, ClosestKey) {

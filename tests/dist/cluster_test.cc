@@ -210,6 +210,87 @@ TEST(ClusterTest, ErrorsShowAtMost100BytesOfAValue) {
   expect_cut([&] { resolve_cluster(HParams(), env); });
 }
 
+// Issue 23: every integer the cluster resolution reads from the environment
+// is parsed whole and range-checked: 2^32 + 1 is not 1, 2^31 is not -2^31,
+// and signs, junk, spaces and "" are errors naming the variable and value.
+TEST(ClusterTest, EnvironmentIntegersAreNeverTruncated) {
+  const std::vector<std::pair<Environment, std::vector<std::string>>> sources = {
+      {torchrun(1, 2, 1, 2),
+       {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT"}},
+      {{{"WORLD_SIZE", "2"}, {"RANK", "1"}, {"NPROC_PER_NODE", "1"},
+        {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29400"}},
+       {"WORLD_SIZE", "RANK", "NPROC_PER_NODE", "MASTER_PORT"}},
+      {{{"WORLD_SIZE", "1"}, {"RANK", "0"}, {"NPROC_PER_NODE", "2"},
+        {"MASTER_PORT", "29400"}},
+       {"MASTER_PORT"}},
+      {{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "1"},
+        {"SLURM_NODEID", "0"}, {"SLURM_TASKS_PER_NODE", "2"},
+        {"SLURM_JOB_NODELIST", "n1"}, {"MASTER_PORT", "29400"}},
+       {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NODEID",
+        "SLURM_TASKS_PER_NODE", "MASTER_PORT"}},
+      {{{"SLURM_PROCID", "1"}, {"SLURM_NPROCS", "2"},
+        {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_NODELIST", "n1"}},
+       {"SLURM_NPROCS", "SLURM_NTASKS_PER_NODE"}},
+      {{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+        {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+        {"MASTER_PORT", "29400"}},
+       {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+        "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+        "MASTER_PORT"}},
+  };
+  const std::vector<std::string> bad = {
+      "4294967297", "2147483648", "4294967296", "99999999999999999999999",
+      "-1", "+1", "-0", "1x", " 1", "1 ", "", "0x10", "1e3", "１"};
+  for (const auto& [env, vars] : sources) {
+    ASSERT_NO_THROW(resolve_cluster(HParams(), env)) << env.begin()->first;
+    for (const std::string& var : vars) {
+      for (const std::string& value : bad) {
+        Environment e = env;
+        e[var] = value;
+        const std::string named = var + "='" + value + "'";
+        try {
+          ClusterSpec s = resolve_cluster(HParams(), e);
+          ADD_FAILURE() << named << " was accepted: rank " << s.rank
+                        << ", world size " << s.world_size;
+        } catch (const ConfigError& err) {
+          EXPECT_NE(std::string(err.what()).find(named), std::string::npos)
+              << named << ": " << err.what();
+        }
+      }
+    }
+  }
+  // Leading zeros are still the number.
+  Environment env = torchrun(1, 2, 1, 2);
+  env["WORLD_SIZE"] = "0002";
+  EXPECT_EQ(resolve_cluster(HParams(), env).world_size, 2);
+  // Beyond kMaxWorldSize (also as a product of nodes and processes).
+  env["WORLD_SIZE"] = std::to_string(kMaxWorldSize + 1);
+  expect_config_error([&] { resolve_cluster(HParams(), env); }, "is out of range");
+  expect_config_error(
+      [] {
+        resolve_cluster(HParams(), {{"WORLD_SIZE", "1048576"}, {"RANK", "0"},
+                                    {"NPROC_PER_NODE", "2"}, {"MASTER_ADDR", "h"}});
+      },
+      "more than 1048576 workers");
+  HParams hp = with_nproc(4294967298);
+  expect_config_error([&] { resolve_cluster(hp, {}); }, "nproc_per_node=4294967298");
+  expect_config_error(
+      [] {
+        resolve_cluster(HParams(), {{"TF_CONFIG", R"({"cluster":{"worker":["a:1","b:1"]},)"
+                                                  R"("task":{"type":"worker","index":4294967296}})"}});
+      },
+      "task.index 4294967296 is out of range");
+  expect_config_error(
+      [] {
+        resolve_cluster(HParams(), {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"},
+                                    {"SLURM_NODEID", "0"},
+                                    {"SLURM_TASKS_PER_NODE", "1(x4294967297)"},
+                                    {"SLURM_JOB_NODELIST", "n1"}});
+      },
+      "SLURM_TASKS_PER_NODE='1(x4294967297)' is out of range");
+  expect_config_error([] { split_host_port("h:+80", "worker_hosts"); }, "'h:+80'");
+}
+
 TEST(ClusterTest, ExplicitTaskIndexMustAgree) {
   HParams hp;
   hp.task_index = 3;

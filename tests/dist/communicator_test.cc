@@ -55,6 +55,88 @@ TEST(CommunicatorTest, BroadcastFromRankZeroOverEveryDtype) {
   });
 }
 
+// Issue 23: workers whose models differ (a num_classes from a per-rank
+// dataset) broadcast states of different sizes. Gloo's transport thread
+// then failed an enforce and aborted the process (exit 134); now every rank
+// learns of the mismatch first and throws DistributedError (exit 5) with
+// both sizes. The same for equal totals in different shapes, and for a
+// different dtype mix.
+TEST(CommunicatorTest, BroadcastOfDifferentSizesIsADistributedErrorOnEveryRank) {
+  const std::vector<std::function<std::vector<torch::Tensor>(int)>> states = {
+      [](int r) { return std::vector<torch::Tensor>{torch::zeros({r == 0 ? 10 : 5})}; },
+      [](int r) {
+        return std::vector<torch::Tensor>{torch::zeros(r == 0 ? std::vector<int64_t>{2, 3}
+                                                              : std::vector<int64_t>{3, 2})};
+      },
+      [](int r) {
+        return std::vector<torch::Tensor>{
+            torch::zeros({4}), torch::zeros({4}, r == 0 ? torch::kFloat32 : torch::kFloat64)};
+      }};
+  for (const auto& state : states) {
+    std::vector<std::string> messages(2);
+    run_ranks(2, [&](GlooCommunicator& c) {
+      try {
+        c.broadcast(state(c.rank()), "rank 0's model");
+        ADD_FAILURE() << "rank " << c.rank() << ": no error";
+      } catch (const DistributedError& e) {
+        messages[c.rank()] = e.what();
+      }
+    });
+    for (const std::string& m : messages) {
+      EXPECT_NE(m.find("broadcast of rank 0's model failed"), std::string::npos) << m;
+      EXPECT_NE(m.find("differ across the workers"), std::string::npos) << m;
+    }
+  }
+  // A matching broadcast afterwards still works.
+  run_ranks(2, [](GlooCommunicator& c) {
+    auto t = torch::full({3}, static_cast<float>(c.rank() + 1));
+    c.broadcast({t}, "state");
+    EXPECT_TRUE(t.eq(1).all().item<bool>());
+  });
+}
+
+}  // namespace
+}  // namespace fastnn::dist
+
+namespace gloo {
+// Named like Gloo's own exceptions (gloo::EnforceNotMet, gloo::IoException).
+struct TestFailure : std::exception {
+  const char* what() const noexcept override { return "enforce fail at pair.cc:510"; }
+};
+}  // namespace gloo
+
+namespace fastnn::dist {
+namespace {
+
+// What Gloo throws on its transport threads cannot be caught there; the
+// process exits 5 with the message instead of aborting (134).
+TEST(CommunicatorDeathTest, GlooExceptionOnItsOwnThreadExitsFive) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        run_ranks(1, [](GlooCommunicator&) {});
+        std::thread([] { throw gloo::TestFailure(); }).join();
+      },
+      ::testing::ExitedWithCode(kExitDistributed),
+      "distributed failure: Gloo failed on one of its threads: enforce fail at pair.cc:510");
+}
+
+// A GLOO_SOCKET_IFNAME naming no interface is a configuration error (exit
+// 2) naming the variable, not an internal error (exit 1).
+TEST(CommunicatorTest, UnknownGlooSocketInterfaceIsAConfigError) {
+  setenv("GLOO_SOCKET_IFNAME", "bogus0", 1);
+  try {
+    run_ranks(1, [](GlooCommunicator&) {});
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("GLOO_SOCKET_IFNAME='bogus0'"), std::string::npos)
+        << e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not a ConfigError: " << e.what();
+  }
+  unsetenv("GLOO_SOCKET_IFNAME");
+}
+
 TEST(CommunicatorTest, AllReduceSums) {
   run_ranks(2, [](GlooCommunicator& c) {
     auto v = torch::tensor({1.0, 2.0}, torch::kFloat64) * (c.rank() + 1);

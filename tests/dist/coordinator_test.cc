@@ -223,6 +223,82 @@ TEST(CoordinatorTest, RendezvousTimeoutNamesMissingRank) {
   EXPECT_LT(Clock::now() - t0, 8s);
 }
 
+// Issue 23: with 100,000 workers the timeout named every missing rank in
+// one 689 KB line. Now the first 16 and a count of the rest; each join
+// reply carries at most those 16 too.
+TEST(CoordinatorTest, RendezvousTimeoutOfAHugeJobNamesTheFirstMissingRanks) {
+  const int port = pick_free_port();
+  const int world = 100000;
+  auto chief = std::async(std::launch::async,
+                          [&] { WorkerSession s(spec_for(0, world, port), fast_options(2s)); });
+  RawWorker last(port, world - 1, world);
+  pb::JoinResponse resp;
+  ASSERT_TRUE(wait_until([&] { return last.join(&resp).ok(); }, 10s));
+  EXPECT_LE(resp.missing_size(), 16);
+  EXPECT_EQ(resp.joined(), 2);
+  try {
+    chief.get();
+    ADD_FAILURE() << "rendezvous completed";
+  } catch (const DistributedError& e) {
+    const std::string m = e.what();
+    EXPECT_LT(m.size(), 400u) << m.substr(0, 400);
+    EXPECT_NE(m.find("2 of 100000 workers joined; missing ranks 1, 2, 3, 4, 5, 6, "
+                     "7, 8, 9, 10, 11, 12, 13, 14, 15, 16 and 99982 more"),
+              std::string::npos)
+        << m.substr(0, 400);
+  }
+}
+
+// Issue 23: workers that disagree on a setting (sgd on one, adam on the
+// other; two learning rates) trained apart or diverged. Now every worker
+// of the job stops at rendezvous with ConfigError naming the keys and
+// values, also those that agree with rank 0; workers that agree go on.
+TEST(CoordinatorTest, WorkersWithDifferentSettingsAllStopNamingTheKeys) {
+  const std::string same = "learning_rate=0.01\noptimizer=sgd\nbatch_size=8\n";
+  const std::string other = "learning_rate=0.1\noptimizer=adam\nbatch_size=8\n";
+  for (int odd : {1, 2, 0}) {
+    const int port = pick_free_port();
+    std::vector<std::future<void>> f;
+    for (int r = 0; r < 3; ++r) {
+      SessionOptions o = fast_options(10s);
+      o.job_settings = r == odd ? other : same;
+      f.push_back(std::async(std::launch::async, [=] {
+        WorkerSession s(spec_for(r, 3, port), o);
+        s.finish(0);
+      }));
+    }
+    for (int r = 0; r < 3; ++r) {
+      try {
+        f[r].get();
+        ADD_FAILURE() << "rank " << r << " went on beside rank " << odd;
+      } catch (const ConfigError& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("settings differ"), std::string::npos) << m;
+        // With rank 0 odd, ranks 1 and 2 both differ: either is named.
+        EXPECT_NE(m.find((odd == 0 ? "" : "rank " + std::to_string(odd)) +
+                         " differs from rank 0: "),
+                  std::string::npos)
+            << m;
+        const bool mine = odd != 0;
+        EXPECT_NE(m.find(mine ? "learning_rate='0.1' (rank 0: '0.01')"
+                              : "learning_rate='0.01' (rank 0: '0.1')"),
+                  std::string::npos)
+            << m;
+        EXPECT_NE(m.find("optimizer="), std::string::npos) << m;
+        EXPECT_EQ(m.find("batch_size"), std::string::npos) << m;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "rank " << r << ": not a ConfigError: " << e.what();
+      }
+    }
+  }
+  // Equal settings: rendezvous completes.
+  const int port = pick_free_port();
+  SessionOptions o = fast_options(10s);
+  o.job_settings = same;
+  auto all = start_all(3, port, o);
+  for (int r = 2; r >= 0; --r) all[r]->finish(0);  // the chief waits for the others
+}
+
 TEST(CoordinatorTest, UnreachableCoordinatorEndsRendezvousInTime) {
   const int port = pick_free_port();  // nobody listens
   const auto t0 = Clock::now();
