@@ -29,7 +29,9 @@ LeNetImpl::LeNetImpl(const ModelOptions& options) : ClassifierImpl("LeNet") {
 ModelOutput LeNetImpl::forward(torch::Tensor x) {
   x = torch::max_pool2d(torch::relu(conv1_->forward(x)), 2, 2);
   x = torch::max_pool2d(torch::relu(conv2_->forward(x)), 2, 2);
-  x = torch::relu(fc3_->forward(x.flatten(1)));
+  // Flattened in TF-slim's order (NHWC: height, width, channel), so that
+  // fc3's rows are TensorFlow's (the TensorFlow oracle, docs/design.md).
+  x = torch::relu(fc3_->forward(x.permute({0, 2, 3, 1}).flatten(1)));
   x = dropout3_->forward(x);
   return {fc4_->forward(x), {}};
 }
