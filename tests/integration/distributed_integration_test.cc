@@ -253,7 +253,10 @@ TEST_F(TwoWorkers, TwoWorkersTrainToTheWeightsOfOneWorkerWithTheDoubleBatch) {
     }
     const double scale = std::max(x.abs().max().item<double>(), 1e-6);
     const double diff = (x - y).abs().max().item<double>();
-    EXPECT_LE(diff / scale, 1e-5) << name << ": max |diff| " << diff << ", max |ref| " << scale;
+    // float32 rounding of two summation orders (one batch of 8, two of 4
+    // averaged) over 6 momentum steps: 1.5e-5 measured on one trajectory
+    // (conv1's Momentum slot), so 5e-5; averaging wrongly is off by ~1e-1.
+    EXPECT_LE(diff / scale, 5e-5) << name << ": max |diff| " << diff << ", max |ref| " << scale;
     // Gradients flowed into every variable (a dead network would match
     // trivially).
     if (name.find("/Momentum") != std::string::npos) EXPECT_GT(scale, 1e-4) << name;
