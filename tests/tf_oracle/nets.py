@@ -50,17 +50,25 @@ TOLERANCE = 1e-4
 
 
 def tf_logits(name, work):
-    """Builds, randomizes and saves the net; returns (prefix, input, logits)."""
+    """Builds, randomizes and saves a tf-slim net; returns (prefix, input, logits)."""
     fn, arg_scope, size, fmt = NETS[name]
+    return build_and_save(name, work, fn, arg_scope, size, fmt, BATCH, 3)
+
+
+def build_and_save(name, work, fn, arg_scope, size, fmt, batch, channels):
+    """TensorFlow's side for any network function: builds it in eval mode
+    with its arg_scope, randomizes it, saves a checkpoint in `fmt` and
+    returns (prefix, input, logits) of a fixed [batch,size,size,channels]
+    input (slim_models_once.py calls it for research/slim's networks)."""
     rng = np.random.default_rng(0)
-    images = rng.uniform(-1.0, 1.0, (BATCH, size, size, 3)).astype(np.float32)
+    images = rng.uniform(-1.0, 1.0, (batch, size, size, channels)).astype(np.float32)
     graph = tf.Graph()
     with graph.as_default():
         tf.compat.v1.set_random_seed(0)
         x = tf.compat.v1.placeholder(tf.float32, images.shape)
         with slim.arg_scope(arg_scope()):
             logits, _ = fn(x, num_classes=NUM_CLASSES, is_training=False)
-        logits = tf.reshape(logits, [BATCH, NUM_CLASSES])
+        logits = tf.reshape(logits, [batch, NUM_CLASSES])
         with tf.compat.v1.Session() as sess:
             sess.run(tf.compat.v1.global_variables_initializer())
             # BatchNorm statistics, gamma, beta and biases start as constants:

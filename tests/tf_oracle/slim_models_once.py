@@ -6,8 +6,7 @@ from a checkout of tensorflow/models' research/slim (not part of this
 repository; pass its path): MobileNet v1 (and its depth multipliers),
 MobileNet v2, NASNet, PNASNet, Inception v4, Inception-ResNet v2, CifarNet
 and LeNet. Each is built in eval mode with its own arg_scope, randomized and
-saved exactly as nets.tf_logits does (its function is reused: the entry is
-put in nets.NETS for the duration of the call), and compared with this
+saved exactly as nets.tf_logits does (nets.build_and_save), and compared with this
 port's tf_oracle_forward in NCHW and NHWC (nets.ours) within
 nets.TOLERANCE x max(1, largest |logit|). NASNet and PNASNet build their
 auxiliary heads only when training: their variables are added to the
@@ -32,7 +31,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-import tf_slim as slim  # noqa: E402
 
 # tests/tf_oracle/nets.py under another name: research/slim's package is
 # `nets` too.
@@ -133,57 +131,10 @@ def network(name):
 
 
 def tf_logits(name, work):
-    """nets.tf_logits on research/slim's network (channels other than 3: a
-    copy of it with the same seeds and randomization, as nets.py fixes 3)."""
+    """nets.build_and_save on research/slim's network."""
     fn, arg_scope = network(name)
     size, channels, batch = SLIM_NETS[name][4:]
-    saved_nets, saved_batch = dict(oracle.NETS), oracle.BATCH
-    try:
-        oracle.NETS[name] = (fn, arg_scope, size, "V2")
-        oracle.BATCH = batch
-        if channels == 3:
-            return oracle.tf_logits(name, work)
-        return tf_logits_channels(name, work, fn, arg_scope, size, channels,
-                                  batch)
-    finally:
-        oracle.NETS.clear()
-        oracle.NETS.update(saved_nets)
-        oracle.BATCH = saved_batch
-
-
-def tf_logits_channels(name, work, fn, arg_scope, size, channels, batch):
-    """nets.tf_logits with `channels` input channels (LeNet: MNIST's 1)."""
-    num_classes = oracle.NUM_CLASSES
-    rng = np.random.default_rng(0)
-    images = rng.uniform(-1.0, 1.0, (batch, size, size, channels)).astype(np.float32)
-    graph = tf.Graph()
-    with graph.as_default():
-        tf.compat.v1.set_random_seed(0)
-        x = tf.compat.v1.placeholder(tf.float32, images.shape)
-        with slim.arg_scope(arg_scope()):
-            logits, _ = fn(x, num_classes=num_classes, is_training=False)
-        logits = tf.reshape(logits, [batch, num_classes])
-        with tf.compat.v1.Session() as sess:
-            sess.run(tf.compat.v1.global_variables_initializer())
-            for v in tf.compat.v1.global_variables():
-                n = v.op.name
-                shape = v.shape.as_list()
-                if n.endswith("moving_variance"):
-                    value = rng.uniform(1.0, 2.0, shape)
-                elif n.endswith("gamma"):
-                    value = rng.uniform(0.5, 1.0, shape)
-                elif n.endswith(("moving_mean", "beta", "biases")):
-                    value = rng.normal(0.0, 0.1, shape)
-                else:
-                    continue
-                v.load(value.astype(np.float32), sess)
-            saver = tf.compat.v1.train.Saver(
-                write_version=tf.compat.v1.train.SaverDef.V2)
-            prefix = os.path.join(work, name, "model.ckpt")
-            os.makedirs(os.path.dirname(prefix), exist_ok=True)
-            saved = saver.save(sess, prefix, write_meta_graph=False)
-            out = sess.run(logits, {x: images})
-    return saved, images, out
+    return oracle.build_and_save(name, work, fn, arg_scope, size, "V2", batch, channels)
 
 
 def main():
