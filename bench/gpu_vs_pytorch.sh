@@ -12,9 +12,10 @@
 #     (the >= 0.915 recipe) on the GPU: wall time of training + evaluation and
 #     the test accuracy, vs ../shared/bench/peer_pytorch.py fmnist, which has
 #     no device option and runs on the CPU as it is.
-#  c. NCCL all-reduce bandwidth at world size 1 through the trainer's NCCL
-#     collective (allreduce_bench's cuda mode) vs torch.distributed's NCCL
-#     all-reduce, 1 MiB and 100 MB (about resnet_v1_50's gradients).
+#  c. NCCL all-reduce bus bandwidth over every GPU of the machine (one
+#     process each; none on a one-GPU machine) through the trainer's collective
+#     (allreduce_bench's cuda mode) vs torch.distributed's NCCL all-reduce,
+#     1 MiB and 100 MB (about resnet_v1_50's gradients).
 # Prints a markdown table (metric, ours, PyTorch, ratio ours/peer) with the GPU
 # and driver, and writes it to bench/results/gpu_<UTC time>.md.
 #
@@ -223,32 +224,53 @@ if [[ ,$PARTS, == *,fmnist,* ]]; then
  (the script has no device option), tensors preloaded; wall time is whole processes.")
 fi
 
-# --- c. NCCL all-reduce at world size 1 ----------------------------------------
+# --- c. NCCL all-reduce over every GPU of the machine ----------------------------
 if [[ ,$PARTS, == *,allreduce,* ]]; then
-  # Ours: allreduce_bench's cuda mode, the trainer's NCCL collective on
-  # cuda:0. Peer: torch.distributed's NCCL all-reduce on the same GPU. At
-  # world size 1 nccl-tests' busbw (algbw * 2(n-1)/n) is 0: algbw compares.
-  for bytes in 1048576 102400000; do
-    port=$((29500 + RANDOM % 400))
-    ours_line=$("$BIN/allreduce_bench" 0 1 "$port" "$bytes" 50 cuda 2>"$TMP/ar.err" || true)
-    ours_bw=$(sed -n 's/.*algbw_GBps=\([0-9.]*\).*/\1/p' <<<"$ours_line")
-    peer_bw=$("$PYTHON" - "$bytes" "$((port + 1))" <<'PY' 2>"$TMP/ar_peer.err" || true
-import sys, time, torch, torch.distributed as dist
-n, port = int(sys.argv[1]), sys.argv[2]
-dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
-x = torch.ones(n // 4, device="cuda")
-dist.all_reduce(x); torch.cuda.synchronize()
-t0 = time.perf_counter()
-for _ in range(50): dist.all_reduce(x)
-torch.cuda.synchronize()
-print(f"{n / ((time.perf_counter() - t0) / 50) / 1e9:.3f}")
-dist.destroy_process_group()
+  # Ours: allreduce_bench's cuda mode (the trainer's collective over c10d's
+  # NCCL group), one process per GPU. Peer: torch.distributed's NCCL
+  # all-reduce, one process per GPU. nccl-tests' bus bandwidth:
+  # busbw = algbw * 2(n-1)/n. NCCL refuses two ranks on one GPU, so a
+  # one-GPU machine has no figure to give.
+  world=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
+  if [ "$world" -lt 2 ]; then
+    row "NCCL all-reduce busbw GB/s" "n/a: $world GPU(s)" "n/a: $world GPU(s)"
+    notes+=("all-reduce: needs at least two GPUs (one rank per GPU); this machine has $world.")
+  else
+    for bytes in 1048576 102400000; do
+      port=$((29500 + RANDOM % 400))
+      pids=()
+      for ((r = 1; r < world; r++)); do
+        "$BIN/allreduce_bench" "$r" "$world" "$port" "$bytes" 50 cuda >/dev/null 2>>"$TMP/ar.err" &
+        pids+=($!)
+      done
+      ours_line=$("$BIN/allreduce_bench" 0 "$world" "$port" "$bytes" 50 cuda 2>>"$TMP/ar.err" || true)
+      for p in "${pids[@]}"; do wait "$p" || true; done
+      ours_bw=$(sed -n 's/.*busbw_GBps=\([0-9.]*\).*/\1/p' <<<"$ours_line")
+      peer_bw=$("$PYTHON" - "$bytes" "$((port + 1))" "$world" <<'PY' 2>"$TMP/ar_peer.err" || true
+import sys, time, torch, torch.distributed as dist, torch.multiprocessing as mp
+n, port, world = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+def run(rank, q):
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    x = torch.ones(n // 4, device="cuda")
+    dist.all_reduce(x); torch.cuda.synchronize(); dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(50): dist.all_reduce(x)
+    torch.cuda.synchronize()
+    secs = (time.perf_counter() - t0) / 50
+    if rank == 0: q.put(n / secs / 1e9 * 2 * (world - 1) / world)
+    dist.destroy_process_group()
+if __name__ == "__main__":
+    q = mp.get_context("spawn").SimpleQueue()
+    mp.spawn(run, args=(q,), nprocs=world)
+    print(f"{q.get():.3f}")
 PY
 )
-    row "NCCL all-reduce, world size 1, $bytes bytes: algbw GB/s" \
-      "${ours_bw:-failed: $(tail -1 "$TMP/ar.err")}" "${peer_bw:-failed: $(tail -1 "$TMP/ar_peer.err")}"
-  done
-  notes+=("all-reduce: busbw = algbw * 2(n-1)/n (nccl-tests) is 0 at world size 1; algbw shown.")
+      row "NCCL all-reduce, $world GPUs, $bytes bytes: busbw GB/s" \
+        "${ours_bw:-failed: $(tail -1 "$TMP/ar.err")}" "${peer_bw:-failed: $(tail -1 "$TMP/ar_peer.err")}"
+    done
+    notes+=("all-reduce: busbw = algbw * 2(n-1)/n (nccl-tests), one process per GPU, 50 timed all-reduces after one.")
+  fi
 fi
 
 {

@@ -12,16 +12,18 @@
 //   - TCPStore: 2.x prefers a libuv backend (TCPStoreOptions::useLibUV,
 //     default true) that Debian's build does not have.
 // Also different, and handled where it is used: ProcessGroupGloo derives
-// from ProcessGroup in 1.13 and from Backend in 2.x (gloo_communicator.h
+// from ProcessGroup in 1.13 and from Backend in 2.x (c10d_compat.h
 // holds the concrete type, which works on both), and Module::zero_grad()'s
 // default set_to_none became true (callers pass it explicitly).
 #pragma once
 
+#include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #define FASTNN_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) ||         \
@@ -49,6 +51,65 @@ inline void set_autocast(c10::DeviceType device, bool enabled, at::ScalarType dt
 /// Switches CPU autocast on (with `dtype`) or off for this thread.
 inline void set_cpu_autocast(bool enabled, at::ScalarType dtype = at::kBFloat16) {
   set_autocast(c10::DeviceType::CPU, enabled, dtype);
+}
+
+/// The fused multi-tensor kernels (_foreach_*) serve CUDA tensors where
+/// this LibTorch has every one the step uses (2.6 is the oldest checked).
+/// CPU tensors keep their per-tensor loops: the same arithmetic element by
+/// element, and CPU checkpoints stay byte-identical.
+constexpr bool kHasForeach = FASTNN_TORCH_AT_LEAST(2, 6);
+
+/// True when tensors on `device` take the fused path.
+inline bool use_foreach(const c10::Device& device) {
+  return kHasForeach && device.is_cuda();
+}
+
+/// dst[i].copy_(src[i]) for every i: one fused launch where available.
+inline void foreach_copy(at::TensorList dst, at::TensorList src) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  at::_foreach_copy_(dst, src);
+#else
+  for (size_t i = 0; i < dst.size(); ++i) dst[i].copy_(src[i]);
+#endif
+}
+
+/// Each tensor's 2-norm; one fused launch where available.
+inline std::vector<at::Tensor> foreach_norm(at::TensorList tensors) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  return at::_foreach_norm(tensors);
+#else
+  std::vector<at::Tensor> out;
+  for (const auto& t : tensors) out.push_back(t.norm());
+  return out;
+#endif
+}
+
+/// t.mul_(factor) for every t; one fused launch where available.
+inline void foreach_mul_(at::TensorList tensors, double factor) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  at::_foreach_mul_(tensors, factor);
+#else
+  for (const auto& t : tensors) t.mul_(factor);
+#endif
+}
+
+/// t.mul_(factor) for every t, `factor` a 0-d tensor on their device (no
+/// host read); one fused launch where available.
+inline void foreach_mul_(at::TensorList tensors, const at::Tensor& factor) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  at::_foreach_mul_(tensors, factor);
+#else
+  for (const auto& t : tensors) t.mul_(factor);
+#endif
+}
+
+/// t.add_(o, alpha) for every pair; one fused launch where available.
+inline void foreach_add_(at::TensorList tensors, at::TensorList others, double alpha = 1.0) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  at::_foreach_add_(tensors, others, alpha);
+#else
+  for (size_t i = 0; i < tensors.size(); ++i) tensors[i].add_(others[i], alpha);
+#endif
 }
 
 namespace detail {

@@ -56,7 +56,12 @@ GradientReducer::GradientReducer(Collective& comm, std::vector<torch::Tensor> pa
   for (size_t k = 0; k < params_.size(); ++k) {
     const auto [bi, pos] = where_[k];
     auto& p = params_[k];
-    views_[k] = buckets_[bi].flat.narrow(0, buckets_[bi].offsets[pos], p.numel()).view(p.sizes());
+    // The parameter's own strides (channels-last convolution weights
+    // included, as DDP's bucket views): .grad keeps its parameter's layout
+    // and backward's result lands in the bucket without a transpose.
+    auto slice = buckets_[bi].flat.narrow(0, buckets_[bi].offsets[pos], p.numel());
+    views_[k] = p.is_non_overlapping_and_dense() ? slice.as_strided(p.sizes(), p.strides())
+                                                 : slice.view(p.sizes());
     if (p.grad().defined()) {
       views_[k].copy_(p.grad());
     } else {

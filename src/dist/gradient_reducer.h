@@ -40,7 +40,9 @@ class GradientReducer {
   void prepare();
   /// Launches what backward left (a parameter without a gradient counts as
   /// zero), waits for every bucket, and leaves grad = Σ grads / W on every
-  /// parameter, as views of the buckets. Throws DistributedError on a
+  /// parameter, as views of the buckets. The wait is the engine's: Gloo's
+  /// blocks the host; NCCL's makes the current CUDA stream wait for each
+  /// bucket's collective and returns at once. Throws DistributedError on a
   /// timeout or a lost peer.
   void finish();
 
@@ -68,7 +70,8 @@ class GradientReducer {
   std::vector<Bucket> buckets_;
   /// params_[i] -> (bucket, position in bucket)
   std::vector<std::pair<size_t, size_t>> where_;
-  /// params_[i]'s slice of its bucket, shaped like the parameter.
+  /// params_[i]'s slice of its bucket, with the parameter's sizes and
+  /// strides.
   std::vector<torch::Tensor> views_;
   std::vector<bool> filled_;
   /// The gradient accumulators (kept alive, as DDP does) and hook keys.

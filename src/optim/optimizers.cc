@@ -6,6 +6,7 @@
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
+#include "src/compat/torch_compat.h"
 
 namespace fastnn::optim {
 
@@ -29,6 +30,16 @@ std::vector<Slot> Optimizer::named(const std::vector<torch::Tensor>& s,
 
 void GradientDescent::step(double lr) {
   torch::NoGradGuard no_grad;
+  if (!vars_.empty() && compat::use_foreach(vars_.front().var.device())) {
+    std::vector<torch::Tensor> params, grads;
+    for (auto& v : vars_) {
+      if (!v.var.grad().defined()) continue;
+      params.push_back(v.var);
+      grads.push_back(v.var.grad());
+    }
+    compat::foreach_add_(params, grads, -lr);
+    return;
+  }
   for (auto& v : vars_) {
     const auto& g = v.var.grad();
     if (g.defined()) v.var.add_(g, -lr);
@@ -42,6 +53,21 @@ Momentum::Momentum(std::vector<Variable> vars, const MomentumOptions& options)
 
 void Momentum::step(double lr) {
   torch::NoGradGuard no_grad;
+  // CUDA: the same three operations, each one fused launch over every
+  // variable (TF1's accum = m·accum + g; var -= lr·accum).
+  if (!vars_.empty() && compat::use_foreach(vars_.front().var.device())) {
+    std::vector<torch::Tensor> params, grads, accums;
+    for (size_t i = 0; i < vars_.size(); ++i) {
+      if (!vars_[i].var.grad().defined()) continue;
+      params.push_back(vars_[i].var);
+      grads.push_back(vars_[i].var.grad());
+      accums.push_back(accum_[i]);
+    }
+    compat::foreach_mul_(accums, options_.momentum);
+    compat::foreach_add_(accums, grads);
+    compat::foreach_add_(params, accums, -lr);
+    return;
+  }
   for (size_t i = 0; i < vars_.size(); ++i) {
     const auto& g = vars_[i].var.grad();
     if (!g.defined()) continue;

@@ -3,7 +3,8 @@
 #include <cmath>
 
 #include "models/layers.h"
-#include "src/dist/gloo_communicator.h"
+#include "src/compat/torch_compat.h"
+#include "src/dist/process_group.h"
 
 namespace fastnn::train {
 namespace {
@@ -53,6 +54,9 @@ BatchNormPool::BatchNormPool(torch::nn::Module& root) : root_(root) {
     channels_total_ += l.mean.numel();
     layers_.push_back(std::move(l));
   }
+  for (const auto& l : layers_) buffers_.push_back(l.mean);
+  for (const auto& l : layers_) buffers_.push_back(l.variance);
+  for (const auto& b : buffers_) sizes_.push_back(b.numel());
   if (layers_.empty()) return;
   ProbeGuard guard(root, buffers);
   torch::NoGradGuard no_grad;
@@ -120,45 +124,71 @@ void BatchNormPool::measure_counts(const std::function<void(const torch::Tensor&
   }
 }
 
-void BatchNormPool::snapshot() {
-  for (auto& l : layers_) {
-    l.prev_mean = l.mean.detach().to(torch::kFloat64);
-    l.prev_variance = l.variance.detach().to(torch::kFloat64);
-  }
+torch::Tensor BatchNormPool::gather() const {
+  return torch::cat(buffers_).to(torch::kFloat64);
 }
 
-torch::Tensor BatchNormPool::local_moments(int64_t batch_size) const {
-  std::vector<torch::Tensor> means, seconds;
+void BatchNormPool::prepare_factors(int64_t batch_size, int world) {
+  if (batch_size == factors_batch_ && world == factors_world_) return;
+  std::vector<double> m, keep, biased, unbiased;
   for (const auto& l : layers_) {
-    const double m = l.momentum;
-    auto mean = (l.mean.to(torch::kFloat64) - (1 - m) * l.prev_mean) / m;
-    auto var = (l.variance.to(torch::kFloat64) - (1 - m) * l.prev_variance) / m;
+    const int64_t c = l.mean.numel();
     const int64_t n = l.count * batch_size;
-    if (n > 1) var = var * (static_cast<double>(n - 1) / static_cast<double>(n));
-    seconds.push_back(var + mean * mean);
-    means.push_back(std::move(mean));
+    const int64_t total = n * world;
+    m.insert(m.end(), c, l.momentum);
+    keep.insert(keep.end(), c, 1 - l.momentum);
+    biased.insert(biased.end(), c,
+                  n > 1 ? static_cast<double>(n - 1) / static_cast<double>(n) : 1.0);
+    unbiased.insert(unbiased.end(), c,
+                    total > 1 ? static_cast<double>(total) / static_cast<double>(total - 1)
+                              : 1.0);
   }
-  means.insert(means.end(), seconds.begin(), seconds.end());
-  return means.empty() ? torch::zeros({0}, torch::kFloat64) : torch::cat(means);
+  const auto device = layers_.front().mean.device();
+  auto to_device = [&](const std::vector<double>& v) {
+    return torch::tensor(v, torch::kFloat64).to(device);
+  };
+  momentum_ = to_device(m);
+  keep_ = to_device(keep);
+  to_biased_ = to_device(biased);
+  to_unbiased_ = to_device(unbiased);
+  factors_batch_ = batch_size;
+  factors_world_ = world;
+}
+
+void BatchNormPool::snapshot() {
+  if (layers_.empty()) return;
+  prev_ = gather();
+}
+
+torch::Tensor BatchNormPool::local_moments(int64_t batch_size) {
+  if (layers_.empty()) return torch::zeros({0}, torch::kFloat64);
+  prepare_factors(batch_size, factors_world_ < 0 ? 1 : factors_world_);
+  const int64_t c = channels_total_;
+  const auto current = gather();
+  // moving = (1-m)·prev + m·batch  =>  batch = (moving - (1-m)·prev) / m.
+  const auto mean = (current.narrow(0, 0, c) - keep_ * prev_.narrow(0, 0, c)) / momentum_;
+  const auto var = (current.narrow(0, c, c) - keep_ * prev_.narrow(0, c, c)) / momentum_ *
+                   to_biased_;
+  return torch::cat({mean, var + mean * mean});
 }
 
 void BatchNormPool::apply(const torch::Tensor& summed_anywhere, int world,
                           int64_t batch_size) {
   torch::NoGradGuard no_grad;
   if (layers_.empty()) return;
+  prepare_factors(batch_size, world);
+  const int64_t c = channels_total_;
   const auto summed = summed_anywhere.to(layers_.front().mean.device());
-  int64_t offset = 0;
-  for (auto& l : layers_) {
-    const int64_t c = l.mean.numel();
-    const auto sum_mean = summed.narrow(0, offset, c);
-    const auto sum_second = summed.narrow(0, channels_total_ + offset, c);
-    offset += c;
-    auto [mean, var] = dist::pooled_moments(sum_mean, sum_second, world);
-    const int64_t n = l.count * batch_size * world;
-    if (n > 1) var = var * (static_cast<double>(n) / static_cast<double>(n - 1));
-    const double m = l.momentum;
-    l.mean.copy_((1 - m) * l.prev_mean + m * mean);
-    l.variance.copy_((1 - m) * l.prev_variance + m * var);
+  auto [mean, var] = dist::pooled_moments(summed.narrow(0, 0, c), summed.narrow(0, c, c), world);
+  var = var * to_unbiased_;
+  const auto updated = torch::cat({keep_ * prev_.narrow(0, 0, c) + momentum_ * mean,
+                                   keep_ * prev_.narrow(0, c, c) + momentum_ * var})
+                           .to(buffers_.front().scalar_type());
+  const auto parts = updated.split_with_sizes(sizes_);
+  if (compat::use_foreach(updated.device())) {
+    compat::foreach_copy(buffers_, parts);
+  } else {
+    for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].copy_(parts[i]);
   }
   snapshot();
 }

@@ -41,24 +41,40 @@ class BatchNormPool {
   /// The current moving statistics become the common starting point (call
   /// after they are made equal on every worker, and after each apply).
   void snapshot();
-  /// This worker's batch moments of the last forward, float64:
-  /// [means of every layer..., (biased variance + mean²) of every layer...].
-  torch::Tensor local_moments(int64_t batch_size) const;
+  /// This worker's batch moments of the last forward, float64, on the
+  /// layers' device: [means of every layer..., (biased variance + mean²) of
+  /// every layer...]. A few operations over one flat buffer, whatever the
+  /// number of layers; nothing is read on the host.
+  torch::Tensor local_moments(int64_t batch_size);
   /// Sets the moving statistics from the moments summed over `world`
-  /// workers of `batch_size` images each, then snapshots.
+  /// workers of `batch_size` images each, then snapshots (on the device).
   void apply(const torch::Tensor& summed, int world, int64_t batch_size);
 
  private:
   struct Layer {
     torch::nn::Module* module = nullptr;
-    torch::Tensor mean, variance;            // the module's buffers
-    torch::Tensor prev_mean, prev_variance;  // float64 snapshot
+    torch::Tensor mean, variance;  // the module's buffers
     double momentum = 0;
     int64_t count = 0;
   };
+  /// The layers' buffers in one flat tensor [means..., variances...].
+  torch::Tensor gather() const;
+  /// Per channel, float64, on the layers' device: the momentum m, 1 - m,
+  /// and the unbiasing factors for `batch_size` (and `world`), made once
+  /// per batch size.
+  void prepare_factors(int64_t batch_size, int world);
   std::vector<Layer> layers_;
+  std::vector<torch::Tensor> buffers_;  // means..., variances...
+  std::vector<int64_t> sizes_;          // of buffers_
   torch::nn::Module& root_;
   int64_t channels_total_ = 0;
+  /// float64 [means..., variances...] at the last snapshot.
+  torch::Tensor prev_;
+  torch::Tensor momentum_, keep_;  // m and 1 - m per channel
+  torch::Tensor to_biased_;        // (n - 1) / n per channel, n = count · batch
+  torch::Tensor to_unbiased_;      // N / (N - 1) per channel, N = count · batch · world
+  int64_t factors_batch_ = -1;
+  int factors_world_ = -1;
 };
 
 }  // namespace fastnn::train

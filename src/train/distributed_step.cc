@@ -7,53 +7,35 @@
 #include <thread>
 
 #include "fastnn/errors.h"
-#include "src/dist/gloo_communicator.h"
+#include "src/dist/process_group.h"
 #include "src/dist/gradient_reducer.h"
 #include "src/dist/session.h"
 #include "src/dist/store_adapter.h"
 #include "src/log/log.h"
 #include "src/train/batch_norm_pool.h"
 
-#if FASTNN_WITH_CUDA && FASTNN_HAVE_NCCL
-#include "src/cuda/nccl_collective.h"
-#endif
 
 namespace fastnn::train {
 namespace {
 
-// Slots of the per-step metrics vector (float64, summed over workers),
-// followed by the BatchNorm moments.
-enum Metric { kLossTimesSamples, kCorrect, kSamples, kStopRequested, kSigint, kSigterm, kMetrics };
-
-// The one place the collective engine is chosen: NCCL for CUDA tensors
-// (its unique id through the coordinator's store), Gloo for CPU tensors
-// (its rendezvous through the same store, under a prefix of its own).
+// The one place the collective engine is chosen: c10d's NCCL group for
+// CUDA tensors, its Gloo group for CPU tensors; both rendezvous through the
+// coordinator's store, each under a prefix of its own.
 std::unique_ptr<dist::Collective> make_collective(const dist::ClusterSpec& spec,
                                                   const torch::Device& device,
                                                   std::chrono::milliseconds timeout,
                                                   dist::KeyValueStore& store) {
-  if (device.is_cuda()) {
-#if FASTNN_WITH_CUDA && FASTNN_HAVE_NCCL
-    dist::NcclOptions o;
-    o.rank = spec.rank;
-    o.world_size = spec.world_size;
-    o.device = device.index();
-    o.timeout = timeout;
-    return dist::make_nccl_collective(store, o);
-#else
-    throw ConfigError("device=" + device.str() + " with " + std::to_string(spec.world_size) +
-                      " workers needs NCCL, and this build found none (CMake's NCCL_ROOT); "
-                      "device=cpu trains over Gloo");
-#endif
-  }
   dist::CommunicatorOptions o;
   o.rank = spec.rank;
   o.world_size = spec.world_size;
   o.timeout = timeout;
   o.coordinator_host = dist::split_host_port(spec.coordinator, "coordinator").first;
-  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(
-      "fastnn/gloo", c10::make_intrusive<dist::StoreAdapter>(store));
-  return std::make_unique<dist::GlooCommunicator>(std::move(prefixed), o);
+  o.cuda_device = device.is_cuda() ? device.index() : 0;
+  auto adapter = c10::make_intrusive<dist::StoreAdapter>(store);
+  if (device.is_cuda()) {
+    return dist::connect_nccl(c10::make_intrusive<c10d::PrefixStore>("fastnn/nccl", adapter), o);
+  }
+  return dist::connect_gloo(c10::make_intrusive<c10d::PrefixStore>("fastnn/gloo", adapter), o);
 }
 
 }  // namespace
@@ -67,6 +49,7 @@ struct DistributedStep::Impl {
   int64_t step = 0;
   Clock::time_point last_step = Clock::now();
   double images_per_sec = 0;
+  double last_loss = 0;  // the last one read, for reports of steps that read none
 
   // A collective fails as soon as a peer's connection drops, before the
   // coordinator has declared that peer lost (no heartbeat for
@@ -144,37 +127,41 @@ void DistributedStep::before_backward(int64_t step) {
   impl_->reducer->prepare();
 }
 
-CombinedStep DistributedStep::after_backward(double loss, int64_t correct, int64_t samples,
-                                             const LocalStop& stop) {
+torch::Tensor DistributedStep::reduce(const torch::Tensor& head, const LocalStop& stop) {
   try {
-    return combine(loss, correct, samples, stop);
+    impl_->reducer->finish();
+    // The stop flags travel from the host with the step's numbers: a copy to
+    // the device, which does not wait for it.
+    const double flags[] = {stop.requested || impl_->session->stop_requested() ? 1.0 : 0.0,
+                            stop.signal == SIGINT ? 1.0 : 0.0, stop.signal == SIGTERM ? 1.0 : 0.0};
+    auto tail = torch::tensor(c10::ArrayRef<double>(flags, 3), torch::kFloat64);
+    auto all = torch::cat({head.narrow(0, 0, kStopRequested), tail.to(head.device()),
+                           impl_->batch_norm->local_moments(batch_size_)});
+    impl_->comm->all_reduce_sum({all}, "step metrics and BatchNorm statistics");
+    impl_->batch_norm->apply(all.narrow(0, kStepHeadSize, all.numel() - kStepHeadSize),
+                             spec_.world_size, batch_size_);
+    return all.narrow(0, 0, kStepHeadSize);
   } catch (const DistributedError& e) {
     impl_->rethrow_with_failure(e);
   }
 }
 
-CombinedStep DistributedStep::combine(double loss, int64_t correct, int64_t samples,
-                                      const LocalStop& stop) {
-  impl_->reducer->finish();
-  auto metrics = torch::zeros({kMetrics}, torch::kFloat64);
-  auto* v = metrics.data_ptr<double>();
-  v[kLossTimesSamples] = loss * static_cast<double>(samples);
-  v[kCorrect] = static_cast<double>(correct);
-  v[kSamples] = static_cast<double>(samples);
-  v[kStopRequested] = stop.requested || impl_->session->stop_requested() ? 1 : 0;
-  v[kSigint] = stop.signal == SIGINT ? 1 : 0;
-  v[kSigterm] = stop.signal == SIGTERM ? 1 : 0;
-  // On the host: the metrics are read here (NCCL stages them through the
-  // device).
-  auto all = torch::cat({metrics, impl_->batch_norm->local_moments(batch_size_).cpu()});
-  impl_->comm->all_reduce_sum({all}, "step metrics and BatchNorm statistics");
-  impl_->batch_norm->apply(all.narrow(0, kMetrics, all.numel() - kMetrics), spec_.world_size,
-                           batch_size_);
-  const auto* s = all.data_ptr<double>();
+CombinedStep DistributedStep::combine(const double* s, bool agree_on_stop) {
   CombinedStep c;
+  if (!s) {
+    c.samples = batch_size_ * spec_.world_size;
+    c.loss = impl_->last_loss;
+    report(c);
+    return c;
+  }
   c.samples = static_cast<int64_t>(s[kSamples]);
   c.loss = c.samples > 0 ? s[kLossTimesSamples] / s[kSamples] : 0;
   c.accuracy = c.samples > 0 ? s[kCorrect] / s[kSamples] : 0;
+  impl_->last_loss = c.loss;
+  if (!agree_on_stop) {
+    report(c);
+    return c;
+  }
   if (s[kSigterm] > 0) {
     c.stop = true;
     c.exit_code = kExitSigterm;

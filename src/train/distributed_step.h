@@ -44,6 +44,26 @@ struct LocalStop {
   int signal = 0;          // SIGINT / SIGTERM received here, or 0
 };
 
+/// Slots of the head of a step's numbers that every worker sums (float64,
+/// on the training device): Step fills the first three, DistributedStep
+/// the stop flags.
+enum StepHead : int64_t {
+  kLossTimesSamples,
+  kCorrect,
+  kSamples,
+  kStopRequested,
+  kSigint,
+  kSigterm,
+  kStepHeadSize
+};
+
+/// Steps between two agreements on stopping when the step's numbers are
+/// not read every step (CUDA): every worker reads the summed stop flags at
+/// the same global steps (multiples of this, and the last step), so a stop
+/// asked of any worker ends every worker after the same step, at most this
+/// many steps after it was asked.
+constexpr int64_t kStopAgreementSteps = 10;
+
 class DistributedStep {
  public:
   /// Joins the job through the coordinator (WorkerSession: rendezvous
@@ -69,10 +89,19 @@ class DistributedStep {
 
   /// Before backward: arms the gradient hooks.
   void before_backward(int64_t step);
-  /// After backward: gradients averaged, BN statistics pooled, metrics and
-  /// stop requests combined. `correct` counts top-1 hits in `samples`.
-  CombinedStep after_backward(double loss, int64_t correct, int64_t samples,
-                              const LocalStop& stop);
+  /// After backward, without reading anything on the host: the gradients
+  /// averaged (NCCL: the compute stream waits for each bucket's collective),
+  /// then `head` (StepHead's first kStopRequested slots, filled by the
+  /// step) with this worker's stop flags and its BatchNorm moments summed
+  /// over the workers in one all-reduce, and the pooled BatchNorm
+  /// statistics applied. Returns the summed head (kStepHeadSize values, on
+  /// the training device).
+  torch::Tensor reduce(const torch::Tensor& head, const LocalStop& stop);
+  /// What the workers agreed on, from the host's copy of the summed head,
+  /// or (nullptr: a step that read nothing) the samples and the last loss
+  /// known. `agree_on_stop`: this step is one where every worker reads the
+  /// head (the stop flags decide only there). Reports to the coordinator.
+  CombinedStep combine(const double* head, bool agree_on_stop);
   /// A bounded all-worker barrier (end of training).
   void barrier(const std::string& what);
   /// Tells the coordinator this worker is done (rank 0 waits, bounded, for
@@ -80,7 +109,6 @@ class DistributedStep {
   void finish(int exit_code);
 
  private:
-  CombinedStep combine(double loss, int64_t correct, int64_t samples, const LocalStop& stop);
   void report(const CombinedStep& c);
 
   dist::ClusterSpec spec_;

@@ -2,9 +2,11 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cmath>
 
 #include "fastnn/hparams.h"
+#include "src/compat/torch_compat.h"
 
 namespace fastnn::train {
 
@@ -51,44 +53,87 @@ double gradient_global_norm(const std::vector<optim::Variable>& vars) {
   return gradient_global_norm_tensor(vars).item<double>();
 }
 
+namespace {
+
+// The defined gradients.
+std::vector<torch::Tensor> gradients_of(const std::vector<optim::Variable>& vars) {
+  std::vector<torch::Tensor> grads;
+  grads.reserve(vars.size());
+  for (const auto& v : vars) {
+    if (v.var.grad().defined()) grads.push_back(v.var.grad());
+  }
+  return grads;
+}
+
+std::atomic<int64_t> reads_made{0};
+
+}  // namespace
+
 torch::Tensor gradient_global_norm_tensor(const std::vector<optim::Variable>& vars) {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> norms;
-  for (const auto& v : vars) {
-    if (v.var.grad().defined()) norms.push_back(v.var.grad().norm());
-  }
-  if (norms.empty()) {
+  const auto grads = gradients_of(vars);
+  if (grads.empty()) {
     const auto device = vars.empty() ? torch::Device(torch::kCPU) : vars.front().var.device();
     return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
   }
   // One read of each gradient (a float64 copy cost ~10 % of a lenet step);
-  // the per-tensor norms are combined in float64.
+  // the per-tensor norms are combined in float64. CUDA: every per-tensor
+  // norm in one fused launch.
+  std::vector<torch::Tensor> norms;
+  if (compat::use_foreach(grads.front().device())) {
+    norms = compat::foreach_norm(grads);
+  } else {
+    norms.reserve(grads.size());
+    for (const auto& g : grads) norms.push_back(g.norm());
+  }
   return torch::stack(norms).to(torch::kFloat64).norm();
 }
 
 std::vector<double> read_scalars(const std::vector<torch::Tensor>& values) {
   if (values.empty()) return {};
+  ++reads_made;
   torch::NoGradGuard no_grad;
   const auto options =
       torch::TensorOptions().dtype(torch::kFloat64).device(values.front().device());
   std::vector<torch::Tensor> flat;
   flat.reserve(values.size());
-  for (const auto& v : values) flat.push_back(v.detach().reshape({1}).to(options));
+  for (const auto& v : values) flat.push_back(v.detach().reshape({-1}).to(options));
   const auto host = torch::cat(flat).to(torch::kCPU).contiguous();
   const double* p = host.data_ptr<double>();
   return std::vector<double>(p, p + host.numel());
 }
 
+int64_t host_reads() {
+  return reads_made.load();
+}
+
 void scale_gradients(const std::vector<optim::Variable>& vars, double factor) {
   torch::NoGradGuard no_grad;
-  for (const auto& v : vars) {
-    if (v.var.grad().defined()) v.var.mutable_grad().mul_(factor);
+  const auto grads = gradients_of(vars);
+  if (grads.empty()) return;
+  if (compat::use_foreach(grads.front().device())) {
+    compat::foreach_mul_(grads, factor);
+    return;
   }
+  for (const auto& g : grads) g.mul_(factor);
 }
 
 void clip_to_global_norm(const std::vector<optim::Variable>& vars, double norm,
                          double clip) {
   if (norm > clip) scale_gradients(vars, clip / norm);
+}
+
+void clip_to_global_norm(const std::vector<optim::Variable>& vars, const torch::Tensor& norm,
+                         double clip) {
+  torch::NoGradGuard no_grad;
+  const auto grads = gradients_of(vars);
+  if (grads.empty()) return;
+  const auto factor = clip / norm.clamp_min(clip);
+  if (compat::use_foreach(grads.front().device())) {
+    compat::foreach_mul_(grads, factor.to(grads.front().scalar_type()));
+    return;
+  }
+  for (const auto& g : grads) g.mul_(factor);
 }
 
 double clip_by_global_norm(const std::vector<optim::Variable>& vars, double clip) {

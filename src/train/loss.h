@@ -40,16 +40,26 @@ double gradient_global_norm(const std::vector<optim::Variable>& vars);
 /// (0 when no gradient is defined).
 torch::Tensor gradient_global_norm_tensor(const std::vector<optim::Variable>& vars);
 
-/// Reads scalar tensors of one device to the host in one copy (one host
-/// synchronisation on a GPU), as doubles, in order. Each value must be a
-/// one-element tensor; integers up to 2^53 and every float come back exactly.
+/// Reads tensors of one device to the host in one copy (one host
+/// synchronisation on a GPU), as doubles, every element in order; integers
+/// up to 2^53 and every float come back exactly. Every read of a training
+/// step goes through here (host_reads counts them).
 std::vector<double> read_scalars(const std::vector<torch::Tensor>& values);
+
+/// Calls of read_scalars in this process so far: the counting seam that
+/// holds the documented number of host reads per step.
+int64_t host_reads();
 
 /// Multiplies every defined gradient by `factor` (unscaling, clipping).
 void scale_gradients(const std::vector<optim::Variable>& vars, double factor);
 
 /// The scaling half of clip_by_global_norm, with the norm already known.
 void clip_to_global_norm(const std::vector<optim::Variable>& vars, double norm,
+                         double clip);
+/// The same with the norm still on the device (a 0-d tensor), without
+/// reading it: every gradient times clip / max(norm, clip), the factor
+/// being exactly 1 when the norm is within the bound.
+void clip_to_global_norm(const std::vector<optim::Variable>& vars, const torch::Tensor& norm,
                          double clip);
 
 /// TF's clip_by_global_norm over the variables' gradients: each scaled by

@@ -37,4 +37,8 @@ void mark_state_saved() {
   g_saved = 1;
 }
 
+void clear_stop_signal() {
+  g_signal = 0;
+}
+
 }  // namespace fastnn::train

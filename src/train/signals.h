@@ -14,5 +14,7 @@ int stop_signal();
 /// Nothing is left unsaved: the checkpoint the first signal asked for is
 /// on disk (or there is nothing to save, e.g. the evaluation loop).
 void mark_state_saved();
+/// Forgets a received stop signal (tests that send one to themselves).
+void clear_stop_signal();
 
 }  // namespace fastnn::train

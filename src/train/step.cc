@@ -84,6 +84,12 @@ GradientFault gradient_fault_from_env() {
   };
 }
 
+std::vector<torch::Tensor> DeviceScalars::values() const {
+  std::vector<torch::Tensor> v{head, gradient_norm};
+  v.insert(v.end(), l2_sums.begin(), l2_sums.end());
+  return v;
+}
+
 Step::Step(StepOptions options, models::ClassifierImpl& model, optim::Optimizer& optimizer,
            LossScaler& scaler, TrainState& state, DistributedStep* dist, GradientFault fault)
     : options_(std::move(options)),
@@ -96,10 +102,40 @@ Step::Step(StepOptions options, models::ClassifierImpl& model, optim::Optimizer&
   if (options_.weight_decay > 0) regularized_ = model_.regularized_weights();
 }
 
+bool Step::reads(int64_t next, bool metrics_wanted) const {
+  return metrics_wanted || options_.read_every_step || scaler_.dynamic() ||
+         (dist_ != nullptr && next % kStopAgreementSteps == 0);
+}
+
+// The step's phases; the numbers they leave on the device are read (once)
+// only on the steps that read.
 CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
                        const std::function<double()>& now, StepStats& s,
                        bool metrics_wanted) {
   s.learning_rate = learning_rate;
+  DeviceScalars d;
+  const torch::Tensor loss = forward_loss(batch, d);
+  s.spans.forward_end = now();
+  backward_and_reduce(loss, s, d);
+  finish_gradients(s, d);
+  const int64_t next = state_.step + 1;
+  const bool read = reads(next, metrics_wanted);
+  // Every worker reads at the same agreement steps (or every step), so a
+  // stop decided there ends every worker after the same step.
+  const bool agreement =
+      dist_ != nullptr && (options_.read_every_step || next % kStopAgreementSteps == 0);
+  const torch::Tensor norm = d.gradient_norm;
+  CombinedStep combined = read ? read_numbers(d, s, agreement) : keep_unread(std::move(d), s);
+  s.spans.backward_end = now();
+  if (!read || should_apply(s)) apply_update(learning_rate, norm, s.gradient_norm, read);
+  s.spans.optimizer_end = now();
+  state_.step = next;
+  ++state_.batches_consumed;
+  s.global_step = state_.step;
+  return combined;
+}
+
+torch::Tensor Step::forward_loss(const datasets::Batch& batch, DeviceScalars& d) {
   models::ModelOutput out;
   {
     AutocastScope autocast(options_.autocast);
@@ -108,14 +144,24 @@ CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
     out = model_.forward(nhwc ? batch.images.contiguous(at::MemoryFormat::ChannelsLast)
                               : batch.images);
   }
-  out.logits = out.logits.to(torch::kFloat32);
-  if (out.aux_logits.defined()) out.aux_logits = out.aux_logits.to(torch::kFloat32);
-  auto loss = classification_loss(out.logits, batch.labels, options_.label_smoothing);
+  const auto logits = out.logits.to(torch::kFloat32);
+  auto loss = classification_loss(logits, batch.labels, options_.label_smoothing);
   if (out.aux_logits.defined()) {
     loss = loss + options_.aux_loss_weight *
-                      classification_loss(out.aux_logits, batch.labels, options_.label_smoothing);
+                      classification_loss(out.aux_logits.to(torch::kFloat32), batch.labels,
+                                          options_.label_smoothing);
   }
-  s.spans.forward_end = now();
+  torch::NoGradGuard no_grad;
+  d.samples = batch.labels.size(0);
+  const auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(logits.device());
+  const double n = static_cast<double>(d.samples);
+  d.head = torch::stack({loss.detach().to(torch::kFloat64) * n,
+                         logits.detach().argmax(1).eq(batch.labels).sum().to(torch::kFloat64),
+                         torch::full({}, n, f64)});
+  return loss;
+}
+
+void Step::backward_and_reduce(const torch::Tensor& loss, StepStats& s, DeviceScalars& d) {
   // None, not zeros: backward's result becomes .grad without a zeroing
   // pass and an addition. On one process a variable no gradient reaches
   // is then left alone by the optimizer, as in TF; across workers it gets
@@ -128,106 +174,114 @@ CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
   } else {
     loss.backward();
   }
-  // Every number the step needs on the host (the loss, the correct count,
-  // the gradient norm that drives the Inf/NaN test, clipping and the loss
-  // scaler, the L2 term) is computed on the device and read in one copy:
-  // one host synchronisation on a step that reads (two with a collective,
-  // whose metrics all-reduce needs the local loss first), none on the
-  // others.
-  const bool read = metrics_wanted || options_.read_every_step || dist_ != nullptr ||
-                    options_.max_gradient_norm.has_value() || scaler_.dynamic();
-  loss = loss.detach();
-  const torch::Tensor correct = out.logits.detach().argmax(1).eq(batch.labels).sum();
-  const int64_t samples = batch.labels.size(0);
-  CombinedStep combined;
+  // Distributed: the data gradients averaged (still scaled: the average is
+  // linear) and the head summed, with the BatchNorm moments, in one
+  // collective; the L2 term below is the same on every worker (same
+  // weights), so it is added after.
   if (dist_) {
-    // Distributed: average the data gradients first (still scaled: the
-    // average is linear); the L2 term below is the same on every worker
-    // (same weights), so it is added after.
-    const auto local_metrics = read_scalars({loss, correct});
     LocalStop local;
     local.signal = stop_signal();
-    combined = dist_->after_backward(local_metrics[0], static_cast<int64_t>(local_metrics[1]),
-                                     samples, local);
+    d.head = dist_->reduce(d.head, local);
   }
+}
+
+void Step::finish_gradients(StepStats& s, DeviceScalars& d) {
   const auto& vars = optimizer_.variables();
   if (s.loss_scale != 1.0) scale_gradients(vars, 1.0 / s.loss_scale);
   if (fault_) fault_(state_.step, vars);
   // The L2 gradients go in before the norm is taken (TF-slim's total loss).
-  std::vector<torch::Tensor> l2_sums;
   if (!regularized_.empty()) {
-    l2_sums = add_l2_regularization_gradients(regularized_, options_.weight_decay);
+    d.l2_sums = add_l2_regularization_gradients(regularized_, options_.weight_decay);
   }
-  std::vector<torch::Tensor> pending;
-  if (!dist_) pending = {loss, correct};
-  pending.push_back(gradient_global_norm_tensor(vars));
-  const size_t first_l2 = pending.size();
-  pending.insert(pending.end(), l2_sums.begin(), l2_sums.end());
-  s.batch_samples = dist_ ? combined.samples : samples;
-  if (!read) {
-    // Applied whatever it holds: an Inf/NaN is remembered on the device,
-    // and the run stops at the next read, before any checkpoint or
-    // evaluation sees the weights.
-    const auto& norm = pending[first_l2 - 1];
-    const auto bad = torch::isfinite(loss).logical_and(torch::isfinite(norm)).logical_not();
-    if (!first_nonfinite_.defined()) {
-      first_nonfinite_ =
-          torch::full({}, -1, torch::TensorOptions().dtype(torch::kInt64).device(loss.device()));
-    }
-    first_nonfinite_ = torch::where(bad.logical_and(first_nonfinite_.lt(0)),
-                                    torch::full_like(first_nonfinite_, state_.step + 1),
-                                    first_nonfinite_);
-    unread_ = std::move(pending);
-    unread_samples_ = samples;
-    s.metrics_read = false;
-    s.spans.backward_end = now();
-    optimizer_.step(learning_rate);
-    state_.update_moving_averages();
+  d.gradient_norm = gradient_global_norm_tensor(vars);
+}
+
+CombinedStep Step::read_numbers(const DeviceScalars& d, StepStats& s, bool agreement) {
+  unread_.reset();
+  std::vector<torch::Tensor> values = d.values();
+  const bool flagged = first_nonfinite_.defined();
+  if (flagged) values.push_back(first_nonfinite_);
+  std::vector<double> host = read_scalars(values);
+  if (flagged) {
+    const double first = host.back();
+    host.pop_back();
+    if (first >= 0) throw_unread_divergence(static_cast<int64_t>(first), state_.step + 1);
+  }
+  const size_t norm_at = static_cast<size_t>(d.head.numel());
+  CombinedStep combined;
+  if (dist_) {
+    combined = dist_->combine(host.data(), agreement);
+    s.batch_samples = combined.samples;
+    s.loss = combined.loss;
+    s.accuracy = combined.accuracy;
   } else {
-    unread_.clear();
-    const bool flagged = first_nonfinite_.defined();
-    if (flagged) pending.push_back(first_nonfinite_);
-    std::vector<double> host = read_scalars(pending);
-    if (flagged) {
-      const double first = host.back();
-      host.pop_back();
-      if (first >= 0) throw_unread_divergence(static_cast<int64_t>(first), state_.step + 1);
-    }
-    if (dist_) {
-      s.loss = combined.loss;
-      s.accuracy = combined.accuracy;
+    s.batch_samples = d.samples;
+    s.loss = host[kLossTimesSamples] / host[kSamples];
+    s.accuracy = host[kCorrect] / host[kSamples];
+  }
+  s.gradient_norm = host[norm_at];
+  if (!regularized_.empty()) {
+    s.loss += l2_regularization_value(host.data() + norm_at + 1, host.size() - norm_at - 1,
+                                      options_.weight_decay);
+  }
+  return combined;
+}
+
+CombinedStep Step::keep_unread(DeviceScalars d, StepStats& s) {
+  // Applied whatever it holds: an Inf/NaN is remembered on the device, and
+  // the run stops at the next read, before any checkpoint or evaluation
+  // sees the weights.
+  const auto bad = torch::isfinite(d.head[kLossTimesSamples])
+                       .logical_and(torch::isfinite(d.gradient_norm))
+                       .logical_not();
+  if (!first_nonfinite_.defined()) {
+    first_nonfinite_ = torch::full(
+        {}, -1, torch::TensorOptions().dtype(torch::kInt64).device(d.head.device()));
+  }
+  first_nonfinite_ = torch::where(bad.logical_and(first_nonfinite_.lt(0)),
+                                  torch::full_like(first_nonfinite_, state_.step + 1),
+                                  first_nonfinite_);
+  s.metrics_read = false;
+  s.batch_samples = d.samples;
+  unread_ = std::move(d);
+  if (!dist_) return {};
+  CombinedStep combined = dist_->combine(nullptr, false);
+  s.batch_samples = combined.samples;
+  return combined;
+}
+
+// A step that read its numbers: dynamic loss scaling decides, and a
+// non-finite loss or norm is not applied (the NaN hook reports it).
+bool Step::should_apply(StepStats& s) {
+  s.skipped = !scaler_.update(std::isfinite(s.gradient_norm));
+  if (s.skipped) {
+    log::info() << "global_step " << state_.step << ": Inf/NaN gradients at loss scale "
+                << s.loss_scale << ": update skipped, loss scale now " << scaler_.scale();
+    return false;
+  }
+  return std::isfinite(s.loss) && std::isfinite(s.gradient_norm);
+}
+
+// Clipping (with the norm read, or on the device from its tensor: the same
+// factor clip / max(norm, clip)), the optimizer, the moving averages.
+void Step::apply_update(double learning_rate, const torch::Tensor& norm, double read_norm,
+                        bool read) {
+  const auto& vars = optimizer_.variables();
+  if (options_.max_gradient_norm) {
+    if (read) {
+      clip_to_global_norm(vars, read_norm, *options_.max_gradient_norm);
     } else {
-      s.loss = host[0];
-      s.accuracy = host[1] / static_cast<double>(samples);
-    }
-    s.gradient_norm = host[first_l2 - 1];
-    if (!regularized_.empty()) {
-      s.loss += l2_regularization_value(host.data() + first_l2, host.size() - first_l2,
-                                        options_.weight_decay);
-    }
-    s.spans.backward_end = now();
-    s.skipped = !scaler_.update(std::isfinite(s.gradient_norm));
-    if (s.skipped) {
-      log::info() << "global_step " << state_.step << ": Inf/NaN gradients at loss scale "
-                  << s.loss_scale << ": update skipped, loss scale now " << scaler_.scale();
-    } else if (std::isfinite(s.loss) && std::isfinite(s.gradient_norm)) {
-      if (options_.max_gradient_norm) {
-        clip_to_global_norm(vars, s.gradient_norm, *options_.max_gradient_norm);
-      }
-      optimizer_.step(learning_rate);
-      state_.update_moving_averages();
+      clip_to_global_norm(vars, norm, *options_.max_gradient_norm);
     }
   }
-  s.spans.optimizer_end = now();
-  ++state_.step;
-  ++state_.batches_consumed;
-  s.global_step = state_.step;
-  return combined;
+  optimizer_.step(learning_rate);
+  state_.update_moving_averages();
 }
 
 Settled Step::settle() {
   Settled r;
-  std::vector<torch::Tensor> pending = unread_;
+  std::vector<torch::Tensor> pending;
+  if (unread_) pending = unread_->values();
   const bool flagged = first_nonfinite_.defined();
   if (flagged) pending.push_back(first_nonfinite_);
   if (pending.empty()) return r;
@@ -237,14 +291,16 @@ Settled Step::settle() {
     host.pop_back();
     if (first >= 0) throw_unread_divergence(static_cast<int64_t>(first), state_.step);
   }
-  if (!unread_.empty()) {
+  if (unread_) {
+    const size_t norm_at = static_cast<size_t>(unread_->head.numel());
     r.read = true;
-    r.loss = host[0];
-    r.accuracy = host[1] / static_cast<double>(unread_samples_);
+    r.loss = host[kLossTimesSamples] / host[kSamples];
+    r.accuracy = host[kCorrect] / host[kSamples];
     if (!regularized_.empty()) {
-      r.loss += l2_regularization_value(host.data() + 3, host.size() - 3, options_.weight_decay);
+      r.loss += l2_regularization_value(host.data() + norm_at + 1, host.size() - norm_at - 1,
+                                        options_.weight_decay);
     }
-    unread_.clear();
+    unread_.reset();
   }
   return r;
 }

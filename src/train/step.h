@@ -66,6 +66,25 @@ using GradientFault =
 /// gradient with Inf at those steps. Empty (no fault) when unset.
 GradientFault gradient_fault_from_env();
 
+/// Every number a step needs on the host, left on the training device
+/// (float64) and read in one copy, only on the steps that read.
+struct DeviceScalars {
+  /// StepHead's slots (distributed_step.h): [loss × samples, correct,
+  /// samples] from this worker, or, across workers, the summed head with
+  /// the stop flags.
+  torch::Tensor head;
+  /// The global gradient norm after averaging and L2 (drives the Inf/NaN
+  /// test, clipping and the loss scaler); 0-d.
+  torch::Tensor gradient_norm;
+  /// Each regularized weight's sum(w²), for the logged L2 term.
+  std::vector<torch::Tensor> l2_sums;
+  /// This worker's images.
+  int64_t samples = 0;
+
+  /// The values in read order: head, norm, L2 sums.
+  std::vector<torch::Tensor> values() const;
+};
+
 class Step {
  public:
   /// Every reference must outlive the step; `dist` is null on one process.
@@ -89,7 +108,29 @@ class Step {
   /// the device. Throws DivergedError when one of them had Inf/NaN.
   Settled settle();
 
+  /// Whether the step that ends at global step `next` reads its numbers:
+  /// asked for, or every step (the CPU), or needed by dynamic loss scaling
+  /// (its one flag a step, as PyTorch's GradScaler), or a distributed
+  /// agreement on stopping (every kStopAgreementSteps steps).
+  bool reads(int64_t next, bool metrics_wanted) const;
+
  private:
+  /// Phases of run(), in order.
+  torch::Tensor forward_loss(const datasets::Batch& batch, DeviceScalars& d);
+  void backward_and_reduce(const torch::Tensor& loss, StepStats& s, DeviceScalars& d);
+  void finish_gradients(StepStats& s, DeviceScalars& d);
+  /// Dynamic loss scaling's decision, and whether the numbers read allow
+  /// the update (a step that read them).
+  bool should_apply(StepStats& s);
+  /// Clipping (by `read_norm` when read, else on the device by `norm`),
+  /// the optimizer's update and the moving averages: their one call site.
+  void apply_update(double learning_rate, const torch::Tensor& norm, double read_norm,
+                    bool read);
+  /// The host's copy of `d` (one read) into `s`; the combined result.
+  CombinedStep read_numbers(const DeviceScalars& d, StepStats& s, bool agreement);
+  /// Remembers `d` unread, with an Inf/NaN flag kept on the device.
+  CombinedStep keep_unread(DeviceScalars d, StepStats& s);
+
   StepOptions options_;
   models::ClassifierImpl& model_;
   optim::Optimizer& optimizer_;
@@ -99,11 +140,10 @@ class Step {
   GradientFault fault_;
   std::vector<torch::Tensor> regularized_;
   /// Global step of the first unread step whose loss or gradient norm was
-  /// Inf/NaN, or -1 (int64 scalar on the device; undefined until needed).
+  /// Inf/NaN, or -1 (float64 scalar on the device; undefined until needed).
   torch::Tensor first_nonfinite_;
-  /// The last unread step's loss, correct count, gradient norm and L2 sums.
-  std::vector<torch::Tensor> unread_;
-  int64_t unread_samples_ = 0;
+  /// The last unread step's numbers.
+  std::optional<DeviceScalars> unread_;
 };
 
 }  // namespace fastnn::train

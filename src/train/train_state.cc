@@ -7,6 +7,7 @@
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
+#include "src/compat/torch_compat.h"
 #include "src/train/loss.h"
 
 namespace fastnn::train {
@@ -180,6 +181,16 @@ void TrainState::update_moving_averages() {
   if (ema_.empty()) return;
   const double d = moving_average_decay_at(*moving_average_decay_, step);
   torch::NoGradGuard no_grad;
+  if (compat::use_foreach(ema_.front().second.device())) {
+    std::vector<torch::Tensor> shadows, values;
+    for (auto& [v, shadow] : ema_) {
+      shadows.push_back(shadow);
+      values.push_back(v.tensor);
+    }
+    compat::foreach_mul_(shadows, d);
+    compat::foreach_add_(shadows, values, 1.0 - d);
+    return;
+  }
   for (auto& [v, shadow] : ema_) shadow.mul_(d).add_(v.tensor, 1.0 - d);
 }
 

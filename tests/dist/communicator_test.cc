@@ -1,4 +1,4 @@
-#include "src/dist/gloo_communicator.h"
+#include "src/dist/process_group.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@ using testing::MemoryStore;
 // Runs fn(comm) for every rank on its own thread, all through one store
 // (the adapter: the path the coordinator's store takes). Rethrows the
 // first failure.
-void run_ranks(int world, const std::function<void(GlooCommunicator&)>& fn,
+void run_ranks(int world, const std::function<void(Collective&)>& fn,
                std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
   MemoryStore store;
   std::vector<std::thread> threads;
@@ -30,8 +30,8 @@ void run_ranks(int world, const std::function<void(GlooCommunicator&)>& fn,
         o.rank = r;
         o.world_size = world;
         o.timeout = timeout;
-        GlooCommunicator comm(c10::make_intrusive<StoreAdapter>(store), o);
-        fn(comm);
+        auto comm = connect_gloo(c10::make_intrusive<StoreAdapter>(store), o);
+        fn(*comm);
       } catch (...) {
         errors[r] = std::current_exception();
       }
@@ -44,7 +44,7 @@ void run_ranks(int world, const std::function<void(GlooCommunicator&)>& fn,
 }
 
 TEST(CommunicatorTest, BroadcastFromRankZeroOverEveryDtype) {
-  run_ranks(3, [](GlooCommunicator& c) {
+  run_ranks(3, [](Collective& c) {
     auto f = torch::full({2, 3}, static_cast<float>(c.rank() + 1));
     auto d = torch::full({4}, static_cast<double>(10 * (c.rank() + 1)), torch::kFloat64);
     auto i = torch::full({1}, static_cast<int64_t>(100 + c.rank()), torch::kInt64);
@@ -74,7 +74,7 @@ TEST(CommunicatorTest, BroadcastOfDifferentSizesIsADistributedErrorOnEveryRank) 
       }};
   for (const auto& state : states) {
     std::vector<std::string> messages(2);
-    run_ranks(2, [&](GlooCommunicator& c) {
+    run_ranks(2, [&](Collective& c) {
       try {
         c.broadcast(state(c.rank()), "rank 0's model");
         ADD_FAILURE() << "rank " << c.rank() << ": no error";
@@ -88,7 +88,7 @@ TEST(CommunicatorTest, BroadcastOfDifferentSizesIsADistributedErrorOnEveryRank) 
     }
   }
   // A matching broadcast afterwards still works.
-  run_ranks(2, [](GlooCommunicator& c) {
+  run_ranks(2, [](Collective& c) {
     auto t = torch::full({3}, static_cast<float>(c.rank() + 1));
     c.broadcast({t}, "state");
     EXPECT_TRUE(t.eq(1).all().item<bool>());
@@ -114,7 +114,7 @@ TEST(CommunicatorDeathTest, GlooExceptionOnItsOwnThreadExitsFive) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        run_ranks(1, [](GlooCommunicator&) {});
+        run_ranks(1, [](Collective&) {});
         std::thread([] { throw gloo::TestFailure(); }).join();
       },
       ::testing::ExitedWithCode(kExitDistributed),
@@ -126,7 +126,7 @@ TEST(CommunicatorDeathTest, GlooExceptionOnItsOwnThreadExitsFive) {
 TEST(CommunicatorTest, UnknownGlooSocketInterfaceIsAConfigError) {
   setenv("GLOO_SOCKET_IFNAME", "bogus0", 1);
   try {
-    run_ranks(1, [](GlooCommunicator&) {});
+    run_ranks(1, [](Collective&) {});
     ADD_FAILURE() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("GLOO_SOCKET_IFNAME='bogus0'"), std::string::npos)
@@ -138,7 +138,7 @@ TEST(CommunicatorTest, UnknownGlooSocketInterfaceIsAConfigError) {
 }
 
 TEST(CommunicatorTest, AllReduceSums) {
-  run_ranks(2, [](GlooCommunicator& c) {
+  run_ranks(2, [](Collective& c) {
     auto v = torch::tensor({1.0, 2.0}, torch::kFloat64) * (c.rank() + 1);
     c.all_reduce_sum({v}, "metrics");
     EXPECT_DOUBLE_EQ(v[0].item<double>(), 3.0);
@@ -152,7 +152,7 @@ TEST(CommunicatorTest, MissingPeerIsADistributedErrorNamingTheStep) {
   try {
     run_ranks(
         2,
-        [](GlooCommunicator& c) {
+        [](Collective& c) {
           c.set_step(17);
           if (c.rank() == 0) {
             auto v = torch::ones({4});
@@ -176,7 +176,7 @@ TEST(CommunicatorTest, RendezvousTimeoutIsADistributedError) {
   o.world_size = 2;
   o.timeout = std::chrono::milliseconds(500);
   const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_THROW(GlooCommunicator(c10::make_intrusive<StoreAdapter>(store), o), DistributedError);
+  EXPECT_THROW(connect_gloo(c10::make_intrusive<StoreAdapter>(store), o), DistributedError);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
 
@@ -208,7 +208,7 @@ std::vector<torch::Tensor> make_params(int64_t scale) {
 }
 
 TEST(GradientReducerTest, BucketsFollowReverseOrderAndTheByteCap) {
-  run_ranks(1, [](GlooCommunicator& c) {
+  run_ranks(1, [](Collective& c) {
     auto ps = make_params(1);
     // 220 floats = 880 bytes: 5+50 fit, 300 alone, 10+100 fit.
     GradientReducer r(c, ps, 880);
@@ -222,7 +222,7 @@ TEST(GradientReducerTest, BucketsFollowReverseOrderAndTheByteCap) {
 }
 
 TEST(GradientReducerTest, AveragesGradientsAndStartsBucketsDuringBackward) {
-  run_ranks(2, [](GlooCommunicator& c) {
+  run_ranks(2, [](Collective& c) {
     auto ps = make_params(1);
     GradientReducer r(c, ps, 880);
     for (int step = 0; step < 3; ++step) {
@@ -245,6 +245,81 @@ TEST(GradientReducerTest, AveragesGradientsAndStartsBucketsDuringBackward) {
       }
     }
   });
+}
+
+// data_format=NHWC: convolution weights are channels-last; each .grad keeps
+// its parameter's strides and is the bucket's own memory (no transposed
+// copy), with the averaged values.
+TEST(GradientReducerTest, ChannelsLastGradientsKeepTheirParametersStrides) {
+  run_ranks(2, [](Collective& c) {
+    torch::manual_seed(3);
+    std::vector<torch::Tensor> ps{
+        torch::randn({8, 3, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast).requires_grad_(),
+        torch::randn({8}).requires_grad_(),
+        torch::randn({4, 8, 1, 1}).contiguous(at::MemoryFormat::ChannelsLast).requires_grad_()};
+    ASSERT_NE(ps[0].strides(), ps[0].contiguous().strides());
+    GradientReducer r(c, ps, 1 << 20);
+    for (int step = 0; step < 2; ++step) {
+      for (auto& p : ps) p.mutable_grad() = torch::Tensor();
+      r.prepare();
+      torch::Tensor loss = torch::zeros({});
+      // A weight per element, so a transposed layout would put values in
+      // the wrong places.
+      for (auto& p : ps) {
+        loss = loss + (p * torch::arange(p.numel(), torch::kFloat).view(p.sizes()) *
+                       static_cast<double>(c.rank() + 1))
+                          .sum();
+      }
+      loss.backward();
+      r.finish();
+      for (size_t k = 0; k < ps.size(); ++k) {
+        const auto& g = ps[k].grad();
+        EXPECT_EQ(g.strides(), ps[k].strides()) << k;
+        const auto want = torch::arange(ps[k].numel(), torch::kFloat).view(ps[k].sizes()) * 1.5;
+        EXPECT_TRUE(torch::equal(g, want)) << k;
+      }
+    }
+    // Every .grad lies inside the one bucket.
+    const auto* base = static_cast<const char*>(ps[0].grad().data_ptr());
+    for (auto& p : ps) {
+      const auto* at = static_cast<const char*>(p.grad().data_ptr());
+      EXPECT_LT(std::abs(at - base), 1 << 20);
+    }
+  });
+}
+
+// A build without c10d's NCCL, or a machine without the CUDA device asked
+// for, refuses an NCCL group with exit 2's error and a message, before any
+// rendezvous (nothing waits for peers).
+TEST(NcclGroupTest, RefusedCleanlyWithoutNcclOrDevice) {
+  if (nccl_built() && torch::cuda::device_count() > 0) {
+    GTEST_SKIP() << "a CUDA device is here: gpu_test runs the NCCL group";
+  }
+  MemoryStore store(std::chrono::milliseconds(500));
+  CommunicatorOptions o;
+  o.rank = 0;
+  o.world_size = 2;
+  o.cuda_device = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    connect_nccl(c10::make_intrusive<StoreAdapter>(store), o);
+    ADD_FAILURE() << "connect_nccl returned";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(nccl_built() ? "CUDA device" : "needs NCCL"), std::string::npos) << what;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+}
+
+// What connect_nccl sets before c10d reads it: errors and timeouts end
+// the job through our own exit 5, never c10d's SIGABRT.
+TEST(NcclGroupTest, EnvironmentKeepsTheExitCodeOurs) {
+  auto env = nccl_environment();
+  EXPECT_EQ(env.at("TORCH_NCCL_ASYNC_ERROR_HANDLING"), "2");  // CleanUpOnly
+  EXPECT_EQ(env.at("NCCL_ASYNC_ERROR_HANDLING"), "2");        // its 1.13 name
+  EXPECT_EQ(env.at("TORCH_NCCL_ENABLE_MONITORING"), "0");     // would SIGABRT
+  EXPECT_EQ(env.at("TORCH_NCCL_BLOCKING_WAIT"), "0");         // stream-level waits
+  EXPECT_EQ(env.at("TORCH_NCCL_DUMP_ON_TIMEOUT"), "0");
 }
 
 }  // namespace

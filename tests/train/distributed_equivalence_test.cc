@@ -13,6 +13,7 @@
 #include "models/layers.h"
 #include "models/model_factory.h"
 #include "src/optim/optimizers.h"
+#include "src/dist/process_group.h"
 #include "src/train/batch_norm_pool.h"
 #include "src/train/distributed_step.h"
 #include "src/train/loss.h"
@@ -180,8 +181,14 @@ void train_worker(int rank, int port, const Model& m, const Data& d, std::vector
     m->zero_grad(/*set_to_none=*/false);
     ds.before_backward(s);
     loss.backward();
-    const int64_t correct = out.logits.argmax(1).eq(y).sum().item<int64_t>();
-    auto c = ds.after_backward(loss.item<double>(), correct, kBatch, {});
+    const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+    const auto head = torch::stack({loss.detach().to(torch::kFloat64) * double(kBatch),
+                                    out.logits.argmax(1).eq(y).sum().to(torch::kFloat64),
+                                    torch::full({}, double(kBatch), f64)});
+    const auto summed = ds.reduce(head, {});
+    ASSERT_EQ(summed.numel(), kStepHeadSize);
+    const std::vector<double> host = read_scalars({summed});
+    auto c = ds.combine(host.data(), /*agree_on_stop=*/true);
     EXPECT_EQ(c.samples, kWorld * kBatch);
     EXPECT_FALSE(c.stop);
     losses->push_back(c.loss);
@@ -255,6 +262,66 @@ TEST(BatchNormPoolTest, MeasuresMomentumAndPerImageCounts) {
   EXPECT_EQ(pool.counts(), (std::vector<int64_t>{64, 1}));
   // The measurement leaves the statistics as they were.
   EXPECT_TRUE(net.named_buffers()["conv1.BatchNorm.moving_variance"].equal(before));
+}
+
+// The pooling runs over one flat buffer (a few launches for any number of
+// layers); element by element it is the per-layer formula it replaced, so
+// CPU runs stay bit-identical. That formula, written out per layer here.
+TEST(BatchNormPoolTest, FlatPoolingIsThePerLayerFormulaBitForBit) {
+  torch::manual_seed(4);
+  TinyBnNet net;
+  BatchNormPool pool(net);
+  pool.measure_counts([&](const torch::Tensor& x) { net.forward(x); }, {1, 8, 8});
+  net.train();
+  torch::NoGradGuard no_grad;
+  net.forward(torch::randn({4, 1, 8, 8}));  // moving statistics away from their init
+  pool.snapshot();
+  std::vector<torch::Tensor> means, vars;
+  for (const auto& b : net.named_buffers()) {
+    if (b.key().find("moving_mean") != std::string::npos) means.push_back(b.value());
+    if (b.key().find("moving_variance") != std::string::npos) vars.push_back(b.value());
+  }
+  ASSERT_EQ(means.size(), 2u);
+  std::vector<torch::Tensor> prev_mean, prev_var;
+  for (size_t i = 0; i < means.size(); ++i) {
+    prev_mean.push_back(means[i].to(torch::kFloat64));
+    prev_var.push_back(vars[i].to(torch::kFloat64));
+  }
+  net.forward(torch::randn({kBatch, 1, 8, 8}));
+  const auto m = pool.momenta();
+  const auto counts = pool.counts();
+  std::vector<torch::Tensor> want_means, want_seconds;
+  for (size_t i = 0; i < means.size(); ++i) {
+    auto mean = (means[i].to(torch::kFloat64) - (1 - m[i]) * prev_mean[i]) / m[i];
+    auto var = (vars[i].to(torch::kFloat64) - (1 - m[i]) * prev_var[i]) / m[i];
+    const int64_t n = counts[i] * kBatch;
+    if (n > 1) var = var * (static_cast<double>(n - 1) / static_cast<double>(n));
+    want_seconds.push_back(var + mean * mean);
+    want_means.push_back(std::move(mean));
+  }
+  want_means.insert(want_means.end(), want_seconds.begin(), want_seconds.end());
+  const auto local = pool.local_moments(kBatch);
+  EXPECT_TRUE(torch::equal(local, torch::cat(want_means)));
+  // Two workers with these moments, pooled and applied.
+  const auto summed = local * 2;
+  std::vector<torch::Tensor> want_mean_buf, want_var_buf;
+  int64_t offset = 0;
+  const int64_t total = local.numel() / 2;
+  for (size_t i = 0; i < means.size(); ++i) {
+    const int64_t c = means[i].numel();
+    auto [mean, var] = dist::pooled_moments(summed.narrow(0, offset, c),
+                                            summed.narrow(0, total + offset, c), 2);
+    offset += c;
+    const int64_t n = counts[i] * kBatch * 2;
+    if (n > 1) var = var * (static_cast<double>(n) / static_cast<double>(n - 1));
+    want_mean_buf.push_back(((1 - m[i]) * prev_mean[i] + m[i] * mean).to(torch::kFloat32));
+    want_var_buf.push_back(((1 - m[i]) * prev_var[i] + m[i] * var).to(torch::kFloat32));
+  }
+  pool.apply(summed, 2, kBatch);
+  for (size_t i = 0; i < means.size(); ++i) {
+    EXPECT_TRUE(torch::equal(means[i], want_mean_buf[i])) << i;
+    EXPECT_TRUE(torch::equal(vars[i], want_var_buf[i])) << i;
+  }
 }
 
 }  // namespace

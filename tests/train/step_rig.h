@@ -13,7 +13,9 @@
 
 #include "models/classifier.h"
 #include "src/optim/optimizers.h"
+#include "src/dist/cluster.h"
 #include "src/train/builder.h"
+#include "src/train/distributed_step.h"
 #include "src/train/loss_scale.h"
 #include "src/train/step.h"
 #include "src/train/train_state.h"
@@ -27,6 +29,9 @@ struct StepRigOptions {
   std::string loss_scaling = "static";
   Autocast autocast = Autocast::kOff;
   GradientFault fault;
+  /// Set: this rig is one worker of a job (Gloo on the CPU), and starts
+  /// from rank 0's state.
+  std::optional<dist::ClusterSpec> cluster;
 };
 
 class StepRig {
@@ -56,6 +61,17 @@ class StepRig {
     if (device_.is_cuda())
       state->to(device_);
     built.model->train();
+    if (o.cluster) {
+      hp.batch_size = kBatch;
+      hp.worker_timeout_secs = 30;
+      std::vector<torch::Tensor> trainable;
+      for (const auto& v : optimizer->variables()) trainable.push_back(v.var);
+      dist = std::make_unique<DistributedStep>(hp, *o.cluster, device_, *built.model,
+                                               std::move(trainable));
+      std::vector<torch::Tensor> everything = built.model->parameters();
+      for (const auto& b : built.model->buffers()) everything.push_back(b);
+      dist->broadcast_from_chief(everything, "the rig's model");
+    }
     StepOptions so;
     so.weight_decay = hp.weight_decay;
     so.read_every_step = o.read_every_step;
@@ -65,12 +81,17 @@ class StepRig {
                                   *optimizer,
                                   *scaler,
                                   *state,
-                                  nullptr,
+                                  dist.get(),
                                   std::move(o.fault));
   }
 
+  ~StepRig() {
+    if (dist)
+      dist->finish(0);
+  }
+
   /// Step `i` (its batch drawn from seed 100 + i).
-  StepStats run(int i, bool wanted) {
+  StepStats run(int i, bool wanted, CombinedStep* combined = nullptr) {
     torch::manual_seed(100 + i);
     datasets::Batch b;
     // Made on the device: a copy from pageable host memory would itself
@@ -84,8 +105,10 @@ class StepRig {
         {kBatch},
         torch::TensorOptions().dtype(torch::kLong).device(device_));
     StepStats s;
-    step->run(
+    const CombinedStep c = step->run(
         b, 0.01, [] { return 0.0; }, s, wanted);
+    if (combined)
+      *combined = c;
     return s;
   }
 
@@ -93,6 +116,7 @@ class StepRig {
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<LossScaler> scaler;
   std::unique_ptr<TrainState> state;
+  std::unique_ptr<DistributedStep> dist;
   std::unique_ptr<Step> step;
 
  private:

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "fastnn/errors.h"
+#include "src/train/loss.h"
 #include "tests/train/step_rig.h"
 
 namespace fastnn::train {
@@ -88,6 +89,33 @@ TEST(Step, SettleStopsARunWhoseLastStepsHadInf) {
   const StepStats s = every.run(1, false);
   EXPECT_TRUE(s.metrics_read);
   EXPECT_FALSE(std::isfinite(s.gradient_norm));
+}
+
+// The host reads of docs/design.md, "The GPU step", held through the
+// counting seam every read goes through: a step that reads its numbers
+// reads once, one that does not reads nothing, settle() once; dynamic loss
+// scaling reads its one flag (with the numbers) every step.
+TEST(Step, HostReadsPerStepAreTheDocumentedOnes) {
+  StepRig every = rig(true), asked = rig(false);
+  for (int i = 0; i < 6; ++i) {
+    const bool wanted = i == 4;
+    int64_t before = host_reads();
+    asked.run(i, wanted);
+    EXPECT_EQ(host_reads() - before, wanted ? 1 : 0) << "step " << i;
+    before = host_reads();
+    every.run(i, false);
+    EXPECT_EQ(host_reads() - before, 1) << "step " << i;
+  }
+  int64_t before = host_reads();
+  EXPECT_TRUE(asked.step->settle().read);
+  EXPECT_EQ(host_reads() - before, 1);
+  testing::StepRigOptions o;
+  o.read_every_step = false;
+  o.loss_scaling = "dynamic";
+  StepRig dynamic(std::move(o));
+  before = host_reads();
+  for (int i = 0; i < 3; ++i) dynamic.run(i, false);
+  EXPECT_EQ(host_reads() - before, 3);
 }
 
 }  // namespace

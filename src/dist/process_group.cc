@@ -1,4 +1,4 @@
-#include "src/dist/gloo_communicator.h"
+#include "src/dist/process_group.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -18,6 +18,7 @@
 
 #include "fastnn/errors.h"
 #include "src/config/value_parse.h"
+#include "src/dist/process_group_collective.h"
 
 namespace fastnn::dist {
 namespace {
@@ -50,11 +51,13 @@ std::map<c10::ScalarType, std::vector<torch::Tensor>> by_dtype(
   return groups;
 }
 
-torch::Tensor flatten(const std::vector<torch::Tensor>& tensors) {
+// One contiguous tensor on the engine's device (CPU tensors given to NCCL,
+// such as counters, are staged through the GPU).
+torch::Tensor flatten(const std::vector<torch::Tensor>& tensors, const torch::Device& device) {
   std::vector<torch::Tensor> flat;
   flat.reserve(tensors.size());
-  for (const auto& t : tensors) flat.push_back(t.detach().reshape({-1}));
-  return torch::cat(flat);
+  for (const auto& t : tensors) flat.push_back(t.detach().reshape({-1}).to(device));
+  return flat.size() == 1 ? flat.front().clone() : torch::cat(flat);
 }
 
 // The layout of a list of tensors, for comparing across ranks: count,
@@ -136,34 +139,49 @@ std::string local_address_toward(const std::string& host) {
   return result;
 }
 
-GlooCommunicator::GlooCommunicator(c10::intrusive_ptr<c10d::Store> store,
-                                   const CommunicatorOptions& options)
-    : options_(options), store_(std::move(store)) {
+std::unique_ptr<Collective> connect_gloo(c10::intrusive_ptr<c10d::Store> store,
+                                         const CommunicatorOptions& options) {
   static std::once_flag installed;
   std::call_once(installed, [] { previous_terminate = std::set_terminate(gloo_terminate); });
-  auto o = c10d::ProcessGroupGloo::Options::create(options_.timeout);
-  o->devices.push_back(gloo_device(options_.coordinator_host));
+  auto o = c10d::ProcessGroupGloo::Options::create(options.timeout);
+  o->devices.push_back(gloo_device(options.coordinator_host));
   // Two Gloo threads (c10d's default from Python): one bucket's transfer
   // proceeds while the previous one's reduction runs. Collectives still
   // match across ranks by their issue order (c10d tags them). Measured
   // 2 % faster per step than one thread on resnet_v1_50 (2 workers on 2
   // cores, 9 interleaved pairs of runs).
   o->threads = 2;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
   try {
-    group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, options_.rank,
-                                                         options_.world_size, o);
+    group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank,
+                                                        options.world_size, o);
   } catch (const DistributedError&) {
     throw;
   } catch (const std::exception& e) {
-    throw DistributedError("Gloo rendezvous of " + std::to_string(options_.world_size) +
-                           " workers (rank " + std::to_string(options_.rank) +
+    throw DistributedError("Gloo rendezvous of " + std::to_string(options.world_size) +
+                           " workers (rank " + std::to_string(options.rank) +
                            ") failed: " + std::string(e.what()).substr(0, 400));
   }
+  return std::make_unique<ProcessGroupCollective>("Gloo", std::move(store), std::move(group),
+                                                  options, torch::Device(torch::kCPU));
 }
 
-GlooCommunicator::~GlooCommunicator() = default;
+ProcessGroupCollective::ProcessGroupCollective(
+    std::string backend, c10::intrusive_ptr<c10d::Store> store,
+    c10::intrusive_ptr<compat::ProcessGroupBackend> group, CommunicatorOptions options,
+    torch::Device device, std::function<void()> teardown)
+    : backend_(std::move(backend)),
+      options_(std::move(options)),
+      store_(std::move(store)),
+      group_(std::move(group)),
+      device_(device),
+      teardown_(std::move(teardown)) {}
 
-void GlooCommunicator::fail(const std::string& what, const std::string& cause) const {
+ProcessGroupCollective::~ProcessGroupCollective() {
+  if (teardown_) teardown_();
+}
+
+void ProcessGroupCollective::fail(const std::string& what, const std::string& cause) const {
   throw DistributedError(what + " failed at global step " + std::to_string(step_) +
                          " (rank " + std::to_string(options_.rank) + " of " +
                          std::to_string(options_.world_size) +
@@ -171,10 +189,13 @@ void GlooCommunicator::fail(const std::string& what, const std::string& cause) c
                          " s): " + cause.substr(0, 400));
 }
 
-// c10d's Work, waited for within the communicator's timeout.
-class GlooCommunicator::Pending : public PendingCollective {
+// c10d's Work, waited for within the communicator's timeout: on the host
+// for Gloo; for NCCL, wait() only makes the current stream wait (the
+// watchdog bounds the collective itself), and an error it already saw is
+// rethrown here.
+class ProcessGroupCollective::Pending : public PendingCollective {
  public:
-  Pending(const GlooCommunicator& comm, c10::intrusive_ptr<c10d::Work> work)
+  Pending(const ProcessGroupCollective& comm, c10::intrusive_ptr<c10d::Work> work)
       : comm_(comm), work_(std::move(work)) {}
   void wait(const std::string& what) override {
     try {
@@ -187,11 +208,11 @@ class GlooCommunicator::Pending : public PendingCollective {
   }
 
  private:
-  const GlooCommunicator& comm_;
+  const ProcessGroupCollective& comm_;
   c10::intrusive_ptr<c10d::Work> work_;
 };
 
-std::unique_ptr<PendingCollective> GlooCommunicator::all_reduce_async(torch::Tensor flat) {
+std::unique_ptr<PendingCollective> ProcessGroupCollective::all_reduce_async(torch::Tensor flat) {
   std::vector<torch::Tensor> one{std::move(flat)};
   try {
     return std::make_unique<Pending>(*this, group_->allreduce(one));
@@ -200,17 +221,17 @@ std::unique_ptr<PendingCollective> GlooCommunicator::all_reduce_async(torch::Ten
   }
 }
 
-void GlooCommunicator::check_same_layout(const std::vector<torch::Tensor>& tensors,
+void ProcessGroupCollective::check_same_layout(const std::vector<torch::Tensor>& tensors,
                                          const std::string& what) {
   const std::vector<int64_t> mine = layout_of(tensors);
   // One all-reduce of {layout, -layout} under MAX gives every rank both the
   // largest and the smallest value of each field.
-  auto both = torch::empty({6}, torch::kInt64);
+  auto host = torch::empty({6}, torch::kInt64);
   for (int i = 0; i < 3; ++i) {
-    both[i] = mine[i];
-    both[i + 3] = -mine[i];
+    host[i] = mine[i];
+    host[i + 3] = -mine[i];
   }
-  std::vector<torch::Tensor> one{both};
+  std::vector<torch::Tensor> one{host.to(device_)};
   c10d::AllreduceOptions max;
   max.reduceOp = c10d::ReduceOp::MAX;
   std::unique_ptr<PendingCollective> pending;
@@ -220,6 +241,7 @@ void GlooCommunicator::check_same_layout(const std::vector<torch::Tensor>& tenso
     fail(what, e.what());
   }
   pending->wait(what);
+  const auto both = one.front().cpu();  // a host read, at start and restore only
   const auto* v = both.data_ptr<int64_t>();
   if (v[0] == -v[3] && v[1] == -v[4] && v[2] == -v[5]) return;
   fail(what, "the tensors' sizes differ across the workers (here " + std::to_string(mine[0]) +
@@ -230,12 +252,12 @@ void GlooCommunicator::check_same_layout(const std::vector<torch::Tensor>& tenso
                  "): the workers build different models or states");
 }
 
-void GlooCommunicator::broadcast(const std::vector<torch::Tensor>& tensors,
+void ProcessGroupCollective::broadcast(const std::vector<torch::Tensor>& tensors,
                              const std::string& what) {
   if (options_.world_size == 1 || tensors.empty()) return;
   check_same_layout(tensors, "broadcast of " + what);
   for (const auto& [dtype, group] : by_dtype(tensors)) {
-    std::vector<torch::Tensor> flat{flatten(group)};
+    std::vector<torch::Tensor> flat{flatten(group, device_)};
     std::unique_ptr<PendingCollective> pending;
     try {
       pending = std::make_unique<Pending>(*this, group_->broadcast(flat));
@@ -247,11 +269,11 @@ void GlooCommunicator::broadcast(const std::vector<torch::Tensor>& tensors,
   }
 }
 
-void GlooCommunicator::all_reduce_sum(const std::vector<torch::Tensor>& tensors,
+void ProcessGroupCollective::all_reduce_sum(const std::vector<torch::Tensor>& tensors,
                                   const std::string& what) {
   if (options_.world_size == 1 || tensors.empty()) return;
   for (const auto& [dtype, group] : by_dtype(tensors)) {
-    torch::Tensor flat = flatten(group);
+    torch::Tensor flat = flatten(group, device_);
     std::unique_ptr<PendingCollective> pending;
     try {
       pending = all_reduce_async(flat);
@@ -263,11 +285,12 @@ void GlooCommunicator::all_reduce_sum(const std::vector<torch::Tensor>& tensors,
   }
 }
 
-void GlooCommunicator::barrier(const std::string& what) {
+void ProcessGroupCollective::barrier(const std::string& what) {
   if (options_.world_size == 1) return;
   // A one-element all-reduce: Gloo's barrier has no per-call bound here.
-  torch::Tensor one = torch::ones({1});
+  torch::Tensor one = torch::ones({1}, torch::TensorOptions().device(device_));
   all_reduce_async(one)->wait(what);
+  if (device_.is_cuda()) one.cpu();  // the barrier is a host wait
 }
 
 std::pair<torch::Tensor, torch::Tensor> pooled_moments(const torch::Tensor& sum_means,
