@@ -80,6 +80,17 @@ std::string describe(const torch::Device& device) {
   return std::string(p->name) + tail;
 }
 
+std::string allocator_use(const torch::Device& device) {
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  // Index 0: the aggregate over the small and large pools.
+  char text[128];
+  std::snprintf(text, sizeof text,
+                "%.1f GiB allocated, %.1f GiB reserved by LibTorch's caching allocator",
+                static_cast<double>(stats.allocated_bytes[0].current) / (1024.0 * 1024 * 1024),
+                static_cast<double>(stats.reserved_bytes[0].current) / (1024.0 * 1024 * 1024));
+  return text;
+}
+
 std::unique_ptr<train::DeviceFeed> make_prefetching_feed(datasets::Pipeline& pipeline,
                                                          const torch::Device& device) {
   return std::make_unique<PrefetchingFeed>(pipeline, device);

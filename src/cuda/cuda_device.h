@@ -18,6 +18,9 @@ bool has_bfloat16(const torch::Device& device);
 /// "NVIDIA H100 80GB HBM3, compute capability 9.0, 79.1 GiB".
 std::string describe(const torch::Device& device);
 
+/// "12.3 GiB allocated, 14.0 GiB reserved by LibTorch's caching allocator".
+std::string allocator_use(const torch::Device& device);
+
 /// The pipeline's pinned batches copied to `device` one batch ahead, on a
 /// stream of their own; the training stream waits for the copy's event,
 /// not the host.
