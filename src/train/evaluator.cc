@@ -46,7 +46,6 @@ EvalResult evaluate_batches(const HParams& hp, const Built& b) {
   // Evaluated where the model is (the training device, for the hook).
   const torch::Device device = device_of(*b.model);
   auto options = pipeline_options(hp, b, false);
-  options.pin_memory = device.is_cuda();
   datasets::Pipeline pipeline(std::move(options));
   torch::NoGradGuard no_grad;
   double loss_sum = 0;

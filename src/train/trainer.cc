@@ -189,7 +189,6 @@ void Trainer::Impl::prepare() {
   install_stop_signals();
   auto options = pipeline_options(hp, built, true, {cluster.rank, cluster.world_size});
   options.skip_batches = state->batches_consumed;
-  options.pin_memory = device.is_cuda();
   // A stop signal ends a wait for input that may never end (issue 23).
   if (!dist) options.stop_requested = [] { return stop_signal() != 0; };
   pipeline = std::make_unique<datasets::Pipeline>(std::move(options));
