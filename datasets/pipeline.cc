@@ -394,10 +394,11 @@ int64_t Pipeline::State::decode_record(const Record& r,
 Decoded Pipeline::State::decode(RawBatch& rb) {
   const auto& shape = opt.shape;
   const int64_t n = static_cast<int64_t>(rb.records.size());
-  auto images = torch::empty({n, shape.channels, shape.height, shape.width},
-                             torch::TensorOptions().pinned_memory(opt.pin_memory));
-  auto labels = torch::empty(
-      {n}, torch::TensorOptions().dtype(torch::kInt64).pinned_memory(opt.pin_memory));
+  // Pageable memory: a GPU feed copies each batch through a few page-locked
+  // staging buffers of its own (src/cuda/cuda_device.h), so the batches
+  // held ahead here pin nothing.
+  auto images = torch::empty({n, shape.channels, shape.height, shape.width});
+  auto labels = torch::empty({n}, torch::TensorOptions().dtype(torch::kInt64));
   float* out = images.data_ptr<float>();
   int64_t* lab = labels.data_ptr<int64_t>();
   int64_t kept = 0;

@@ -17,6 +17,10 @@ enum ExitCode : int {
   /// A second SIGINT/SIGTERM ended the run before its final checkpoint was
   /// written (the last periodic checkpoint is intact).
   kExitStoppedUnsaved = 6,
+  /// The training device ran out of memory (CUDA's caching allocator, or
+  /// page-locking the input's staging buffers); the message names the
+  /// batch size and the device.
+  kExitOutOfMemory = 7,
   kExitSigint = 130,
   kExitSigterm = 143,
 };
@@ -41,6 +45,13 @@ class DivergedError : public std::runtime_error {
 
 /// Rendezvous timeout, lost peer, collective timeout (exit 5).
 class DistributedError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The device ran out of memory, with what to change (exit 7). LibTorch's
+/// own c10::OutOfMemoryError becomes one where the batch size is known.
+class OutOfMemoryError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

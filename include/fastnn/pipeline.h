@@ -58,9 +58,6 @@ struct PipelineOptions {
   int64_t prefetch_batches = 32;
   /// Decode + preprocess threads.
   int num_threads = 4;
-  /// Batches in page-locked host memory, for asynchronous copies to a GPU
-  /// (needs a CUDA LibTorch).
-  bool pin_memory = false;
   /// Batches being decoded at once. REQUIRES: at most kMaxBatchesAhead.
   int64_t num_parallel_batches = 8;
   /// Keep encoded records in memory after the first pass.

@@ -181,8 +181,10 @@ int sweep_exit_code(const SweepOutcome& outcome, const std::string& metric, int 
   }
   *message = "no trial produced a result (" + list + "); see " + log;
   const int code = failed.begin()->first;
-  return failed.size() == 1 && code >= kExitUsage && code <= kExitDistributed ? code
-                                                                              : kExitInternal;
+  const bool one_known_code =
+      failed.size() == 1 &&
+      ((code >= kExitUsage && code <= kExitDistributed) || code == kExitOutOfMemory);
+  return one_known_code ? code : kExitInternal;
 }
 
 }  // namespace fastnn::sweep

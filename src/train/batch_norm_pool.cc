@@ -5,35 +5,35 @@
 #include "models/layers.h"
 #include "src/compat/torch_compat.h"
 #include "src/dist/process_group.h"
+#include "src/train/rng_state.h"
 
 namespace fastnn::train {
 namespace {
 
-// Restores the moving statistics, the training flags and the default RNG
-// when a measurement ends, whatever happens in between.
+// Restores the moving statistics, the training flags and the default RNGs
+// (the CPU's, and the GPU's where the model is on one: measure_counts draws
+// its probe image there) when a measurement ends, whatever happens in
+// between.
 class ProbeGuard {
  public:
   ProbeGuard(torch::nn::Module& root, std::vector<torch::Tensor> buffers)
-      : root_(root), training_(root.is_training()), buffers_(std::move(buffers)) {
+      : root_(root),
+        training_(root.is_training()),
+        buffers_(std::move(buffers)),
+        rng_(buffers_.empty() ? torch::Device(torch::kCPU) : buffers_.front().device()) {
     for (const auto& b : buffers_) saved_.push_back(b.clone());
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    rng_ = gen.get_state();
   }
   ~ProbeGuard() {
     torch::NoGradGuard no_grad;
     for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].copy_(saved_[i]);
     root_.train(training_);
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(rng_);
   }
 
  private:
   torch::nn::Module& root_;
   bool training_;
   std::vector<torch::Tensor> buffers_, saved_;
-  torch::Tensor rng_;
+  RngGuard rng_;
 };
 
 }  // namespace

@@ -67,9 +67,10 @@ void log_autocast(const HParams& hp, Autocast autocast);
 torch::Device device_of(const torch::nn::Module& module);
 
 /// Hands out the pipeline's batches on the training device. On CUDA the
-/// pipeline's batches are pinned host memory, and the next batch is copied
-/// (non_blocking, on a stream of its own) while the current one trains, so
-/// the GPU does not wait for a copy. On the CPU it is the pipeline itself.
+/// next batch is copied (asynchronously, on a stream of its own, through a
+/// small ring of page-locked staging buffers: cuda::make_prefetching_feed)
+/// while the current one trains, so the GPU does not wait for a copy. On
+/// the CPU it is the pipeline itself, and nothing is page-locked.
 class DeviceFeed {
  public:
   virtual ~DeviceFeed() = default;

@@ -1,5 +1,6 @@
 #include "src/train/evaluator.h"
 
+#include <c10/util/Exception.h>
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
@@ -24,13 +25,16 @@
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
 #include "src/train/device.h"
+#include "src/train/out_of_memory.h"
 #include "src/train/train_state.h"
 #include "src/log/log.h"
 #include "src/train/signals.h"
 
 namespace fastnn::train {
 
-EvalResult evaluate_model(const HParams& hp, const Built& b) {
+namespace {
+
+EvalResult evaluate_batches(const HParams& hp, const Built& b) {
   const auto t0 = std::chrono::steady_clock::now();
   EvalResult r;
   r.split = b.dataset.split;
@@ -42,7 +46,6 @@ EvalResult evaluate_model(const HParams& hp, const Built& b) {
   // Evaluated where the model is (the training device, for the hook).
   const torch::Device device = device_of(*b.model);
   auto options = pipeline_options(hp, b, false);
-  options.pin_memory = device.is_cuda();
   datasets::Pipeline pipeline(std::move(options));
   torch::NoGradGuard no_grad;
   double loss_sum = 0;
@@ -87,6 +90,19 @@ EvalResult evaluate_model(const HParams& hp, const Built& b) {
   r.wall_secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+}  // namespace
+
+EvalResult evaluate_model(const HParams& hp, const Built& b) {
+  try {
+    return evaluate_batches(hp, b);
+  } catch (const c10::OutOfMemoryError& e) {
+    throw out_of_memory_error(e, device_of(*b.model),
+                              "evaluating the " + b.dataset.split +
+                                  " split at eval_batch_size=" + std::to_string(hp.eval_batch_size),
+                              "eval_batch_size");
+  }
 }
 
 EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {

@@ -74,6 +74,14 @@ int tool_main(int argc,
                                               "intra_op_parallelism_threads, or raise the limit")
               << "\n";
     return kExitUsage;
+  } catch (const OutOfMemoryError& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    return kExitOutOfMemory;
+  } catch (const c10::OutOfMemoryError& e) {
+    // One the trainer and evaluator did not name the batch size for.
+    std::cerr << program << ": out of memory (lower batch_size or eval_batch_size): "
+              << e.what_without_backtrace() << "\n";
+    return kExitOutOfMemory;
   } catch (const c10::Error& e) {
     std::cerr << program << ": internal error (LibTorch): "
               << e.what_without_backtrace() << "\n";
@@ -95,6 +103,10 @@ int exit_code_of(const std::exception_ptr& e) {
     return kExitDiverged;
   } catch (const DistributedError&) {
     return kExitDistributed;
+  } catch (const OutOfMemoryError&) {
+    return kExitOutOfMemory;
+  } catch (const c10::OutOfMemoryError&) {
+    return kExitOutOfMemory;
   } catch (const std::system_error& e) {
     return io::is_thread_limit(e) ? kExitUsage : kExitInternal;
   } catch (...) {

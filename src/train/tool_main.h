@@ -21,7 +21,7 @@ int tool_main(int argc,
               const std::vector<std::string>& extra_keys = {});
 
 /// The exit code tool_main gives `e` (2 config, 3 data, 4 diverged,
-/// 5 distributed, 1 anything else).
+/// 5 distributed, 7 out of memory, 1 anything else).
 int exit_code_of(const std::exception_ptr& e);
 
 }  // namespace fastnn::train

@@ -2,13 +2,13 @@
 
 #include <torch/torch.h>
 
-#include <mutex>
 #include <sstream>
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "src/compat/torch_compat.h"
 #include "src/train/loss.h"
+#include "src/train/rng_state.h"
 
 namespace fastnn::train {
 
@@ -77,15 +77,9 @@ TensorMap TrainState::to_checkpoint() const {
   m["input/batches_consumed"] = torch::tensor(batches_consumed, torch::kInt64);
   m["loss_scale/scale"] = torch::tensor(scaler_.scale(), torch::kFloat64);
   m["loss_scale/good_steps"] = torch::tensor(scaler_.good_steps(), torch::kInt64);
-  at::Generator gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  m["rng/torch_cpu"] = gen.get_state();
-  if (device_.is_cuda()) {
-    // Dropout on a GPU draws from the device's generator.
-    at::Generator cuda = at::globalContext().defaultGenerator(device_);
-    std::lock_guard<std::mutex> cuda_lock(cuda.mutex());
-    m["rng/torch_cuda"] = cuda.get_state();
-  }
+  m["rng/torch_cpu"] = generator_state(torch::Device(torch::kCPU));
+  // Dropout on a GPU draws from the device's generator.
+  if (device_.is_cuda()) m["rng/torch_cuda"] = generator_state(device_);
   return m;
 }
 
@@ -127,11 +121,7 @@ void TrainState::from_checkpoint(const TensorMap& ckpt, const std::string& path)
     scaler_.restore(scale->second.item<double>(), good->second.item<int64_t>());
   }
   auto rng = ckpt.find("rng/torch_cpu");
-  if (rng != ckpt.end()) {
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(rng->second);
-  }
+  if (rng != ckpt.end()) set_generator_state(torch::Device(torch::kCPU), rng->second);
   // Applied when the state is on a GPU (now, or when to() moves it there).
   auto cuda_rng = ckpt.find("rng/torch_cuda");
   cuda_rng_ = cuda_rng != ckpt.end() ? cuda_rng->second : torch::Tensor();
@@ -140,9 +130,7 @@ void TrainState::from_checkpoint(const TensorMap& ckpt, const std::string& path)
 
 void TrainState::restore_cuda_rng() {
   if (!device_.is_cuda() || !cuda_rng_.defined()) return;
-  at::Generator cuda = at::globalContext().defaultGenerator(device_);
-  std::lock_guard<std::mutex> lock(cuda.mutex());
-  cuda.set_state(cuda_rng_);
+  set_generator_state(device_, cuda_rng_);
   cuda_rng_ = torch::Tensor();
 }
 

@@ -1,5 +1,6 @@
 #include "fastnn/trainer.h"
 
+#include <c10/util/Exception.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -24,6 +25,7 @@
 #include "src/train/distributed_step.h"
 #include "src/train/loss.h"
 #include "src/train/loss_scale.h"
+#include "src/train/out_of_memory.h"
 #include "src/train/run_hooks.h"
 #include "src/train/signals.h"
 #include "src/train/step.h"
@@ -64,6 +66,8 @@ struct Trainer::Impl : TrainControl {
   int64_t epochs_final_step = 0;
   int intra_threads = 1;
   Clock::time_point t0 = Clock::now();
+  /// FASTNN_FAULT_OOM_AT_STEP (tests).
+  std::optional<int64_t> out_of_memory_fault = out_of_memory_fault_from_env();
   bool stop = false;
   std::string stop_reason;
 
@@ -94,6 +98,7 @@ struct Trainer::Impl : TrainControl {
   void loop(Step& step, RunSummary& r);
   void finish(RunSummary& r);
   void report_failure(RunSummary& r, int exit_code, const std::string& why);
+  OutOfMemoryError out_of_memory(const c10::OutOfMemoryError& e) const;
 };
 
 void Trainer::Impl::add_run_hooks() {
@@ -184,7 +189,6 @@ void Trainer::Impl::prepare() {
   install_stop_signals();
   auto options = pipeline_options(hp, built, true, {cluster.rank, cluster.world_size});
   options.skip_batches = state->batches_consumed;
-  options.pin_memory = device.is_cuda();
   // A stop signal ends a wait for input that may never end (issue 23).
   if (!dist) options.stop_requested = [] { return stop_signal() != 0; };
   pipeline = std::make_unique<datasets::Pipeline>(std::move(options));
@@ -245,6 +249,16 @@ void Trainer::Impl::report_failure(RunSummary& r, int exit_code, const std::stri
   r.final_step = state->step;
   r.wall_secs = now();
   for (auto& hook : hooks) hook->after_run(*this, r);
+}
+
+// LibTorch's out-of-memory error with the batch size, the step and the
+// device (exit 7).
+OutOfMemoryError Trainer::Impl::out_of_memory(const c10::OutOfMemoryError& e) const {
+  const std::string at_step =
+      state ? " (global step " + std::to_string(state->step + 1) + ")" : " (before step 1)";
+  return out_of_memory_error(e, device, "training at batch_size=" + std::to_string(hp.batch_size) +
+                                            at_step,
+                             "batch_size");
 }
 
 Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
@@ -336,7 +350,11 @@ int Trainer::run() {
   so.read_every_step =
       !host_reads_synchronise(m.device) && std::getenv("FASTNN_TEST_READ_ON_DEMAND") == nullptr;
   log_autocast(h, m.autocast);
-  m.prepare();
+  try {
+    m.prepare();
+  } catch (const c10::OutOfMemoryError& e) {
+    throw m.out_of_memory(e);
+  }
   Step step(so, *m.built.model, *m.optimizer, *m.scaler, *m.state, m.dist.get(),
             gradient_fault_from_env());
   m.t0 = Clock::now();
@@ -356,6 +374,14 @@ int Trainer::run() {
     throw;
   } catch (const DistributedError& e) {
     m.report_failure(r, kExitDistributed, e.what());
+    throw;
+  } catch (const c10::OutOfMemoryError& e) {
+    // No final checkpoint (as for every error): the ones written stay.
+    const OutOfMemoryError error = m.out_of_memory(e);
+    m.report_failure(r, kExitOutOfMemory, error.what());
+    throw error;
+  } catch (const OutOfMemoryError& e) {  // an evaluation's, or the input's staging buffers
+    m.report_failure(r, kExitOutOfMemory, e.what());
     throw;
   }
   m.finish(r);
@@ -385,6 +411,7 @@ void Trainer::Impl::loop(Step& step, RunSummary& r) {
       break;
     }
     const int64_t next = state->step + 1;
+    if (out_of_memory_fault == next) throw_out_of_memory_fault(next);
     bool wanted = next == final_step();
     for (const auto& hook : hooks) wanted = wanted || hook->needs_metrics(*this, next);
     const CombinedStep combined =

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -205,6 +206,43 @@ TEST_F(TrainDir, DivergenceAndDataErrorsRecordTheirExitStatus) {
   auto d = run(train(dir3, 200, {"--dataset_dir=" + data}), log("status3_1"));
   EXPECT_EQ(d.exit_code, 3) << d.output;
   EXPECT_EQ(metrics_of(dir3)["exit_status"], 3);
+}
+
+// Out of memory (injected: LibTorch's c10::OutOfMemoryError at step 14, as
+// a GPU's caching allocator throws it) is exit 7 naming the batch size and
+// the device, not an internal error; what train_dir held is kept, and the
+// next run resumes from it.
+TEST_F(TrainDir, OutOfMemoryIsExit7NamingTheBatchSizeAndKeepsTrainDir) {
+  const auto dir = fresh("oom");
+  ASSERT_EQ(run(train(dir, 10), log("oom0")).exit_code, 0);
+  std::map<std::string, std::string> kept;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("model.ckpt-", 0) == 0 || name == "checkpoint") {
+      kept[name] = slurp(e.path());
+    }
+  }
+  ASSERT_TRUE(kept.count("model.ckpt-10"));
+  setenv("FASTNN_FAULT_OOM_AT_STEP", "14", 1);
+  auto r = run(train(dir, 20), log("oom1"));
+  unsetenv("FASTNN_FAULT_OOM_AT_STEP");
+  EXPECT_EQ(r.exit_code, 7) << r.output;
+  EXPECT_NE(r.output.find("out of memory on cpu training at batch_size=32 (global step 14): "
+                          "lower batch_size"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("FASTNN_FAULT_OOM_AT_STEP"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+  EXPECT_EQ(metrics_of(dir)["exit_status"], 7);
+  EXPECT_EQ(metrics_of(dir)["final_step"], 13);
+  for (const auto& [name, bytes] : kept) {
+    EXPECT_EQ(slurp(fs::path(dir) / name), bytes) << name << " changed";
+  }
+  EXPECT_FALSE(fs::exists(fs::path(dir) / "model.ckpt-20"));
+  auto again = run(train(dir, 20), log("oom2"));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("(global_step 10)"), std::string::npos) << again.output;
+  EXPECT_EQ(metrics_of(dir)["final_step"], 20);
 }
 
 TEST_F(TrainDir, ImpossibleBatchAndClassCountsAreConfigErrors) {

@@ -185,6 +185,7 @@ TEST(SearchSpace, SweepExitCodeSaysWhetherAnyTrialGaveAResult) {
             std::string::npos)
       << why;
   EXPECT_EQ(sweep_exit_code(with({{"failed", 2}, {"failed", 2}}), "m", 0, &why), 2);
+  EXPECT_EQ(sweep_exit_code(with({{"failed", 7}, {"failed", 7}}), "m", 0, &why), 7);
   EXPECT_EQ(sweep_exit_code(with({{"failed", 2}, {"diverged", 4}}), "m", 0, &why), 1);
   EXPECT_EQ(sweep_exit_code(with({{"failed", 137}}), "m", 0, &why), 1);
   EXPECT_EQ(sweep_exit_code(with({{"no_metric", 0}, {"no_metric", 0}}), "m", 0, &why), 2);

@@ -1,6 +1,7 @@
 // TrainState: the one list of what a replica holds, to and from a
 // checkpoint and through rank 0's broadcast.
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "fastnn/errors.h"
@@ -78,6 +79,48 @@ TEST(TrainState, RestoresExactlyWhatItSaved) {
   expect_equal(saved, b.state->to_checkpoint());
   EXPECT_EQ(b.state->step, 2);
   EXPECT_EQ(b.scaler.scale(), a.scaler.scale());
+}
+
+// Exact resume: the generator continues where the checkpoint left it.
+TEST(TrainState, RestoresTheGeneratorsItSaved) {
+  Replica a(1);
+  a.train_step();
+  const TensorMap saved = a.state->to_checkpoint();
+  EXPECT_FALSE(saved.count("rng/torch_cuda"));  // a CPU replica
+  const auto next = torch::randn({8});
+  Replica b(2);
+  b.state->from_checkpoint(saved, "test");
+  EXPECT_TRUE(torch::randn({8}).equal(next));
+}
+
+// On a GPU the GPU's generator (dropout's) is saved and restored too, once
+// the restored state is on the GPU. Skipped without one.
+TEST(TrainState, RestoresTheGpuGeneratorOnAGpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const torch::Device gpu(torch::kCUDA, 0);
+  Replica a(1);
+  a.state->to(gpu);
+  const TensorMap saved = a.state->to_checkpoint();
+  ASSERT_TRUE(saved.count("rng/torch_cuda"));
+  const auto next = torch::randn({8}, torch::TensorOptions().device(gpu)).cpu();
+  Replica b(2);
+  b.state->from_checkpoint(saved, "test");
+  b.state->to(gpu);
+  EXPECT_TRUE(torch::randn({8}, torch::TensorOptions().device(gpu)).cpu().equal(next));
+}
+
+// Checkpoints older than the generator keys still load, leaving the
+// generator as it was.
+TEST(TrainState, ACheckpointWithoutGeneratorsStillLoads) {
+  Replica a(1);
+  TensorMap saved = a.state->to_checkpoint();
+  saved.erase("rng/torch_cpu");
+  Replica b(2);
+  torch::manual_seed(9);
+  const auto expected = torch::randn({8});
+  torch::manual_seed(9);
+  b.state->from_checkpoint(saved, "test");
+  EXPECT_TRUE(torch::randn({8}).equal(expected));
 }
 
 TEST(TrainState, AnotherOptimizersCheckpointIsAConfigError) {

@@ -1,0 +1,62 @@
+#include "src/train/out_of_memory.h"
+
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+
+#include "src/config/value_parse.h"
+
+#if FASTNN_WITH_CUDA
+#include "src/cuda/cuda_device.h"
+#endif
+
+namespace fastnn::train {
+namespace {
+
+// The device, with its memory where LibTorch can tell.
+std::string describe_device(const torch::Device& device) {
+#if FASTNN_WITH_CUDA
+  if (device.is_cuda()) {
+    return device.str() + " (" + cuda::describe(device) + "; " + cuda::allocator_use(device) +
+           ")";
+  }
+#endif
+  return device.str();
+}
+
+// The first line of LibTorch's message (its allocator's advice follows on
+// later lines), at most 400 characters.
+std::string first_line(const c10::Error& e) {
+  std::string s = e.what_without_backtrace();
+  s = s.substr(0, s.find('\n'));
+  if (s.size() > 400) s = s.substr(0, 400) + "...";
+  return s;
+}
+
+}  // namespace
+
+OutOfMemoryError out_of_memory_error(const c10::OutOfMemoryError& e, const torch::Device& device,
+                                     const std::string& doing, const std::string& batch_key) {
+  std::string hint = "lower " + batch_key;
+  if (device.is_cuda()) {
+    hint += ", or use less memory per image: use_fp16=True (float16, or bfloat16 with "
+            "mixed_precision=bf16) and data_format=NHWC (channels-last)";
+  }
+  return OutOfMemoryError("out of memory on " + describe_device(device) + " " + doing + ": " +
+                          hint + ". LibTorch: " + first_line(e));
+}
+
+std::optional<int64_t> out_of_memory_fault_from_env() {
+  const char* value = std::getenv("FASTNN_FAULT_OOM_AT_STEP");
+  int64_t step = 0;
+  if (!value || config::parse_int(value, &step) != config::NumberStatus::kOk) return std::nullopt;
+  return step;
+}
+
+void throw_out_of_memory_fault(int64_t step) {
+  C10_THROW_ERROR(OutOfMemoryError,
+                  "CUDA out of memory. Tried to allocate 2.00 GiB (injected by "
+                  "FASTNN_FAULT_OOM_AT_STEP at global step " + std::to_string(step) + ")");
+}
+
+}  // namespace fastnn::train

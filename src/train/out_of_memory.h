@@ -1,0 +1,36 @@
+// A device out of memory as a message a user can act on (exit 7), instead
+// of LibTorch's exception ending the process as an internal error; and the
+// fault seam that tests it without a GPU.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "fastnn/errors.h"
+
+namespace c10 {
+class OutOfMemoryError;
+}  // namespace c10
+
+namespace fastnn::train {
+
+/// `e` as the error a user reads: "out of memory on cuda:0 (<name, compute
+/// capability, total memory>; <allocated, reserved by LibTorch's caching
+/// allocator>) <doing>: lower <batch_key>, or ... LibTorch: <its first
+/// line>". `doing`: e.g. "training at batch_size=256 (global step 14)";
+/// `batch_key`: the hyperparameter to lower (batch_size, eval_batch_size).
+OutOfMemoryError out_of_memory_error(const c10::OutOfMemoryError& e, const torch::Device& device,
+                                     const std::string& doing, const std::string& batch_key);
+
+/// FASTNN_FAULT_OOM_AT_STEP=n (tests): the global step whose run throws a
+/// c10::OutOfMemoryError, as LibTorch's allocator does, on any device;
+/// nullopt when unset or not a step number.
+std::optional<int64_t> out_of_memory_fault_from_env();
+
+/// The fault's error: a c10::OutOfMemoryError saying it was injected.
+[[noreturn]] void throw_out_of_memory_fault(int64_t step);
+
+}  // namespace fastnn::train
