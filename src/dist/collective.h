@@ -1,6 +1,6 @@
 // The collectives replicated-variables training needs, independent of the
-// engine that carries them: Gloo (GlooCommunicator, CPU tensors) today,
-// NCCL for CUDA tensors. Collectives must be called in the same order on
+// engine that carries them: c10d's Gloo group for CPU tensors, its NCCL
+// group for CUDA tensors (ProcessGroupCollective, process_group.h). Collectives must be called in the same order on
 // every rank. Every call is bounded by the engine's timeout; a timeout or a
 // lost peer throws DistributedError (exit 5) naming the operation and the
 // global step.

@@ -130,12 +130,14 @@ void DistributedStep::before_backward(int64_t step) {
 torch::Tensor DistributedStep::reduce(const torch::Tensor& head, const LocalStop& stop) {
   try {
     impl_->reducer->finish();
-    // The stop flags travel from the host with the step's numbers: a copy to
-    // the device, which does not wait for it.
-    const double flags[] = {stop.requested || impl_->session->stop_requested() ? 1.0 : 0.0,
-                            stop.signal == SIGINT ? 1.0 : 0.0, stop.signal == SIGTERM ? 1.0 : 0.0};
-    auto tail = torch::tensor(c10::ArrayRef<double>(flags, 3), torch::kFloat64);
-    auto all = torch::cat({head.narrow(0, 0, kStopRequested), tail.to(head.device()),
+    // The stop flags join the step's numbers as fills on the device: a copy
+    // from pageable host memory would make the host wait for the GPU.
+    const auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(head.device());
+    const bool requested = stop.requested || impl_->session->stop_requested();
+    auto all = torch::cat({head.narrow(0, 0, kStopRequested),
+                           torch::full({1}, requested ? 1.0 : 0.0, f64),
+                           torch::full({1}, stop.signal == SIGINT ? 1.0 : 0.0, f64),
+                           torch::full({1}, stop.signal == SIGTERM ? 1.0 : 0.0, f64),
                            impl_->batch_norm->local_moments(batch_size_)});
     impl_->comm->all_reduce_sum({all}, "step metrics and BatchNorm statistics");
     impl_->batch_norm->apply(all.narrow(0, kStepHeadSize, all.numel() - kStepHeadSize),

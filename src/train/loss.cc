@@ -128,7 +128,8 @@ void clip_to_global_norm(const std::vector<optim::Variable>& vars, const torch::
   torch::NoGradGuard no_grad;
   const auto grads = gradients_of(vars);
   if (grads.empty()) return;
-  const auto factor = clip / norm.clamp_min(clip);
+  // A true division (clip / norm, as the host's), not clip · (1 / norm).
+  const auto factor = torch::full_like(norm, clip) / norm.clamp_min(clip);
   if (compat::use_foreach(grads.front().device())) {
     compat::foreach_mul_(grads, factor.to(grads.front().scalar_type()));
     return;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -19,15 +20,14 @@
 #include "src/compat/torch_compat.h"
 #include "src/cuda/cuda_device.h"
 #include "src/dist/gradient_reducer.h"
+#include "src/dist/process_group.h"
+#include "src/dist/store_adapter.h"
 #include "src/train/device.h"
 #include "tests/dist/memory_store.h"
 #include "tests/integration/process.h"
 #include "tests/test_paths.h"
 #include "tests/train/step_rig.h"
 
-#if FASTNN_HAVE_NCCL
-#include "src/cuda/nccl_collective.h"
-#endif
 
 namespace fastnn {
 namespace {
@@ -219,10 +219,11 @@ TEST_F(Gpu, AStepSynchronisesTheHostOnceOrNotAtAll) {
   }
 }
 
-#if FASTNN_HAVE_NCCL
-// World size 1 through the real reducer: NCCL's sum over one rank is the
-// identity, so the reduced gradients equal plain backward's.
+// World size 1 through c10d's NCCL group and the real reducer: NCCL's sum
+// over one rank is the identity, so the reduced gradients equal plain
+// backward's.
 TEST_F(Gpu, NcclReducerAtWorldSizeOneLeavesPlainGradients) {
+  if (!dist::nccl_built()) GTEST_SKIP() << "this build has no c10d NCCL";
   const torch::Device dev(torch::kCUDA, 0);
   torch::manual_seed(1);
   auto w1 = torch::randn({64, 32}, torch::TensorOptions().device(dev)).requires_grad_();
@@ -236,10 +237,10 @@ TEST_F(Gpu, NcclReducerAtWorldSizeOneLeavesPlainGradients) {
   w2.mutable_grad() = torch::Tensor();
 
   dist::testing::MemoryStore store(std::chrono::seconds(30));
-  dist::NcclOptions o;
-  o.device = 0;
+  dist::CommunicatorOptions o;
+  o.cuda_device = 0;
   o.timeout = std::chrono::seconds(30);
-  auto comm = dist::make_nccl_collective(store, o);
+  auto comm = dist::connect_nccl(c10::make_intrusive<dist::StoreAdapter>(store), o);
   EXPECT_EQ(comm->backend(), "NCCL");
   // Small buckets: several all-reduces, some started during backward.
   dist::GradientReducer reducer(*comm, {w1, w2}, /*bucket_cap_bytes=*/1024);
@@ -249,13 +250,47 @@ TEST_F(Gpu, NcclReducerAtWorldSizeOneLeavesPlainGradients) {
   EXPECT_TRUE(torch::allclose(w1.grad(), g1, 1e-6, 1e-6));
   EXPECT_TRUE(torch::allclose(w2.grad(), g2, 1e-6, 1e-6));
 
-  // CPU tensors (metrics) are staged through the device.
+  // CPU tensors (counters) are staged through the device.
   auto metrics = torch::tensor({1.5, 2.0}, torch::kFloat64);
   comm->all_reduce_sum({metrics}, "metrics");
   EXPECT_DOUBLE_EQ(metrics[0].item<double>(), 1.5);
   comm->barrier("end");
 }
-#endif
+
+// The distributed step on one GPU (NCCL at world size 1, the coordinator on
+// localhost): the gradient buckets, the summed numbers and the BatchNorm
+// pooling make the stream wait, never the host; the host synchronises
+// only on a stop agreement (every kStopAgreementSteps steps).
+TEST_F(Gpu, ADistributedStepSynchronisesOnlyOnStopAgreements) {
+  if (!dist::nccl_built()) GTEST_SKIP() << "this build has no c10d NCCL";
+  ::setenv("FASTNN_JOB_TOKEN", "gpu-test", 1);
+  train::testing::StepRigOptions o;
+  o.device = torch::Device(torch::kCUDA, 0);
+  o.read_every_step = false;
+  dist::ClusterSpec spec;
+  spec.rank = 0;
+  spec.world_size = 1;
+  spec.coordinator = "127.0.0.1:" + std::to_string(29400 + (::getpid() % 500));
+  o.cluster = spec;
+  train::testing::StepRig rig(std::move(o));
+  rig.run(0, true);  // warm-up: cuDNN, the allocator, NCCL's communicator
+  for (int i = 1; i < 12; ++i) {
+    int syncs = 0;
+    std::string others;
+    train::StepStats s;
+    {
+      SyncCounter counter;
+      s = rig.run(i, false);
+      syncs = counter.syncs;
+      others = counter.others;
+    }
+    const bool agreement = s.global_step % train::kStopAgreementSteps == 0;
+    EXPECT_EQ(syncs, agreement ? 1 : 0) << "step " << s.global_step << "; other warnings:\n"
+                                        << others;
+    EXPECT_EQ(s.metrics_read, agreement) << s.global_step;
+  }
+  EXPECT_TRUE(rig.step->settle().read);
+}
 
 }  // namespace
 }  // namespace fastnn

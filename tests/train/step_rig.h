@@ -29,6 +29,7 @@ struct StepRigOptions {
   std::string loss_scaling = "static";
   Autocast autocast = Autocast::kOff;
   GradientFault fault;
+  std::optional<double> max_gradient_norm;
   /// Set: this rig is one worker of a job (Gloo on the CPU), and starts
   /// from rank 0's state.
   std::optional<dist::ClusterSpec> cluster;
@@ -74,6 +75,7 @@ class StepRig {
     }
     StepOptions so;
     so.weight_decay = hp.weight_decay;
+    so.max_gradient_norm = o.max_gradient_norm;
     so.read_every_step = o.read_every_step;
     so.autocast = o.autocast;
     step = std::make_unique<Step>(so,

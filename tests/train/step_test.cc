@@ -118,5 +118,30 @@ TEST(Step, HostReadsPerStepAreTheDocumentedOnes) {
   EXPECT_EQ(host_reads() - before, 3);
 }
 
+// Clipping no longer makes a step read: the factor clip / max(norm, clip)
+// is applied on the device from the norm's tensor, the same arithmetic as
+// from the norm read (weights bit-identical).
+TEST(Step, ClippingWithoutReadingMatchesClippingAfterReading) {
+  auto clipped = [](bool read_every_step) {
+    testing::StepRigOptions o;
+    o.read_every_step = read_every_step;
+    o.max_gradient_norm = 0.05;  // below lenet's first norms: clipping acts
+    return StepRig(std::move(o));
+  };
+  StepRig every = clipped(true), asked = clipped(false);
+  bool clipped_once = false;
+  for (int i = 0; i < 5; ++i) {
+    const StepStats a = every.run(i, false);
+    const int64_t before = host_reads();
+    asked.run(i, false);
+    EXPECT_EQ(host_reads(), before) << "step " << i;
+    clipped_once = clipped_once || a.gradient_norm > 0.05;
+  }
+  EXPECT_TRUE(clipped_once);
+  const auto pa = every.built.model->parameters();
+  const auto pb = asked.built.model->parameters();
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << i;
+}
+
 }  // namespace
 }  // namespace fastnn::train
