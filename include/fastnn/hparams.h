@@ -163,6 +163,9 @@ struct HParams {
   std::string mixed_precision = "fp16";
   /// Where training runs: auto (CUDA when present), cpu, cuda.
   std::string device = "auto";
+  /// cuDNN's autotuner (torch.backends.cudnn.benchmark); PyTorch's default
+  /// is off.
+  bool cudnn_benchmark = false;
   /// Activation and weight layout on CPU: NCHW (LibTorch's default) or
   /// NHWC (channels-last, oneDNN's preferred layout).
   std::string data_format = "NCHW";

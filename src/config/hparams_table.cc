@@ -282,7 +282,13 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(device), G::kPerformance,
      "Where training runs: auto (CUDA when this build and machine have a "
      "GPU, else the CPU), cpu, or cuda (an error without a GPU). Worker "
-     "LOCAL_RANK trains on cuda:LOCAL_RANK.", {}, {"auto", "cpu", "cuda"}},
+     "LOCAL_RANK trains on cuda:LOCAL_RANK, or on cuda:0 when the process "
+     "sees one GPU (Slurm's --gpus-per-task=1).", {}, {"auto", "cpu", "cuda"}},
+    {FASTNN_KEY(cudnn_benchmark), G::kPerformance,
+     "Let cuDNN time its convolution algorithms for each new input shape "
+     "and keep the fastest (torch.backends.cudnn.benchmark). Off is "
+     "PyTorch's default; on pays off when the shapes are fixed, as in "
+     "training. CUDA only."},
     {FASTNN_KEY(loss_scale), G::kPerformance,
      "Loss multiplier applied before backward for fp16; the gradients are "
      "divided by it again. With dynamic loss scaling: the first scale "

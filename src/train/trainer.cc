@@ -255,7 +255,7 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
   log::set_rank(cluster.rank, cluster.world_size);
   const HParams& h = m.hp;
   m.device = choose_device(h, cluster.local_rank);
-  prepare_device(m.device);
+  prepare_device(h, m.device);
   m.autocast = choose_autocast(h, m.device);
   torch::manual_seed(static_cast<uint64_t>(h.seed));
   // Evaluation during training runs a second input pipeline.

@@ -92,6 +92,10 @@ TEST_F(Gpu, TrainsInFp32Fp16AndBf16) {
     auto r = run(train(dir, 40, flags), log("precision_" + c.name));
     ASSERT_EQ(r.exit_code, 0) << c.name << "\n" << r.output;
     EXPECT_NE(r.output.find(c.says), std::string::npos) << c.name << "\n" << r.output;
+    EXPECT_NE(r.output.find("CUDA math (PyTorch's defaults unless cudnn_benchmark is set): "
+                            "TF32 matmul off, cuDNN TF32 on, cudnn.benchmark off"),
+              std::string::npos)
+        << c.name << "\n" << r.output;
     const auto m = metrics(dir);
     EXPECT_EQ(m["final_step"], 40) << c.name;
     EXPECT_TRUE(std::isfinite(m["loss"].get<double>())) << c.name;
