@@ -296,8 +296,8 @@ TEST_F(HParamsTest, FileErrors) {
             p + ":2: learning_rate: 'abc' is not a number (expected a float, "
                 "e.g. 0.01)");
   // An unknown optimizer name is the optimizer table's error (optim_test).
-  EXPECT_EQ(load_error("warmup_scheme=linear\n"),
-            p + ":1: warmup_scheme: 'linear' is not valid; valid values: t2t, none, ''");
+  EXPECT_EQ(load_error("warmup_scheme=cosine\n"),
+            p + ":1: warmup_scheme: 'cosine' is not valid; valid values: t2t, linear, none, ''");
   EXPECT_EQ(load_error("a=1\nbatch_size 3\n"),
             p + ":1: unknown key 'a' (--help lists the keys)");
   EXPECT_EQ(load_error("batch_size 3\n"),
@@ -389,8 +389,8 @@ TEST_F(HParamsTest, CommandLineErrors) {
   EXPECT_EQ(error_of([] { load({"--learning_rate=abc"}); }),
             "command line: learning_rate: 'abc' is not a number (expected a "
             "float, e.g. 0.01)");
-  EXPECT_EQ(error_of([] { load({"--warmup_scheme=linear"}); }),
-            "command line: warmup_scheme: 'linear' is not valid; valid values: t2t, none, ''");
+  EXPECT_EQ(error_of([] { load({"--warmup_scheme=cosine"}); }),
+            "command line: warmup_scheme: 'cosine' is not valid; valid values: t2t, linear, none, ''");
   EXPECT_EQ(error_of([] { load({"--batch_size=0"}); }),
             "command line: batch_size: 0 is out of range (must be >= 1)");
   EXPECT_EQ(error_of([] { load({"--batch_size"}); }),
@@ -556,9 +556,9 @@ TEST_F(HParamsTest, ErrorsShowAtMost100BytesOfAValue) {
   EXPECT_TRUE(is_cut(load_error("warmup_scheme=" + long_value + "\n")));
   EXPECT_TRUE(is_cut(load_error("model_dir='" + long_value + "\n")));
   // A short value is still shown whole, as before.
-  EXPECT_EQ(error_of([] { load({"--warmup_scheme=linear"}); }),
-            "command line: warmup_scheme: 'linear' is not valid; valid "
-            "values: t2t, none, ''");
+  EXPECT_EQ(error_of([] { load({"--warmup_scheme=cosine"}); }),
+            "command line: warmup_scheme: 'cosine' is not valid; valid "
+            "values: t2t, linear, none, ''");
 }
 
 TEST_F(HParamsTest, ValueErrorsShowAtMost100BytesOfAValue) {
@@ -597,6 +597,19 @@ TEST_F(HParamsTest, CrossKeyValidation) {
   EXPECT_EQ(error_of([&] { validate(hp); }),
             "x.cfg:9: learning_rate_decay_type: 'cosine' needs stop_at_step "
             "(100) > warmup_steps (100)");
+  // A horizon from num_epochs is checked once the dataset is known (by the
+  // trainer's schedule_from_hparams), not here.
+  hp.sources["num_epochs"] = "x.cfg:3";
+  EXPECT_NO_THROW(validate(hp));
+  hp = HParams();
+  hp.warmup_epochs = 5.0;
+  EXPECT_NO_THROW(validate(hp));
+  hp.warmup_steps = 10;
+  hp.sources["warmup_epochs"] = "x.cfg:4";
+  hp.sources["warmup_steps"] = "command line";
+  EXPECT_EQ(error_of([&] { validate(hp); }),
+            "x.cfg:4: warmup_epochs: cannot be combined with warmup_steps 10 "
+            "(command line); set one of them");
   hp = HParams();
   hp.task_type = "finetune";
   EXPECT_NE(error_of([&] { validate(hp); }), "");
