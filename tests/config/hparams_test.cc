@@ -833,6 +833,34 @@ TEST_F(HParamsTest, HelpListsEveryGroupAndKey) {
   }
 }
 
+// Every committed config loads without a warning (the loader validates).
+TEST_F(HParamsTest, EveryCommittedConfigLoads) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(FASTNN_SOURCE_DIR) / "configs")) {
+    if (e.path().extension() != ".cfg") continue;
+    ++n;
+    LoadResult r;
+    EXPECT_EQ(error_of([&] { r = load({"--config", e.path().string()}); }), "") << e.path();
+    EXPECT_TRUE(r.warnings.empty()) << e.path() << ": " << r.warnings.front();
+  }
+  EXPECT_GE(n, 8);
+}
+
+// configs/imagenet_gpu.cfg as issue 21 asks: CUDA or exit 2, the learning
+// rate of the global batch its comment states (8 GPUs), a linear warmup
+// over 5 epochs, and 90 epochs ending the run.
+TEST_F(HParamsTest, ImagenetGpuConfigIsGoyalsRecipeOnCuda) {
+  const HParams hp =
+      load({"--config", std::string(FASTNN_SOURCE_DIR) + "/configs/imagenet_gpu.cfg"}).hp;
+  EXPECT_EQ(hp.device, "cuda");
+  EXPECT_DOUBLE_EQ(hp.learning_rate, 0.1 * (8 * hp.batch_size) / 256);
+  EXPECT_EQ(hp.warmup_scheme, "linear");
+  EXPECT_EQ(hp.warmup_epochs, 5.0);
+  EXPECT_EQ(hp.num_epochs, 90);
+  EXPECT_TRUE(stop_from_num_epochs(hp));
+  EXPECT_EQ(hp.num_epochs_per_decay, 30.0);
+}
+
 TEST_F(HParamsTest, MarkdownAndDocsMentionEveryKey) {
   std::string md = format_hparams_markdown();
   std::ifstream in(std::string(FASTNN_SOURCE_DIR) + "/docs/hyperparameters.md");
