@@ -16,6 +16,12 @@
 namespace fastnn::train {
 namespace {
 
+// PyTorch's defaults (torch.backends.cuda.matmul.allow_tf32,
+// torch.backends.cudnn.allow_tf32, torch.backends.cudnn.deterministic).
+constexpr bool kTf32Matmul = false;
+constexpr bool kTf32CuDNN = true;
+constexpr bool kDeterministicCuDNN = false;
+
 bool cpu_has_bf16() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512bf16");
@@ -71,19 +77,21 @@ int default_workers_per_machine(const HParams& hp) {
 }
 
 void set_cuda_math(const HParams& hp) {
+  // The legacy setters: every LibTorch has them, and from 2.9 on they set
+  // the new fp32_precision state too (without its deprecation warning,
+  // which only the legacy getters print).
   at::Context& ctx = at::globalContext();
-  ctx.setAllowTF32CuBLAS(false);
-  ctx.setAllowTF32CuDNN(true);
-  ctx.setDeterministicCuDNN(false);
+  ctx.setAllowTF32CuBLAS(kTf32Matmul);
+  ctx.setAllowTF32CuDNN(kTf32CuDNN);
+  ctx.setDeterministicCuDNN(kDeterministicCuDNN);
   ctx.setBenchmarkCuDNN(hp.cudnn_benchmark);
 }
 
-std::string describe_cuda_math() {
-  const at::Context& ctx = at::globalContext();
+std::string describe_cuda_math(const HParams& hp) {
   auto on = [](bool b) { return b ? "on" : "off"; };
-  return std::string("TF32 matmul ") + on(ctx.allowTF32CuBLAS()) + ", cuDNN TF32 " +
-         on(ctx.allowTF32CuDNN()) + ", cudnn.benchmark " + on(ctx.benchmarkCuDNN()) +
-         ", cudnn.deterministic " + on(ctx.deterministicCuDNN());
+  return std::string("TF32 matmul ") + on(kTf32Matmul) + ", cuDNN TF32 " + on(kTf32CuDNN) +
+         ", cudnn.benchmark " + on(hp.cudnn_benchmark) + ", cudnn.deterministic " +
+         on(kDeterministicCuDNN);
 }
 
 void prepare_device(const HParams& hp, const torch::Device& device) {
@@ -93,7 +101,7 @@ void prepare_device(const HParams& hp, const torch::Device& device) {
 #endif
   set_cuda_math(hp);
   log::chief() << "CUDA math (PyTorch's defaults unless cudnn_benchmark is set): "
-               << describe_cuda_math();
+               << describe_cuda_math(hp);
 }
 
 Autocast choose_autocast(const HParams& hp, const torch::Device& device) {

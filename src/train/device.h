@@ -67,9 +67,11 @@ int default_workers_per_machine(const HParams& hp);
 /// GPU.
 void set_cuda_math(const HParams& hp);
 
-/// The settings set_cuda_math made, as LibTorch's context reports them:
-/// "TF32 matmul off, cuDNN TF32 on, cudnn.benchmark off, ...".
-std::string describe_cuda_math();
+/// The settings set_cuda_math(hp) makes: "TF32 matmul off, cuDNN TF32 on,
+/// cudnn.benchmark off, cudnn.deterministic off". Not read back from the
+/// context: from LibTorch 2.9 on, its TF32 getters print a deprecation
+/// warning.
+std::string describe_cuda_math(const HParams& hp);
 
 /// Makes `device` current for this thread and sets it up (set_cuda_math,
 /// and one line on the chief saying what it set); nothing for the CPU.

@@ -100,11 +100,14 @@ TEST(Device, CudaMathIsPyTorchsDefaultsWithTheAutotunerFromItsKey) {
   EXPECT_TRUE(ctx.allowTF32CuDNN());
   EXPECT_FALSE(ctx.deterministicCuDNN());
   EXPECT_FALSE(ctx.benchmarkCuDNN());
-  EXPECT_EQ(describe_cuda_math(),
+  EXPECT_EQ(describe_cuda_math(load({})),
             "TF32 matmul off, cuDNN TF32 on, cudnn.benchmark off, cudnn.deterministic off");
-  set_cuda_math(load({"--cudnn_benchmark=True"}));
+  const auto tuned = load({"--cudnn_benchmark=True"});
+  set_cuda_math(tuned);
   EXPECT_TRUE(ctx.benchmarkCuDNN());
-  EXPECT_NE(describe_cuda_math().find("cudnn.benchmark on"), std::string::npos);
+  EXPECT_FALSE(ctx.allowTF32CuBLAS());
+  EXPECT_EQ(describe_cuda_math(tuned),
+            "TF32 matmul off, cuDNN TF32 on, cudnn.benchmark on, cudnn.deterministic off");
   ctx.setBenchmarkCuDNN(false);
 }
 
