@@ -4,7 +4,8 @@
 What a PyTorch user would run instead of train_image_classifier: eager mode,
 channels_last, torch.autocast (fp16 with a GradScaler, or bf16), SGD with
 momentum 0.9, synthetic images and labels made once on the GPU. The warm-up
-steps are not timed. The model is torchvision's resnet50 when torchvision
+steps are not timed. Runs on torch 2.0 and newer (torch.autocast since 1.10;
+torch.amp.GradScaler from 2.3, torch.cuda.amp.GradScaler before). The model is torchvision's resnet50 when torchvision
 imports, else the same network defined below (ResNet-50 v1.5: bottlenecks
 3-4-6-3, stride on the 3x3 convolution, torchvision's initialization).
 
@@ -86,6 +87,14 @@ def make_model(num_classes):
     return torchvision.models.resnet50(num_classes=num_classes), "torchvision"
 
 
+def make_grad_scaler(enabled):
+    """torch.amp.GradScaler("cuda") from torch 2.3; torch.cuda.amp's before
+    (the same class, deprecated from 2.4 on)."""
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler("cuda", enabled=enabled)
+    return torch.cuda.amp.GradScaler(enabled=enabled)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--precision", choices=("fp16", "bf16", "fp32"), default="fp16")
@@ -113,7 +122,7 @@ def main():
     y = torch.randint(0, a.num_classes, (a.batch_size,), device=dev)
 
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}[a.precision]
-    scaler = torch.amp.GradScaler("cuda", enabled=a.precision == "fp16")
+    scaler = make_grad_scaler(enabled=a.precision == "fp16")
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -135,6 +144,8 @@ def main():
     mib = torch.cuda.max_memory_allocated() / 2**20
     print(f"peer_gpu_resnet50 model={source} precision={a.precision} batch={a.batch_size} "
           f"steps={a.steps} warmup={a.warmup} cudnn_benchmark={torch.backends.cudnn.benchmark} "
+          f"tf32_matmul={torch.backends.cuda.matmul.allow_tf32} "
+          f"tf32_cudnn={torch.backends.cudnn.allow_tf32} "
           f"torch={torch.__version__} images_per_sec={a.batch_size * a.steps / secs:.2f} "
           f"max_memory_allocated_mib={mib:.0f}", flush=True)
 

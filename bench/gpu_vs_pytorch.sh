@@ -5,7 +5,8 @@
 #     after WARMUP untimed ones, and peak GPU memory. Ours: dataset mock, as
 #     bench/resnet50_vs_pytorch.sh. Peer: bench/gpu_peer_resnet50.py (eager
 #     PyTorch, channels_last, autocast, SGD momentum 0.9, images already on the
-#     GPU, cudnn.benchmark on as in ours). Peak memory of both: nvidia-smi's
+#     GPU, cudnn.benchmark on as ours with --cudnn_benchmark=True; TF32 at
+#     PyTorch's defaults in both: matmuls off, cuDNN on). Peak memory of both: nvidia-smi's
 #     used_memory of the process, polled every 0.2 s; the peer's
 #     torch.cuda.max_memory_allocated() is an extra column.
 #  b. lenet on Fashion-MNIST from TFRecords, configs/fashion_mnist_lenet.cfg
@@ -152,7 +153,7 @@ if [[ ,$PARTS, == *,resnet,* ]]; then
       --batch_size="$BATCH" --optimizer=momentum --momentum=0.9 --learning_rate=0.01 \
       --weight_decay=0.00004 --stop_at_step=$((WARMUP + STEPS)) --log_loss_every_n_iters="$LOG_EVERY" \
       --data_format=NHWC --device=cuda --use_fp16=True --mixed_precision="$prec" \
-      --nproc_per_node=1 --prefetch_buffer_size=4
+      --cudnn_benchmark=True --nproc_per_node=1 --prefetch_buffer_size=4
     # Seconds of the timed steps (global_step WARMUP+1 .. WARMUP+STEPS), from
     # the log lines "[S secs/step, ...] ... global_step = N", S being the mean
     # over the steps since the previous line (one every LOG_EVERY steps, so
@@ -172,7 +173,8 @@ if [[ ,$PARTS, == *,resnet,* ]]; then
   done
   notes+=("resnet: $STEPS timed steps after $WARMUP warm-up steps; ours: dataset_name=mock\
  (images made on the CPU and copied each step), use_fp16=True with mixed_precision=fp16 / bf16,\
- one process (nproc_per_node=1); peer: ${peer_model:-?} resnet50, images on the GPU, cudnn.benchmark on.")
+ one process (nproc_per_node=1), cudnn_benchmark=True; peer: ${peer_model:-?} resnet50, images on the GPU,\
+ cudnn.benchmark on; TF32 as PyTorch's defaults in both (matmul off, cuDNN on).")
   notes+=("peak memory '*': nvidia-smi listed no per-process figure; whole-GPU memory.used minus its idle reading.")
 fi
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds this project against the LibTorch inside PyTorch's pip wheel and runs
 # the GPU tests, then the unit tests: for a machine with an NVIDIA GPU, a
-# python3 that imports torch (e.g. PyTorch 2.11 + CUDA 13) and no internet.
+# python3 that imports a CUDA torch 2.7 or newer (the first C++11-ABI wheels;
+# e.g. PyTorch 2.11 + CUDA 13), the CUDA toolkit (nvcc) and no internet.
 #
 # The other build dependencies (protobuf, gRPC, abseil, CLI11, nlohmann-json,
 # GoogleTest, libjpeg-turbo, libpng, and cmake/ninja where absent) come from
@@ -30,7 +31,7 @@ while (($#)); do
   case $1 in
     --debs) DEBS=${2:?--debs needs a folder}; shift 2 ;;
     --) shift; EXTRA_CMAKE_ARGS=("$@"); break ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -54,12 +55,38 @@ import torch
 print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
       f"cxx11 ABI {torch.compiled_with_cxx11_abi()}, "
       f"cuda available {torch.cuda.is_available()}")
+if torch.version.cuda is None:
+    raise SystemExit(f"gpu_check: torch {torch.__version__} is a CPU-only build: install a CUDA "
+                     "wheel of PyTorch 2.7 or newer")
+# Debian's C++ libraries (protobuf, gRPC, abseil) use the C++11 ABI; a LibTorch
+# built with the old one cannot link with them (undefined std::string symbols).
+if not torch.compiled_with_cxx11_abi():
+    raise SystemExit(
+        f"gpu_check: torch {torch.__version__} was built with the pre-C++11 ABI "
+        "(torch.compiled_with_cxx11_abi() is False); its LibTorch cannot link with the "
+        "C++11-ABI libraries this project uses. PyTorch's wheels use the C++11 ABI from 2.7 on: "
+        "install torch>=2.7, or build with the cxx11-ABI LibTorch zip "
+        "(libtorch-cxx11-abi-shared-with-deps-*) through scripts/setup.sh --torch DIR")
 if not torch.cuda.is_available():
     raise SystemExit("gpu_check: torch sees no GPU")
 EOF
 echo "LibTorch: $TORCH_PREFIX"
 echo "GPU, driver: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sed -n 1p)"
-if command -v nvcc >/dev/null; then echo "nvcc: $(nvcc --version | tail -1)"; fi
+
+# LibTorch's CMake config finds the CUDA toolkit through nvcc (headers,
+# cudart); the wheel does not carry it. Its usual place is taken when nvcc
+# is not on PATH.
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+command -v nvcc >/dev/null || {
+  echo "gpu_check: nvcc not found: the build needs the CUDA toolkit (nvcc, headers, cudart)" \
+    "of torch's CUDA $("$PYTHON" -c 'import torch; print(torch.version.cuda)'), which the" \
+    "wheel does not carry; install it (NVIDIA's cuda-toolkit-X-Y package, or Debian's" \
+    "nvidia-cuda-toolkit) and put its bin/ on PATH" >&2
+  exit 1
+}
+echo "nvcc: $(nvcc --version | tail -1)"
 
 # PyTorch's NCCL wheel (nvidia-nccl-*, under the nvidia/ namespace package):
 # link the communicator against the same NCCL that torch loads. CMake's own
@@ -129,8 +156,8 @@ done
 echo "$(cmake --version | sed -n 1p), ninja $(ninja --version)"
 
 # What scripts/setup.sh does for the Debian LibTorch, with PyTorch's instead.
-# PyTorch 2.x wheels are built with _GLIBCXX_USE_CXX11_ABI=1, as Debian is:
-# nothing to add.
+# Only PyTorch 2.7 and newer wheels are built with _GLIBCXX_USE_CXX11_ABI=1,
+# as Debian is (older ones were refused above): nothing to add.
 step "configure ($BUILD_DIR)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   "-DCMAKE_PREFIX_PATH=$CMAKE_PREFIXES" "${NCCL_ARGS[@]}" "${EXTRA_CMAKE_ARGS[@]}"

@@ -65,7 +65,8 @@ struct HParams {
   std::string ckpt_file_name;
   /// Output classes; None: the dataset's count (FastNN's default is 100).
   std::optional<int64_t> num_classes;
-  /// Passes over the training data. REQUIRES: >= 1.
+  /// Passes over the training data. REQUIRES: >= 1. Set without
+  /// stop_at_step, it ends the run (stop_from_num_epochs).
   int64_t num_epochs = 100;
   /// L2 scale, loss += wd * sum(w^2) / 2. REQUIRES: >= 0.
   double weight_decay = 4e-5;
@@ -163,6 +164,9 @@ struct HParams {
   std::string mixed_precision = "fp16";
   /// Where training runs: auto (CUDA when present), cpu, cuda.
   std::string device = "auto";
+  /// cuDNN's autotuner (torch.backends.cudnn.benchmark); PyTorch's default
+  /// is off.
+  bool cudnn_benchmark = false;
   /// Activation and weight layout on CPU: NCHW (LibTorch's default) or
   /// NHWC (channels-last, oneDNN's preferred layout).
   std::string data_format = "NCHW";
@@ -192,7 +196,11 @@ struct HParams {
   double learning_rate_decay_factor = 0.94;
   /// Warmup length in steps.
   int64_t warmup_steps = 0;
-  /// t2t, none or "".
+  /// Warmup length in epochs (TF-slim's rounding, like
+  /// num_epochs_per_decay); None: warmup_steps. REQUIRES: > 0, and
+  /// warmup_steps 0 when set.
+  std::optional<double> warmup_epochs;
+  /// t2t, linear, none or "".
   std::string warmup_scheme = "t2t";
   /// "", luong234, luong5 or luong10 (relative to stop_at_step).
   std::string decay_scheme;
@@ -343,6 +351,12 @@ std::string format_hparams_markdown();
 /// The known key closest to `key` by edit distance (case-insensitive; an alias
 /// counts as its canonical key); "" if none is within distance 3.
 std::string closest_key(const std::string& key);
+
+/// Whether num_epochs ends the run and is the schedule's horizon: num_epochs
+/// is set and stop_at_step is not (the trainer then derives stop_at_step,
+/// optim::resolve_stop_at_step). Otherwise stop_at_step, set or FastNN's
+/// default of 100, ends the run, as in FastNN.
+bool stop_from_num_epochs(const HParams& hp);
 
 /// Splits a comma-separated list value (hooks, scopes, files), trimming
 /// blanks around items and dropping empty ones.

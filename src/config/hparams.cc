@@ -486,7 +486,15 @@ void validate(const HParams& hp) {
                       " is out of range (must be < " + std::to_string(hosts) +
                       ", the number of worker_hosts)");
   }
-  if (hp.learning_rate_decay_type == "cosine" &&
+  if (hp.warmup_epochs && hp.warmup_steps > 0) {
+    throw ConfigError(prefix(hp, "warmup_epochs") +
+                      "warmup_epochs: cannot be combined with warmup_steps " +
+                      std::to_string(hp.warmup_steps) + " (" +
+                      hp.where("warmup_steps") + "); set one of them");
+  }
+  // A horizon derived from num_epochs is known once the dataset is (the
+  // trainer checks it then, optim::schedule_from_hparams).
+  if (hp.learning_rate_decay_type == "cosine" && !stop_from_num_epochs(hp) &&
       hp.stop_at_step <= hp.warmup_steps) {
     throw ConfigError(
         prefix(hp, "learning_rate_decay_type") +
@@ -604,6 +612,10 @@ std::string format_hparams_markdown() {
 
 std::string closest_key(const std::string& key) {
   return closest(key, {});
+}
+
+bool stop_from_num_epochs(const HParams& hp) {
+  return hp.sources.count("num_epochs") && !hp.sources.count("stop_at_step");
 }
 
 std::vector<std::string> split_list(const std::string& list) {

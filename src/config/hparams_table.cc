@@ -141,7 +141,10 @@ std::vector<KeySpec> build_table() {
      "Images per training batch on each device.", at_least(1)},
     {FASTNN_KEY(num_epochs), G::kModel,
      "Passes over the training data; training ends when they are used up "
-     "or at stop_at_step, whichever comes first.", at_least(1)},
+     "or at stop_at_step, whichever comes first. Set without stop_at_step, "
+     "num_epochs alone ends the run: stop_at_step becomes the step where "
+     "the input ends (num_epochs x samples / (batch_size x workers)), which "
+     "is also the schedule's horizon.", at_least(1)},
     {FASTNN_KEY(weight_decay), G::kModel,
      "L2 scale: the loss gains weight_decay * sum(w^2) / 2 over the "
      "regularized weights.", at_least(0)},
@@ -172,16 +175,23 @@ std::vector<KeySpec> build_table() {
      "too).", between(0, 1, true, false)},
     {FASTNN_KEY(warmup_steps), G::kLearningRate,
      "Warmup steps at the start of training.", at_least(0)},
+    {FASTNN_KEY(warmup_epochs), G::kLearningRate,
+     "Warmup length in epochs instead of steps: "
+     "int(samples_per_epoch * this / (batch_size * workers)) steps, as "
+     "num_epochs_per_decay counts. None: warmup_steps. Excludes a "
+     "warmup_steps above 0.", above(0), {}, 0, "warmup_steps"},
     {FASTNN_KEY(warmup_scheme), G::kLearningRate,
-     "t2t: rise exponentially from learning_rate/100 over warmup_steps; "
-     "none or '': no warmup.", {}, {"t2t", "none", ""}},
+     "t2t: rise exponentially from learning_rate/100 over the warmup; "
+     "linear (Goyal et al.): step s < W gets (s + 1) / W of the schedule's "
+     "rate, so the first step gets 1/W of it; none or '': no warmup.",
+     {}, {"t2t", "linear", "none", ""}},
     {FASTNN_KEY(decay_scheme), G::kLearningRate,
      "Decay start and step count, relative to stop_at_step: '': no decay; "
      "luong234: from 2/3, 4 decays; luong5, luong10: from 1/2, 5 or 10 "
      "decays.", {}, {"", "luong234", "luong5", "luong10"}},
     {FASTNN_KEY(num_epochs_per_decay), G::kLearningRate,
      "TF-slim decay: one decay every samples_per_epoch * this / "
-     "batch_size steps. None: decay_scheme decides.",
+     "(batch_size * workers) steps. None: decay_scheme decides.",
      above(0), {}, 0, "decay_scheme decides"},
     {FASTNN_KEY(min_lr_ratio), G::kLearningRate,
      "Floor of the cosine schedule, as a fraction of learning_rate.",
@@ -230,7 +240,9 @@ std::vector<KeySpec> build_table() {
     // --- Log ---
     {FASTNN_KEY(stop_at_step), G::kLog,
      "Stop when the global step reaches this absolute value (by "
-     "StopAtStepHook: with hooks= that leaves it out, a warning and no stop).",
+     "StopAtStepHook: with hooks= that leaves it out, a warning and no stop). "
+     "Also the horizon of the cosine schedule and the luong decay schemes. "
+     "Not set while num_epochs is: derived from num_epochs.",
      at_least(0)},
     {FASTNN_KEY(log_loss_every_n_iters), G::kLog,
      "Log loss, batch accuracy, learning rate and speed every N steps; "
@@ -282,7 +294,13 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(device), G::kPerformance,
      "Where training runs: auto (CUDA when this build and machine have a "
      "GPU, else the CPU), cpu, or cuda (an error without a GPU). Worker "
-     "LOCAL_RANK trains on cuda:LOCAL_RANK.", {}, {"auto", "cpu", "cuda"}},
+     "LOCAL_RANK trains on cuda:LOCAL_RANK, or on cuda:0 when the process "
+     "sees one GPU (Slurm's --gpus-per-task=1).", {}, {"auto", "cpu", "cuda"}},
+    {FASTNN_KEY(cudnn_benchmark), G::kPerformance,
+     "Let cuDNN time its convolution algorithms for each new input shape "
+     "and keep the fastest (torch.backends.cudnn.benchmark). Off is "
+     "PyTorch's default; on pays off when the shapes are fixed, as in "
+     "training. CUDA only."},
     {FASTNN_KEY(loss_scale), G::kPerformance,
      "Loss multiplier applied before backward for fp16; the gradients are "
      "divided by it again. With dynamic loss scaling: the first scale "

@@ -7,16 +7,18 @@
 #include "fastnn/hparams.h"
 
 namespace fastnn::optim {
+namespace {
 
-double learning_rate_at(const ScheduleOptions& o, int64_t step) {
-  if (o.type == "fixed") return o.learning_rate;
+// The schedule without the linear warmup's factor: FastNN's t2t warmup
+// (which replaces the peak), then the decay.
+double decayed(const ScheduleOptions& o, int64_t step, bool warming) {
   double base = o.learning_rate;
-  if (o.warmup_steps > 0 && step < o.warmup_steps) {
+  if (warming && o.warmup == "t2t") {
     const double w = static_cast<double>(o.warmup_steps);
     base = o.learning_rate * std::pow(0.01, (w - step) / w);
   }
   if (o.type == "cosine") {
-    if (o.warmup_steps > 0 && step < o.warmup_steps) return base;
+    if (warming) return base;
     const double span = std::max<int64_t>(1, o.total_steps - o.warmup_steps);
     const double t = std::min<double>(step - o.warmup_steps, span);
     const double cosine = 0.5 * (1.0 + std::cos(M_PI * t / span));
@@ -35,6 +37,37 @@ double learning_rate_at(const ScheduleOptions& o, int64_t step) {
   return (base - o.end_learning_rate) * frac + o.end_learning_rate;
 }
 
+}  // namespace
+
+double learning_rate_at(const ScheduleOptions& o, int64_t step) {
+  if (o.type == "fixed") return o.learning_rate;
+  const bool warming = o.warmup_steps > 0 && step < o.warmup_steps;
+  const double lr = decayed(o, step, warming);
+  if (warming && o.warmup == "linear") {
+    return lr * static_cast<double>(step + 1) / static_cast<double>(o.warmup_steps);
+  }
+  return lr;
+}
+
+int64_t epochs_to_steps(double epochs, int64_t samples_per_epoch, int64_t batch) {
+  if (samples_per_epoch <= 0) return 0;
+  return static_cast<int64_t>(static_cast<double>(samples_per_epoch) * epochs /
+                              static_cast<double>(std::max<int64_t>(1, batch)));
+}
+
+int64_t resolve_stop_at_step(const HParams& hp, int64_t samples_per_worker) {
+  if (!stop_from_num_epochs(hp)) return hp.stop_at_step;
+  const int64_t steps = epochs_to_steps(static_cast<double>(hp.num_epochs),
+                                        samples_per_worker, hp.batch_size);
+  if (steps <= 0) {
+    throw ConfigError(hp.where("num_epochs") + ": num_epochs: " + std::to_string(hp.num_epochs) +
+                      " epochs of " + std::to_string(samples_per_worker) +
+                      " samples per worker in batches of " + std::to_string(hp.batch_size) +
+                      " make no step; set stop_at_step");
+  }
+  return steps;
+}
+
 ScheduleOptions schedule_from_hparams(const HParams& hp,
                                       int64_t samples_per_epoch,
                                       int64_t num_workers) {
@@ -43,16 +76,26 @@ ScheduleOptions schedule_from_hparams(const HParams& hp,
   o.learning_rate = hp.learning_rate;
   o.end_learning_rate = hp.end_learning_rate;
   o.decay_factor = hp.learning_rate_decay_factor;
-  o.warmup_steps = hp.warmup_scheme == "t2t" ? hp.warmup_steps : 0;
+  const int64_t global_batch = hp.batch_size * std::max<int64_t>(1, num_workers);
+  if (hp.warmup_scheme == "t2t" || hp.warmup_scheme == "linear") {
+    o.warmup = hp.warmup_scheme;
+    o.warmup_steps = hp.warmup_epochs
+                         ? epochs_to_steps(*hp.warmup_epochs, samples_per_epoch, global_batch)
+                         : hp.warmup_steps;
+  }
   o.total_steps = hp.stop_at_step;
   o.alpha = hp.min_lr_ratio;
+  if (o.type == "cosine" && o.total_steps <= o.warmup_steps) {
+    throw ConfigError(hp.where("learning_rate_decay_type") +
+                      ": learning_rate_decay_type: 'cosine' needs a horizon (" +
+                      std::to_string(o.total_steps) + " steps, from " +
+                      (stop_from_num_epochs(hp) ? "num_epochs" : "stop_at_step") +
+                      ") beyond the warmup (" + std::to_string(o.warmup_steps) + " steps)");
+  }
   const int64_t s = hp.stop_at_step;
   if (hp.num_epochs_per_decay) {
-    const double per_step =
-        static_cast<double>(hp.batch_size) * std::max<int64_t>(1, num_workers);
     o.decay_start = 0;
-    o.decay_steps = static_cast<int64_t>(samples_per_epoch *
-                                         *hp.num_epochs_per_decay / per_step);
+    o.decay_steps = epochs_to_steps(*hp.num_epochs_per_decay, samples_per_epoch, global_batch);
     if (o.decay_steps <= 0 && o.type != "fixed" && o.type != "cosine") {
       throw ConfigError(hp.where("num_epochs_per_decay") +
                         ": num_epochs_per_decay: gives decay_steps = 0 "

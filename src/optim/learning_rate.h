@@ -1,5 +1,6 @@
 // Learning-rate schedules with FastNN's and TF-slim's exact semantics
-// (reference/fastnn.md §4). Pure functions of the global step.
+// (reference/fastnn.md §4), plus a linear warmup (Goyal et al., 2017). Pure
+// functions of the global step.
 #pragma once
 
 #include <cstdint>
@@ -18,24 +19,46 @@ struct ScheduleOptions {
   double learning_rate = 0.01;
   double end_learning_rate = 1e-4;
   double decay_factor = 0.94;
-  /// FastNN's t2t warmup when > 0: lr * 0.01^((W - s) / W) for s < W.
+  /// Warmup over the first `warmup_steps` steps (none when 0; "fixed"
+  /// ignores it): "t2t" (FastNN's) replaces the peak by
+  /// lr * 0.01^((W - s) / W); "linear" multiplies the schedule's value by
+  /// (s + 1) / W, so the first step gets 1/W of it and step W - 1 all of it.
+  std::string warmup = "t2t";
   int64_t warmup_steps = 0;
   /// Decay starts at this step and steps every `decay_steps`; decay_steps
   /// 0 means no decay (FastNN's default decay_scheme '').
   int64_t decay_start = 0;
   int64_t decay_steps = 0;
-  /// Cosine: total steps and the floor ratio (min_lr_ratio).
+  /// Cosine: total steps (the run's horizon) and the floor ratio
+  /// (min_lr_ratio); the cosine starts after the warmup.
   int64_t total_steps = 0;
   double alpha = 0.0;
 };
 
-/// The learning rate at global step `step`.
+/// The learning rate of the update that follows `step` completed steps
+/// (the first update is step 0).
 double learning_rate_at(const ScheduleOptions& o, int64_t step);
 
-/// Resolves hp into ScheduleOptions. FastNN semantics (decay_scheme counted
-/// from stop_at_step) unless num_epochs_per_decay is set, in which case
-/// TF-slim's decay_steps = int(samples_per_epoch * epochs_per_decay /
-/// (batch_size * num_workers)) applies from step 0.
+/// TF-slim's rounding of an epoch count into steps:
+/// int(samples_per_epoch * epochs / batch). `batch` is the job's (global)
+/// batch: batch_size × workers. 0 when samples_per_epoch is unknown (<= 0).
+int64_t epochs_to_steps(double epochs, int64_t samples_per_epoch, int64_t batch);
+
+/// The step at which the run ends: hp.stop_at_step, or, when
+/// stop_from_num_epochs(hp) (fastnn/hparams.h), the end of num_epochs passes over a worker's
+/// `samples_per_worker` in batches of batch_size (the input pipeline's own
+/// count: batches run on across epoch boundaries). ConfigError (exit 2)
+/// when that end is unknown (samples_per_worker <= 0) or is step 0.
+int64_t resolve_stop_at_step(const HParams& hp, int64_t samples_per_worker);
+
+/// Resolves hp into ScheduleOptions; the horizon (cosine's total_steps, the
+/// luong schemes' reference) is hp.stop_at_step, which the trainer has
+/// replaced by resolve_stop_at_step's. FastNN semantics (decay_scheme
+/// counted from stop_at_step) unless num_epochs_per_decay is set, in which
+/// case TF-slim's decay_steps = epochs_to_steps(epochs_per_decay,
+/// samples_per_epoch, batch_size * num_workers) applies from step 0.
+/// warmup_epochs converts the same way. ConfigError when cosine's horizon is
+/// not beyond the warmup.
 ScheduleOptions schedule_from_hparams(const HParams& hp,
                                       int64_t samples_per_epoch,
                                       int64_t num_workers);

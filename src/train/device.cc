@@ -16,6 +16,12 @@
 namespace fastnn::train {
 namespace {
 
+// PyTorch's defaults (torch.backends.cuda.matmul.allow_tf32,
+// torch.backends.cudnn.allow_tf32, torch.backends.cudnn.deterministic).
+constexpr bool kTf32Matmul = false;
+constexpr bool kTf32CuDNN = true;
+constexpr bool kDeterministicCuDNN = false;
+
 bool cpu_has_bf16() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512bf16");
@@ -51,12 +57,17 @@ torch::Device choose_device(const HParams& hp, int local_rank) {
 #endif
     throw ConfigError(hp.where("device") + ": device=cuda but " + why);
   }
-  if (local_rank >= gpus) {
-    throw ConfigError(hp.where("device") + ": worker LOCAL_RANK " + std::to_string(local_rank) +
-                      " has no GPU of its own: this machine has " + std::to_string(gpus) +
-                      " (one process per GPU; lower nproc_per_node or set device=cpu)");
-  }
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+  return torch::Device(torch::kCUDA,
+                       static_cast<c10::DeviceIndex>(cuda_index_for(hp, local_rank, gpus)));
+}
+
+int cuda_index_for(const HParams& hp, int local_rank, int visible) {
+  if (visible == 1) return 0;
+  if (local_rank >= 0 && local_rank < visible) return local_rank;
+  throw ConfigError(hp.where("device") + ": worker LOCAL_RANK " + std::to_string(local_rank) +
+                    " has no GPU of its own: this process sees " + std::to_string(visible) +
+                    " GPUs (one process per GPU; lower nproc_per_node, give each process one "
+                    "GPU, or set device=cpu)");
 }
 
 int default_workers_per_machine(const HParams& hp) {
@@ -65,12 +76,32 @@ int default_workers_per_machine(const HParams& hp) {
   return gpus > 1 ? gpus : 0;
 }
 
-void prepare_device(const torch::Device& device) {
+void set_cuda_math(const HParams& hp) {
+  // The legacy setters: every LibTorch has them, and from 2.9 on they set
+  // the new fp32_precision state too (without its deprecation warning,
+  // which only the legacy getters print).
+  at::Context& ctx = at::globalContext();
+  ctx.setAllowTF32CuBLAS(kTf32Matmul);
+  ctx.setAllowTF32CuDNN(kTf32CuDNN);
+  ctx.setDeterministicCuDNN(kDeterministicCuDNN);
+  ctx.setBenchmarkCuDNN(hp.cudnn_benchmark);
+}
+
+std::string describe_cuda_math(const HParams& hp) {
+  auto on = [](bool b) { return b ? "on" : "off"; };
+  return std::string("TF32 matmul ") + on(kTf32Matmul) + ", cuDNN TF32 " + on(kTf32CuDNN) +
+         ", cudnn.benchmark " + on(hp.cudnn_benchmark) + ", cudnn.deterministic " +
+         on(kDeterministicCuDNN);
+}
+
+void prepare_device(const HParams& hp, const torch::Device& device) {
   if (!device.is_cuda()) return;
 #if FASTNN_WITH_CUDA
   cuda::set_device(device);
 #endif
-  at::globalContext().setBenchmarkCuDNN(true);
+  set_cuda_math(hp);
+  log::chief() << "CUDA math (PyTorch's defaults unless cudnn_benchmark is set): "
+               << describe_cuda_math(hp);
 }
 
 Autocast choose_autocast(const HParams& hp, const torch::Device& device) {

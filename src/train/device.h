@@ -3,14 +3,16 @@
 //
 // device=auto|cpu|cuda. auto is CUDA when this build's LibTorch has CUDA
 // and the machine has a GPU, else the CPU. One process per GPU: the worker
-// with LOCAL_RANK r trains on cuda:r. The collective engine follows the
-// device (NCCL for CUDA, Gloo for the CPU; chosen in distributed_step.cc).
+// with LOCAL_RANK r trains on cuda:r, or on cuda:0 when it sees only one
+// GPU (cuda_index_for). The collective engine follows the device (NCCL for
+// CUDA, Gloo for the CPU; chosen in distributed_step.cc).
 #pragma once
 
 #include <torch/types.h>
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "fastnn/hparams.h"
 #include "fastnn/pipeline.h"
@@ -37,9 +39,16 @@ enum class Autocast {
 /// machine no GPU.
 int cuda_device_count();
 
+/// The CUDA index of the worker with `local_rank` in a process that sees
+/// `visible` (>= 1) GPUs: 0 when it sees one (Slurm's --gpus-per-task=1 or
+/// a per-process CUDA_VISIBLE_DEVICES, whatever the local rank),
+/// local_rank when visible > local_rank, else a ConfigError (exit 2)
+/// naming both numbers.
+int cuda_index_for(const HParams& hp, int local_rank, int visible);
+
 /// The training device of the worker with `local_rank`. ConfigError
 /// (exit 2) for device=cuda without a GPU, or a local_rank with no GPU of
-/// its own.
+/// its own (cuda_index_for).
 torch::Device choose_device(const HParams& hp, int local_rank);
 
 /// Workers to start on this machine when nproc_per_node is not given: the
@@ -47,9 +56,26 @@ torch::Device choose_device(const HParams& hp, int local_rank);
 /// than one GPU; otherwise 0 (keep nproc_per_node).
 int default_workers_per_machine(const HParams& hp);
 
-/// Makes `device` current for this thread and sets it up for training
-/// (cuDNN's autotuner on for CUDA: input shapes are fixed).
-void prepare_device(const torch::Device& device);
+/// CUDA's math settings, set explicitly to PyTorch's defaults (so a
+/// comparison with a PyTorch script compares the same arithmetic): float32
+/// matmuls in full fp32 (no TF32, torch.backends.cuda.matmul.allow_tf32 =
+/// False since PyTorch 1.12), cuDNN convolutions may use TF32
+/// (torch.backends.cudnn.allow_tf32 = True), cuDNN nondeterministic
+/// algorithms allowed (cudnn.deterministic = False), and cuDNN's
+/// autotuner as hp.cudnn_benchmark says (PyTorch's default: off). Only
+/// flags of LibTorch's global context: callable, and testable, without a
+/// GPU.
+void set_cuda_math(const HParams& hp);
+
+/// The settings set_cuda_math(hp) makes: "TF32 matmul off, cuDNN TF32 on,
+/// cudnn.benchmark off, cudnn.deterministic off". Not read back from the
+/// context: from LibTorch 2.9 on, its TF32 getters print a deprecation
+/// warning.
+std::string describe_cuda_math(const HParams& hp);
+
+/// Makes `device` current for this thread and sets it up (set_cuda_math,
+/// and one line on the chief saying what it set); nothing for the CPU.
+void prepare_device(const HParams& hp, const torch::Device& device);
 
 /// Whether reading a tensor of `device` makes the host wait for it (CUDA),
 /// rather than being free (the CPU): a step then reads its numbers only

@@ -124,7 +124,7 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {
   // keep it off one).
   const torch::Device device = choose_device(hp, 0);
   if (device.is_cuda()) {
-    prepare_device(device);
+    prepare_device(hp, device);
     b.model->to(device);
   }
   EvalResult r = evaluate_model(hp, b);

@@ -269,7 +269,7 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
   log::set_rank(cluster.rank, cluster.world_size);
   const HParams& h = m.hp;
   m.device = choose_device(h, cluster.local_rank);
-  prepare_device(m.device);
+  prepare_device(h, m.device);
   m.autocast = choose_autocast(h, m.device);
   torch::manual_seed(static_cast<uint64_t>(h.seed));
   // Evaluation during training runs a second input pipeline.
@@ -291,6 +291,27 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
                       m.built.model->scope());
   }
   m.optimizer = optim::create_optimizer(h, std::move(vars));
+  // A batch larger than this worker's part of the split never fills: a
+  // configuration error now, not 0 steps (or an epoch buffered) later.
+  // Synthetic data is not sharded: every worker makes all of it.
+  const int64_t shard_samples = m.built.dataset.synthetic
+                                    ? m.built.dataset.num_samples
+                                    : m.built.dataset.num_samples / m.cluster.world_size;
+  if (m.built.dataset.num_samples > 0 && h.batch_size > shard_samples) {
+    throw ConfigError(h.where("batch_size") + ": batch_size: " + std::to_string(h.batch_size) +
+                      " is larger than the " + std::to_string(shard_samples) + " samples of " +
+                      m.built.dataset.name + "'s " + m.built.dataset.split + " split" +
+                      (m.cluster.world_size > 1 ? " per worker" : ""));
+  }
+  // Where the input ends: batches run on across epoch boundaries.
+  m.epochs_final_step =
+      optim::epochs_to_steps(static_cast<double>(h.num_epochs), shard_samples, h.batch_size);
+  if (stop_from_num_epochs(h)) {
+    m.hp.stop_at_step = optim::resolve_stop_at_step(h, shard_samples);
+    log::chief() << "num_epochs=" << h.num_epochs << " without stop_at_step: the run ends at step "
+                 << h.stop_at_step << " (" << shard_samples << " samples per worker in batches of "
+                 << h.batch_size << "), the schedule's horizon";
+  }
   const int64_t samples_per_epoch = h.sources.count("num_sample_per_epoch")
                                         ? h.num_sample_per_epoch
                                         : m.built.dataset.num_samples;
@@ -299,18 +320,6 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
   // only under float16 autocast (CUDA).
   m.scaler = std::make_unique<LossScaler>(
       loss_scale_options(h, /*fp16_autocast=*/m.autocast == Autocast::kCudaFloat16));
-  // A batch larger than this worker's part of the split never fills: a
-  // configuration error now, not 0 steps (or an epoch buffered) later.
-  const int64_t shard_samples = m.built.dataset.num_samples / m.cluster.world_size;
-  if (m.built.dataset.num_samples > 0 && h.batch_size > shard_samples) {
-    throw ConfigError(h.where("batch_size") + ": batch_size: " + std::to_string(h.batch_size) +
-                      " is larger than the " + std::to_string(shard_samples) + " samples of " +
-                      m.built.dataset.name + "'s " + m.built.dataset.split + " split" +
-                      (m.cluster.world_size > 1 ? " per worker" : ""));
-  }
-  if (m.built.dataset.num_samples > 0 && h.num_epochs > 0) {
-    m.epochs_final_step = h.num_epochs * (m.built.dataset.num_samples / h.batch_size);
-  }
   m.hooks = make_hooks(h);
   m.add_run_hooks();
 }

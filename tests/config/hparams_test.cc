@@ -296,8 +296,8 @@ TEST_F(HParamsTest, FileErrors) {
             p + ":2: learning_rate: 'abc' is not a number (expected a float, "
                 "e.g. 0.01)");
   // An unknown optimizer name is the optimizer table's error (optim_test).
-  EXPECT_EQ(load_error("warmup_scheme=linear\n"),
-            p + ":1: warmup_scheme: 'linear' is not valid; valid values: t2t, none, ''");
+  EXPECT_EQ(load_error("warmup_scheme=cosine\n"),
+            p + ":1: warmup_scheme: 'cosine' is not valid; valid values: t2t, linear, none, ''");
   EXPECT_EQ(load_error("a=1\nbatch_size 3\n"),
             p + ":1: unknown key 'a' (--help lists the keys)");
   EXPECT_EQ(load_error("batch_size 3\n"),
@@ -389,8 +389,8 @@ TEST_F(HParamsTest, CommandLineErrors) {
   EXPECT_EQ(error_of([] { load({"--learning_rate=abc"}); }),
             "command line: learning_rate: 'abc' is not a number (expected a "
             "float, e.g. 0.01)");
-  EXPECT_EQ(error_of([] { load({"--warmup_scheme=linear"}); }),
-            "command line: warmup_scheme: 'linear' is not valid; valid values: t2t, none, ''");
+  EXPECT_EQ(error_of([] { load({"--warmup_scheme=cosine"}); }),
+            "command line: warmup_scheme: 'cosine' is not valid; valid values: t2t, linear, none, ''");
   EXPECT_EQ(error_of([] { load({"--batch_size=0"}); }),
             "command line: batch_size: 0 is out of range (must be >= 1)");
   EXPECT_EQ(error_of([] { load({"--batch_size"}); }),
@@ -556,9 +556,9 @@ TEST_F(HParamsTest, ErrorsShowAtMost100BytesOfAValue) {
   EXPECT_TRUE(is_cut(load_error("warmup_scheme=" + long_value + "\n")));
   EXPECT_TRUE(is_cut(load_error("model_dir='" + long_value + "\n")));
   // A short value is still shown whole, as before.
-  EXPECT_EQ(error_of([] { load({"--warmup_scheme=linear"}); }),
-            "command line: warmup_scheme: 'linear' is not valid; valid "
-            "values: t2t, none, ''");
+  EXPECT_EQ(error_of([] { load({"--warmup_scheme=cosine"}); }),
+            "command line: warmup_scheme: 'cosine' is not valid; valid "
+            "values: t2t, linear, none, ''");
 }
 
 TEST_F(HParamsTest, ValueErrorsShowAtMost100BytesOfAValue) {
@@ -597,6 +597,19 @@ TEST_F(HParamsTest, CrossKeyValidation) {
   EXPECT_EQ(error_of([&] { validate(hp); }),
             "x.cfg:9: learning_rate_decay_type: 'cosine' needs stop_at_step "
             "(100) > warmup_steps (100)");
+  // A horizon from num_epochs is checked once the dataset is known (by the
+  // trainer's schedule_from_hparams), not here.
+  hp.sources["num_epochs"] = "x.cfg:3";
+  EXPECT_NO_THROW(validate(hp));
+  hp = HParams();
+  hp.warmup_epochs = 5.0;
+  EXPECT_NO_THROW(validate(hp));
+  hp.warmup_steps = 10;
+  hp.sources["warmup_epochs"] = "x.cfg:4";
+  hp.sources["warmup_steps"] = "command line";
+  EXPECT_EQ(error_of([&] { validate(hp); }),
+            "x.cfg:4: warmup_epochs: cannot be combined with warmup_steps 10 "
+            "(command line); set one of them");
   hp = HParams();
   hp.task_type = "finetune";
   EXPECT_NE(error_of([&] { validate(hp); }), "");
@@ -818,6 +831,34 @@ TEST_F(HParamsTest, HelpListsEveryGroupAndKey) {
   for (std::string line; std::getline(lines, line);) {
     EXPECT_LE(line.size(), 80u) << line;
   }
+}
+
+// Every committed config loads without a warning (the loader validates).
+TEST_F(HParamsTest, EveryCommittedConfigLoads) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(FASTNN_SOURCE_DIR) / "configs")) {
+    if (e.path().extension() != ".cfg") continue;
+    ++n;
+    LoadResult r;
+    EXPECT_EQ(error_of([&] { r = load({"--config", e.path().string()}); }), "") << e.path();
+    EXPECT_TRUE(r.warnings.empty()) << e.path() << ": " << r.warnings.front();
+  }
+  EXPECT_GE(n, 8);
+}
+
+// configs/imagenet_gpu.cfg as issue 21 asks: CUDA or exit 2, the learning
+// rate of the global batch its comment states (8 GPUs), a linear warmup
+// over 5 epochs, and 90 epochs ending the run.
+TEST_F(HParamsTest, ImagenetGpuConfigIsGoyalsRecipeOnCuda) {
+  const HParams hp =
+      load({"--config", std::string(FASTNN_SOURCE_DIR) + "/configs/imagenet_gpu.cfg"}).hp;
+  EXPECT_EQ(hp.device, "cuda");
+  EXPECT_DOUBLE_EQ(hp.learning_rate, 0.1 * (8 * hp.batch_size) / 256);
+  EXPECT_EQ(hp.warmup_scheme, "linear");
+  EXPECT_EQ(hp.warmup_epochs, 5.0);
+  EXPECT_EQ(hp.num_epochs, 90);
+  EXPECT_TRUE(stop_from_num_epochs(hp));
+  EXPECT_EQ(hp.num_epochs_per_decay, 30.0);
 }
 
 TEST_F(HParamsTest, MarkdownAndDocsMentionEveryKey) {

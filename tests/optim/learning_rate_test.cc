@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "src/optim/learning_rate.h"
 
@@ -101,6 +102,156 @@ TEST(LearningRate, Cosine) {
   EXPECT_DOUBLE_EQ(learning_rate_at(o, 0), 1.0);
   EXPECT_NEAR(learning_rate_at(o, 50), 0.9 * 0.5 + 0.1, 1e-12);
   EXPECT_NEAR(learning_rate_at(o, 100), 0.1, 1e-12);
+}
+
+// Goyal et al.'s warmup: update s (from 0) of the first W gets (s + 1) / W
+// of the schedule's rate.
+TEST(LearningRate, LinearWarmupRisesFromOneWthToTheSchedule) {
+  ScheduleOptions o;
+  o.learning_rate = 2.0;  // exponential without decay: constant 2
+  o.warmup = "linear";
+  o.warmup_steps = 8;
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 0), 0.25);  // 2 * 1/8
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 1), 0.5);   // 2 * 2/8
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 3), 1.0);   // 2 * 4/8
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 7), 2.0);   // 2 * 8/8
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 8), 2.0);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 1000), 2.0);
+  o.type = "fixed";  // FastNN: fixed ignores every warmup
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 0), 2.0);
+}
+
+// The factor multiplies the decayed value (Detectron's warmup), where t2t
+// replaces the peak.
+TEST(LearningRate, LinearWarmupScalesTheDecayingRate) {
+  ScheduleOptions o;
+  o.type = "polynomial";
+  o.learning_rate = 1.0;
+  o.end_learning_rate = 0.0;
+  o.decay_start = 0;
+  o.decay_steps = 8;
+  o.warmup = "linear";
+  o.warmup_steps = 4;
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 0), 0.25);    // 1 * 1/4
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 1), 0.4375);  // (1 - 1/8) * 2/4
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 3), 0.625);   // (1 - 3/8) * 4/4
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 4), 0.5);     // 1 - 4/8
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 8), 0.0);
+}
+
+TEST(LearningRate, CosineStartsAfterTheLinearWarmup) {
+  ScheduleOptions o;
+  o.type = "cosine";
+  o.learning_rate = 1.0;
+  o.total_steps = 10;
+  o.warmup = "linear";
+  o.warmup_steps = 4;
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 0), 0.25);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 2), 0.75);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 3), 1.0);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 4), 1.0);            // cos(0)
+  EXPECT_NEAR(learning_rate_at(o, 7), 0.5, 1e-15);          // t = 3 of 6: cos(pi/2)
+  EXPECT_NEAR(learning_rate_at(o, 10), 0.0, 1e-15);         // cos(pi)
+}
+
+TEST(LearningRate, EpochsToStepsRoundsAsTFSlim) {
+  EXPECT_EQ(epochs_to_steps(2.0, 1000, 100), 20);
+  EXPECT_EQ(epochs_to_steps(5.0, 1281167, 2048), 3127);   // 6405835 / 2048 = 3127.8
+  EXPECT_EQ(epochs_to_steps(0.5, 1000, 300), 1);          // 500 / 300
+  EXPECT_EQ(epochs_to_steps(3.0, 0, 100), 0);             // unknown size
+}
+
+// configs/imagenet_gpu.cfg's schedule on 8 workers of 256: 0.8, warmed up
+// linearly over 5 epochs, x0.1 every 30 epochs (decay steps and warmup
+// from the global batch of 2048).
+TEST(LearningRate, GoyalImageNetScheduleFromEpochs) {
+  HParams hp;
+  hp.learning_rate = 0.8;
+  hp.batch_size = 256;
+  hp.learning_rate_decay_factor = 0.1;
+  hp.num_epochs_per_decay = 30.0;
+  hp.warmup_scheme = "linear";
+  hp.warmup_epochs = 5.0;
+  auto o = schedule_from_hparams(hp, 1281167, 8);
+  EXPECT_EQ(o.warmup, "linear");
+  EXPECT_EQ(o.warmup_steps, 3127);  // int(1281167 * 5 / 2048)
+  EXPECT_EQ(o.decay_steps, 18767);  // int(1281167 * 30 / 2048) = int(18767.09)
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 0), 0.8 / 3127);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 1563), 0.8 * 1564 / 3127);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 3126), 0.8);
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 18766), 0.8);
+  EXPECT_NEAR(learning_rate_at(o, 18767), 0.08, 1e-16);
+  EXPECT_NEAR(learning_rate_at(o, 3 * 18767), 0.0008, 1e-17);
+}
+
+TEST(LearningRate, WarmupEpochsServeT2TAndNoneTurnsThemOff) {
+  HParams hp;
+  hp.learning_rate = 3.0;
+  hp.batch_size = 100;
+  hp.warmup_epochs = 2.0;
+  auto o = schedule_from_hparams(hp, 1000, 1);
+  EXPECT_EQ(o.warmup, "t2t");
+  EXPECT_EQ(o.warmup_steps, 20);  // int(1000 * 2 / 100)
+  EXPECT_NEAR(learning_rate_at(o, 10), 0.3, 1e-15);  // 3 * 0.01^(10/20)
+  EXPECT_EQ(schedule_from_hparams(hp, 1000, 2).warmup_steps, 10);
+  hp.warmup_scheme = "none";
+  EXPECT_EQ(schedule_from_hparams(hp, 1000, 1).warmup_steps, 0);
+}
+
+// num_epochs set without stop_at_step: the run ends where the input does
+// (num_epochs passes over a worker's samples, batches across epochs).
+TEST(LearningRate, NumEpochsWithoutStopAtStepIsTheHorizon) {
+  HParams hp;
+  hp.num_epochs = 90;
+  hp.batch_size = 256;
+  EXPECT_EQ(resolve_stop_at_step(hp, 160145), 100);  // neither set: FastNN's 100
+  hp.sources["num_epochs"] = "imagenet_gpu.cfg:30";
+  EXPECT_TRUE(stop_from_num_epochs(hp));
+  // ImageNet on 8 workers: 1281167 / 8 = 160145 samples each;
+  // 90 * 160145 / 256 = 56300.97.
+  EXPECT_EQ(resolve_stop_at_step(hp, 160145), 56300);
+  hp.sources["stop_at_step"] = "command line";
+  hp.stop_at_step = 500;
+  EXPECT_FALSE(stop_from_num_epochs(hp));
+  EXPECT_EQ(resolve_stop_at_step(hp, 160145), 500);
+
+  HParams small;
+  small.sources["num_epochs"] = "x.cfg:1";
+  small.num_epochs = 3;
+  small.batch_size = 100;
+  small.learning_rate = 1.0;
+  small.stop_at_step = resolve_stop_at_step(small, 1000);  // as the trainer does
+  EXPECT_EQ(small.stop_at_step, 30);
+  small.learning_rate_decay_type = "cosine";
+  auto o = schedule_from_hparams(small, 1000, 1);
+  EXPECT_EQ(o.total_steps, 30);
+  EXPECT_NEAR(learning_rate_at(o, 15), 0.5, 1e-15);
+  small.learning_rate_decay_type = "exponential";
+  small.decay_scheme = "luong234";
+  o = schedule_from_hparams(small, 1000, 1);
+  EXPECT_EQ(o.decay_start, 20);  // int(30 * 2 / 3)
+  EXPECT_EQ(o.decay_steps, 2);   // int((30 - 20) / 4)
+}
+
+TEST(LearningRate, AnUnknownOrTooShortHorizonIsAConfigError) {
+  HParams hp;
+  hp.sources["num_epochs"] = "x.cfg:1";
+  EXPECT_THROW(resolve_stop_at_step(hp, 0), ConfigError);
+  hp.stop_at_step = 100;
+  hp.learning_rate_decay_type = "cosine";
+  hp.sources["learning_rate_decay_type"] = "x.cfg:2";
+  hp.batch_size = 10;
+  hp.warmup_epochs = 1.0;  // 1000 / 10 = 100 steps: the whole horizon
+  try {
+    schedule_from_hparams(hp, 1000, 1);
+    FAIL() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "x.cfg:2: learning_rate_decay_type: 'cosine' needs a horizon (100 steps, "
+                 "from num_epochs) beyond the warmup (100 steps)");
+  }
+  hp.warmup_epochs = 0.5;  // 50 steps
+  EXPECT_EQ(schedule_from_hparams(hp, 1000, 1).warmup_steps, 50);
 }
 
 }  // namespace
