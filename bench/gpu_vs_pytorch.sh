@@ -23,6 +23,8 @@
 # Build first: scripts/gpu_check.sh (builds build-gpu/).
 # Usage: bench/gpu_vs_pytorch.sh [STEPS=50]
 # Environment: WARMUP (10), BATCH (256), PARTS (resnet,fmnist,allreduce),
+#   OURS_ARGS (extra trainer flags for ours, e.g. --num_preprocessing_threads=14),
+#   PRECISIONS ("fp16 bf16"),
 #   BUILD_DIR (build-gpu), PYTHON (python3), PEER (../shared/bench/peer_pytorch.py,
 #   else shared/bench/peer_pytorch.py), PEER_FMNIST_EPOCHS (12: the peer's net
 #   reaches ~0.92 there), PEER_THREADS (nproc), FMNIST_RAW (the IDX files;
@@ -137,7 +139,7 @@ notes=()
 # --- a. resnet_v1_50, AMP, channels-last ---------------------------------------
 if [[ ,$PARTS, == *,resnet,* ]]; then
   # use_fp16 turns autocast on; mixed_precision picks its half type on CUDA.
-  for prec in fp16 bf16; do
+  for prec in ${PRECISIONS:-fp16 bf16}; do
     echo "== resnet_v1_50 $prec: peer" >&2
     measure "$TMP/peer_$prec.log" "$PYTHON" bench/gpu_peer_resnet50.py --precision "$prec" \
       --batch-size "$BATCH" --steps "$STEPS" --warmup "$WARMUP"
@@ -153,7 +155,10 @@ if [[ ,$PARTS, == *,resnet,* ]]; then
       --batch_size="$BATCH" --optimizer=momentum --momentum=0.9 --learning_rate=0.01 \
       --weight_decay=0.00004 --stop_at_step=$((WARMUP + STEPS)) --log_loss_every_n_iters="$LOG_EVERY" \
       --data_format=NHWC --device=cuda --use_fp16=True --mixed_precision="$prec" \
-      --cudnn_benchmark=True --nproc_per_node=1 --prefetch_buffer_size=4
+      --cudnn_benchmark=True --nproc_per_node=1 --prefetch_buffer_size=4 ${OURS_ARGS:-}
+    # The last log lines (time per step, the share of it spent waiting for
+    # input) go to the progress output.
+    grep -E 'secs/step|Stopped at' "$TMP/ours_$prec.log" | tail -n 3 >&2 || true
     # Seconds of the timed steps (global_step WARMUP+1 .. WARMUP+STEPS), from
     # the log lines "[S secs/step, ...] ... global_step = N", S being the mean
     # over the steps since the previous line (one every LOG_EVERY steps, so

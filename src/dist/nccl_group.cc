@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "fastnn/errors.h"
+#include "src/compat/torch_compat.h"
 #include "src/dist/process_group.h"
 #include "src/log/log.h"
 
@@ -25,12 +26,16 @@
 namespace fastnn::dist {
 
 std::map<std::string, std::string> nccl_environment() {
+  // Before 2.2 c10d reads NCCL_*; from 2.2 TORCH_NCCL_* (and warns on the
+  // old names).
+#if FASTNN_TORCH_AT_LEAST(2, 2)
+  const std::string prefix = "TORCH_NCCL_";
+#else
+  const std::string prefix = "NCCL_";
+#endif
   return {
-      // 1.13 reads the first name, 2.x the second (and warns on the first).
-      {"NCCL_ASYNC_ERROR_HANDLING", "2"},
-      {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "2"},
-      {"NCCL_BLOCKING_WAIT", "0"},
-      {"TORCH_NCCL_BLOCKING_WAIT", "0"},
+      {prefix + "ASYNC_ERROR_HANDLING", "2"},
+      {prefix + "BLOCKING_WAIT", "0"},
       {"TORCH_NCCL_ENABLE_MONITORING", "0"},
       {"TORCH_NCCL_DUMP_ON_TIMEOUT", "0"},
   };

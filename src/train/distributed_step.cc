@@ -134,11 +134,14 @@ torch::Tensor DistributedStep::reduce(const torch::Tensor& head, const LocalStop
     // from pageable host memory would make the host wait for the GPU.
     const auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(head.device());
     const bool requested = stop.requested || impl_->session->stop_requested();
-    auto all = torch::cat({head.narrow(0, 0, kStopRequested),
-                           torch::full({1}, requested ? 1.0 : 0.0, f64),
-                           torch::full({1}, stop.signal == SIGINT ? 1.0 : 0.0, f64),
-                           torch::full({1}, stop.signal == SIGTERM ? 1.0 : 0.0, f64),
-                           impl_->batch_norm->local_moments(batch_size_)});
+    std::vector<torch::Tensor> parts{head.narrow(0, 0, kStopRequested),
+                                     torch::full({1}, requested ? 1.0 : 0.0, f64),
+                                     torch::full({1}, stop.signal == SIGINT ? 1.0 : 0.0, f64),
+                                     torch::full({1}, stop.signal == SIGTERM ? 1.0 : 0.0, f64)};
+    if (impl_->batch_norm->size() > 0) {
+      parts.push_back(impl_->batch_norm->local_moments(batch_size_));
+    }
+    auto all = torch::cat(parts);
     impl_->comm->all_reduce_sum({all}, "step metrics and BatchNorm statistics");
     impl_->batch_norm->apply(all.narrow(0, kStepHeadSize, all.numel() - kStepHeadSize),
                              spec_.world_size, batch_size_);

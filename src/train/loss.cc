@@ -30,15 +30,28 @@ std::vector<torch::Tensor> add_l2_regularization_gradients(
     const std::vector<torch::Tensor>& weights, double decay) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> sums;
-  sums.reserve(weights.size());
+  if (!weights.empty() && compat::use_foreach(weights.front().device())) {
+    // CUDA: every weight's norm in one fused launch, squared in float64:
+    // one tensor of the per-weight sums (the logged value only).
+    sums.push_back(torch::stack(compat::foreach_norm(weights)).to(torch::kFloat64).pow(2));
+  } else {
+    sums.reserve(weights.size());
+    for (const auto& w : weights) sums.push_back(w.pow(2).sum());
+  }
+  std::vector<torch::Tensor> grads, with_grad;
   for (const auto& w : weights) {
-    sums.push_back(w.pow(2).sum());
     if (!w.requires_grad()) continue;
     if (w.grad().defined()) {
-      w.mutable_grad().add_(w, decay);
+      grads.push_back(w.grad());
+      with_grad.push_back(w);
     } else {
       w.mutable_grad() = w.detach() * decay;
     }
+  }
+  if (!grads.empty() && compat::use_foreach(grads.front().device())) {
+    compat::foreach_add_(grads, with_grad, decay);
+  } else {
+    for (size_t i = 0; i < grads.size(); ++i) grads[i].add_(with_grad[i], decay);
   }
   return sums;
 }

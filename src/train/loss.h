@@ -27,7 +27,8 @@ double apply_l2_regularization(const std::vector<torch::Tensor>& weights,
 
 /// apply_l2_regularization without reading the device: adds the
 /// gradients and returns each weight's sum(w^2), not yet read (on the
-/// weights' device), for l2_regularization_value.
+/// weights' device), for l2_regularization_value (on CUDA, one tensor of
+/// them all, from fused per-weight norms).
 std::vector<torch::Tensor> add_l2_regularization_gradients(
     const std::vector<torch::Tensor>& weights, double decay);
 /// decay * sum(w^2) / 2 from the per-weight sums (added in order, in double).

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "fastnn/errors.h"
+#include "src/compat/torch_compat.h"
 #include "src/dist/gradient_reducer.h"
 #include "src/dist/store_adapter.h"
 #include "tests/dist/memory_store.h"
@@ -315,10 +316,11 @@ TEST(NcclGroupTest, RefusedCleanlyWithoutNcclOrDevice) {
 // the job through our own exit 5, never c10d's SIGABRT.
 TEST(NcclGroupTest, EnvironmentKeepsTheExitCodeOurs) {
   auto env = nccl_environment();
-  EXPECT_EQ(env.at("TORCH_NCCL_ASYNC_ERROR_HANDLING"), "2");  // CleanUpOnly
-  EXPECT_EQ(env.at("NCCL_ASYNC_ERROR_HANDLING"), "2");        // its 1.13 name
-  EXPECT_EQ(env.at("TORCH_NCCL_ENABLE_MONITORING"), "0");     // would SIGABRT
-  EXPECT_EQ(env.at("TORCH_NCCL_BLOCKING_WAIT"), "0");         // stream-level waits
+  // The names this LibTorch reads (NCCL_* before 2.2).
+  const std::string prefix = FASTNN_TORCH_AT_LEAST(2, 2) ? "TORCH_NCCL_" : "NCCL_";
+  EXPECT_EQ(env.at(prefix + "ASYNC_ERROR_HANDLING"), "2");  // CleanUpOnly
+  EXPECT_EQ(env.at(prefix + "BLOCKING_WAIT"), "0");         // stream-level waits
+  EXPECT_EQ(env.at("TORCH_NCCL_ENABLE_MONITORING"), "0");   // would SIGABRT
   EXPECT_EQ(env.at("TORCH_NCCL_DUMP_ON_TIMEOUT"), "0");
 }
 
