@@ -155,7 +155,10 @@ if [[ ,$PARTS, == *,resnet,* ]]; then
       --batch_size="$BATCH" --optimizer=momentum --momentum=0.9 --learning_rate=0.01 \
       --weight_decay=0.00004 --stop_at_step=$((WARMUP + STEPS)) --log_loss_every_n_iters="$LOG_EVERY" \
       --data_format=NHWC --device=cuda --use_fp16=True --mixed_precision="$prec" \
-      --cudnn_benchmark=True --nproc_per_node=1 --prefetch_buffer_size=4 ${OURS_ARGS:-}
+      --cudnn_benchmark=True --nproc_per_node=1 --prefetch_buffer_size=16 ${OURS_ARGS:-}
+    # 16 batches prepared ahead (pageable memory, 2.5 GB): the mock images
+    # cost ~0.38 s of one core per batch (measured on a Xeon), so 4 ahead
+    # capped the input near 10 batches/s (docs/performance.md, "GPU").
     # The last log lines (time per step, the share of it spent waiting for
     # input) go to the progress output.
     grep -E 'secs/step|Stopped at' "$TMP/ours_$prec.log" | tail -n 3 >&2 || true
