@@ -3,7 +3,9 @@
 #  a. resnet_v1_50 training, batch 256, 224x224 synthetic images, channels-last
 #     (data_format=NHWC), AMP fp16 and bf16: images/sec of STEPS timed steps
 #     after WARMUP untimed ones, and peak GPU memory. Ours: dataset mock, as
-#     bench/resnet50_vs_pytorch.sh. Peer: bench/gpu_peer_resnet50.py (eager
+#     bench/resnet50_vs_pytorch.sh, twice: through the input pipeline, and
+#     with synthetic_device_inputs (one batch made on the GPU and reused, as
+#     the peer's: the step alone). Peer: bench/gpu_peer_resnet50.py (eager
 #     PyTorch, channels_last, autocast, SGD momentum 0.9, images already on the
 #     GPU, cudnn.benchmark on as ours with --cudnn_benchmark=True; TF32 at
 #     PyTorch's defaults in both: matmuls off, cuDNN on). Peak memory of both: nvidia-smi's
@@ -149,38 +151,51 @@ if [[ ,$PARTS, == *,resnet,* ]]; then
     [ "$rc" -eq 0 ] || peer_ips="failed (exit $rc)"
     peer_peak=$peak
 
-    echo "== resnet_v1_50 $prec: ours" >&2
-    measure "$TMP/ours_$prec.log" "${OURS_ENV[@]}" "$BIN/train_image_classifier" \
-      --dataset_name=mock --model_name=resnet_v1_50 --num_classes=1000 \
-      --batch_size="$BATCH" --optimizer=momentum --momentum=0.9 --learning_rate=0.01 \
-      --weight_decay=0.00004 --stop_at_step=$((WARMUP + STEPS)) --log_loss_every_n_iters="$LOG_EVERY" \
-      --data_format=NHWC --device=cuda --use_fp16=True --mixed_precision="$prec" \
-      --cudnn_benchmark=True --nproc_per_node=1 --prefetch_buffer_size=16 ${OURS_ARGS:-}
-    # 16 batches prepared ahead (pageable memory, 2.5 GB): the mock images
-    # cost ~0.38 s of one core per batch (measured on a Xeon), so 4 ahead
-    # capped the input near 10 batches/s (docs/performance.md, "GPU").
-    # The last log lines (time per step, the share of it spent waiting for
-    # input) go to the progress output.
-    grep -E 'secs/step|Stopped at' "$TMP/ours_$prec.log" | tail -n 3 >&2 || true
-    # Seconds of the timed steps (global_step WARMUP+1 .. WARMUP+STEPS), from
-    # the log lines "[S secs/step, ...] ... global_step = N", S being the mean
-    # over the steps since the previous line (one every LOG_EVERY steps, so
-    # that the steps between them read nothing on the host, as in training).
-    secs=$(awk -v w="$WARMUP" '/global_step = / {
-        match($0, /global_step = [0-9]+/); n = substr($0, RSTART + 14, RLENGTH - 14) + 0
-        match($0, /\[[0-9.]+ secs\/step/); t = substr($0, RSTART + 1, RLENGTH - 11) + 0
-        if (n > w && prev >= w) s += t * (n - prev); prev = n } END { print s + 0 }' "$TMP/ours_$prec.log")
-    ours_ips=$(awk -v s="$secs" -v b="$BATCH" -v n="$STEPS" 'BEGIN {
-        if (s > 0) printf "%.2f", b * n / s; else print "n/a" }')
-    [ "$rc" -eq 0 ] || ours_ips="failed (exit $rc)"
-    [ "$rc" -eq 0 ] || peak="failed"
+    # Ours twice: the mock images through the input pipeline (made on the
+    # CPU, copied each step), then synthetic_device_inputs (one batch made
+    # on the GPU and reused, as the peer's): the step alone.
+    for input in pipeline device; do
+      extra=()
+      label="$prec NHWC b$BATCH"
+      if [ "$input" = device ]; then
+        extra=(--synthetic_device_inputs=True)
+        label="$label, synthetic_device_inputs"
+      fi
+      echo "== resnet_v1_50 $prec: ours ($input input)" >&2
+      measure "$TMP/ours_${prec}_$input.log" "${OURS_ENV[@]}" "$BIN/train_image_classifier" \
+        --dataset_name=mock --model_name=resnet_v1_50 --num_classes=1000 \
+        --batch_size="$BATCH" --optimizer=momentum --momentum=0.9 --learning_rate=0.01 \
+        --weight_decay=0.00004 --stop_at_step=$((WARMUP + STEPS)) --log_loss_every_n_iters="$LOG_EVERY" \
+        --data_format=NHWC --device=cuda --use_fp16=True --mixed_precision="$prec" \
+        --cudnn_benchmark=True --nproc_per_node=1 --prefetch_buffer_size=16 "${extra[@]}" ${OURS_ARGS:-}
+      # 16 batches prepared ahead (pageable memory, 2.5 GB): the mock images
+      # cost ~0.38 s of one core per batch (measured on a Xeon), so 4 ahead
+      # capped the input near 10 batches/s (docs/performance.md, "GPU").
+      # The last log lines (time per step, the share of it spent waiting for
+      # input) go to the progress output.
+      grep -E 'secs/step|Stopped at' "$TMP/ours_${prec}_$input.log" | tail -n 3 >&2 || true
+      # Seconds of the timed steps (global_step WARMUP+1 .. WARMUP+STEPS), from
+      # the log lines "[S secs/step, ...] ... global_step = N", S being the mean
+      # over the steps since the previous line (one every LOG_EVERY steps, so
+      # that the steps between them read nothing on the host, as in training).
+      secs=$(awk -v w="$WARMUP" '/global_step = / {
+          match($0, /global_step = [0-9]+/); n = substr($0, RSTART + 14, RLENGTH - 14) + 0
+          match($0, /\[[0-9.]+ secs\/step/); t = substr($0, RSTART + 1, RLENGTH - 11) + 0
+          if (n > w && prev >= w) s += t * (n - prev); prev = n } END { print s + 0 }' \
+        "$TMP/ours_${prec}_$input.log")
+      ours_ips=$(awk -v s="$secs" -v b="$BATCH" -v n="$STEPS" 'BEGIN {
+          if (s > 0) printf "%.2f", b * n / s; else print "n/a" }')
+      [ "$rc" -eq 0 ] || ours_ips="failed (exit $rc)"
+      [ "$rc" -eq 0 ] || peak="failed"
 
-    row "resnet_v1_50 $prec NHWC b$BATCH: images/s (higher is better)" "$ours_ips" "$peer_ips"
-    row "resnet_v1_50 $prec NHWC b$BATCH: peak GPU memory, nvidia-smi MiB (lower is better)" \
-      "$peak" "$peer_peak" "${peer_alloc:-n/a}"
+      row "resnet_v1_50 $label: images/s (higher is better)" "$ours_ips" "$peer_ips"
+      row "resnet_v1_50 $label: peak GPU memory, nvidia-smi MiB (lower is better)" \
+        "$peak" "$peer_peak" "${peer_alloc:-n/a}"
+    done
   done
   notes+=("resnet: $STEPS timed steps after $WARMUP warm-up steps; ours: dataset_name=mock\
- (images made on the CPU and copied each step), use_fp16=True with mixed_precision=fp16 / bf16,\
+ (images made on the CPU by the input pipeline and copied each step; with synthetic_device_inputs\
+ one batch made on the GPU and reused, as the peer's), use_fp16=True with mixed_precision=fp16 / bf16,\
  one process (nproc_per_node=1), cudnn_benchmark=True; peer: ${peer_model:-?} resnet50, images on the GPU,\
  cudnn.benchmark on; TF32 as PyTorch's defaults in both (matmul off, cuDNN on).")
   notes+=("peak memory '*': nvidia-smi listed no per-process figure; whole-GPU memory.used minus its idle reading.")

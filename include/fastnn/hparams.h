@@ -167,6 +167,10 @@ struct HParams {
   /// cuDNN's autotuner (torch.backends.cudnn.benchmark); PyTorch's default
   /// is off.
   bool cudnn_benchmark = false;
+  /// dataset_name=mock only: one random batch made on the training device
+  /// and reused every step, no input pipeline (tf_cnn_benchmarks'
+  /// use_synthetic_gpu_inputs): times the step alone.
+  bool synthetic_device_inputs = false;
   /// Activation and weight layout on CPU: NCHW (LibTorch's default) or
   /// NHWC (channels-last, oneDNN's preferred layout).
   std::string data_format = "NCHW";

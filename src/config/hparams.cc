@@ -502,6 +502,12 @@ void validate(const HParams& hp) {
         std::to_string(hp.stop_at_step) + ") > warmup_steps (" +
         std::to_string(hp.warmup_steps) + ")");
   }
+  if (hp.synthetic_device_inputs && hp.dataset_name != "mock") {
+    throw ConfigError(prefix(hp, "synthetic_device_inputs") +
+                      "synthetic_device_inputs: needs dataset_name=mock (it replaces the "
+                      "input pipeline with random images), not " +
+                      config::quote_value(hp.dataset_name));
+  }
   if (hp.task_type == "finetune" && hp.model_dir.empty() &&
       hp.checkpoint_path.empty()) {
     throw ConfigError(prefix(hp, "task_type") +

@@ -301,6 +301,12 @@ std::vector<KeySpec> build_table() {
      "and keep the fastest (torch.backends.cudnn.benchmark). Off is "
      "PyTorch's default; on pays off when the shapes are fixed, as in "
      "training. CUDA only."},
+    {FASTNN_KEY(synthetic_device_inputs), G::kPerformance,
+     "With dataset_name=mock: train on one random batch made on the "
+     "training device and reused every step, without the input pipeline "
+     "(tf_cnn_benchmarks' use_synthetic_gpu_inputs), to time the step "
+     "alone. For benchmarks; off trains on mock images made by the "
+     "pipeline's threads."},
     {FASTNN_KEY(loss_scale), G::kPerformance,
      "Loss multiplier applied before backward for fp16; the gradients are "
      "divided by it again. With dynamic loss scaling: the first scale "

@@ -1,8 +1,10 @@
 #include "src/train/device.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 #include <torch/nn/module.h>
+#include <torch/torch.h>
 
 #include <string>
 
@@ -153,6 +155,37 @@ std::unique_ptr<DeviceFeed> make_device_feed(datasets::Pipeline& pipeline,
   if (device.is_cuda()) return cuda::make_prefetching_feed(pipeline, device);
 #endif
   return std::make_unique<HostFeed>(pipeline);
+}
+
+namespace {
+
+class SyntheticFeed : public DeviceFeed {
+ public:
+  explicit SyntheticFeed(datasets::Batch batch) : batch_(std::move(batch)) {}
+  std::optional<datasets::Batch> next() override {
+    datasets::Batch b = batch_;
+    b.index = index_++;
+    return b;
+  }
+
+ private:
+  datasets::Batch batch_;
+  int64_t index_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceFeed> make_synthetic_feed(int64_t batch, std::vector<int64_t> chw,
+                                                int64_t classes, const torch::Device& device,
+                                                uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  chw.insert(chw.begin(), batch);
+  datasets::Batch b;
+  // Drawn on the CPU from its own generator (the training RNG is left
+  // alone), then copied once.
+  b.images = (torch::rand(chw, gen) * 2 - 1).to(device);
+  b.labels = torch::randint(0, classes, {batch}, gen, torch::kInt64).to(device);
+  return std::make_unique<SyntheticFeed>(std::move(b));
 }
 
 bool host_reads_synchronise(const torch::Device& device) {

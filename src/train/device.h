@@ -10,9 +10,11 @@
 
 #include <torch/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fastnn/hparams.h"
 #include "fastnn/pipeline.h"
@@ -107,5 +109,12 @@ class DeviceFeed {
 /// `pipeline` must outlive the feed.
 std::unique_ptr<DeviceFeed> make_device_feed(datasets::Pipeline& pipeline,
                                              const torch::Device& device);
+
+/// synthetic_device_inputs: one batch of `batch` images of shape `chw`,
+/// uniform in [-1, 1) as the mock dataset's, with labels in [0, classes),
+/// drawn once on `device` from `seed` and returned by every next().
+std::unique_ptr<DeviceFeed> make_synthetic_feed(int64_t batch, std::vector<int64_t> chw,
+                                                int64_t classes, const torch::Device& device,
+                                                uint64_t seed);
 
 }  // namespace fastnn::train

@@ -187,6 +187,17 @@ void Trainer::Impl::prepare() {
     log::warning() << "train_dir is not set: no checkpoints, no config.cfg, no metrics.json";
   }
   install_stop_signals();
+  if (hp.synthetic_device_inputs) {
+    // No pipeline: one random batch on the device, every step (benchmarks).
+    log::chief() << "synthetic_device_inputs: one random batch of " << hp.batch_size
+                 << " made on " << device.str() << " and reused every step; no input pipeline";
+    feed = make_synthetic_feed(hp.batch_size,
+                               {built.shape.channels, built.shape.height, built.shape.width},
+                               built.num_classes, device,
+                               static_cast<uint64_t>(cluster.rank) + 1);
+    built.model->train();
+    return;
+  }
   auto options = pipeline_options(hp, built, true, {cluster.rank, cluster.world_size});
   options.skip_batches = state->batches_consumed;
   // A stop signal ends a wait for input that may never end (issue 23).
@@ -374,7 +385,7 @@ int Trainer::run() {
   try {
     m.loop(step, r);
     // Too many records rejected is an error also when training stops first.
-    if (r.exit_code == kExitOk) m.pipeline->check_rejected_share();
+    if (r.exit_code == kExitOk && m.pipeline) m.pipeline->check_rejected_share();
   } catch (const DataError& e) {
     m.report_failure(r, kExitData, e.what());
     throw;

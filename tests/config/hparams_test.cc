@@ -623,6 +623,15 @@ TEST_F(HParamsTest, CrossKeyValidation) {
   hp.opt_epsilon = 0;
   EXPECT_EQ(error_of([&] { validate(hp); }),
             "opt_epsilon: 0.0 is out of range (must be > 0)");
+  hp = HParams();
+  hp.synthetic_device_inputs = true;
+  hp.dataset_name = "mock";
+  EXPECT_NO_THROW(validate(hp));
+  hp.dataset_name = "flowers";
+  hp.sources["synthetic_device_inputs"] = "command line";
+  EXPECT_EQ(error_of([&] { validate(hp); }),
+            "command line: synthetic_device_inputs: needs dataset_name=mock (it replaces the "
+            "input pipeline with random images), not 'flowers'");
 }
 
 TEST_F(HParamsTest, FormatHparamsRoundTrips) {

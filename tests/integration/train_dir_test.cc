@@ -107,6 +107,31 @@ class TrainDir : public ::testing::Test {
   static std::string log(const std::string& name) { return (kTmp / (name + ".log")).string(); }
 };
 
+// synthetic_device_inputs (benchmarks): no input pipeline, one batch made on
+// the training device and reused; training runs, stops and checkpoints as
+// any other run, and resumes.
+TEST_F(TrainDir, SyntheticDeviceInputsTrainWithoutAPipeline) {
+  const std::string dir = fresh("synthetic");
+  auto args = [&dir](int stop) {
+    return std::vector<std::string>{
+        kBin + "/train_image_classifier", "--dataset_name=mock", "--model_name=lenet",
+        "--num_classes=10", "--batch_size=8", "--use_fp16=False",
+        "--synthetic_device_inputs=True", "--train_dir=" + dir,
+        "--stop_at_step=" + std::to_string(stop), "--log_loss_every_n_iters=3",
+        "--intra_op_parallelism_threads=1"};
+  };
+  auto r = run(args(6), log("synthetic"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("synthetic_device_inputs: one random batch of 8 made on cpu"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("global_step = 6"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-6"));
+  r = run(args(9), log("synthetic_resume"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-9"));
+}
+
 // The index is a convenience: missing, empty, garbage or stale, the newest
 // readable model.ckpt-* is resumed, with a warning; nothing is overwritten.
 TEST_F(TrainDir, ABadIndexResumesFromTheNewestReadableCheckpoint) {
