@@ -162,15 +162,15 @@ if [[ ,$PARTS, == *,resnet,* ]]; then
         label="$label, synthetic_device_inputs"
       fi
       echo "== resnet_v1_50 $prec: ours ($input input)" >&2
+      # 16 batches prepared ahead (pageable memory, 2.5 GB): the mock images
+      # cost ~0.38 s of one core per batch (measured on a Xeon), so 4 ahead
+      # capped the input near 10 batches/s (docs/performance.md, "GPU").
       measure "$TMP/ours_${prec}_$input.log" "${OURS_ENV[@]}" "$BIN/train_image_classifier" \
         --dataset_name=mock --model_name=resnet_v1_50 --num_classes=1000 \
         --batch_size="$BATCH" --optimizer=momentum --momentum=0.9 --learning_rate=0.01 \
         --weight_decay=0.00004 --stop_at_step=$((WARMUP + STEPS)) --log_loss_every_n_iters="$LOG_EVERY" \
         --data_format=NHWC --device=cuda --use_fp16=True --mixed_precision="$prec" \
         --cudnn_benchmark=True --nproc_per_node=1 --prefetch_buffer_size=16 "${extra[@]}" ${OURS_ARGS:-}
-      # 16 batches prepared ahead (pageable memory, 2.5 GB): the mock images
-      # cost ~0.38 s of one core per batch (measured on a Xeon), so 4 ahead
-      # capped the input near 10 batches/s (docs/performance.md, "GPU").
       # The last log lines (time per step, the share of it spent waiting for
       # input) go to the progress output.
       grep -E 'secs/step|Stopped at' "$TMP/ours_${prec}_$input.log" | tail -n 3 >&2 || true

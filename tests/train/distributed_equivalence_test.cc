@@ -3,17 +3,14 @@
 // loopback, one thread per worker).
 #include <gtest/gtest.h>
 
-#include <sys/socket.h>
-#include <netinet/in.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <thread>
 
 #include "models/layers.h"
 #include "models/model_factory.h"
-#include "src/optim/optimizers.h"
+#include "src/dist/coordinator.h"
 #include "src/dist/process_group.h"
+#include "src/optim/optimizers.h"
 #include "src/train/batch_norm_pool.h"
 #include "src/train/distributed_step.h"
 #include "src/train/loss.h"
@@ -26,18 +23,6 @@ using Model = std::shared_ptr<models::ClassifierImpl>;
 constexpr int kWorld = 2;
 constexpr int64_t kBatch = 4;  // per worker
 constexpr int kSteps = 4;
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 // conv + BatchNorm over NCHW, then a fully connected layer + BatchNorm
 // over NC: both kinds of per-channel counts.
@@ -222,7 +207,7 @@ void run_equivalence(bool batch_norm, int64_t size) {
     for (auto& p : workers[1]->parameters()) p.add_(0.5);
   }
   train_reference(reference, d, batch_norm);
-  const int port = free_port();
+  const int port = dist::pick_free_port();
   std::vector<std::vector<double>> losses(kWorld);
   std::vector<std::thread> threads;
   std::vector<std::string> errors(kWorld);

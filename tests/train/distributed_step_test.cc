@@ -2,9 +2,6 @@
 // a GPU run does: the numbers are read only on the steps asked for and on
 // the stop agreements (docs/design.md, "The GPU step").
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
@@ -15,6 +12,7 @@
 #include <vector>
 
 #include "fastnn/errors.h"
+#include "src/dist/coordinator.h"
 #include "src/train/loss.h"
 #include "src/train/signals.h"
 #include "tests/train/step_rig.h"
@@ -24,24 +22,12 @@ namespace {
 
 using testing::StepRig;
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 // Runs body(rig, rank) on two workers; `ready` runs once both rigs exist
 // (before either steps). Returns each worker's error text ("" = none).
 std::vector<std::string> run_two(const std::function<void(StepRig&, int)>& body,
                                  const std::function<void()>& ready) {
   ::setenv("FASTNN_JOB_TOKEN", "distributed-step-test", 1);
-  const int port = free_port();
+  const int port = dist::pick_free_port();
   std::atomic<int> built{0};
   std::atomic<bool> go{false};
   std::vector<std::string> errors(2);

@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -19,6 +18,7 @@
 
 #include "src/compat/torch_compat.h"
 #include "src/cuda/cuda_device.h"
+#include "src/dist/coordinator.h"
 #include "src/dist/gradient_reducer.h"
 #include "src/dist/process_group.h"
 #include "src/dist/store_adapter.h"
@@ -277,7 +277,7 @@ TEST_F(Gpu, ADistributedStepSynchronisesOnlyOnStopAgreements) {
   dist::ClusterSpec spec;
   spec.rank = 0;
   spec.world_size = 1;
-  spec.coordinator = "127.0.0.1:" + std::to_string(29400 + (::getpid() % 500));
+  spec.coordinator = "127.0.0.1:" + std::to_string(dist::pick_free_port());
   o.cluster = spec;
   train::testing::StepRig rig(std::move(o));
   rig.run(0, true);  // warm-up: cuDNN, the allocator, NCCL's communicator
