@@ -72,6 +72,9 @@ struct HParams {
   double weight_decay = 4e-5;
   /// Images per batch per device. REQUIRES: >= 1.
   int64_t batch_size = 32;
+  /// Micro-batches of batch_size per optimizer step (gradient
+  /// accumulation). REQUIRES: >= 1.
+  int64_t gradient_accumulation_steps = 1;
   /// Global-norm gradient clipping; None: off.
   std::optional<double> max_gradient_norm;
   /// Label smoothing in [0, 1).
@@ -302,6 +305,9 @@ struct HParams {
   std::map<std::string, std::string> sources;
   /// sources[key] or "default".
   std::string where(const std::string& key) const;
+  /// Images one worker trains on per optimizer step:
+  /// batch_size x gradient_accumulation_steps.
+  int64_t images_per_step() const { return batch_size * gradient_accumulation_steps; }
 };
 
 /// Result of parsing a binary's command line.

@@ -139,6 +139,11 @@ std::vector<KeySpec> build_table() {
      "Skip variables that checkpoint_path lacks instead of failing."},
     {FASTNN_KEY(batch_size), G::kModel,
      "Images per training batch on each device.", at_least(1)},
+    {FASTNN_KEY(gradient_accumulation_steps), G::kModel,
+     "Micro-batches of batch_size whose gradients are summed before one "
+     "optimizer step (the all-reduce runs once, after the last): each "
+     "worker's step sees batch_size x this images. global_step, schedules, "
+     "num_epochs and checkpoints count optimizer steps.", at_least(1)},
     {FASTNN_KEY(num_epochs), G::kModel,
      "Passes over the training data; training ends when they are used up "
      "or at stop_at_step, whichever comes first. Set without stop_at_step, "

@@ -58,12 +58,12 @@ int64_t epochs_to_steps(double epochs, int64_t samples_per_epoch, int64_t batch)
 int64_t resolve_stop_at_step(const HParams& hp, int64_t samples_per_worker) {
   if (!stop_from_num_epochs(hp)) return hp.stop_at_step;
   const int64_t steps = epochs_to_steps(static_cast<double>(hp.num_epochs),
-                                        samples_per_worker, hp.batch_size);
+                                        samples_per_worker, hp.images_per_step());
   if (steps <= 0) {
     throw ConfigError(hp.where("num_epochs") + ": num_epochs: " + std::to_string(hp.num_epochs) +
                       " epochs of " + std::to_string(samples_per_worker) +
-                      " samples per worker in batches of " + std::to_string(hp.batch_size) +
-                      " make no step; set stop_at_step");
+                      " samples per worker in steps of " + std::to_string(hp.images_per_step()) +
+                      " images make no step; set stop_at_step");
   }
   return steps;
 }
@@ -76,7 +76,7 @@ ScheduleOptions schedule_from_hparams(const HParams& hp,
   o.learning_rate = hp.learning_rate;
   o.end_learning_rate = hp.end_learning_rate;
   o.decay_factor = hp.learning_rate_decay_factor;
-  const int64_t global_batch = hp.batch_size * std::max<int64_t>(1, num_workers);
+  const int64_t global_batch = hp.images_per_step() * std::max<int64_t>(1, num_workers);
   if (hp.warmup_scheme == "t2t" || hp.warmup_scheme == "linear") {
     o.warmup = hp.warmup_scheme;
     o.warmup_steps = hp.warmup_epochs

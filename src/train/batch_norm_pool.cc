@@ -172,6 +172,23 @@ torch::Tensor BatchNormPool::local_moments(int64_t batch_size) {
   return torch::cat({mean, var + mean * mean});
 }
 
+void BatchNormPool::keep_micro_batch(int64_t batch_size) {
+  torch::NoGradGuard no_grad;
+  if (layers_.empty()) return;
+  if (kept_.empty()) step_start_ = prev_;
+  kept_.push_back(local_moments(batch_size));
+  snapshot();
+}
+
+torch::Tensor BatchNormPool::step_moments(int64_t batch_size) {
+  torch::NoGradGuard no_grad;
+  if (kept_.empty()) return local_moments(batch_size);
+  kept_.push_back(local_moments(batch_size));
+  auto all = torch::cat(kept_);
+  kept_.clear();
+  return all;
+}
+
 void BatchNormPool::apply(const torch::Tensor& summed_anywhere, int world,
                           int64_t batch_size) {
   torch::NoGradGuard no_grad;
@@ -179,18 +196,23 @@ void BatchNormPool::apply(const torch::Tensor& summed_anywhere, int world,
   prepare_factors(batch_size, world);
   const int64_t c = channels_total_;
   const auto summed = summed_anywhere.to(layers_.front().mean.device());
-  auto [mean, var] = dist::pooled_moments(summed.narrow(0, 0, c), summed.narrow(0, c, c), world);
-  var = var * to_unbiased_;
-  const auto updated = torch::cat({keep_ * prev_.narrow(0, 0, c) + momentum_ * mean,
-                                   keep_ * prev_.narrow(0, c, c) + momentum_ * var})
-                           .to(buffers_.front().scalar_type());
-  const auto parts = updated.split_with_sizes(sizes_);
-  if (compat::use_foreach(updated.device())) {
-    compat::foreach_copy(buffers_, parts);
-  } else {
-    for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].copy_(parts[i]);
+  const int64_t blocks = summed.numel() / (2 * c);
+  if (blocks > 1) prev_ = step_start_;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const auto block = summed.narrow(0, b * 2 * c, 2 * c);
+    auto [mean, var] = dist::pooled_moments(block.narrow(0, 0, c), block.narrow(0, c, c), world);
+    var = var * to_unbiased_;
+    const auto updated = torch::cat({keep_ * prev_.narrow(0, 0, c) + momentum_ * mean,
+                                     keep_ * prev_.narrow(0, c, c) + momentum_ * var})
+                             .to(buffers_.front().scalar_type());
+    const auto parts = updated.split_with_sizes(sizes_);
+    if (compat::use_foreach(updated.device())) {
+      compat::foreach_copy(buffers_, parts);
+    } else {
+      for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].copy_(parts[i]);
+    }
+    snapshot();
   }
-  snapshot();
 }
 
 }  // namespace fastnn::train

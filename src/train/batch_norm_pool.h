@@ -46,8 +46,19 @@ class BatchNormPool {
   /// every layer...]. A few operations over one flat buffer, whatever the
   /// number of layers; nothing is read on the host.
   torch::Tensor local_moments(int64_t batch_size);
+  /// Gradient accumulation: after the forward of a micro-batch that is
+  /// not its step's last, keeps its local_moments and snapshots, so the
+  /// next micro-batch's moments are recovered from its own update.
+  void keep_micro_batch(int64_t batch_size);
+  /// The step's moments: the kept micro-batches' and the last forward's,
+  /// one local_moments block each, in order (one block without
+  /// accumulation).
+  torch::Tensor step_moments(int64_t batch_size);
   /// Sets the moving statistics from the moments summed over `world`
-  /// workers of `batch_size` images each, then snapshots (on the device).
+  /// workers of `batch_size` images each (one block per micro-batch,
+  /// applied in order from the step's starting point, as one worker with
+  /// `world` × `batch_size` images per micro-batch would), then snapshots
+  /// (on the device).
   void apply(const torch::Tensor& summed, int world, int64_t batch_size);
 
  private:
@@ -70,6 +81,10 @@ class BatchNormPool {
   int64_t channels_total_ = 0;
   /// float64 [means..., variances...] at the last snapshot.
   torch::Tensor prev_;
+  /// Gradient accumulation: the step's starting point, and the moments of
+  /// its micro-batches so far.
+  torch::Tensor step_start_;
+  std::vector<torch::Tensor> kept_;
   torch::Tensor momentum_, keep_;  // m and 1 - m per channel
   torch::Tensor to_biased_;        // (n - 1) / n per channel, n = count · batch
   torch::Tensor to_unbiased_;      // N / (N - 1) per channel, N = count · batch · world

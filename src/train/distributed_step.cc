@@ -78,7 +78,10 @@ struct DistributedStep::Impl {
 DistributedStep::DistributedStep(const HParams& hp, const dist::ClusterSpec& spec,
                                  const torch::Device& device, torch::nn::Module& model,
                                  std::vector<torch::Tensor> trainable)
-    : spec_(spec), batch_size_(hp.batch_size), impl_(std::make_unique<Impl>()) {
+    : spec_(spec),
+      batch_size_(hp.batch_size),
+      accumulation_steps_(hp.gradient_accumulation_steps),
+      impl_(std::make_unique<Impl>()) {
   const auto options = dist::session_options(hp, dist::process_environment());
   const std::chrono::milliseconds timeout = options.worker_timeout;
   impl_->timeout = timeout;
@@ -118,6 +121,10 @@ void DistributedStep::broadcast_from_chief(const std::vector<torch::Tensor>& sta
   impl_->batch_norm->snapshot();
 }
 
+void DistributedStep::keep_micro_batch_moments() {
+  impl_->batch_norm->keep_micro_batch(batch_size_);
+}
+
 void DistributedStep::before_backward(int64_t step) {
   if (auto f = impl_->session->failure()) {
     throw DistributedError(*f + " (this worker is at global step " + std::to_string(step) + ")");
@@ -139,7 +146,7 @@ torch::Tensor DistributedStep::reduce(const torch::Tensor& head, const LocalStop
                                      torch::full({1}, stop.signal == SIGINT ? 1.0 : 0.0, f64),
                                      torch::full({1}, stop.signal == SIGTERM ? 1.0 : 0.0, f64)};
     if (impl_->batch_norm->size() > 0) {
-      parts.push_back(impl_->batch_norm->local_moments(batch_size_));
+      parts.push_back(impl_->batch_norm->step_moments(batch_size_));
     }
     auto all = torch::cat(parts);
     impl_->comm->all_reduce_sum({all}, "step metrics and BatchNorm statistics");
@@ -154,7 +161,7 @@ torch::Tensor DistributedStep::reduce(const torch::Tensor& head, const LocalStop
 CombinedStep DistributedStep::combine(const double* s, bool agree_on_stop) {
   CombinedStep c;
   if (!s) {
-    c.samples = batch_size_ * spec_.world_size;
+    c.samples = batch_size_ * accumulation_steps_ * spec_.world_size;
     c.loss = impl_->last_loss;
     report(c);
     return c;

@@ -87,14 +87,17 @@ class DistributedStep {
   void broadcast_from_chief(const std::vector<torch::Tensor>& state,
                             const std::string& what);
 
-  /// Before backward: arms the gradient hooks.
+  /// After the forward of a micro-batch that is not its step's last
+  /// (gradient accumulation): keeps its BatchNorm moments for reduce().
+  void keep_micro_batch_moments();
+  /// Before the step's (last) backward: arms the gradient hooks.
   void before_backward(int64_t step);
   /// After backward, without reading anything on the host: the gradients
   /// averaged (NCCL: the compute stream waits for each bucket's collective),
   /// then `head` (StepHead's first kStopRequested slots, filled by the
-  /// step) with this worker's stop flags and its BatchNorm moments summed
-  /// over the workers in one all-reduce, and the pooled BatchNorm
-  /// statistics applied. Returns the summed head (kStepHeadSize values, on
+  /// step) with this worker's stop flags and its BatchNorm moments (each
+  /// micro-batch's) summed over the workers in one all-reduce, and the
+  /// pooled BatchNorm statistics applied (micro-batch after micro-batch). Returns the summed head (kStepHeadSize values, on
   /// the training device).
   torch::Tensor reduce(const torch::Tensor& head, const LocalStop& stop);
   /// What the workers agreed on, from the host's copy of the summed head,
@@ -113,6 +116,7 @@ class DistributedStep {
 
   dist::ClusterSpec spec_;
   int64_t batch_size_;
+  int64_t accumulation_steps_;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -111,10 +111,25 @@ bool Step::reads(int64_t next, bool metrics_wanted) const {
 // only on the steps that read.
 CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
                        const std::function<double()>& now, StepStats& s,
-                       bool metrics_wanted) {
+                       bool metrics_wanted, const NextMicroBatch& more) {
   s.learning_rate = learning_rate;
   DeviceScalars d;
-  const torch::Tensor loss = forward_loss(batch, d);
+  // None, not zeros: backward's result becomes .grad without a zeroing
+  // pass and an addition. On one process a variable no gradient reaches
+  // is then left alone by the optimizer, as in TF; across workers it gets
+  // the average, which is zero when no worker reached it.
+  model_.zero_grad(/*set_to_none=*/true);
+  torch::Tensor loss = forward_loss(batch, d);
+  int64_t micro = 1;
+  for (; micro < options_.accumulation_steps; ++micro) {
+    accumulate(loss);
+    std::optional<datasets::Batch> next = more ? more() : std::nullopt;
+    if (!next) {
+      state_.batches_consumed += micro;
+      throw InputEndedInsideStep(micro);
+    }
+    loss = forward_loss(*next, d);
+  }
   s.spans.forward_end = now();
   backward_and_reduce(loss, s, d);
   finish_gradients(s, d);
@@ -130,7 +145,7 @@ CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
   if (!read || should_apply(s)) apply_update(learning_rate, norm, s.gradient_norm, read);
   s.spans.optimizer_end = now();
   state_.step = next;
-  ++state_.batches_consumed;
+  state_.batches_consumed += micro;
   s.global_step = state_.step;
   return combined;
 }
@@ -152,28 +167,39 @@ torch::Tensor Step::forward_loss(const datasets::Batch& batch, DeviceScalars& d)
                                           options_.label_smoothing);
   }
   torch::NoGradGuard no_grad;
-  d.samples = batch.labels.size(0);
+  const int64_t samples = batch.labels.size(0);
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(logits.device());
-  const double n = static_cast<double>(d.samples);
-  d.head = torch::stack({loss.detach().to(torch::kFloat64) * n,
-                         logits.detach().argmax(1).eq(batch.labels).sum().to(torch::kFloat64),
-                         torch::full({}, n, f64)});
+  const double n = static_cast<double>(samples);
+  auto head = torch::stack({loss.detach().to(torch::kFloat64) * n,
+                            logits.detach().argmax(1).eq(batch.labels).sum().to(torch::kFloat64),
+                            torch::full({}, n, f64)});
+  d.head = d.head.defined() ? d.head + head : head;
+  d.samples += samples;
   return loss;
 }
 
+// A micro-batch before the step's last: its gradients are added into
+// .grad (autograd accumulates), nothing is reduced. Distributed, its
+// BatchNorm moments are kept for the step's one all-reduce.
+void Step::accumulate(const torch::Tensor& loss) {
+  backward(loss, scaler_.scale());
+  if (dist_) dist_->keep_micro_batch_moments();
+}
+
+void Step::backward(const torch::Tensor& loss, double loss_scale) {
+  const int64_t k = options_.accumulation_steps;
+  const torch::Tensor mean = k > 1 ? loss / static_cast<double>(k) : loss;
+  if (loss_scale != 1.0) {
+    (mean * loss_scale).backward();
+  } else {
+    mean.backward();
+  }
+}
+
 void Step::backward_and_reduce(const torch::Tensor& loss, StepStats& s, DeviceScalars& d) {
-  // None, not zeros: backward's result becomes .grad without a zeroing
-  // pass and an addition. On one process a variable no gradient reaches
-  // is then left alone by the optimizer, as in TF; across workers it gets
-  // the average, which is zero when no worker reached it.
-  model_.zero_grad(/*set_to_none=*/true);
   if (dist_) dist_->before_backward(state_.step);
   s.loss_scale = scaler_.scale();
-  if (s.loss_scale != 1.0) {
-    (loss * s.loss_scale).backward();
-  } else {
-    loss.backward();
-  }
+  backward(loss, s.loss_scale);
   // Distributed: the data gradients averaged (still scaled: the average is
   // linear) and the head summed, with the BatchNorm moments, in one
   // collective; the L2 term below is the same on every worker (same

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "fastnn/hooks.h"
@@ -46,6 +48,24 @@ struct StepOptions {
   /// the other steps apply their update and keep "Inf/NaN seen, first at
   /// step N" on the device for the next read.
   bool read_every_step = true;
+  /// gradient_accumulation_steps: micro-batches per optimizer step; their
+  /// gradients are summed (each loss divided by this), and averaged across
+  /// workers once, after the last backward (DDP's no_sync).
+  int64_t accumulation_steps = 1;
+};
+
+/// The next micro-batch of the step being accumulated, on the training
+/// device; nullopt when the input ended.
+using NextMicroBatch = std::function<std::optional<datasets::Batch>()>;
+
+/// The input ended inside an accumulated step: `micro_batches` of it were
+/// consumed, none applied (the weights are those of the last full step).
+struct InputEndedInsideStep : std::runtime_error {
+  explicit InputEndedInsideStep(int64_t micro_batches)
+      : std::runtime_error("the input ended after " + std::to_string(micro_batches) +
+                           " micro-batch(es) of an accumulated step"),
+        micro_batches(micro_batches) {}
+  int64_t micro_batches;
 };
 
 /// What settle() found of the last step.
@@ -92,8 +112,10 @@ class Step {
        LossScaler& scaler, TrainState& state, DistributedStep* dist,
        GradientFault fault = {});
 
-  /// One update from `batch` at `learning_rate`; state.step and
-  /// state.batches_consumed advance. Fills `s` (everything but the input
+  /// One update from `batch` (and, with accumulation_steps = K > 1, the
+  /// K - 1 micro-batches `more` returns) at `learning_rate`; state.step
+  /// advances by one and state.batches_consumed by the micro-batches
+  /// used. Throws InputEndedInsideStep when `more` runs dry. Fills `s` (everything but the input
   /// spans, which the caller measured); `now` is the spans' clock. Returns
   /// what the workers agreed on (a stop, the combined metrics); on one
   /// process, its default.
@@ -102,7 +124,7 @@ class Step {
   /// step that did not read them had Inf/NaN.
   CombinedStep run(const datasets::Batch& batch, double learning_rate,
                    const std::function<double()>& now, StepStats& s,
-                   bool metrics_wanted = true);
+                   bool metrics_wanted = true, const NextMicroBatch& more = {});
 
   /// After the last step: reads what the steps since the last read left on
   /// the device. Throws DivergedError when one of them had Inf/NaN.
@@ -115,8 +137,12 @@ class Step {
   bool reads(int64_t next, bool metrics_wanted) const;
 
  private:
-  /// Phases of run(), in order.
+  /// Phases of run(), in order. forward_loss adds the batch's numbers to
+  /// `d`; accumulate runs a micro-batch's backward with no reduction.
   torch::Tensor forward_loss(const datasets::Batch& batch, DeviceScalars& d);
+  void accumulate(const torch::Tensor& loss);
+  /// backward of `loss` (÷ accumulation_steps) × the loss scale.
+  void backward(const torch::Tensor& loss, double loss_scale);
   void backward_and_reduce(const torch::Tensor& loss, StepStats& s, DeviceScalars& d);
   void finish_gradients(StepStats& s, DeviceScalars& d);
   /// Dynamic loss scaling's decision, and whether the numbers read allow

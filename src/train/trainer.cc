@@ -316,12 +316,16 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
   }
   // Where the input ends: batches run on across epoch boundaries.
   m.epochs_final_step =
-      optim::epochs_to_steps(static_cast<double>(h.num_epochs), shard_samples, h.batch_size);
+      optim::epochs_to_steps(static_cast<double>(h.num_epochs), shard_samples, h.images_per_step());
   if (stop_from_num_epochs(h)) {
     m.hp.stop_at_step = optim::resolve_stop_at_step(h, shard_samples);
     log::chief() << "num_epochs=" << h.num_epochs << " without stop_at_step: the run ends at step "
                  << h.stop_at_step << " (" << shard_samples << " samples per worker in batches of "
-                 << h.batch_size << "), the schedule's horizon";
+                 << h.batch_size
+                 << (h.gradient_accumulation_steps > 1
+                         ? " x " + std::to_string(h.gradient_accumulation_steps) + " micro-batches"
+                         : std::string())
+                 << "), the schedule's horizon";
   }
   const int64_t samples_per_epoch = h.sources.count("num_sample_per_epoch")
                                         ? h.num_sample_per_epoch
@@ -365,6 +369,7 @@ int Trainer::run() {
   so.max_gradient_norm = h.max_gradient_norm;
   so.channels_last = h.data_format == "NHWC";
   so.autocast = m.autocast;
+  so.accumulation_steps = h.gradient_accumulation_steps;
   // FASTNN_TEST_READ_ON_DEMAND=1 (tests): a CPU run reads its numbers as
   // a GPU run does, only on the steps the hooks ask for.
   so.read_every_step =
@@ -410,6 +415,14 @@ int Trainer::run() {
 
 void Trainer::Impl::loop(Step& step, RunSummary& r) {
   auto clock = [this] { return now(); };
+  // The micro-batches after a step's first (gradient accumulation): their
+  // wait is the input's too.
+  const NextMicroBatch more = [this, &r] {
+    const double begin = now();
+    auto batch = feed->next();
+    r.data_wait_secs += now() - begin;
+    return batch;
+  };
   for (auto& hook : hooks) hook->begin(*this);
   while (!stop) {
     // Distributed: a signal travels with the step's metrics instead, so
@@ -434,8 +447,17 @@ void Trainer::Impl::loop(Step& step, RunSummary& r) {
     if (out_of_memory_fault == next) throw_out_of_memory_fault(next);
     bool wanted = next == final_step();
     for (const auto& hook : hooks) wanted = wanted || hook->needs_metrics(*this, next);
-    const CombinedStep combined =
-        step.run(*batch, optim::learning_rate_at(schedule, state->step), clock, s, wanted);
+    CombinedStep combined;
+    try {
+      combined = step.run(*batch, optim::learning_rate_at(schedule, state->step), clock, s,
+                          wanted, more);
+    } catch (const InputEndedInsideStep& e) {
+      request_stop("input exhausted after num_epochs=" + std::to_string(hp.num_epochs) + " (" +
+                   std::to_string(e.micro_batches) + " micro-batch(es) of the last step, fewer "
+                   "than gradient_accumulation_steps=" +
+                   std::to_string(hp.gradient_accumulation_steps) + ", not applied)");
+      break;
+    }
     r.samples += s.batch_samples;
     if (s.metrics_read) {
       r.loss = s.loss;

@@ -153,6 +153,33 @@ TEST_F(FashionMnist, ResumedRunEndsBitForBitLikeAnUninterruptedOne) {
   EXPECT_EQ(slots, 8);  // one Momentum slot per LeNet variable
 }
 
+// gradient_accumulation_steps=3: checkpoints count optimizer steps and a
+// resumed run takes up the input at the next micro-batch: the same bits.
+TEST_F(FashionMnist, AccumulatedRunResumesBitForBit) {
+  const auto a = fresh("accum_a"), b = fresh("accum_b");
+  auto args = [&](const std::string& dir, const std::string& stop) {
+    auto v = train_args(dir, stop);
+    v.push_back("--gradient_accumulation_steps=3");
+    v.push_back("--batch_size=16");
+    return v;
+  };
+  ASSERT_EQ(run(args(a, "20"), (kTmp / "accum_a.log").string()).exit_code, 0);
+  ASSERT_EQ(run(args(b, "10"), (kTmp / "accum_b1.log").string()).exit_code, 0);
+  auto resumed = run(args(b, "20"), (kTmp / "accum_b2.log").string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  ASSERT_NE(resumed.output.find("(global_step 10)"), std::string::npos) << resumed.output;
+  auto ta = train::load_tensors((fs::path(a) / "model.ckpt-20").string());
+  auto tb = train::load_tensors((fs::path(b) / "model.ckpt-20").string());
+  ASSERT_EQ(ta.size(), tb.size());
+  for (const auto& [name, t] : ta) {
+    ASSERT_TRUE(tb.count(name)) << name;
+    EXPECT_TRUE(torch::equal(t, tb[name])) << name;
+  }
+  // 20 steps of 3 micro-batches: the input advanced by 60 batches.
+  ASSERT_TRUE(ta.count("input/batches_consumed"));
+  EXPECT_EQ(ta.at("input/batches_consumed").item<int64_t>(), 60);
+}
+
 TEST_F(FashionMnist, SigtermWritesACheckpointAndExits143) {
   const auto dir = fresh("sigterm");
   Child c = start_and_wait_for_checkpoint(dir, (kTmp / "sigterm.log").string());

@@ -254,5 +254,27 @@ TEST(LearningRate, AnUnknownOrTooShortHorizonIsAConfigError) {
   EXPECT_EQ(schedule_from_hparams(hp, 1000, 1).warmup_steps, 50);
 }
 
+
+// gradient_accumulation_steps=K: an optimizer step takes K batches, so the
+// num_epochs horizon and the epoch-based decay and warmup count K times
+// fewer steps.
+TEST(LearningRate, AccumulatedStepsCountOptimizerSteps) {
+  HParams hp;
+  hp.sources["num_epochs"] = "x.cfg:1";
+  hp.num_epochs = 3;
+  hp.batch_size = 100;
+  hp.gradient_accumulation_steps = 4;
+  EXPECT_EQ(hp.images_per_step(), 400);
+  hp.stop_at_step = resolve_stop_at_step(hp, 1000);
+  EXPECT_EQ(hp.stop_at_step, 7);  // int(3 * 1000 / 400)
+  hp.num_epochs_per_decay = 1.0;
+  hp.warmup_scheme = "linear";
+  hp.warmup_epochs = 2.0;
+  hp.learning_rate_decay_type = "exponential";
+  const auto o = schedule_from_hparams(hp, 1000, 2);  // two workers
+  EXPECT_EQ(o.decay_steps, 1);   // int(1000 / 800)
+  EXPECT_EQ(o.warmup_steps, 2);  // int(2 * 1000 / 800)
+}
+
 }  // namespace
 }  // namespace fastnn::optim

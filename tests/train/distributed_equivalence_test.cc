@@ -1,6 +1,10 @@
 // W=2 workers × batch b for k steps against one worker × batch 2b on the
 // same samples, through the trainer's own distributed step (Gloo over
-// loopback, one thread per worker).
+// loopback, one thread per worker); and with gradient accumulation, K
+// micro-batches of b per worker against one worker's K micro-batches of 2b.
+// The reducer's hooks stay disarmed during the first K-1 backwards (no
+// collective until the last) and each micro-batch's BatchNorm moments are
+// pooled in the step's one all-reduce.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -84,15 +88,20 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const HParams& hp, const Model&
 }
 
 struct Data {
-  std::vector<torch::Tensor> images, labels;  // per step, 2b each
+  // per step and micro-batch, 2b each
+  std::vector<std::vector<torch::Tensor>> images, labels;
 };
 
-Data make_data(int64_t size) {
+Data make_data(int64_t size, int micro) {
   torch::manual_seed(5);
   Data d;
+  d.images.resize(kSteps);
+  d.labels.resize(kSteps);
   for (int s = 0; s < kSteps; ++s) {
-    d.images.push_back(torch::randn({kWorld * kBatch, 1, size, size}));
-    d.labels.push_back(torch::randint(0, 10, {kWorld * kBatch}, torch::kInt64));
+    for (int j = 0; j < micro; ++j) {
+      d.images[s].push_back(torch::randn({kWorld * kBatch, 1, size, size}));
+      d.labels[s].push_back(torch::randint(0, 10, {kWorld * kBatch}, torch::kInt64));
+    }
   }
   return d;
 }
@@ -107,30 +116,37 @@ torch::Tensor rows_of(const torch::Tensor& t, int rank) {
 // and each layer's moving statistics are updated with the statistics of
 // the 2b values that layer saw: for the first layer the 2b input batch
 // itself, for a later one its inputs as computed half by half.
+// With K micro-batches: the gradients of the K losses / K summed, the
+// moving statistics updated once per micro-batch.
 void train_reference(const Model& m, const Data& d, bool batch_norm) {
   const HParams hp = hparams();
   auto opt = make_optimizer(hp, m);
   m->train();
   for (int s = 0; s < kSteps; ++s) {
     m->zero_grad(/*set_to_none=*/false);
-    if (!batch_norm) {
-      classification_loss(m->forward(d.images[s]).logits, d.labels[s], 0).backward();
-    } else {
+    const int micro = static_cast<int>(d.images[s].size());
+    for (int j = 0; j < micro; ++j) {
+      const auto& images = d.images[s][j];
+      const auto& labels = d.labels[s][j];
+      if (!batch_norm) {
+        (classification_loss(m->forward(images).logits, labels, 0) / micro).backward();
+        continue;
+      }
       auto& net = dynamic_cast<TinyBnNet&>(*m);
       std::vector<torch::Tensor> before;
       for (auto& b : m->buffers()) before.push_back(b.clone());
       torch::Tensor loss = torch::zeros({});
       std::vector<torch::Tensor> last_inputs;
       for (int r = 0; r < kWorld; ++r) {
-        auto out = m->forward(rows_of(d.images[s], r));
-        last_inputs.push_back(net.before_last_bn(rows_of(d.images[s], r)).detach());
-        loss = loss + classification_loss(out.logits, rows_of(d.labels[s], r), 0) / kWorld;
+        auto out = m->forward(rows_of(images, r));
+        last_inputs.push_back(net.before_last_bn(rows_of(images, r)).detach());
+        loss = loss + classification_loss(out.logits, rows_of(labels, r), 0) / kWorld;
       }
-      loss.backward();
+      (loss / micro).backward();
       torch::NoGradGuard no_grad;
       auto buffers = m->buffers();
       for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(before[i]);
-      net.conv()->forward(d.images[s]);
+      net.conv()->forward(images);
       net.last_bn()->forward(torch::cat(last_inputs));
     }
     opt->step(hp.learning_rate);
@@ -138,7 +154,9 @@ void train_reference(const Model& m, const Data& d, bool batch_norm) {
 }
 
 void train_worker(int rank, int port, const Model& m, const Data& d, std::vector<double>* losses) {
-  const HParams hp = hparams();
+  HParams hp = hparams();
+  const int micro = static_cast<int>(d.images[0].size());
+  hp.gradient_accumulation_steps = micro;
   auto opt = make_optimizer(hp, m);
   dist::ClusterSpec spec;
   spec.rank = rank;
@@ -151,7 +169,7 @@ void train_worker(int rank, int port, const Model& m, const Data& d, std::vector
     DistributedStep& ds;
     ~Finish() { ds.finish(0); }
   } finish{ds};
-  const int64_t size = d.images[0].size(2);
+  const int64_t size = d.images[0][0].size(2);
   ds.measure_batch_norm([&](const torch::Tensor& x) { m->forward(x); }, {1, size, size});
   std::vector<torch::Tensor> state;
   for (auto& v : m->named_parameters()) state.push_back(v.value());
@@ -159,22 +177,30 @@ void train_worker(int rank, int port, const Model& m, const Data& d, std::vector
   ds.broadcast_from_chief(state, "initial state");
   m->train();
   for (int s = 0; s < kSteps; ++s) {
-    auto x = rows_of(d.images[s], rank);
-    auto y = rows_of(d.labels[s], rank);
-    auto out = m->forward(x);
-    auto loss = classification_loss(out.logits, y, 0);
     m->zero_grad(/*set_to_none=*/false);
-    ds.before_backward(s);
-    loss.backward();
     const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
-    const auto head = torch::stack({loss.detach().to(torch::kFloat64) * double(kBatch),
-                                    out.logits.argmax(1).eq(y).sum().to(torch::kFloat64),
-                                    torch::full({}, double(kBatch), f64)});
+    torch::Tensor head = torch::zeros({3}, f64);
+    for (int j = 0; j < micro; ++j) {
+      auto x = rows_of(d.images[s][j], rank);
+      auto y = rows_of(d.labels[s][j], rank);
+      auto out = m->forward(x);
+      auto loss = classification_loss(out.logits, y, 0);
+      head = head + torch::stack({loss.detach().to(torch::kFloat64) * double(kBatch),
+                                  out.logits.argmax(1).eq(y).sum().to(torch::kFloat64),
+                                  torch::full({}, double(kBatch), f64)});
+      if (j + 1 < micro) {
+        (loss / micro).backward();
+        ds.keep_micro_batch_moments();
+        continue;
+      }
+      ds.before_backward(s);
+      (micro > 1 ? loss / micro : loss).backward();
+    }
     const auto summed = ds.reduce(head, {});
     ASSERT_EQ(summed.numel(), kStepHeadSize);
     const std::vector<double> host = read_scalars({summed});
     auto c = ds.combine(host.data(), /*agree_on_stop=*/true);
-    EXPECT_EQ(c.samples, kWorld * kBatch);
+    EXPECT_EQ(c.samples, kWorld * kBatch * micro);
     EXPECT_FALSE(c.stop);
     losses->push_back(c.loss);
     opt->step(hp.learning_rate);
@@ -195,10 +221,10 @@ void expect_same(const Model& a, const Model& b) {
   for (const auto& p : ba) check(p.key(), p.value(), bb[p.key()]);
 }
 
-void run_equivalence(bool batch_norm, int64_t size) {
+void run_equivalence(bool batch_norm, int64_t size, int micro = 1) {
   setenv("FASTNN_JOB_TOKEN", "equivalence-test", 1);
   torch::set_num_threads(1);
-  const Data d = make_data(size);
+  const Data d = make_data(size, micro);
   Model reference = make_model(batch_norm);
   std::vector<Model> workers{make_model(batch_norm), make_model(batch_norm)};
   {
@@ -234,6 +260,14 @@ TEST(DistributedEquivalenceTest, LenetWithoutBatchNormMatchesOneWorkerWithDouble
 
 TEST(DistributedEquivalenceTest, BatchNormModelMatchesOneWorkerWithDoubleBatch) {
   run_equivalence(/*batch_norm=*/true, 8);
+}
+
+TEST(DistributedEquivalenceTest, AccumulatedLenetMatchesOneWorkerWithDoubleMicroBatches) {
+  run_equivalence(/*batch_norm=*/false, 28, /*micro=*/3);
+}
+
+TEST(DistributedEquivalenceTest, AccumulatedBatchNormModelPoolsEveryMicroBatch) {
+  run_equivalence(/*batch_norm=*/true, 8, /*micro=*/3);
 }
 
 TEST(BatchNormPoolTest, MeasuresMomentumAndPerImageCounts) {

@@ -33,13 +33,22 @@ struct StepRigOptions {
   /// Set: this rig is one worker of a job (Gloo on the CPU), and starts
   /// from rank 0's state.
   std::optional<dist::ClusterSpec> cluster;
+  /// StepOptions::accumulation_steps: each step's kBatch images arrive as
+  /// this many micro-batches.
+  int64_t accumulation_steps = 1;
+  /// Micro-batches a step's input holds (the input ends inside a step when
+  /// fewer than accumulation_steps); 0: all of them.
+  int64_t input_micro_batches = 0;
 };
 
 class StepRig {
  public:
   static constexpr int64_t kBatch = 16;
 
-  explicit StepRig(StepRigOptions o) : device_(o.device) {
+  explicit StepRig(StepRigOptions o)
+      : device_(o.device),
+        accumulation_(o.accumulation_steps),
+        available_(o.input_micro_batches > 0 ? o.input_micro_batches : o.accumulation_steps) {
     HParams hp;
     hp.model_name = "lenet";
     hp.dataset_name = "mock";
@@ -78,6 +87,7 @@ class StepRig {
     so.max_gradient_norm = o.max_gradient_norm;
     so.read_every_step = o.read_every_step;
     so.autocast = o.autocast;
+    so.accumulation_steps = o.accumulation_steps;
     step = std::make_unique<Step>(so,
                                   *built.model,
                                   *optimizer,
@@ -107,8 +117,19 @@ class StepRig {
         {kBatch},
         torch::TensorOptions().dtype(torch::kLong).device(device_));
     StepStats s;
+    // Accumulating: the batch's rows, in order, as micro-batches.
+    const int64_t micro = kBatch / accumulation_;
+    std::vector<datasets::Batch> parts;
+    for (int64_t j = 0; j < accumulation_; ++j) {
+      parts.push_back({b.images.narrow(0, j * micro, micro), b.labels.narrow(0, j * micro, micro)});
+    }
+    size_t given = 1;
+    const NextMicroBatch more = [&]() -> std::optional<datasets::Batch> {
+      if (static_cast<int64_t>(given) >= available_) return std::nullopt;
+      return parts[given++];
+    };
     const CombinedStep c = step->run(
-        b, 0.01, [] { return 0.0; }, s, wanted);
+        accumulation_ > 1 ? parts[0] : b, 0.01, [] { return 0.0; }, s, wanted, more);
     if (combined)
       *combined = c;
     return s;
@@ -123,6 +144,8 @@ class StepRig {
 
  private:
   torch::Device device_;
+  int64_t accumulation_;
+  int64_t available_;
 };
 
 /// Fills the first variable's gradient with Inf on the step that starts at
