@@ -21,6 +21,7 @@
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
+#include <atomic>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -59,9 +60,14 @@ inline void set_cpu_autocast(bool enabled, at::ScalarType dtype = at::kBFloat16)
 /// element, and CPU checkpoints stay byte-identical.
 constexpr bool kHasForeach = FASTNN_TORCH_AT_LEAST(2, 6);
 
+/// Tests only: the fused path for every tensor, CPU ones included (the
+/// code CUDA runs, checked against the per-tensor loops on any machine;
+/// before 2.6 it runs through the wrappers' per-tensor fallbacks).
+inline std::atomic<bool> foreach_on_cpu_for_tests{false};
+
 /// True when tensors on `device` take the fused path.
 inline bool use_foreach(const c10::Device& device) {
-  return kHasForeach && device.is_cuda();
+  return (kHasForeach && device.is_cuda()) || foreach_on_cpu_for_tests.load();
 }
 
 /// dst[i].copy_(src[i]) for every i: one fused launch where available.
@@ -109,6 +115,95 @@ inline void foreach_add_(at::TensorList tensors, at::TensorList others, double a
   at::_foreach_add_(tensors, others, alpha);
 #else
   for (size_t i = 0; i < tensors.size(); ++i) tensors[i].add_(others[i], alpha);
+#endif
+}
+
+/// t.add_(scalar) for every t; one fused launch where available.
+inline void foreach_add_(at::TensorList tensors, double scalar) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  at::_foreach_add_(tensors, scalar);
+#else
+  for (const auto& t : tensors) t.add_(scalar);
+#endif
+}
+
+/// t + scalar for every t (new tensors); one fused launch where available.
+inline std::vector<at::Tensor> foreach_add(at::TensorList tensors, double scalar) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  return at::_foreach_add(tensors, scalar);
+#else
+  std::vector<at::Tensor> out;
+  for (const auto& t : tensors) out.push_back(t + scalar);
+  return out;
+#endif
+}
+
+/// t.mul_(o) for every pair; one fused launch where available.
+inline void foreach_mul_(at::TensorList tensors, at::TensorList others) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  at::_foreach_mul_(tensors, others);
+#else
+  for (size_t i = 0; i < tensors.size(); ++i) tensors[i].mul_(others[i]);
+#endif
+}
+
+/// t.div_(o) for every pair; one fused launch where available.
+inline void foreach_div_(at::TensorList tensors, at::TensorList others) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  at::_foreach_div_(tensors, others);
+#else
+  for (size_t i = 0; i < tensors.size(); ++i) tensors[i].div_(others[i]);
+#endif
+}
+
+/// t / o for every pair (new tensors); one fused launch where available.
+inline std::vector<at::Tensor> foreach_div(at::TensorList tensors, at::TensorList others) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  return at::_foreach_div(tensors, others);
+#else
+  std::vector<at::Tensor> out;
+  for (size_t i = 0; i < tensors.size(); ++i) out.push_back(tensors[i] / others[i]);
+  return out;
+#endif
+}
+
+/// t.sqrt_() for every t; one fused launch where available.
+inline void foreach_sqrt_(at::TensorList tensors) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  at::_foreach_sqrt_(tensors);
+#else
+  for (const auto& t : tensors) t.sqrt_();
+#endif
+}
+
+/// t.sqrt() for every t (new tensors); one fused launch where available.
+inline std::vector<at::Tensor> foreach_sqrt(at::TensorList tensors) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  return at::_foreach_sqrt(tensors);
+#else
+  std::vector<at::Tensor> out;
+  for (const auto& t : tensors) out.push_back(t.sqrt());
+  return out;
+#endif
+}
+
+/// t.addcmul_(a, b, value) for every triple; one fused launch where available.
+inline void foreach_addcmul_(at::TensorList tensors, at::TensorList a, at::TensorList b,
+                             double value) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  at::_foreach_addcmul_(tensors, a, b, value);
+#else
+  for (size_t i = 0; i < tensors.size(); ++i) tensors[i].addcmul_(a[i], b[i], value);
+#endif
+}
+
+/// t.addcdiv_(a, b, value) for every triple; one fused launch where available.
+inline void foreach_addcdiv_(at::TensorList tensors, at::TensorList a, at::TensorList b,
+                             double value) {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  at::_foreach_addcdiv_(tensors, a, b, value);
+#else
+  for (size_t i = 0; i < tensors.size(); ++i) tensors[i].addcdiv_(a[i], b[i], value);
 #endif
 }
 

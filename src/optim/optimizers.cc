@@ -28,16 +28,60 @@ std::vector<Slot> Optimizer::named(const std::vector<torch::Tensor>& s,
   return out;
 }
 
+namespace {
+
+// The fused (CUDA) path's operands: the variables that have a gradient,
+// their gradients, and each slot list at the same positions.
+struct Fused {
+  std::vector<torch::Tensor> params, grads;
+  std::vector<std::vector<torch::Tensor>> slots;
+};
+
+// Fused when the variables live where _foreach_* kernels serve them and at
+// least one has a gradient (the kernels refuse empty lists).
+bool use_fused(const std::vector<Variable>& vars) {
+  if (vars.empty() || !compat::use_foreach(vars.front().var.device())) return false;
+  for (const auto& v : vars) {
+    if (v.var.grad().defined()) return true;
+  }
+  return false;
+}
+
+Fused gather(const std::vector<Variable>& vars,
+             std::initializer_list<const std::vector<torch::Tensor>*> slot_lists) {
+  Fused f;
+  f.slots.resize(slot_lists.size());
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (!vars[i].var.grad().defined()) continue;
+    f.params.push_back(vars[i].var);
+    f.grads.push_back(vars[i].var.grad());
+    size_t k = 0;
+    for (const auto* list : slot_lists) f.slots[k++].push_back((*list)[i]);
+  }
+  return f;
+}
+
+// Adam's and AdamWeightDecay's shared part on the fused path: m and v
+// (slots 0 and 1 of `f`) updated, and sqrt(v) + epsilon returned.
+std::vector<torch::Tensor> fused_adam_moments(Fused& f, double beta1, double beta2,
+                                              double epsilon) {
+  auto &m = f.slots[0], &v = f.slots[1];
+  compat::foreach_mul_(m, beta1);
+  compat::foreach_add_(m, f.grads, 1.0 - beta1);
+  compat::foreach_mul_(v, beta2);
+  compat::foreach_addcmul_(v, f.grads, f.grads, 1.0 - beta2);
+  auto denom = compat::foreach_sqrt(v);
+  compat::foreach_add_(denom, epsilon);
+  return denom;
+}
+
+}  // namespace
+
 void GradientDescent::step(double lr) {
   torch::NoGradGuard no_grad;
-  if (!vars_.empty() && compat::use_foreach(vars_.front().var.device())) {
-    std::vector<torch::Tensor> params, grads;
-    for (auto& v : vars_) {
-      if (!v.var.grad().defined()) continue;
-      params.push_back(v.var);
-      grads.push_back(v.var.grad());
-    }
-    compat::foreach_add_(params, grads, -lr);
+  if (use_fused(vars_)) {
+    Fused f = gather(vars_, {});
+    compat::foreach_add_(f.params, f.grads, -lr);
     return;
   }
   for (auto& v : vars_) {
@@ -55,17 +99,12 @@ void Momentum::step(double lr) {
   torch::NoGradGuard no_grad;
   // CUDA: the same three operations, each one fused launch over every
   // variable (TF1's accum = m·accum + g; var -= lr·accum).
-  if (!vars_.empty() && compat::use_foreach(vars_.front().var.device())) {
-    std::vector<torch::Tensor> params, grads, accums;
-    for (size_t i = 0; i < vars_.size(); ++i) {
-      if (!vars_[i].var.grad().defined()) continue;
-      params.push_back(vars_[i].var);
-      grads.push_back(vars_[i].var.grad());
-      accums.push_back(accum_[i]);
-    }
+  if (use_fused(vars_)) {
+    Fused f = gather(vars_, {&accum_});
+    auto& accums = f.slots[0];
     compat::foreach_mul_(accums, options_.momentum);
-    compat::foreach_add_(accums, grads);
-    compat::foreach_add_(params, accums, -lr);
+    compat::foreach_add_(accums, f.grads);
+    compat::foreach_add_(f.params, accums, -lr);
     return;
   }
   for (size_t i = 0; i < vars_.size(); ++i) {
@@ -90,6 +129,28 @@ RMSProp::RMSProp(std::vector<Variable> vars, const RMSPropOptions& options)
 void RMSProp::step(double lr) {
   torch::NoGradGuard no_grad;
   const double decay = options_.decay;
+  if (use_fused(vars_)) {
+    Fused f = gather(vars_, {&ms_, &mom_});
+    auto &ms = f.slots[0], &mom = f.slots[1];
+    compat::foreach_mul_(ms, decay);
+    compat::foreach_addcmul_(ms, f.grads, f.grads, 1.0 - decay);
+    std::vector<torch::Tensor> denom;
+    if (options_.centered) {
+      std::vector<torch::Tensor> mg = gather(vars_, {&mg_}).slots[0];
+      compat::foreach_mul_(mg, decay);
+      compat::foreach_add_(mg, f.grads, 1.0 - decay);
+      denom = compat::foreach_add(ms, 0.0);
+      compat::foreach_addcmul_(denom, mg, mg, -1.0);
+      compat::foreach_add_(denom, options_.epsilon);
+    } else {
+      denom = compat::foreach_add(ms, options_.epsilon);
+    }
+    compat::foreach_sqrt_(denom);
+    compat::foreach_mul_(mom, options_.momentum);
+    compat::foreach_addcdiv_(mom, f.grads, denom, lr);
+    compat::foreach_add_(f.params, mom, -1.0);
+    return;
+  }
   for (size_t i = 0; i < vars_.size(); ++i) {
     const auto& g = vars_[i].var.grad();
     if (!g.defined()) continue;
@@ -128,6 +189,22 @@ Adadelta::Adadelta(std::vector<Variable> vars, const AdadeltaOptions& options)
 void Adadelta::step(double lr) {
   torch::NoGradGuard no_grad;
   const double rho = options_.rho, epsilon = options_.epsilon;
+  if (use_fused(vars_)) {
+    Fused f = gather(vars_, {&accum_, &accum_update_});
+    auto &accum = f.slots[0], &accum_update = f.slots[1];
+    compat::foreach_mul_(accum, rho);
+    compat::foreach_addcmul_(accum, f.grads, f.grads, 1.0 - rho);
+    auto update = compat::foreach_add(accum_update, epsilon);
+    compat::foreach_sqrt_(update);
+    auto scale = compat::foreach_add(accum, epsilon);
+    compat::foreach_sqrt_(scale);
+    compat::foreach_div_(update, scale);
+    compat::foreach_mul_(update, f.grads);
+    compat::foreach_add_(f.params, update, -lr);
+    compat::foreach_mul_(accum_update, rho);
+    compat::foreach_addcmul_(accum_update, update, update, 1.0 - rho);
+    return;
+  }
   for (size_t i = 0; i < vars_.size(); ++i) {
     const auto& g = vars_[i].var.grad();
     if (!g.defined()) continue;
@@ -154,6 +231,12 @@ Adagrad::Adagrad(std::vector<Variable> vars, const AdagradOptions& options)
 
 void Adagrad::step(double lr) {
   torch::NoGradGuard no_grad;
+  if (use_fused(vars_)) {
+    Fused f = gather(vars_, {&accum_});
+    compat::foreach_addcmul_(f.slots[0], f.grads, f.grads, 1.0);
+    compat::foreach_addcdiv_(f.params, f.grads, compat::foreach_sqrt(f.slots[0]), -lr);
+    return;
+  }
   for (size_t i = 0; i < vars_.size(); ++i) {
     const auto& g = vars_[i].var.grad();
     if (!g.defined()) continue;
@@ -187,12 +270,19 @@ void Adam::step(double lr) {
   const double b1p = beta1_power_host_;
   const double b2p = beta2_power_host_;
   const double lr_t = lr * std::sqrt(1.0 - b2p) / (1.0 - b1p);
-  for (size_t i = 0; i < vars_.size(); ++i) {
-    const auto& g = vars_[i].var.grad();
-    if (!g.defined()) continue;
-    m_[i].mul_(beta1).add_(g, 1.0 - beta1);
-    v_[i].mul_(beta2).addcmul_(g, g, 1.0 - beta2);
-    vars_[i].var.addcdiv_(m_[i], v_[i].sqrt().add_(options_.epsilon), -lr_t);
+  if (use_fused(vars_)) {
+    Fused f = gather(vars_, {&m_, &v_});
+    auto& m = f.slots[0];
+    const auto denom = fused_adam_moments(f, beta1, beta2, options_.epsilon);
+    compat::foreach_addcdiv_(f.params, m, denom, -lr_t);
+  } else {
+    for (size_t i = 0; i < vars_.size(); ++i) {
+      const auto& g = vars_[i].var.grad();
+      if (!g.defined()) continue;
+      m_[i].mul_(beta1).add_(g, 1.0 - beta1);
+      v_[i].mul_(beta2).addcmul_(g, g, 1.0 - beta2);
+      vars_[i].var.addcdiv_(m_[i], v_[i].sqrt().add_(options_.epsilon), -lr_t);
+    }
   }
   // The same float64 product as multiplying the slot in place.
   beta1_power_host_ *= beta1;
@@ -259,6 +349,27 @@ AdamWeightDecay::AdamWeightDecay(std::vector<Variable> vars,
 void AdamWeightDecay::step(double lr) {
   torch::NoGradGuard no_grad;
   const double beta1 = options_.beta1, beta2 = options_.beta2;
+  if (use_fused(vars_)) {
+    Fused f = gather(vars_, {&m_, &v_});
+    auto& m = f.slots[0];
+    const auto denom = fused_adam_moments(f, beta1, beta2, options_.epsilon);
+    auto update = compat::foreach_div(m, denom);
+    std::vector<torch::Tensor> decayed_updates, decayed_params;
+    size_t k = 0;
+    for (size_t i = 0; i < vars_.size(); ++i) {
+      if (!vars_[i].var.grad().defined()) continue;
+      if (decayed_[i]) {
+        decayed_updates.push_back(update[k]);
+        decayed_params.push_back(f.params[k]);
+      }
+      ++k;
+    }
+    if (!decayed_updates.empty()) {
+      compat::foreach_add_(decayed_updates, decayed_params, options_.weight_decay_rate);
+    }
+    compat::foreach_add_(f.params, update, -lr);
+    return;
+  }
   for (size_t i = 0; i < vars_.size(); ++i) {
     const auto& g = vars_[i].var.grad();
     if (!g.defined()) continue;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
+#include "src/compat/torch_compat.h"
 #include "src/optim/optimizers.h"
 #include "tests/test_paths.h"
 
@@ -513,6 +515,93 @@ TEST(Optimizers, DocsListEveryOptimizerName) {
   EXPECT_NE(docs.str().find(md), std::string::npos)
       << "docs/hyperparameters.md's optimizer names are out of date: run "
          "scripts/update_hparams_doc.sh";
+}
+
+}  // namespace
+}  // namespace fastnn::optim
+
+namespace fastnn::optim {
+namespace {
+
+// Three float32 variables (one a "bias", which adamweightdecay leaves
+// undecayed), 20 steps of the same random gradients; the third variable has
+// none from step 5 on (left alone by both paths).
+std::vector<torch::Tensor> train_twenty_steps(const std::string& optimizer, bool fused) {
+  compat::foreach_on_cpu_for_tests = fused;
+  torch::manual_seed(3);
+  std::vector<Variable> vars = {{"net/w", torch::randn({4, 3}).requires_grad_()},
+                                {"net/bias", torch::randn({3}).requires_grad_()},
+                                {"net/v", torch::randn({2, 2, 2}).requires_grad_()}};
+  HParams hp;
+  hp.optimizer = optimizer;
+  hp.momentum = 0.9;
+  hp.rmsprop_momentum = 0.9;
+  auto opt = create_optimizer(hp, vars);
+  for (int step = 0; step < 20; ++step) {
+    for (size_t i = 0; i < vars.size(); ++i) {
+      auto& v = vars[i].var;
+      if (i == 2 && step >= 5) {
+        v.mutable_grad() = torch::Tensor();
+      } else {
+        v.mutable_grad() = torch::randn(v.sizes());
+      }
+    }
+    opt->step(0.01);
+  }
+  compat::foreach_on_cpu_for_tests = false;
+  std::vector<torch::Tensor> out;
+  for (const auto& v : vars) out.push_back(v.var.detach().clone());
+  for (const auto& s : opt->slots()) out.push_back(s.value.detach().clone());
+  return out;
+}
+
+// The fused path (_foreach_* kernels: CUDA's, run here on the CPU) against
+// the per-tensor loops, for every optimizer that has one (ftrl keeps its
+// loop everywhere). LibTorch 1.13 has no _foreach_* of every kind the step
+// needs: there the fused code runs through its per-tensor fallbacks, which
+// still checks the fused formulation; the CUDA LibTorch 2.x leg runs the
+// real kernels.
+TEST(Optimizers, FusedPathMatchesThePerTensorLoops) {
+  for (const char* name : {"sgd", "momentum", "rmsprop", "adadelta", "adagrad", "adam",
+                           "adamweightdecay"}) {
+    const auto loop = train_twenty_steps(name, false);
+    const auto fused = train_twenty_steps(name, true);
+    ASSERT_EQ(loop.size(), fused.size()) << name;
+    for (size_t i = 0; i < loop.size(); ++i) {
+      const double scale = std::max(loop[i].abs().max().item<double>(), 1e-12);
+      const double diff = (loop[i] - fused[i]).abs().max().item<double>();
+      EXPECT_LE(diff / scale, 1e-6) << name << " tensor " << i;
+    }
+    // 20 steps moved the variables (the comparison is not of two
+    // untouched copies).
+    torch::manual_seed(3);
+    EXPECT_FALSE(torch::allclose(loop[0], torch::randn({4, 3}))) << name;
+  }
+}
+
+TEST(Optimizers, CenteredRMSPropFusedPathMatchesItsLoop) {
+  auto run = [](bool fused) {
+    compat::foreach_on_cpu_for_tests = fused;
+    torch::manual_seed(4);
+    std::vector<Variable> vars = {{"w", torch::randn({5}).requires_grad_()}};
+    RMSPropOptions o;
+    o.centered = true;
+    o.momentum = 0.5;
+    RMSProp opt(vars, o);
+    for (int step = 0; step < 20; ++step) {
+      vars[0].var.mutable_grad() = torch::randn({5});
+      opt.step(0.01);
+    }
+    compat::foreach_on_cpu_for_tests = false;
+    std::vector<torch::Tensor> out{vars[0].var.detach().clone()};
+    for (const auto& s : opt.slots()) out.push_back(s.value.detach().clone());
+    return out;
+  };
+  const auto loop = run(false), fused = run(true);
+  for (size_t i = 0; i < loop.size(); ++i) {
+    const double scale = std::max(loop[i].abs().max().item<double>(), 1e-12);
+    EXPECT_LE((loop[i] - fused[i]).abs().max().item<double>() / scale, 1e-6) << i;
+  }
 }
 
 }  // namespace
