@@ -68,63 +68,99 @@ TrainState::TrainState(models::ClassifierImpl& model, optim::Optimizer& optimize
   }
 }
 
+std::vector<StateEntry> TrainState::entries() const {
+  using Kind = StateEntry::Kind;
+  std::vector<StateEntry> out;
+  for (const auto& v : models::model_variables(model_)) {
+    out.push_back({model_key(v.name), v.tensor, Kind::kVariable});
+  }
+  for (const auto& s : optimizer_.slots()) {
+    out.push_back({"optimizer/" + s.name, s.value, Kind::kSlot});
+  }
+  for (const auto& [v, shadow] : ema_) out.push_back({ema_key(v.name), shadow, Kind::kMovingAverage});
+  out.push_back({"global_step", torch::tensor(step, torch::kInt64), Kind::kCounter});
+  out.push_back({"input/batches_consumed", torch::tensor(batches_consumed, torch::kInt64),
+                 Kind::kCounter});
+  out.push_back({"loss_scale/scale", torch::tensor(scaler_.scale(), torch::kFloat64),
+                 Kind::kLossScale});
+  out.push_back({"loss_scale/good_steps", torch::tensor(scaler_.good_steps(), torch::kInt64),
+                 Kind::kLossScale});
+  out.push_back({"rng/torch_cpu", generator_state(torch::Device(torch::kCPU)), Kind::kRng});
+  // Dropout on a GPU draws from the device's generator.
+  if (device_.is_cuda()) out.push_back({"rng/torch_cuda", generator_state(device_), Kind::kRng});
+  return out;
+}
+
+void TrainState::set_counters(const std::vector<StateEntry>& entries) {
+  double scale = scaler_.scale();
+  int64_t good_steps = scaler_.good_steps();
+  for (const auto& e : entries) {
+    if (e.key == "global_step") step = e.tensor.item<int64_t>();
+    if (e.key == "input/batches_consumed") batches_consumed = e.tensor.item<int64_t>();
+    if (e.key == "loss_scale/scale") scale = e.tensor.item<double>();
+    if (e.key == "loss_scale/good_steps") good_steps = e.tensor.item<int64_t>();
+  }
+  if (scaler_.dynamic()) scaler_.restore(scale, good_steps);
+}
+
 TensorMap TrainState::to_checkpoint() const {
   TensorMap m;
-  for (const auto& v : models::model_variables(model_)) m[model_key(v.name)] = v.tensor;
-  for (const auto& s : optimizer_.slots()) m["optimizer/" + s.name] = s.value;
-  for (const auto& [v, shadow] : ema_) m[ema_key(v.name)] = shadow;
-  m["global_step"] = torch::tensor(step, torch::kInt64);
-  m["input/batches_consumed"] = torch::tensor(batches_consumed, torch::kInt64);
-  m["loss_scale/scale"] = torch::tensor(scaler_.scale(), torch::kFloat64);
-  m["loss_scale/good_steps"] = torch::tensor(scaler_.good_steps(), torch::kInt64);
-  m["rng/torch_cpu"] = generator_state(torch::Device(torch::kCPU));
-  // Dropout on a GPU draws from the device's generator.
-  if (device_.is_cuda()) m["rng/torch_cuda"] = generator_state(device_);
+  for (const auto& e : entries()) m[e.key] = e.tensor;
   return m;
 }
 
 void TrainState::from_checkpoint(const TensorMap& ckpt, const std::string& path) {
+  using Kind = StateEntry::Kind;
+  // The variables with restore_model's report of every missing or
+  // mis-shaped one (shared with fine-tuning).
   restore_model(model_, ckpt, path);
-  std::string missing;
+  std::string missing_slots;
   torch::NoGradGuard no_grad;
-  for (auto& s : optimizer_.slots()) {
-    auto it = ckpt.find("optimizer/" + s.name);
-    if (it == ckpt.end() || it->second.sizes() != s.value.sizes()) {
-      missing += "\n  " + s.name;
-    } else {
-      s.value.copy_(it->second);
+  const std::vector<StateEntry> all = entries();
+  // Moving averages the checkpoint lacks start from their variables.
+  std::map<std::string, torch::Tensor> shadowed;
+  for (const auto& [v, shadow] : ema_) shadowed[ema_key(v.name)] = v.tensor;
+  cuda_rng_ = torch::Tensor();
+  for (const auto& e : all) {
+    auto it = ckpt.find(e.key);
+    const bool found = it != ckpt.end() && it->second.sizes() == e.tensor.sizes();
+    switch (e.kind) {
+      case Kind::kVariable:
+        break;
+      case Kind::kSlot:
+        if (found) {
+          e.tensor.copy_(it->second);
+        } else {
+          missing_slots += "\n  " + e.key.substr(std::string("optimizer/").size());
+        }
+        break;
+      case Kind::kMovingAverage:
+        e.tensor.copy_(found ? it->second : shadowed.at(e.key));
+        break;
+      case Kind::kCounter:
+        if (it == ckpt.end()) throw DataError("checkpoint '" + path + "' lacks " + e.key);
+        e.tensor.copy_(it->second);
+        break;
+      case Kind::kLossScale:
+        // Kept as it is when the checkpoint has none (an older one).
+        if (found) e.tensor.copy_(it->second);
+        break;
+      case Kind::kRng:
+        break;
     }
   }
-  if (!missing.empty()) {
+  if (!missing_slots.empty()) {
     throw ConfigError("checkpoint '" + path + "' has no " + optimizer_.name() +
-                      " slots for (was it written with another optimizer?):" + missing);
+                      " slots for (was it written with another optimizer?):" + missing_slots);
   }
   optimizer_.slots_written();
-  auto get = [&](const std::string& key) -> int64_t {
-    auto it = ckpt.find(key);
-    if (it == ckpt.end()) throw DataError("checkpoint '" + path + "' lacks " + key);
-    return it->second.item<int64_t>();
-  };
-  for (auto& [v, shadow] : ema_) {
-    auto it = ckpt.find(ema_key(v.name));
-    if (it != ckpt.end() && it->second.sizes() == shadow.sizes()) {
-      shadow.copy_(it->second);
-    } else {
-      shadow.copy_(v.tensor);
-    }
-  }
-  step = get("global_step");
-  batches_consumed = get("input/batches_consumed");
-  auto scale = ckpt.find("loss_scale/scale");
-  auto good = ckpt.find("loss_scale/good_steps");
-  if (scale != ckpt.end() && good != ckpt.end() && scaler_.dynamic()) {
-    scaler_.restore(scale->second.item<double>(), good->second.item<int64_t>());
-  }
+  set_counters(all);
+  // The generators: the CPU's now; the GPU's once the state is on a GPU
+  // (now, or when to() moves it there).
   auto rng = ckpt.find("rng/torch_cpu");
   if (rng != ckpt.end()) set_generator_state(torch::Device(torch::kCPU), rng->second);
-  // Applied when the state is on a GPU (now, or when to() moves it there).
   auto cuda_rng = ckpt.find("rng/torch_cuda");
-  cuda_rng_ = cuda_rng != ckpt.end() ? cuda_rng->second : torch::Tensor();
+  if (cuda_rng != ckpt.end()) cuda_rng_ = cuda_rng->second;
   restore_cuda_rng();
 }
 
@@ -134,33 +170,27 @@ void TrainState::restore_cuda_rng() {
   cuda_rng_ = torch::Tensor();
 }
 
-std::vector<torch::Tensor> TrainState::tensors() const {
-  std::vector<torch::Tensor> out;
-  for (const auto& v : models::model_variables(model_)) out.push_back(v.tensor);
-  for (const auto& s : optimizer_.slots()) out.push_back(s.value);
-  for (const auto& [v, shadow] : ema_) out.push_back(shadow);
-  return out;
-}
-
 void TrainState::broadcast_from_chief(
     const std::function<void(const std::vector<torch::Tensor>&)>& broadcast) {
-  std::vector<torch::Tensor> all = tensors();
-  auto counters = torch::tensor({step, batches_consumed, scaler_.good_steps()}, torch::kInt64);
-  auto loss_scale = torch::tensor({scaler_.scale()}, torch::kFloat64);
-  all.push_back(counters);
-  all.push_back(loss_scale);
-  broadcast(all);
+  // The RNG stays: every rank seeds it alike.
+  const std::vector<StateEntry> all = entries();
+  std::vector<torch::Tensor> sent;
+  for (const auto& e : all) {
+    if (e.kind != StateEntry::Kind::kRng) sent.push_back(e.tensor);
+  }
+  broadcast(sent);
   optimizer_.slots_written();
-  step = counters[0].item<int64_t>();
-  batches_consumed = counters[1].item<int64_t>();
-  if (scaler_.dynamic()) scaler_.restore(loss_scale.item<double>(), counters[2].item<int64_t>());
+  set_counters(all);
 }
 
 void TrainState::to(const torch::Device& device) {
   torch::NoGradGuard no_grad;
   model_.to(device);
-  for (auto& s : optimizer_.slots()) s.value.set_data(s.value.to(device));
-  for (auto& [v, shadow] : ema_) shadow.set_data(shadow.to(device));
+  for (const auto& e : entries()) {
+    if (e.kind == StateEntry::Kind::kSlot || e.kind == StateEntry::Kind::kMovingAverage) {
+      e.tensor.set_data(e.tensor.to(device));
+    }
+  }
   device_ = device;
   restore_cuda_rng();
 }

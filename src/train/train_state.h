@@ -1,8 +1,8 @@
-// Everything one replica holds, listed once: model variables (BatchNorm
-// moving statistics included), optimizer slots, moving averages, global
-// step, input position, loss scale and the RNG. The same list goes to a
-// checkpoint, comes back from one, is broadcast from rank 0 when a job
-// starts, and moves to a device.
+// Everything one replica holds, listed once (TrainState::entries): model
+// variables (BatchNorm moving statistics included), optimizer slots, moving
+// averages, global step, input position, loss scale and the RNG. The same
+// list goes to a checkpoint, comes back from one, is broadcast from rank 0
+// when a job starts (all but the RNG), and moves to a device.
 //
 // Checkpoint keys:
 //   model/<tf name>                            variables and BN statistics
@@ -54,6 +54,21 @@ struct RestoreOptions {
 int restore_model(models::ClassifierImpl& model, const TensorMap& ckpt,
                   const std::string& path, const RestoreOptions& options = {});
 
+/// One part of a replica's state, keyed as in a checkpoint.
+struct StateEntry {
+  enum class Kind {
+    kVariable,       // model variable or BatchNorm statistic (live tensor)
+    kSlot,           // optimizer slot (live tensor)
+    kMovingAverage,  // EMA shadow (live tensor)
+    kCounter,        // int64 counter, a 0-d copy (written back by set_counters)
+    kLossScale,      // the dynamic loss scale, a 0-d float64 copy (idem)
+    kRng,            // a generator's state (checkpointed, never broadcast)
+  };
+  std::string key;
+  torch::Tensor tensor;
+  Kind kind;
+};
+
 class TrainState {
  public:
   /// The state of `model`, `optimizer` and `scaler` (all must outlive
@@ -67,6 +82,10 @@ class TrainState {
   /// Batches taken from the input pipeline (its position on resume).
   int64_t batches_consumed = 0;
 
+  /// The one list of everything this replica holds, in a fixed order
+  /// (the same on every rank): what a checkpoint saves and restores, what
+  /// rank 0 broadcasts and what moves to a device all walk it.
+  std::vector<StateEntry> entries() const;
   /// Everything, keyed as in a checkpoint.
   TensorMap to_checkpoint() const;
   /// Restores everything from a checkpoint of this run. Throws ConfigError
@@ -93,8 +112,9 @@ class TrainState {
   bool has_moving_averages() const { return !ema_.empty(); }
 
  private:
-  /// Every tensor of the replica, in one fixed order.
-  std::vector<torch::Tensor> tensors() const;
+  /// The counters and loss scale from entries() (after a restore or a
+  /// broadcast wrote into their 0-d copies).
+  void set_counters(const std::vector<StateEntry>& entries);
   /// Sets the GPU generator from a restored checkpoint once on a GPU.
   void restore_cuda_rng();
 
