@@ -3,6 +3,7 @@
 // arrives; one process of a job (one worker of `cluster`), or the only one.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -21,7 +22,11 @@ class Trainer {
   /// `cluster` places this process in the job (dist::resolve_cluster; a
   /// default ClusterSpec is a single process): rank 0 alone writes
   /// train_dir, and each worker reads its shard of the training data.
-  Trainer(HParams hp, const dist::ClusterSpec& cluster);
+  /// `environment`: the process environment as main read it once
+  /// (dist::process_environment); a distributed job's session settings
+  /// (token, timeouts) come from it and `hp`, checked here.
+  Trainer(HParams hp, const dist::ClusterSpec& cluster,
+          const std::map<std::string, std::string>& environment);
   ~Trainer();
 
   /// Effective hyperparameters, dataset, model statistics (--dry_run).

@@ -128,7 +128,7 @@ std::string master_address(const Environment& env,
 
 ClusterSpec from_flags(const HParams& hp) {
   ClusterSpec spec;
-  spec.source = "flags";
+  spec.source = ClusterSource::kFlags;
   spec.hosts = split_commas(hp.worker_hosts);
   for (const auto& h : spec.hosts)
     split_host_port(h, "worker_hosts");
@@ -204,7 +204,7 @@ ClusterSpec from_tf_config(const std::string& text) {
   }
   const int index = index_json.get<int>();
   ClusterSpec spec;
-  spec.source = "TF_CONFIG";
+  spec.source = ClusterSource::kTfConfig;
   spec.hosts = chief;
   spec.hosts.insert(spec.hosts.end(), worker.begin(), worker.end());
   if (type == "chief" || type == "master") {
@@ -240,10 +240,10 @@ ClusterSpec from_tf_config(const std::string& text) {
 /// torchrun, or this project's launcher (same variables).
 ClusterSpec from_torchrun(const Environment& env, bool launcher) {
   ClusterSpec spec;
-  spec.source = launcher ? "launcher" : "torchrun";
+  spec.source = launcher ? ClusterSource::kLauncher : ClusterSource::kTorchrun;
   for (const char* k : {"RANK", "WORLD_SIZE"}) {
     if (!present(env, k)) {
-      throw ConfigError(std::string("LOCAL_RANK is set (") + spec.source +
+      throw ConfigError(std::string("LOCAL_RANK is set (") + source_name(spec.source) +
                         ") but " + k + " is not");
     }
   }
@@ -264,7 +264,7 @@ ClusterSpec from_torchrun(const Environment& env, bool launcher) {
   spec.coordinator =
       master_address(env,
                      spec,
-                     "MASTER_ADDR is not set (" + spec.source +
+                     std::string("MASTER_ADDR is not set (") + source_name(spec.source) +
                          " variables RANK/WORLD_SIZE/LOCAL_RANK are)");
   return spec;
 }
@@ -320,7 +320,7 @@ ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
                       " workers");
   }
   ClusterSpec spec;
-  spec.source = "PAI-DLC/Kubeflow";
+  spec.source = ClusterSource::kNodeLevel;
   spec.world_size = nodes * nproc;
   spec.rank = node * nproc;
   spec.local_rank = 0;
@@ -382,7 +382,7 @@ std::vector<int> expand_tasks_per_node(const std::string& text,
 
 ClusterSpec from_slurm(const Environment& env) {
   ClusterSpec spec;
-  spec.source = "Slurm";
+  spec.source = ClusterSource::kSlurm;
   const char* ntasks =
       present(env, "SLURM_NTASKS") ? "SLURM_NTASKS" : "SLURM_NPROCS";
   if (!present(env, ntasks)) {
@@ -475,7 +475,7 @@ int open_mpi_port(const Environment& env, ClusterSpec& spec) {
 
 ClusterSpec from_open_mpi(const Environment& env) {
   ClusterSpec spec;
-  spec.source = "Open MPI";
+  spec.source = ClusterSource::kOpenMpi;
   if (!present(env, "OMPI_COMM_WORLD_SIZE")) {
     throw ConfigError(
         "OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not");
@@ -644,151 +644,216 @@ std::vector<std::string> expand_nodelist(const std::string& list,
   return out;
 }
 
-ClusterSpec resolve_cluster(const HParams& hp, const Environment& env) {
-  const bool launched = get(env, kLauncherMarker).has_value() &&
-                        present(env, "LOCAL_RANK");
-  const bool has_flags = !split_commas(hp.worker_hosts).empty();
-  const bool has_tf = get(env, "TF_CONFIG").has_value() &&
-                      config::trim(*get(env, "TF_CONFIG")) != "{}";
+namespace {
+
+// Which sources the environment and flags hold (several may be present;
+// the first in DESIGN.md §1's order decides).
+struct Sources {
+  bool launched = false;  // a worker this project's launcher started
+  bool flags = false;
+  bool tf_config = false;
+  bool torchrun = false;
+  bool node_level = false;
+  bool slurm = false;
+  bool open_mpi = false;
+};
+
+Sources detect_sources(const HParams& hp, const Environment& env) {
+  Sources s;
+  s.launched = get(env, kLauncherMarker).has_value() && present(env, "LOCAL_RANK");
+  s.flags = !split_commas(hp.worker_hosts).empty();
+  s.tf_config =
+      get(env, "TF_CONFIG").has_value() && config::trim(*get(env, "TF_CONFIG")) != "{}";
   // Set, even to "": an empty rank or size is an error, not "unset".
-  const bool has_torchrun = present(env, "LOCAL_RANK");
-  const bool has_node_level =
-      !has_torchrun && (present(env, "WORLD_SIZE") || present(env, "RANK"));
-  const bool has_slurm = present(env, "SLURM_PROCID");
-  const bool has_mpi = present(env, "OMPI_COMM_WORLD_RANK");
+  s.torchrun = present(env, "LOCAL_RANK");
+  s.node_level = !s.torchrun && (present(env, "WORLD_SIZE") || present(env, "RANK"));
+  s.slurm = present(env, "SLURM_PROCID");
+  s.open_mpi = present(env, "OMPI_COMM_WORLD_RANK");
+  return s;
+}
 
-  ClusterSpec spec;
-  std::vector<std::string> present;
-  if (launched) {
-    spec = from_torchrun(env, /*launcher=*/true);
-  } else if (has_flags) {
-    spec = from_flags(hp);
-  } else if (has_tf) {
-    spec = from_tf_config(*get(env, "TF_CONFIG"));
-  } else if (has_torchrun) {
-    spec = from_torchrun(env, /*launcher=*/false);
-  } else if (has_node_level) {
-    spec = from_node_level(hp, env);
-  } else if (has_slurm) {
-    spec = from_slurm(env);
-    // mpirun inside a Slurm allocation: the Slurm variables describe the
-    // batch step, Open MPI's this process.
-    if (has_mpi) {
-      ClusterSpec mpi = from_open_mpi(env);
-      if (mpi.rank != spec.rank || mpi.world_size != spec.world_size) {
-        if (mpi.coordinator.empty() && !spec.hosts.empty()) {
-          mpi.coordinator = spec.coordinator;
-          mpi.hosts = spec.hosts;
-          mpi.provenance.emplace_back("coordinator", "first Slurm node");
-        }
-        spec = mpi;
-      }
-    }
-  } else if (has_mpi) {
-    spec = from_open_mpi(env);
-  } else {
-    const bool set = hp.sources.count("task_index") > 0;
-    if (hp.task_index != 0) {
-      throw ConfigError("task_index=" + std::to_string(hp.task_index) + " (" +
-                        hp.where("task_index") +
-                        ") needs worker_hosts or an environment source "
-                        "(TF_CONFIG, torchrun, ...) with more workers");
-    }
-    spec.provenance = {
-        {"rank",
-         set ? "task_index (" + hp.where("task_index") + ")" : "default"},
-        {"world_size", "default: no cluster source"}};
+// mpirun inside a Slurm allocation: the Slurm variables describe the
+// batch step, Open MPI's this process.
+ClusterSpec from_slurm_or_mpirun_inside(const Environment& env, bool open_mpi) {
+  ClusterSpec spec = from_slurm(env);
+  if (!open_mpi) return spec;
+  ClusterSpec mpi = from_open_mpi(env);
+  if (mpi.rank == spec.rank && mpi.world_size == spec.world_size) return spec;
+  if (mpi.coordinator.empty() && !spec.hosts.empty()) {
+    mpi.coordinator = spec.coordinator;
+    mpi.hosts = spec.hosts;
+    mpi.provenance.emplace_back("coordinator", "first Slurm node");
   }
-  for (auto [on, name] : {std::pair{has_flags, "flags"},
-                          {has_tf, "TF_CONFIG"},
-                          {has_torchrun && !launched, "torchrun"},
-                          {has_node_level, "PAI-DLC/Kubeflow"},
-                          {has_slurm, "Slurm"},
-                          {has_mpi, "Open MPI"}}) {
-    if (on && spec.source != name)
-      present.push_back(name);
-  }
+  return mpi;
+}
 
-  // An explicit task_index must agree with an environment source.
-  if (hp.sources.count("task_index") && spec.source != "flags" &&
-      spec.source != "single process" && spec.source != "launcher" &&
-      hp.task_index != spec.rank) {
-    std::string from = spec.source;
-    for (const auto& [k, v] : spec.provenance) {
-      if (k == "rank")
-        from = v;
-    }
+ClusterSpec single_process(const HParams& hp) {
+  if (hp.task_index != 0) {
     throw ConfigError("task_index=" + std::to_string(hp.task_index) + " (" +
-                      hp.where("task_index") + ") contradicts rank " +
-                      std::to_string(spec.rank) + " from " + from);
+                      hp.where("task_index") +
+                      ") needs worker_hosts or an environment source "
+                      "(TF_CONFIG, torchrun, ...) with more workers");
   }
+  ClusterSpec spec;
+  const bool set = hp.sources.count("task_index") > 0;
+  spec.provenance = {{"rank", set ? "task_index (" + hp.where("task_index") + ")" : "default"},
+                     {"world_size", "default: no cluster source"}};
+  return spec;
+}
 
-  // nproc_per_node > 1: start local workers unless something already did.
-  const int nproc = nproc_per_node(hp);
-  if (nproc > 1 && spec.launch_workers == 0) {
-    if (spec.source == "single process" ||
-        (spec.world_size == 1 && spec.source != "launcher")) {
-      const std::string was = spec.source;
-      spec = ClusterSpec();
-      spec.source = "launcher";
-      spec.world_size = spec.local_world_size = nproc;
-      spec.launch_workers = nproc;
-      std::string port = "0";
-      std::string origin = "127.0.0.1, a free port";
-      if (auto p = master_port(env)) {
-        port = std::to_string(*p);
-        origin = "127.0.0.1, MASTER_PORT";
-      }
-      spec.coordinator = "127.0.0.1:" + port;
-      const std::string from =
-          "nproc_per_node (" + hp.where("nproc_per_node") + ")";
-      spec.provenance = {
-          {"rank", "the launcher assigns 0.." + std::to_string(nproc - 1)},
-          {"world_size", from},
-          {"local_rank",
-           "the launcher assigns 0.." + std::to_string(nproc - 1)},
-          {"local_world_size", from},
-          {"coordinator", origin}};
-      if (was != "single process")
-        present.push_back(was);
-    } else if (spec.source == "flags" || spec.source == "TF_CONFIG") {
-      throw ConfigError("nproc_per_node=" + std::to_string(nproc) + " (" +
-                        hp.where("nproc_per_node") + ") cannot be used with " +
-                        spec.source + " listing " +
-                        std::to_string(spec.world_size) +
-                        " workers: each listed worker is one process");
-    } else if (nproc != spec.local_world_size) {
-      throw ConfigError(
-          "nproc_per_node=" + std::to_string(nproc) + " (" +
-          hp.where("nproc_per_node") + ") contradicts " + spec.source + "'s " +
-          std::to_string(spec.local_world_size) + " processes per node");
+ClusterSpec from_first_source(const Sources& s, const HParams& hp, const Environment& env) {
+  if (s.launched) return from_torchrun(env, /*launcher=*/true);
+  if (s.flags) return from_flags(hp);
+  if (s.tf_config) return from_tf_config(*get(env, "TF_CONFIG"));
+  if (s.torchrun) return from_torchrun(env, /*launcher=*/false);
+  if (s.node_level) return from_node_level(hp, env);
+  if (s.slurm) return from_slurm_or_mpirun_inside(env, s.open_mpi);
+  if (s.open_mpi) return from_open_mpi(env);
+  return single_process(hp);
+}
+
+// The sources present beside the one that decided (--print_cluster's
+// "ignored").
+std::vector<std::string> ignored_sources(const Sources& s, ClusterSource chosen) {
+  std::vector<std::string> out;
+  for (auto [on, source] : {std::pair{s.flags, ClusterSource::kFlags},
+                            {s.tf_config, ClusterSource::kTfConfig},
+                            {s.torchrun && !s.launched, ClusterSource::kTorchrun},
+                            {s.node_level, ClusterSource::kNodeLevel},
+                            {s.slurm, ClusterSource::kSlurm},
+                            {s.open_mpi, ClusterSource::kOpenMpi}}) {
+    if (on && chosen != source) out.push_back(source_name(source));
+  }
+  return out;
+}
+
+// An explicit task_index must agree with an environment source.
+void check_task_index(const HParams& hp, const ClusterSpec& spec) {
+  if (!hp.sources.count("task_index") || hp.task_index == spec.rank) return;
+  if (spec.source == ClusterSource::kFlags || spec.source == ClusterSource::kSingleProcess ||
+      spec.source == ClusterSource::kLauncher) {
+    return;
+  }
+  std::string from = source_name(spec.source);
+  for (const auto& [k, v] : spec.provenance) {
+    if (k == "rank") from = v;
+  }
+  throw ConfigError("task_index=" + std::to_string(hp.task_index) + " (" +
+                    hp.where("task_index") + ") contradicts rank " + std::to_string(spec.rank) +
+                    " from " + from);
+}
+
+// This process becomes a launcher of `nproc` local workers.
+ClusterSpec launcher_of(int nproc, const std::string& from, const Environment& env) {
+  ClusterSpec spec;
+  spec.source = ClusterSource::kLauncher;
+  spec.world_size = spec.local_world_size = nproc;
+  spec.launch_workers = nproc;
+  std::string port = "0";
+  std::string origin = "127.0.0.1, a free port";
+  if (auto p = master_port(env)) {
+    port = std::to_string(*p);
+    origin = "127.0.0.1, MASTER_PORT";
+  }
+  spec.coordinator = "127.0.0.1:" + port;
+  const std::string assigned = "the launcher assigns 0.." + std::to_string(nproc - 1);
+  spec.provenance = {{"rank", assigned},
+                     {"world_size", from},
+                     {"local_rank", assigned},
+                     {"local_world_size", from},
+                     {"coordinator", origin}};
+  return spec;
+}
+
+// nproc_per_node > 1 (or, unset, one worker per GPU): start local workers
+// unless something already did. A replaced source joins `ignored`.
+void apply_nproc_per_node(const HParams& hp, const Environment& env,
+                          const std::function<int()>& gpus_per_machine, ClusterSpec& spec,
+                          std::vector<std::string>& ignored) {
+  if (spec.launch_workers != 0) return;
+  const bool alone = spec.source == ClusterSource::kSingleProcess ||
+                     (spec.world_size == 1 && spec.source != ClusterSource::kLauncher);
+  int nproc = nproc_per_node(hp);
+  std::string from = "nproc_per_node (" + hp.where("nproc_per_node") + ")";
+  int from_gpus = 0;
+  if (nproc == 1 && alone && !hp.sources.count("nproc_per_node") && gpus_per_machine) {
+    if (const int gpus = gpus_per_machine(); gpus > 1) {
+      nproc = from_gpus = gpus;
+      from = "the " + std::to_string(gpus) + " GPUs of this machine (nproc_per_node not set)";
     }
   }
-
-  if (!hp.coordinator_address.empty()) {
-    split_host_port(hp.coordinator_address, "coordinator_address");
-    spec.coordinator = hp.coordinator_address;
-    for (auto it = spec.provenance.begin(); it != spec.provenance.end();) {
-      it = it->first == "coordinator" ? spec.provenance.erase(it) : it + 1;
-    }
-    spec.provenance.emplace_back(
-        "coordinator",
-        "coordinator_address (" + hp.where("coordinator_address") + ")");
+  if (nproc <= 1) return;
+  if (alone) {
+    const ClusterSource was = spec.source;
+    spec = launcher_of(nproc, from, env);
+    spec.workers_from_gpus = from_gpus;
+    if (was != ClusterSource::kSingleProcess) ignored.push_back(source_name(was));
+  } else if (spec.source == ClusterSource::kFlags || spec.source == ClusterSource::kTfConfig) {
+    throw ConfigError("nproc_per_node=" + std::to_string(nproc) + " (" +
+                      hp.where("nproc_per_node") + ") cannot be used with " +
+                      source_name(spec.source) + " listing " + std::to_string(spec.world_size) +
+                      " workers: each listed worker is one process");
+  } else if (nproc != spec.local_world_size) {
+    throw ConfigError("nproc_per_node=" + std::to_string(nproc) + " (" +
+                      hp.where("nproc_per_node") + ") contradicts " + source_name(spec.source) +
+                      "'s " + std::to_string(spec.local_world_size) + " processes per node");
   }
-  check_ranges(spec);
+}
+
+// coordinator_address overrides the source's.
+void override_coordinator(const HParams& hp, ClusterSpec& spec) {
+  if (hp.coordinator_address.empty()) return;
+  split_host_port(hp.coordinator_address, "coordinator_address");
+  spec.coordinator = hp.coordinator_address;
+  for (auto it = spec.provenance.begin(); it != spec.provenance.end();) {
+    it = it->first == "coordinator" ? spec.provenance.erase(it) : it + 1;
+  }
+  spec.provenance.emplace_back("coordinator",
+                               "coordinator_address (" + hp.where("coordinator_address") + ")");
+}
+
+// A job of one process has no coordinator; any other must name one.
+void require_coordinator(ClusterSpec& spec) {
   if (spec.world_size == 1 && spec.launch_workers == 0) {
     spec.coordinator.clear();
   } else if (spec.coordinator.empty()) {
-    throw ConfigError(spec.source +
+    throw ConfigError(std::string(source_name(spec.source)) +
                       " names no coordinator: set MASTER_ADDR (and "
                       "MASTER_PORT) or coordinator_address");
   } else {
     split_host_port(spec.coordinator, "coordinator");
   }
-  if (!present.empty()) {
+}
+
+}  // namespace
+
+const char* source_name(ClusterSource source) {
+  switch (source) {
+    case ClusterSource::kSingleProcess: return "single process";
+    case ClusterSource::kFlags: return "flags";
+    case ClusterSource::kTfConfig: return "TF_CONFIG";
+    case ClusterSource::kTorchrun: return "torchrun";
+    case ClusterSource::kNodeLevel: return "PAI-DLC/Kubeflow";
+    case ClusterSource::kSlurm: return "Slurm";
+    case ClusterSource::kOpenMpi: return "Open MPI";
+    case ClusterSource::kLauncher: return "launcher";
+  }
+  return "?";
+}
+
+ClusterSpec resolve_cluster(const HParams& hp, const Environment& env,
+                            const std::function<int()>& gpus_per_machine) {
+  const Sources sources = detect_sources(hp, env);
+  ClusterSpec spec = from_first_source(sources, hp, env);
+  std::vector<std::string> ignored = ignored_sources(sources, spec.source);
+  check_task_index(hp, spec);
+  apply_nproc_per_node(hp, env, gpus_per_machine, spec, ignored);
+  override_coordinator(hp, spec);
+  check_ranges(spec);
+  require_coordinator(spec);
+  if (!ignored.empty()) {
     std::string list;
-    for (const auto& p : present)
-      list += (list.empty() ? "" : ", ") + p;
+    for (const auto& name : ignored) list += (list.empty() ? "" : ", ") + name;
     spec.provenance.emplace_back("ignored", list);
   }
   return spec;
@@ -803,7 +868,7 @@ std::string describe(const ClusterSpec& spec) {
     }
     return "  (default)";
   };
-  os << "source = " << spec.source << "\n"
+  os << "source = " << source_name(spec.source) << "\n"
      << "rank = " << spec.rank << (spec.is_chief() ? " (chief)" : "")
      << origin("rank") << "\n"
      << "world_size = " << spec.world_size << origin("world_size") << "\n"

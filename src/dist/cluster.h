@@ -3,6 +3,7 @@
 // No LibTorch here.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -18,6 +19,23 @@ namespace fastnn::dist {
 /// and every count read from the environment is checked against it.
 inline constexpr int kMaxWorldSize = 1 << 20;
 
+/// Where a job's layout came from (DESIGN.md §1's order; docs/cluster.md).
+enum class ClusterSource {
+  kSingleProcess,
+  kFlags,        // worker_hosts / task_index
+  kTfConfig,     // TF_CONFIG
+  kTorchrun,     // LOCAL_RANK, RANK, WORLD_SIZE, ...
+  kNodeLevel,    // PAI-DLC / Kubeflow: WORLD_SIZE and RANK count nodes
+  kSlurm,        // SLURM_PROCID, ...
+  kOpenMpi,      // OMPI_COMM_WORLD_RANK, ...
+  kLauncher,     // this project's launcher (nproc_per_node), or its workers
+};
+
+/// The name --print_cluster and messages use: "single process", "flags",
+/// "TF_CONFIG", "torchrun", "PAI-DLC/Kubeflow", "Slurm", "Open MPI",
+/// "launcher".
+const char* source_name(ClusterSource source);
+
 struct ClusterSpec {
   int rank = 0;
   int world_size = 1;
@@ -27,9 +45,11 @@ struct ClusterSpec {
   std::string coordinator;
   /// Worker hosts when the source lists them (worker_hosts, TF_CONFIG).
   std::vector<std::string> hosts;
-  /// Which source decided: "single process", "flags", "TF_CONFIG",
-  /// "torchrun", "PAI-DLC/Kubeflow", "Slurm", "Open MPI", "launcher".
-  std::string source = "single process";
+  /// Which source decided.
+  ClusterSource source = ClusterSource::kSingleProcess;
+  /// > 0: nproc_per_node was not set and nothing else started workers, so
+  /// this many (one per GPU of this machine) are launched.
+  int workers_from_gpus = 0;
   /// For --print_cluster: value -> where it came from, in print order.
   std::vector<std::pair<std::string, std::string>> provenance;
   /// > 0 when this process is a launcher (nproc_per_node > 1 and nothing
@@ -50,9 +70,13 @@ using Environment = std::map<std::string, std::string>;
 Environment process_environment();
 
 /// Resolves the cluster from the hyperparameters and the environment in
-/// DESIGN.md §1's order. Throws ConfigError (exit 2) on contradictory or
-/// malformed values, naming the variable or key.
-ClusterSpec resolve_cluster(const HParams& hp, const Environment& env);
+/// DESIGN.md §1's order, once per process. Throws ConfigError (exit 2) on
+/// contradictory or malformed values, naming the variable or key.
+/// `gpus_per_machine` (asked only when the job would otherwise be one
+/// process and nproc_per_node is not set): more than 1 starts one worker
+/// per GPU, as torchrun users expect.
+ClusterSpec resolve_cluster(const HParams& hp, const Environment& env,
+                            const std::function<int()>& gpus_per_machine = {});
 
 /// The text --print_cluster prints: every value and its source.
 std::string describe(const ClusterSpec& spec);

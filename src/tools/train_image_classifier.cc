@@ -21,17 +21,16 @@ int main(int argc, char** argv) {
       [argc, argv](fastnn::LoadResult& args) {
         namespace dist = fastnn::dist;
         const dist::Environment env = dist::process_environment();
-        dist::ClusterSpec cluster = dist::resolve_cluster(args.hp, env);
         // One process on a machine with several GPUs, nproc_per_node not
-        // given: one worker per GPU, as torchrun users expect.
-        if (cluster.world_size == 1 && cluster.launch_workers == 0) {
-          if (const int gpus = fastnn::train::default_workers_per_machine(args.hp)) {
-            std::cerr << "train_image_classifier: " << gpus
-                      << " GPUs: starting one worker per GPU (nproc_per_node=" << gpus
-                      << "; set nproc_per_node=1 or device=cpu for one process)\n";
-            args.hp.nproc_per_node = gpus;
-            cluster = dist::resolve_cluster(args.hp, env);
-          }
+        // given: one worker per GPU, as torchrun users expect (the GPUs are
+        // counted only then).
+        const dist::ClusterSpec cluster = dist::resolve_cluster(
+            args.hp, env, [&args] { return fastnn::train::default_workers_per_machine(args.hp); });
+        if (const int gpus = cluster.workers_from_gpus) {
+          std::cerr << "train_image_classifier: " << gpus
+                    << " GPUs: starting one worker per GPU (nproc_per_node=" << gpus
+                    << "; set nproc_per_node=1 or device=cpu for one process)\n";
+          args.hp.nproc_per_node = gpus;
         }
         if (args.print_cluster) {
           std::cout << dist::describe(cluster);
@@ -42,7 +41,7 @@ int main(int argc, char** argv) {
               dist::launch_options(cluster, args.hp, env, argc, argv));
         }
         if (args.dry_run) {
-          fastnn::train::Trainer trainer(args.hp, cluster);
+          fastnn::train::Trainer trainer(args.hp, cluster, env);
           std::cout << trainer.describe();
           return 0;
         }
@@ -58,7 +57,7 @@ int main(int argc, char** argv) {
           if (cluster.rank == 0) fastnn::train::print_result(args.hp, r);
         };
         try {
-          fastnn::train::Trainer trainer(args.hp, cluster);
+          fastnn::train::Trainer trainer(args.hp, cluster, env);
           return trainer.run();
         } catch (...) {
           unsat(fastnn::train::exit_code_of(std::current_exception()));

@@ -76,13 +76,13 @@ struct DistributedStep::Impl {
 };
 
 DistributedStep::DistributedStep(const HParams& hp, const dist::ClusterSpec& spec,
+                                 const dist::SessionOptions& options,
                                  const torch::Device& device, torch::nn::Module& model,
                                  std::vector<torch::Tensor> trainable)
     : spec_(spec),
       batch_size_(hp.batch_size),
       accumulation_steps_(hp.gradient_accumulation_steps),
       impl_(std::make_unique<Impl>()) {
-  const auto options = dist::session_options(hp, dist::process_environment());
   const std::chrono::milliseconds timeout = options.worker_timeout;
   impl_->timeout = timeout;
   impl_->heartbeat_interval = options.heartbeat_interval;
@@ -93,7 +93,7 @@ DistributedStep::DistributedStep(const HParams& hp, const dist::ClusterSpec& spe
                                                            hp.tensor_fusion_max_bytes);
   impl_->batch_norm = std::make_unique<BatchNormPool>(model);
   log::info() << "distributed: rank " << spec.rank << " of " << spec.world_size << " ("
-              << spec.source << "), " << impl_->comm->backend() << ", "
+              << dist::source_name(spec.source) << "), " << impl_->comm->backend() << ", "
               << impl_->reducer->buckets().size()
               << " gradient buckets of at most " << hp.tensor_fusion_max_bytes << " bytes, "
               << impl_->batch_norm->size() << " BatchNorm layers pooled";

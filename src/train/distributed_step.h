@@ -12,6 +12,7 @@
 
 #include "fastnn/hparams.h"
 #include "src/dist/cluster.h"
+#include "src/dist/session.h"
 
 namespace fastnn::dist {
 class Collective;
@@ -71,7 +72,8 @@ class DistributedStep {
   /// through its store (Gloo for the CPU, NCCL for a CUDA `device`), and
   /// builds the gradient buckets of `trainable` (registration order; on
   /// `device` already).
-  DistributedStep(const HParams& hp, const dist::ClusterSpec& spec, const torch::Device& device,
+  DistributedStep(const HParams& hp, const dist::ClusterSpec& spec,
+                  const dist::SessionOptions& session, const torch::Device& device,
                   torch::nn::Module& model, std::vector<torch::Tensor> trainable);
   ~DistributedStep();
 

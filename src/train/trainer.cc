@@ -47,6 +47,8 @@ bool evaluates_in_training(const HParams& hp) {
 struct Trainer::Impl : TrainControl {
   HParams hp;
   dist::ClusterSpec cluster;
+  /// A distributed job's session settings (token, timeouts).
+  dist::SessionOptions session;
   /// Where this worker trains (choose_device), and the forward precision.
   torch::Device device{torch::kCPU};
   Autocast autocast = Autocast::kOff;
@@ -212,7 +214,7 @@ void Trainer::Impl::prepare() {
 void Trainer::Impl::start_distributed() {
   std::vector<torch::Tensor> trainable;
   for (const auto& v : optimizer->variables()) trainable.push_back(v.var);
-  dist = std::make_unique<DistributedStep>(hp, cluster, device, *built.model,
+  dist = std::make_unique<DistributedStep>(hp, cluster, session, device, *built.model,
                                            std::move(trainable));
   dist->measure_batch_norm([this](const torch::Tensor& images) { built.model->forward(images); },
                            {built.shape.channels, built.shape.height, built.shape.width});
@@ -272,11 +274,13 @@ OutOfMemoryError Trainer::Impl::out_of_memory(const c10::OutOfMemoryError& e) co
                              "batch_size");
 }
 
-Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster)
+Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
+                 const std::map<std::string, std::string>& environment)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.hp = std::move(hp);
   m.cluster = cluster;
+  if (cluster.distributed()) m.session = dist::session_options(m.hp, environment);
   log::set_rank(cluster.rank, cluster.world_size);
   const HParams& h = m.hp;
   m.device = choose_device(h, cluster.local_rank);

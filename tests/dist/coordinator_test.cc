@@ -39,7 +39,7 @@ ClusterSpec spec_for(int rank, int world, int port) {
   s.local_world_size = world;
   s.local_rank = rank;
   s.coordinator = "127.0.0.1:" + std::to_string(port);
-  s.source = "test";
+  s.source = ClusterSource::kFlags;
   return s;
 }
 

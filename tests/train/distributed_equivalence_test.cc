@@ -164,7 +164,8 @@ void train_worker(int rank, int port, const Model& m, const Data& d, std::vector
   spec.coordinator = "127.0.0.1:" + std::to_string(port);
   std::vector<torch::Tensor> trainable;
   for (auto& p : m->parameters()) trainable.push_back(p);
-  DistributedStep ds(hp, spec, torch::Device(torch::kCPU), *m, trainable);
+  DistributedStep ds(hp, spec, dist::session_options(hp, dist::process_environment()),
+                     torch::Device(torch::kCPU), *m, trainable);
   struct Finish {
     DistributedStep& ds;
     ~Finish() { ds.finish(0); }

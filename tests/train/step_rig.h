@@ -76,7 +76,9 @@ class StepRig {
       hp.worker_timeout_secs = 30;
       std::vector<torch::Tensor> trainable;
       for (const auto& v : optimizer->variables()) trainable.push_back(v.var);
-      dist = std::make_unique<DistributedStep>(hp, *o.cluster, device_, *built.model,
+      dist = std::make_unique<DistributedStep>(hp, *o.cluster,
+                                               dist::session_options(hp, dist::process_environment()),
+                                               device_, *built.model,
                                                std::move(trainable));
       std::vector<torch::Tensor> everything = built.model->parameters();
       for (const auto& b : built.model->buffers()) everything.push_back(b);
