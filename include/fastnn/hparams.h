@@ -156,6 +156,15 @@ struct HParams {
   std::optional<int64_t> train_image_size;
   /// Evaluation image side; None: the model's default size.
   std::optional<int64_t> eval_image_size;
+  /// Training augmentation policy (torchvision's): none,
+  /// autoaugment_imagenet, randaugment, trivialaugment.
+  std::string augment_policy = "none";
+  /// RandAugment's ops per image. REQUIRES: in [0, 100].
+  int64_t randaugment_num_ops = 2;
+  /// RandAugment's magnitude bin of 31. REQUIRES: in [0, 30].
+  int64_t randaugment_magnitude = 9;
+  /// Probability of random erasing per training image. REQUIRES: in [0, 1].
+  double random_erasing_prob = 0.0;
 
   // --- Performance (fp16 + threads) ---
   /// Mixed precision (fp16 autocast on CUDA, bf16 on capable CPUs).

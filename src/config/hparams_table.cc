@@ -111,6 +111,24 @@ std::vector<KeySpec> build_table() {
      "TF-slim's use_grayscale: decode every image to one channel (luma) and "
      "build the network for 1-channel input, as TF-slim's grayscale "
      "checkpoints expect."},
+    {FASTNN_KEY(augment_policy), G::kPreprocessing,
+     "Training augmentation policy, torchvision's: autoaugment_imagenet "
+     "(AutoAugment, ImageNet policy), randaugment (RandAugment, 31 magnitude "
+     "bins), trivialaugment (TrivialAugmentWide, 31 bins); nearest "
+     "interpolation, fill 0. Runs on the image rounded to uint8 right after "
+     "the preprocessing's random crop and flip (lenet: on the decoded "
+     "image). none: TF-slim's preprocessing unchanged.",
+     {}, {"none", "autoaugment_imagenet", "randaugment", "trivialaugment"}},
+    {FASTNN_KEY(randaugment_num_ops), G::kPreprocessing,
+     "With augment_policy=randaugment: ops applied to each image "
+     "(torchvision's num_ops).", between(0, 100)},
+    {FASTNN_KEY(randaugment_magnitude), G::kPreprocessing,
+     "With augment_policy=randaugment: the magnitude bin, of 31, of every "
+     "op (torchvision's magnitude).", between(0, 30)},
+    {FASTNN_KEY(random_erasing_prob), G::kPreprocessing,
+     "Probability that a training image gets one rectangle of its network "
+     "input (after normalization) set to 0: torchvision's RandomErasing "
+     "with scale (0.02, 0.33), ratio (0.3, 3.3), value 0.", between(0, 1)},
 
     // --- Model ---
     {FASTNN_KEY(model_name), G::kModel,
