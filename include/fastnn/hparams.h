@@ -76,6 +76,14 @@ struct HParams {
   std::optional<double> max_gradient_norm;
   /// Label smoothing in [0, 1).
   double label_smoothing = 0.0;
+  /// Mixup's Beta(alpha, alpha); 0: off. REQUIRES: >= 0.
+  double mixup_alpha = 0.0;
+  /// Cutmix's Beta(alpha, alpha); 0: off. REQUIRES: >= 0.
+  double cutmix_alpha = 0.0;
+  /// Probability that a batch is mixed (mixup or cutmix). In [0, 1].
+  double mixup_prob = 1.0;
+  /// With both alphas > 0: probability of cutmix over mixup. In [0, 1].
+  double mixup_switch_prob = 0.5;
   /// Dropout keep probability while training, in (0, 1]; None: the
   /// network's TF-slim default. 1 turns dropout off.
   std::optional<double> dropout_keep_prob;

@@ -169,6 +169,22 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(label_smoothing), G::kModel,
      "Targets become onehot * (1 - x) + x / num_classes.",
      between(0, 1, false, true)},
+    {FASTNN_KEY(mixup_alpha), G::kModel,
+     "Mixup (timm's Mixup, batch mode): each training batch becomes "
+     "lambda * x + (1 - lambda) * x flipped along the batch, lambda ~ "
+     "Beta(alpha, alpha) once per batch, the targets mixed alike (after "
+     "label_smoothing); training accuracy counts the dominant label. "
+     "0: off.", at_least(0)},
+    {FASTNN_KEY(cutmix_alpha), G::kModel,
+     "Cutmix (timm's, batch mode): a box of area share 1 - lambda, lambda ~ "
+     "Beta(alpha, alpha), takes the flipped batch's pixels; lambda is then "
+     "the share kept. 0: off.", at_least(0)},
+    {FASTNN_KEY(mixup_prob), G::kModel,
+     "With mixup_alpha or cutmix_alpha > 0: probability that a batch is "
+     "mixed at all.", between(0, 1)},
+    {FASTNN_KEY(mixup_switch_prob), G::kModel,
+     "With both mixup_alpha and cutmix_alpha > 0: probability that a mixed "
+     "batch uses cutmix rather than mixup.", between(0, 1)},
     {FASTNN_KEY(dropout_keep_prob), G::kModel,
      "Probability of keeping a unit in the network's dropout layers while "
      "training (TF-slim's dropout_keep_prob argument); 1 turns dropout "

@@ -136,27 +136,38 @@ CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
 }
 
 torch::Tensor Step::forward_loss(const datasets::Batch& batch, DeviceScalars& d) {
+  // Mixup / cutmix: lambda and box drawn on the host for this batch number
+  // (resume draws the same), the mixing done on the device.
+  MixParams mix;
+  if (options_.mixup.enabled() && batch.images.dim() == 4) {
+    mix = draw_mix(options_.mixup, state_.batches_consumed, batch.images.size(2),
+                   batch.images.size(3));
+  }
+  const torch::Tensor images = mix.mixes() ? mix_images(batch.images, mix) : batch.images;
   models::ModelOutput out;
   {
     AutocastScope autocast(options_.autocast);
     model_.set_global_step(state_.step);
-    const bool nhwc = options_.channels_last && batch.images.dim() == 4;
-    out = model_.forward(nhwc ? batch.images.contiguous(at::MemoryFormat::ChannelsLast)
-                              : batch.images);
+    const bool nhwc = options_.channels_last && images.dim() == 4;
+    out = model_.forward(nhwc ? images.contiguous(at::MemoryFormat::ChannelsLast) : images);
   }
   const auto logits = out.logits.to(torch::kFloat32);
-  auto loss = classification_loss(logits, batch.labels, options_.label_smoothing);
+  auto loss = mixed_classification_loss(logits, batch.labels, mix, options_.label_smoothing);
   if (out.aux_logits.defined()) {
     loss = loss + options_.aux_loss_weight *
-                      classification_loss(out.aux_logits.to(torch::kFloat32), batch.labels,
-                                          options_.label_smoothing);
+                      mixed_classification_loss(out.aux_logits.to(torch::kFloat32),
+                                                batch.labels, mix, options_.label_smoothing);
   }
   torch::NoGradGuard no_grad;
   d.samples = batch.labels.size(0);
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(logits.device());
   const double n = static_cast<double>(d.samples);
   d.head = torch::stack({loss.detach().to(torch::kFloat64) * n,
-                         logits.detach().argmax(1).eq(batch.labels).sum().to(torch::kFloat64),
+                         logits.detach()
+                             .argmax(1)
+                             .eq(dominant_labels(batch.labels, mix))
+                             .sum()
+                             .to(torch::kFloat64),
                          torch::full({}, n, f64)});
   return loss;
 }

@@ -24,6 +24,7 @@
 #include "src/train/device.h"
 #include "src/train/distributed_step.h"
 #include "src/train/loss_scale.h"
+#include "src/train/mixup.h"
 #include "src/train/train_state.h"
 
 namespace fastnn::train {
@@ -31,6 +32,8 @@ namespace fastnn::train {
 struct StepOptions {
   /// TF-slim's label_smoothing. Default: 0.
   double label_smoothing = 0;
+  /// Mixup / cutmix of each batch (timm's batch mode). Default: off.
+  MixupOptions mixup;
   /// Auxiliary head weight in the loss (TF-slim: 0.4).
   double aux_loss_weight = 0.4;
   /// L2 weight decay on the model's regularized weights. Default: 0 = off.
