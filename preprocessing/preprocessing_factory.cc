@@ -14,21 +14,33 @@ struct Row {
                        const PreprocessOptions& options);
 };
 
-PreprocessFn make_lenet(const OutputShape& shape, bool,
-                        const PreprocessOptions&) {
+// LeNet has no random crop or flip: a policy runs on the decoded image,
+// before the crop-or-pad.
+PreprocessFn make_lenet(const OutputShape& shape, bool is_training,
+                        const PreprocessOptions& options) {
+  AugmentFn augment = is_training ? make_augment(options.augment) : AugmentFn{};
+  if (augment) {
+    return [shape, augment](const EncodedImage& in, std::mt19937_64& rng, float* out) {
+      io::Image img = io::decode_image(in.bytes, in.channels);
+      augment_hwc(img.pixels.data(), img.channels, img.height, img.width, augment, rng);
+      lenet_preprocess(img, shape, out);
+    };
+  }
   return [shape](const EncodedImage& in, std::mt19937_64&, float* out) {
     lenet_preprocess(io::decode_image(in.bytes, in.channels), shape, out);
   };
 }
 
 // Decodes the whole image, then runs the TF-slim function on the pixels.
-template <void (*Train)(const io::Image&, const OutputShape&, std::mt19937_64&, float*),
+template <void (*Train)(const io::Image&, const OutputShape&, std::mt19937_64&, float*,
+                        const AugmentFn&),
           void (*Eval)(const io::Image&, const OutputShape&, float*)>
 PreprocessFn make_slim(const OutputShape& shape, bool is_training,
-                       const PreprocessOptions&) {
+                       const PreprocessOptions& options) {
   if (is_training) {
-    return [shape](const EncodedImage& in, std::mt19937_64& rng, float* out) {
-      Train(io::decode_image(in.bytes, in.channels), shape, rng, out);
+    AugmentFn augment = make_augment(options.augment);
+    return [shape, augment](const EncodedImage& in, std::mt19937_64& rng, float* out) {
+      Train(io::decode_image(in.bytes, in.channels), shape, rng, out, augment);
     };
   }
   return [shape](const EncodedImage& in, std::mt19937_64&, float* out) {
@@ -41,9 +53,10 @@ PreprocessFn make_inception(const OutputShape& shape, bool is_training,
                             const PreprocessOptions& options) {
   const bool fast = options.fast_jpeg_decode;
   if (is_training) {
-    return [shape, fast](const EncodedImage& in, std::mt19937_64& rng,
-                         float* out) {
-      inception_train(in, shape, fast, rng, out);
+    AugmentFn augment = make_augment(options.augment);
+    return [shape, fast, augment](const EncodedImage& in, std::mt19937_64& rng,
+                                  float* out) {
+      inception_train(in, shape, fast, rng, out, augment);
     };
   }
   return [shape, fast](const EncodedImage& in, std::mt19937_64&, float* out) {
@@ -71,7 +84,17 @@ PreprocessFn get_preprocessing(const std::string& name,
                                bool is_training,
                                const PreprocessOptions& options) {
   for (const auto& r : kTable) {
-    if (name == r.name) return r.make(shape, is_training, options);
+    if (name != r.name) continue;
+    PreprocessFn fn = r.make(shape, is_training, options);
+    const double p = options.augment.random_erasing_prob;
+    make_augment(options.augment);  // checks the options in eval too
+    if (!is_training || p == 0.0) return fn;
+    // Random erasing on the finished (normalized) input, as torchvision's
+    // recipes apply it after Normalize.
+    return [fn, shape, p](const EncodedImage& in, std::mt19937_64& rng, float* out) {
+      fn(in, rng, out);
+      random_erase(out, shape, p, rng);
+    };
   }
   throw ConfigError("preprocessing_name: '" + name +
                     "' is not an available preprocessing; available: " +

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fastnn/preprocess.h"
+#include "preprocessing/augment.h"
 #include "src/io/image.h"
 
 namespace fastnn::preprocessing {
@@ -23,6 +24,10 @@ struct PreprocessOptions {
   /// keeps the crop at least the output size. Default: true
   /// (hparams fast_jpeg_decode).
   bool fast_jpeg_decode = true;
+  /// Training only: the augmentation policy (on uint8, after the random
+  /// crop and flip) and random erasing (on the finished input). Default:
+  /// none, which leaves TF-slim's numbers bit for bit.
+  AugmentOptions augment;
 };
 
 /// The function named `name` for `shape`, train or eval variant. Throws

@@ -76,7 +76,7 @@ void inception_color(float* r, float* g, float* b, int n, float delta,
 // each resized row gets the per-pixel work while still in cache.
 void inception_train_region(const io::DecodedRegion& src, const Window& box,
                             const OutputShape& s, std::mt19937_64& rng,
-                            float* out) {
+                            float* out, const AugmentFn& augment) {
   check_channels(src.image, s, "inception");
   const bool flip = coin(rng);
   const float delta = uniform(rng, -32.0f / 255.0f, 32.0f / 255.0f);
@@ -92,11 +92,26 @@ void inception_train_region(const io::DecodedRegion& src, const Window& box,
         r[x] = to_unit_range(r[x] * (1.0f / 255.0f) + delta);
       }
     }
-    if (flip) {
-      for (int c = 0; c < ch; ++c) std::reverse(r + c * plane, r + c * plane + s.width);
-    }
   };
-  resize_window_bilinear(src, box, s.height, s.width, out, color);
+  auto flip_row = [&](int y) {
+    float* r = out + size_t(y) * s.width;
+    for (int c = 0; c < ch; ++c) std::reverse(r + c * plane, r + c * plane + s.width);
+  };
+  if (!augment) {
+    resize_window_bilinear(src, box, s.height, s.width, out, [&](int y) {
+      color(y);
+      if (flip) flip_row(y);
+    });
+    return;
+  }
+  resize_window_bilinear(src, box, s.height, s.width, out);
+  if (flip) {
+    for (int y = 0; y < s.height; ++y) flip_row(y);
+  }
+  ByteImage bytes = bytes_from_chw(out, ch, s.height, s.width);
+  augment(bytes, rng);
+  bytes_to_chw(bytes, out);
+  for (int y = 0; y < s.height; ++y) color(y);
 }
 
 void inception_eval_region(const io::DecodedRegion& src, const Window& box,
@@ -125,11 +140,11 @@ io::DecodeOptions region_options(const EncodedImage& in, const Window& box,
 }  // namespace
 
 void inception_train(const io::Image& in, const OutputShape& s,
-                     std::mt19937_64& rng, float* out) {
+                     std::mt19937_64& rng, float* out, const AugmentFn& augment) {
   const Window box = sample_distorted_box(in.height, in.width, rng);
   io::DecodedRegion whole;
   whole.image = in;
-  inception_train_region(whole, box, s, rng, out);
+  inception_train_region(whole, box, s, rng, out, augment);
 }
 
 void inception_eval(const io::Image& in, const OutputShape& s, float* out) {
@@ -140,12 +155,12 @@ void inception_eval(const io::Image& in, const OutputShape& s, float* out) {
 }
 
 void inception_train(const EncodedImage& in, const OutputShape& s, bool fast,
-                     std::mt19937_64& rng, float* out) {
+                     std::mt19937_64& rng, float* out, const AugmentFn& augment) {
   const io::ImageInfo info = io::read_image_info(in.bytes);
   const Window box = sample_distorted_box(info.height, info.width, rng);
   inception_train_region(
       io::decode_region(in.bytes, region_options(in, box, s, fast)), box, s,
-      rng, out);
+      rng, out, augment);
 }
 
 void inception_eval(const EncodedImage& in, const OutputShape& s, bool fast,
@@ -158,12 +173,13 @@ void inception_eval(const EncodedImage& in, const OutputShape& s, bool fast,
 }
 
 void vgg_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng,
-               float* out) {
+               float* out, const AugmentFn& augment) {
   check_channels(in, s, "vgg");
   const int side = std::uniform_int_distribution<int>(256, 512)(rng);
   FloatImage img = aspect_preserving_resize(to_float(in, 1.0f), side);
   img = random_crop(img, s.height, s.width, rng);
   if (coin(rng)) flip_left_right(img);
+  if (augment) augment_hwc(img.data.data(), img.channels, img.height, img.width, augment, rng);
   subtract_means(img, kVggMeans);
   write_chw(img, out);
 }
@@ -178,11 +194,12 @@ void vgg_eval(const io::Image& in, const OutputShape& s, float* out) {
 }
 
 void cifarnet_train(const io::Image& in, const OutputShape& s,
-                    std::mt19937_64& rng, float* out) {
+                    std::mt19937_64& rng, float* out, const AugmentFn& augment) {
   check_channels(in, s, "cifarnet");
   FloatImage img = pad(to_float(in, 1.0f), 4);
   img = random_crop(img, s.height, s.width, rng);
   if (coin(rng)) flip_left_right(img);
+  if (augment) augment_hwc(img.data.data(), img.channels, img.height, img.width, augment, rng);
   adjust_brightness(img, uniform(rng, -63.0f, 63.0f));
   adjust_contrast(img, uniform(rng, 0.2f, 1.8f));
   per_image_standardization(img);

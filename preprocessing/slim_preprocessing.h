@@ -12,14 +12,22 @@
 // cifarnet train: pad 4; random crop; random flip; brightness +-63;
 //   contrast [0.2, 1.8]; per-image standardization.
 // cifarnet eval: crop or pad to size; per-image standardization.
+//
+// `augment`, when set, runs on the image rounded to uint8 right after the
+// random crop and flip (before colour distortion, mean subtraction or
+// standardization), where torchvision's reference recipes run their
+// policies; it draws from the same generator, after the TF-slim draws.
+// Unset, nothing is rounded and the numbers are TF-slim's.
 #pragma once
 
+#include "preprocessing/augment.h"
 #include "preprocessing/image_ops.h"
 
 namespace fastnn::preprocessing {
 
 void inception_train(const io::Image& in, const OutputShape& s,
-                     std::mt19937_64& rng, float* out);
+                     std::mt19937_64& rng, float* out,
+                     const AugmentFn& augment = {});
 void inception_eval(const io::Image& in, const OutputShape& s, float* out);
 
 /// Inception from encoded bytes: the crop is drawn from the header's size
@@ -28,14 +36,16 @@ void inception_eval(const io::Image& in, const OutputShape& s, float* out);
 /// least s.height x s.width; without `fast` the whole image is decoded.
 /// Same random draws, in the same order, as the io::Image overloads.
 void inception_train(const EncodedImage& in, const OutputShape& s, bool fast,
-                     std::mt19937_64& rng, float* out);
+                     std::mt19937_64& rng, float* out,
+                     const AugmentFn& augment = {});
 void inception_eval(const EncodedImage& in, const OutputShape& s, bool fast,
                     float* out);
 void vgg_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng,
-               float* out);
+               float* out, const AugmentFn& augment = {});
 void vgg_eval(const io::Image& in, const OutputShape& s, float* out);
 void cifarnet_train(const io::Image& in, const OutputShape& s,
-                    std::mt19937_64& rng, float* out);
+                    std::mt19937_64& rng, float* out,
+                    const AugmentFn& augment = {});
 void cifarnet_eval(const io::Image& in, const OutputShape& s, float* out);
 
 /// VGG's smallest-side resize: the shorter side becomes `side`, the other

@@ -47,10 +47,12 @@ PACKAGES=(
   dataset-fashion-mnist
 )
 # What only the tests use: real launchers (mpirun, Slurm), namespaces, TLS
-# certificates, a browser for the sweep report, JPEG tools for fixtures.
+# certificates, a browser for the sweep report, JPEG tools for fixtures,
+# torchvision (with PyTorch) as the reference for the augmentation ops.
 TEST_PACKAGES=(
   libgtest-dev libjpeg-turbo-progs bc
   openssl iproute2 openmpi-bin slurm-wlm munge chromium
+  python3-torchvision
 )
 if ((TESTS)); then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 

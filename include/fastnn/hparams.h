@@ -79,6 +79,14 @@ struct HParams {
   std::optional<double> max_gradient_norm;
   /// Label smoothing in [0, 1).
   double label_smoothing = 0.0;
+  /// Mixup's Beta(alpha, alpha); 0: off. REQUIRES: >= 0.
+  double mixup_alpha = 0.0;
+  /// Cutmix's Beta(alpha, alpha); 0: off. REQUIRES: >= 0.
+  double cutmix_alpha = 0.0;
+  /// Probability that a batch is mixed (mixup or cutmix). In [0, 1].
+  double mixup_prob = 1.0;
+  /// With both alphas > 0: probability of cutmix over mixup. In [0, 1].
+  double mixup_switch_prob = 0.5;
   /// Dropout keep probability while training, in (0, 1]; None: the
   /// network's TF-slim default. 1 turns dropout off.
   std::optional<double> dropout_keep_prob;
@@ -159,6 +167,15 @@ struct HParams {
   std::optional<int64_t> train_image_size;
   /// Evaluation image side; None: the model's default size.
   std::optional<int64_t> eval_image_size;
+  /// Training augmentation policy (torchvision's): none,
+  /// autoaugment_imagenet, randaugment, trivialaugment.
+  std::string augment_policy = "none";
+  /// RandAugment's ops per image. REQUIRES: in [0, 100].
+  int64_t randaugment_num_ops = 2;
+  /// RandAugment's magnitude bin of 31. REQUIRES: in [0, 30].
+  int64_t randaugment_magnitude = 9;
+  /// Probability of random erasing per training image. REQUIRES: in [0, 1].
+  double random_erasing_prob = 0.0;
 
   // --- Performance (fp16 + threads) ---
   /// Mixed precision (fp16 autocast on CUDA, bf16 on capable CPUs).

@@ -111,6 +111,24 @@ std::vector<KeySpec> build_table() {
      "TF-slim's use_grayscale: decode every image to one channel (luma) and "
      "build the network for 1-channel input, as TF-slim's grayscale "
      "checkpoints expect."},
+    {FASTNN_KEY(augment_policy), G::kPreprocessing,
+     "Training augmentation policy, torchvision's: autoaugment_imagenet "
+     "(AutoAugment, ImageNet policy), randaugment (RandAugment, 31 magnitude "
+     "bins), trivialaugment (TrivialAugmentWide, 31 bins); nearest "
+     "interpolation, fill 0. Runs on the image rounded to uint8 right after "
+     "the preprocessing's random crop and flip (lenet: on the decoded "
+     "image). none: TF-slim's preprocessing unchanged.",
+     {}, {"none", "autoaugment_imagenet", "randaugment", "trivialaugment"}},
+    {FASTNN_KEY(randaugment_num_ops), G::kPreprocessing,
+     "With augment_policy=randaugment: ops applied to each image "
+     "(torchvision's num_ops).", between(0, 100)},
+    {FASTNN_KEY(randaugment_magnitude), G::kPreprocessing,
+     "With augment_policy=randaugment: the magnitude bin, of 31, of every "
+     "op (torchvision's magnitude).", between(0, 30)},
+    {FASTNN_KEY(random_erasing_prob), G::kPreprocessing,
+     "Probability that a training image gets one rectangle of its network "
+     "input (after normalization) set to 0: torchvision's RandomErasing "
+     "with scale (0.02, 0.33), ratio (0.3, 3.3), value 0.", between(0, 1)},
 
     // --- Model ---
     {FASTNN_KEY(model_name), G::kModel,
@@ -156,6 +174,22 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(label_smoothing), G::kModel,
      "Targets become onehot * (1 - x) + x / num_classes.",
      between(0, 1, false, true)},
+    {FASTNN_KEY(mixup_alpha), G::kModel,
+     "Mixup (timm's Mixup, batch mode): each training batch becomes "
+     "lambda * x + (1 - lambda) * x flipped along the batch, lambda ~ "
+     "Beta(alpha, alpha) once per batch, the targets mixed alike (after "
+     "label_smoothing); training accuracy counts the dominant label. "
+     "0: off.", at_least(0)},
+    {FASTNN_KEY(cutmix_alpha), G::kModel,
+     "Cutmix (timm's, batch mode): a box of area share 1 - lambda, lambda ~ "
+     "Beta(alpha, alpha), takes the flipped batch's pixels; lambda is then "
+     "the share kept. 0: off.", at_least(0)},
+    {FASTNN_KEY(mixup_prob), G::kModel,
+     "With mixup_alpha or cutmix_alpha > 0: probability that a batch is "
+     "mixed at all.", between(0, 1)},
+    {FASTNN_KEY(mixup_switch_prob), G::kModel,
+     "With both mixup_alpha and cutmix_alpha > 0: probability that a mixed "
+     "batch uses cutmix rather than mixup.", between(0, 1)},
     {FASTNN_KEY(dropout_keep_prob), G::kModel,
      "Probability of keeping a unit in the network's dropout layers while "
      "training (TF-slim's dropout_keep_prob argument); 1 turns dropout "

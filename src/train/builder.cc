@@ -135,6 +135,10 @@ datasets::PipelineOptions pipeline_options(const HParams& hp, const Built& b,
   o.shape = b.shape;
   preprocessing::PreprocessOptions po;
   po.fast_jpeg_decode = hp.fast_jpeg_decode;
+  po.augment.policy = hp.augment_policy;
+  po.augment.randaugment_num_ops = static_cast<int>(hp.randaugment_num_ops);
+  po.augment.randaugment_magnitude = static_cast<int>(hp.randaugment_magnitude);
+  po.augment.random_erasing_prob = hp.random_erasing_prob;
   o.preprocess = preprocessing::get_preprocessing(b.preprocessing_name, b.shape,
                                                   is_training, po);
   if (is_training) {

@@ -119,7 +119,7 @@ CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
   // is then left alone by the optimizer, as in TF; across workers it gets
   // the average, which is zero when no worker reached it.
   model_.zero_grad(/*set_to_none=*/true);
-  torch::Tensor loss = forward_loss(batch, d);
+  torch::Tensor loss = forward_loss(batch, state_.batches_consumed, d);
   int64_t micro = 1;
   for (; micro < options_.accumulation_steps; ++micro) {
     accumulate(loss);
@@ -128,7 +128,7 @@ CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
       state_.batches_consumed += micro;
       throw InputEndedInsideStep(micro);
     }
-    loss = forward_loss(*next, d);
+    loss = forward_loss(*next, state_.batches_consumed + micro, d);
   }
   s.spans.forward_end = now();
   backward_and_reduce(loss, s, d);
@@ -150,28 +150,40 @@ CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
   return combined;
 }
 
-torch::Tensor Step::forward_loss(const datasets::Batch& batch, DeviceScalars& d) {
+torch::Tensor Step::forward_loss(const datasets::Batch& batch, int64_t batch_number,
+                                 DeviceScalars& d) {
+  // Mixup / cutmix: lambda and box drawn on the host for this batch number
+  // (the input position of this micro-batch: resume draws the same), the
+  // mixing done on the device.
+  MixParams mix;
+  if (options_.mixup.enabled() && batch.images.dim() == 4) {
+    mix = draw_mix(options_.mixup, batch_number, batch.images.size(2), batch.images.size(3));
+  }
+  const torch::Tensor images = mix.mixes() ? mix_images(batch.images, mix) : batch.images;
   models::ModelOutput out;
   {
     AutocastScope autocast(options_.autocast);
     model_.set_global_step(state_.step);
-    const bool nhwc = options_.channels_last && batch.images.dim() == 4;
-    out = model_.forward(nhwc ? batch.images.contiguous(at::MemoryFormat::ChannelsLast)
-                              : batch.images);
+    const bool nhwc = options_.channels_last && images.dim() == 4;
+    out = model_.forward(nhwc ? images.contiguous(at::MemoryFormat::ChannelsLast) : images);
   }
   const auto logits = out.logits.to(torch::kFloat32);
-  auto loss = classification_loss(logits, batch.labels, options_.label_smoothing);
+  auto loss = mixed_classification_loss(logits, batch.labels, mix, options_.label_smoothing);
   if (out.aux_logits.defined()) {
     loss = loss + options_.aux_loss_weight *
-                      classification_loss(out.aux_logits.to(torch::kFloat32), batch.labels,
-                                          options_.label_smoothing);
+                      mixed_classification_loss(out.aux_logits.to(torch::kFloat32),
+                                                batch.labels, mix, options_.label_smoothing);
   }
   torch::NoGradGuard no_grad;
   const int64_t samples = batch.labels.size(0);
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(logits.device());
   const double n = static_cast<double>(samples);
   auto head = torch::stack({loss.detach().to(torch::kFloat64) * n,
-                            logits.detach().argmax(1).eq(batch.labels).sum().to(torch::kFloat64),
+                            logits.detach()
+                                .argmax(1)
+                                .eq(dominant_labels(batch.labels, mix))
+                                .sum()
+                                .to(torch::kFloat64),
                             torch::full({}, n, f64)});
   d.head = d.head.defined() ? d.head + head : head;
   d.samples += samples;

@@ -26,6 +26,7 @@
 #include "src/train/device.h"
 #include "src/train/distributed_step.h"
 #include "src/train/loss_scale.h"
+#include "src/train/mixup.h"
 #include "src/train/train_state.h"
 
 namespace fastnn::train {
@@ -33,6 +34,8 @@ namespace fastnn::train {
 struct StepOptions {
   /// TF-slim's label_smoothing. Default: 0.
   double label_smoothing = 0;
+  /// Mixup / cutmix of each batch (timm's batch mode). Default: off.
+  MixupOptions mixup;
   /// Auxiliary head weight in the loss (TF-slim: 0.4).
   double aux_loss_weight = 0.4;
   /// L2 weight decay on the model's regularized weights. Default: 0 = off.
@@ -139,7 +142,9 @@ class Step {
  private:
   /// Phases of run(), in order. forward_loss adds the batch's numbers to
   /// `d`; accumulate runs a micro-batch's backward with no reduction.
-  torch::Tensor forward_loss(const datasets::Batch& batch, DeviceScalars& d);
+  /// `batch_number`: the micro-batch's input position (seeds mixup).
+  torch::Tensor forward_loss(const datasets::Batch& batch, int64_t batch_number,
+                             DeviceScalars& d);
   void accumulate(const torch::Tensor& loss);
   /// backward of `loss` (÷ accumulation_steps) × the loss scale.
   void backward(const torch::Tensor& loss, double loss_scale);

@@ -369,6 +369,12 @@ int Trainer::run() {
   const HParams& h = m.hp;
   StepOptions so;
   so.label_smoothing = h.label_smoothing;
+  so.mixup.mixup_alpha = h.mixup_alpha;
+  so.mixup.cutmix_alpha = h.cutmix_alpha;
+  so.mixup.prob = h.mixup_prob;
+  so.mixup.switch_prob = h.mixup_switch_prob;
+  so.mixup.seed = static_cast<uint64_t>(h.seed);
+  so.mixup.rank = m.cluster.rank;
   so.weight_decay = h.weight_decay;
   so.max_gradient_norm = h.max_gradient_norm;
   so.channels_last = h.data_format == "NHWC";

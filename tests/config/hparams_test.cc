@@ -411,6 +411,34 @@ TEST_F(HParamsTest, CommandLineErrors) {
             "(expected True or False)");
 }
 
+// Issue 26's keys: bad values are configuration errors (exit code 2).
+TEST_F(HParamsTest, AugmentationAndMixupKeysRefuseBadValues) {
+  EXPECT_EQ(error_of([] { load({"--augment_policy=autoaugment_cifar10"}); }),
+            "command line: augment_policy: 'autoaugment_cifar10' is not valid; valid values: "
+            "none, autoaugment_imagenet, randaugment, trivialaugment");
+  EXPECT_EQ(error_of([] { load({"--randaugment_magnitude=31"}); }),
+            "command line: randaugment_magnitude: 31 is out of range (must be in [0, 30])");
+  EXPECT_NE(error_of([] { load({"--randaugment_num_ops=-1"}); }), "");
+  EXPECT_NE(error_of([] { load({"--random_erasing_prob=1.5"}); }), "");
+  EXPECT_NE(error_of([] { load({"--mixup_alpha=-0.2"}); }), "");
+  EXPECT_NE(error_of([] { load({"--cutmix_alpha=-1"}); }), "");
+  EXPECT_NE(error_of([] { load({"--mixup_prob=2"}); }), "");
+  EXPECT_NE(error_of([] { load({"--mixup_switch_prob=-0.1"}); }), "");
+  const HParams hp = load({"--augment_policy=randaugment", "--randaugment_num_ops=3",
+                           "--randaugment_magnitude=30", "--random_erasing_prob=0.25",
+                           "--mixup_alpha=0.8", "--cutmix_alpha=1.0", "--mixup_prob=0.5",
+                           "--mixup_switch_prob=1"})
+                          .hp;
+  EXPECT_EQ(hp.augment_policy, "randaugment");
+  EXPECT_EQ(hp.randaugment_num_ops, 3);
+  EXPECT_EQ(hp.randaugment_magnitude, 30);
+  EXPECT_EQ(hp.random_erasing_prob, 0.25);
+  EXPECT_EQ(hp.mixup_alpha, 0.8);
+  EXPECT_EQ(hp.cutmix_alpha, 1.0);
+  EXPECT_EQ(hp.mixup_prob, 0.5);
+  EXPECT_EQ(hp.mixup_switch_prob, 1.0);
+}
+
 TEST_F(HParamsTest, CommandLineWinsOverFile) {
   std::string path = write("a.cfg", "batch_size=64\noptimizer=adam\n");
   LoadResult r = load({"--batch_size=16", "--config", path});

@@ -180,6 +180,41 @@ TEST_F(FashionMnist, AccumulatedRunResumesBitForBit) {
   EXPECT_EQ(ta.at("input/batches_consumed").item<int64_t>(), 60);
 }
 
+// Issue 26: the policy's and random erasing's draws come from the
+// per-example generators, mixup's from (seed, rank, batch number), so a
+// resumed run still ends bit for bit like an uninterrupted one; and they
+// do change the training.
+TEST_F(FashionMnist, ResumedRunWithAugmentationAndMixupEndsBitForBit) {
+  const std::vector<std::string> extra = {
+      "--augment_policy=trivialaugment", "--random_erasing_prob=0.25", "--mixup_alpha=0.2",
+      "--cutmix_alpha=1.0", "--label_smoothing=0.1"};
+  auto args = [&](const std::string& dir, const std::string& stop, bool augmented) {
+    auto a = train_args(dir, stop);
+    if (augmented) a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const auto a = fresh("aug_a"), b = fresh("aug_b"), plain = fresh("aug_plain");
+  ASSERT_EQ(run(args(a, "40", true), (kTmp / "aug_a.log").string()).exit_code, 0);
+  ASSERT_EQ(run(args(b, "20", true), (kTmp / "aug_b1.log").string()).exit_code, 0);
+  auto resumed = run(args(b, "40", true), (kTmp / "aug_b2.log").string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  ASSERT_NE(resumed.output.find("(global_step 20)"), std::string::npos);
+  ASSERT_EQ(run(args(plain, "40", false), (kTmp / "aug_plain.log").string()).exit_code, 0);
+  auto ta = train::load_tensors((fs::path(a) / "model.ckpt-40").string());
+  auto tb = train::load_tensors((fs::path(b) / "model.ckpt-40").string());
+  auto tp = train::load_tensors((fs::path(plain) / "model.ckpt-40").string());
+  ASSERT_EQ(ta.size(), tb.size());
+  int differs_from_plain = 0;
+  for (const auto& [name, t] : ta) {
+    ASSERT_TRUE(tb.count(name)) << name;
+    EXPECT_TRUE(torch::equal(t, tb[name])) << name;
+    if (tp.count(name) && t.is_floating_point() && !torch::equal(t, tp[name])) {
+      ++differs_from_plain;
+    }
+  }
+  EXPECT_GT(differs_from_plain, 0);
+}
+
 TEST_F(FashionMnist, SigtermWritesACheckpointAndExits143) {
   const auto dir = fresh("sigterm");
   Child c = start_and_wait_for_checkpoint(dir, (kTmp / "sigterm.log").string());
@@ -213,6 +248,11 @@ TEST_F(FashionMnist, ConfigErrorsExitTwoBeforeAnyWork) {
                        (kTmp / "err3.log").string());
   EXPECT_EQ(bad_model.exit_code, 2);
   EXPECT_NE(bad_model.output.find("lenet9"), std::string::npos);
+  auto bad_policy = run({kBin + "/train_image_classifier", "--config", config(),
+                         "--train_dir=" + dir, "--augment_policy=autoaugment_svhn"},
+                        (kTmp / "err5.log").string());
+  EXPECT_EQ(bad_policy.exit_code, 2);
+  EXPECT_NE(bad_policy.output.find("augment_policy"), std::string::npos);
   EXPECT_FALSE(fs::exists(fs::path(dir) / "config.cfg")) << "work started";
   auto no_data = run({kBin + "/train_image_classifier", "--config", config(),
                       "--train_dir=" + dir, "--dataset_dir=" + dir + "/none"},

@@ -30,6 +30,7 @@ struct StepRigOptions {
   Autocast autocast = Autocast::kOff;
   GradientFault fault;
   std::optional<double> max_gradient_norm;
+  MixupOptions mixup;
   /// Set: this rig is one worker of a job (Gloo on the CPU), and starts
   /// from rank 0's state.
   std::optional<dist::ClusterSpec> cluster;
@@ -87,6 +88,7 @@ class StepRig {
     StepOptions so;
     so.weight_decay = hp.weight_decay;
     so.max_gradient_norm = o.max_gradient_norm;
+    so.mixup = o.mixup;
     so.read_every_step = o.read_every_step;
     so.autocast = o.autocast;
     so.accumulation_steps = o.accumulation_steps;
