@@ -61,9 +61,9 @@ int preprocess(LoadResult& args) {
   for (const char* k : {"size", "channels", "output"}) {
     if (!args.extras.count(k)) throw ConfigError(std::string("--") + k + " is required");
   }
-  std::string name = hp.preprocessing_name.empty()
-                         ? models::find_model(hp.model_name).preprocessing
-                         : hp.preprocessing_name;
+  const std::string name = hp.preprocessing_name.empty()
+                               ? models::find_model(hp.model_name).preprocessing
+                               : hp.preprocessing_name;
   const int size = std::stoi(args.extras.at("size"));
   const preprocessing::OutputShape shape{std::stoi(args.extras.at("channels")), size, size};
   const bool training = args.extras.count("is_training") && args.extras.at("is_training") == "true";
@@ -83,9 +83,10 @@ int preprocess(LoadResult& args) {
     std::mt19937_64 rng(seed + i);
     std::mt19937_64 replay = rng;  // the same draws, taken again to print them
     preprocessing::Draws d;
-    if (training && name == "inception") d = preprocessing::inception_draws(decoded.height, decoded.width, replay);
-    if (training && name == "vgg") d = preprocessing::vgg_draws(decoded.height, decoded.width, shape, replay);
-    if (training && name == "cifarnet") d = preprocessing::cifarnet_draws(decoded.height, decoded.width, shape, replay);
+    const int h = decoded.height, w = decoded.width;
+    if (training && name == "inception") d = preprocessing::inception_draws(h, w, replay);
+    if (training && name == "vgg") d = preprocessing::vgg_draws(h, w, shape, replay);
+    if (training && name == "cifarnet") d = preprocessing::cifarnet_draws(h, w, shape, replay);
     fn({bytes, shape.channels}, rng, out[i].data_ptr<float>());
     const std::string draws = training ? draws_json(name, d) : "";
     std::cout << "{\"image\": " << i << ", \"preprocessing\": \"" << name << "\""
