@@ -223,10 +223,12 @@ void resize_window_bilinear(const io::DecodedRegion& src, const Window& box,
                               src.origin_top, img.height);
   const Taps tx = window_taps(box.left, box.width, width, src.scale_num,
                               src.origin_left, img.width);
-  // Vertical blend first, over the source columns the window touches (a
-  // loop that vectorizes), then the horizontal taps on that one row. The
-  // same bilinear weights as TF's horizontal-first order; float rounding
-  // differs by ~1e-5 of a level.
+  // TensorFlow's arithmetic, bit for bit at scale 8/8: the values converted
+  // as convert_image_dtype does (v * (1/255) in float), each of the two
+  // source rows blended horizontally, then the two vertically
+  // (resize_bilinear_op.cc's compute_lerp). A source row's horizontal blend
+  // goes to planes (so that the vertical blend is a loop that vectorizes)
+  // and is kept for the next output row, which often reads it again.
   const int first = tx.i0.front(), last = tx.i1.back();
   const size_t span = size_t(last - first + 1) * ch;
   std::vector<int> x0(width), x1(width);
@@ -234,34 +236,53 @@ void resize_window_bilinear(const io::DecodedRegion& src, const Window& box,
     x0[x] = (tx.i0[x] - first) * ch;
     x1[x] = (tx.i1[x] - first) * ch;
   }
-  std::vector<float> row(span);
+  std::vector<float> unit(span);
+  struct Blended {
+    int row = -1;
+    std::vector<float> planes;
+  };
+  Blended slot[2];
+  for (auto& b : slot) b.planes.resize(size_t(width) * ch);
   const size_t stride = size_t(img.width) * ch;
   const size_t plane = size_t(height) * width;
-  for (int y = 0; y < height; ++y) {
-    const uint8_t* a = img.pixels.data() + ty.i0[y] * stride + size_t(first) * ch;
-    const uint8_t* b = img.pixels.data() + ty.i1[y] * stride + size_t(first) * ch;
-    const float fy = ty.frac[y];
-    for (size_t k = 0; k < span; ++k) {
-      const float top = a[k];
-      row[k] = top + (float(b[k]) - top) * fy;
+  // The horizontal blend of source row `row`, in the slot not holding `keep`.
+  auto blended = [&](int row, int keep) -> const float* {
+    for (const auto& b : slot) {
+      if (b.row == row) return b.planes.data();
     }
-    float* o = out + size_t(y) * width;
+    Blended& b = slot[0].row == keep ? slot[1] : slot[0];
+    const uint8_t* a = img.pixels.data() + row * stride + size_t(first) * ch;
+    for (size_t k = 0; k < span; ++k) unit[k] = static_cast<float>(a[k]) * (1.0f / 255.0f);
+    float* o = b.planes.data();
     if (ch == 3) {
       for (int x = 0; x < width; ++x) {
-        const float* l = &row[x0[x]];
-        const float* r = &row[x1[x]];
+        const float* l = &unit[x0[x]];
+        const float* r = &unit[x1[x]];
         const float f = tx.frac[x];
         o[x] = l[0] + (r[0] - l[0]) * f;
-        o[plane + x] = l[1] + (r[1] - l[1]) * f;
-        o[2 * plane + x] = l[2] + (r[2] - l[2]) * f;
+        o[width + x] = l[1] + (r[1] - l[1]) * f;
+        o[2 * width + x] = l[2] + (r[2] - l[2]) * f;
       }
     } else {
-      for (int c = 0; c < ch; ++c, o += plane) {
+      for (int c = 0; c < ch; ++c, o += width) {
         for (int x = 0; x < width; ++x) {
-          const float l = row[x0[x] + c], r = row[x1[x] + c];
+          const float l = unit[x0[x] + c], r = unit[x1[x] + c];
           o[x] = l + (r - l) * tx.frac[x];
         }
       }
+    }
+    b.row = row;
+    return b.planes.data();
+  };
+  for (int y = 0; y < height; ++y) {
+    const float* top = blended(ty.i0[y], ty.i1[y]);
+    const float* bottom = blended(ty.i1[y], ty.i0[y]);
+    const float fy = ty.frac[y];
+    for (int c = 0; c < ch; ++c) {
+      const float* t = top + size_t(c) * width;
+      const float* u = bottom + size_t(c) * width;
+      float* o = out + size_t(c) * plane + size_t(y) * width;
+      for (int x = 0; x < width; ++x) o[x] = t[x] + (u[x] - t[x]) * fy;
     }
     if (after_row) after_row(y);
   }

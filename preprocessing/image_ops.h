@@ -98,7 +98,9 @@ Window sample_distorted_box(int height, int width, std::mt19937_64& rng,
 /// scale src.scale_num/8. Source positions are computed in the window's
 /// original coordinates and then scaled, so at scale 8/8 this equals
 /// crop + resize_bilinear exactly. Writes channels planes of height*width
-/// floats (CHW) in the pixel range 0..255 to `out`. `after_row(y)`, when
+/// floats (CHW) in [0, 1] (convert_image_dtype's v * (1/255)) to `out`;
+/// at scale 8/8 bit for bit TensorFlow's convert_image_dtype + slice +
+/// legacy resize_bilinear. `after_row(y)`, when
 /// given, runs as soon as row y of every plane is written (while it is in
 /// L1 cache), for per-pixel work that follows the resize.
 void resize_window_bilinear(const io::DecodedRegion& src, const Window& box,
@@ -114,18 +116,31 @@ void saturate_pixel(float* rgb, float factor);
 /// vectorize: with s = range / v, clip(s * factor, 0, 1) / s equals
 /// min(factor, v / range); range == 0 leaves the pixel as is, and v <= 0
 /// makes it gray v (ratio 0).
+///
+/// TensorFlow's quirk, reproduced: its kernel (adjust_saturation_op.cc)
+/// takes the hue norm * (g - b), norm = 1 / (6 range), when r is the largest,
+/// and adds 1 when it is negative; a hue that rounds to 1.0 falls in no
+/// sector of its HSV -> RGB switch, which leaves every channel at
+/// m = v - s' v: the pixel turns gray. That is a red pixel whose green lies
+/// below its blue by less than about 2e-7 of its range (after a bilinear
+/// resize, a gray-green-blue pair one float apart; the TensorFlow oracle,
+/// tests/tf_oracle/preprocessing.py, met 1-2 in 50,000 pixels).
 inline void saturate_rgb(float& r, float& g, float& b, float factor) {
   // Plain selects and no branch around the division, so that loops over
   // planes vectorize (with -fno-trapping-math, set for this library).
   const float hi = r > g ? r : g, lo = r < g ? r : g;
   const float v = hi > b ? hi : b;
   const float range = v - (lo < b ? lo : b);
+  const float safe_range = range > 1e-30f ? range : 1e-30f;
   const float positive = v > 0.0f ? v : 0.0f;
-  const float inverse_s = positive / (range > 1e-30f ? range : 1e-30f);
+  const float inverse_s = positive / safe_range;
   const float ratio = factor < inverse_s ? factor : inverse_s;
-  r = v - (v - r) * ratio;
-  g = v - (v - g) * ratio;
-  b = v - (v - b) * ratio;
+  const float hue = 1.0f / (6.0f * safe_range) * (g - b);
+  const bool gray = r == v && range > 0.0f && hue < 0.0f && hue + 1.0f == 1.0f;
+  const float m = v - range * ratio;
+  r = gray ? m : v - (v - r) * ratio;
+  g = gray ? m : v - (v - g) * ratio;
+  b = gray ? m : v - (v - b) * ratio;
 }
 
 /// Writes HWC `img` as CHW floats to `out`. REQUIRES: shape matches.

@@ -9,6 +9,7 @@ namespace fastnn::preprocessing {
 namespace {
 
 const std::vector<float> kVggMeans = {123.68f, 116.78f, 103.94f};
+constexpr int kCifarPadding = 4;
 
 void check_channels(const io::Image& in, const OutputShape& s, const char* name) {
   if (in.channels != s.channels) {
@@ -22,23 +23,67 @@ bool coin(std::mt19937_64& rng) {
   return std::uniform_int_distribution<int>(0, 1)(rng) == 1;
 }
 
-FloatImage random_crop(const FloatImage& in, int h, int w, std::mt19937_64& rng) {
-  if (in.height < h || in.width < w) {
-    throw DataError("random crop: image " + std::to_string(in.height) + "x" +
-                    std::to_string(in.width) + " is smaller than the crop");
+// A random h x w window of a height x width image (tf.random_crop).
+Window random_window(int height, int width, int h, int w, std::mt19937_64& rng) {
+  if (height < h || width < w) {
+    throw DataError("random crop: image " + std::to_string(height) + "x" +
+                    std::to_string(width) + " is smaller than the crop");
   }
-  const int top = std::uniform_int_distribution<int>(0, in.height - h)(rng);
-  const int left = std::uniform_int_distribution<int>(0, in.width - w)(rng);
-  return crop(in, top, left, h, w);
+  Window win;
+  win.top = std::uniform_int_distribution<int>(0, height - h)(rng);
+  win.left = std::uniform_int_distribution<int>(0, width - w)(rng);
+  win.height = h;
+  win.width = w;
+  return win;
+}
+
+FloatImage crop(const FloatImage& in, const Window& w) {
+  return crop(in, w.top, w.left, w.height, w.width);
 }
 
 }  // namespace
 
+Window smallest_side_size(int height, int width, int side) {
+  // float32 and round-half-to-even, as TensorFlow: a double scale or
+  // std::lround gives another size for, e.g., 16x22 to 300 (412.5).
+  const float scale = static_cast<float>(side) / static_cast<float>(std::min(height, width));
+  Window size;
+  size.height = static_cast<int>(std::nearbyint(static_cast<float>(height) * scale));
+  size.width = static_cast<int>(std::nearbyint(static_cast<float>(width) * scale));
+  return size;
+}
+
 FloatImage aspect_preserving_resize(const FloatImage& in, int side) {
-  const double scale = static_cast<double>(side) / std::min(in.height, in.width);
-  const int h = static_cast<int>(std::lround(in.height * scale));
-  const int w = static_cast<int>(std::lround(in.width * scale));
-  return resize_bilinear(in, h, w);
+  const Window size = smallest_side_size(in.height, in.width, side);
+  return resize_bilinear(in, size.height, size.width);
+}
+
+Draws inception_draws(int height, int width, std::mt19937_64& rng) {
+  Draws d;
+  d.crop = sample_distorted_box(height, width, rng);
+  d.flip = coin(rng);
+  d.brightness = uniform(rng, -32.0f / 255.0f, 32.0f / 255.0f);
+  d.saturation = uniform(rng, 0.5f, 1.5f);
+  return d;
+}
+
+Draws vgg_draws(int height, int width, const OutputShape& s, std::mt19937_64& rng) {
+  Draws d;
+  d.resize_side = std::uniform_int_distribution<int>(256, 512)(rng);
+  const Window size = smallest_side_size(height, width, d.resize_side);
+  d.crop = random_window(size.height, size.width, s.height, s.width, rng);
+  d.flip = coin(rng);
+  return d;
+}
+
+Draws cifarnet_draws(int height, int width, const OutputShape& s, std::mt19937_64& rng) {
+  Draws d;
+  d.crop = random_window(height + 2 * kCifarPadding, width + 2 * kCifarPadding, s.height,
+                         s.width, rng);
+  d.flip = coin(rng);
+  d.brightness = uniform(rng, -63.0f, 63.0f);
+  d.contrast = uniform(rng, 0.2f, 1.8f);
+  return d;
 }
 
 namespace {
@@ -62,9 +107,9 @@ FASTNN_VECTOR_CLONES
 void inception_color(float* r, float* g, float* b, int n, float delta,
                      float saturation) {
   for (int x = 0; x < n; ++x) {
-    float vr = r[x] * (1.0f / 255.0f) + delta;
-    float vg = g[x] * (1.0f / 255.0f) + delta;
-    float vb = b[x] * (1.0f / 255.0f) + delta;
+    float vr = r[x] + delta;
+    float vg = g[x] + delta;
+    float vb = b[x] + delta;
     saturate_rgb(vr, vg, vb, saturation);
     r[x] = to_unit_range(vr);
     g[x] = to_unit_range(vg);
@@ -74,13 +119,13 @@ void inception_color(float* r, float* g, float* b, int n, float delta,
 
 // Crop + resize, random flip, brightness, saturation, clip, (x - 0.5) * 2:
 // each resized row gets the per-pixel work while still in cache.
-void inception_train_region(const io::DecodedRegion& src, const Window& box,
-                            const OutputShape& s, std::mt19937_64& rng,
-                            float* out, const AugmentFn& augment) {
+void inception_train_region(const io::DecodedRegion& src, const Draws& d,
+                            const OutputShape& s, std::mt19937_64& rng, float* out,
+                            const AugmentFn& augment) {
   check_channels(src.image, s, "inception");
-  const bool flip = coin(rng);
-  const float delta = uniform(rng, -32.0f / 255.0f, 32.0f / 255.0f);
-  const float saturation = uniform(rng, 0.5f, 1.5f);
+  const bool flip = d.flip;
+  const float delta = d.brightness;
+  const float saturation = d.saturation;
   const size_t plane = size_t(s.height) * s.width;
   const int ch = s.channels;
   auto color = [&](int y) {
@@ -89,7 +134,7 @@ void inception_train_region(const io::DecodedRegion& src, const Window& box,
       inception_color(r, r + plane, r + 2 * plane, s.width, delta, saturation);
     } else {
       for (int x = 0; x < s.width; ++x) {
-        r[x] = to_unit_range(r[x] * (1.0f / 255.0f) + delta);
+        r[x] = to_unit_range(r[x] + delta);
       }
     }
   };
@@ -98,13 +143,13 @@ void inception_train_region(const io::DecodedRegion& src, const Window& box,
     for (int c = 0; c < ch; ++c) std::reverse(r + c * plane, r + c * plane + s.width);
   };
   if (!augment) {
-    resize_window_bilinear(src, box, s.height, s.width, out, [&](int y) {
+    resize_window_bilinear(src, d.crop, s.height, s.width, out, [&](int y) {
       color(y);
       if (flip) flip_row(y);
     });
     return;
   }
-  resize_window_bilinear(src, box, s.height, s.width, out);
+  resize_window_bilinear(src, d.crop, s.height, s.width, out);
   if (flip) {
     for (int y = 0; y < s.height; ++y) flip_row(y);
   }
@@ -119,7 +164,7 @@ void inception_eval_region(const io::DecodedRegion& src, const Window& box,
   check_channels(src.image, s, "inception");
   resize_window_bilinear(src, box, s.height, s.width, out);
   const size_t n = size_t(s.numel());
-  for (size_t i = 0; i < n; ++i) out[i] = (out[i] * (1.0f / 255.0f) - 0.5f) * 2.0f;
+  for (size_t i = 0; i < n; ++i) out[i] = (out[i] - 0.5f) * 2.0f;
 }
 
 io::DecodeOptions region_options(const EncodedImage& in, const Window& box,
@@ -141,10 +186,10 @@ io::DecodeOptions region_options(const EncodedImage& in, const Window& box,
 
 void inception_train(const io::Image& in, const OutputShape& s,
                      std::mt19937_64& rng, float* out, const AugmentFn& augment) {
-  const Window box = sample_distorted_box(in.height, in.width, rng);
+  const Draws d = inception_draws(in.height, in.width, rng);
   io::DecodedRegion whole;
   whole.image = in;
-  inception_train_region(whole, box, s, rng, out, augment);
+  inception_train_region(whole, d, s, rng, out, augment);
 }
 
 void inception_eval(const io::Image& in, const OutputShape& s, float* out) {
@@ -157,10 +202,9 @@ void inception_eval(const io::Image& in, const OutputShape& s, float* out) {
 void inception_train(const EncodedImage& in, const OutputShape& s, bool fast,
                      std::mt19937_64& rng, float* out, const AugmentFn& augment) {
   const io::ImageInfo info = io::read_image_info(in.bytes);
-  const Window box = sample_distorted_box(info.height, info.width, rng);
-  inception_train_region(
-      io::decode_region(in.bytes, region_options(in, box, s, fast)), box, s,
-      rng, out, augment);
+  const Draws d = inception_draws(info.height, info.width, rng);
+  inception_train_region(io::decode_region(in.bytes, region_options(in, d.crop, s, fast)),
+                         d, s, rng, out, augment);
 }
 
 void inception_eval(const EncodedImage& in, const OutputShape& s, bool fast,
@@ -175,10 +219,9 @@ void inception_eval(const EncodedImage& in, const OutputShape& s, bool fast,
 void vgg_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng,
                float* out, const AugmentFn& augment) {
   check_channels(in, s, "vgg");
-  const int side = std::uniform_int_distribution<int>(256, 512)(rng);
-  FloatImage img = aspect_preserving_resize(to_float(in, 1.0f), side);
-  img = random_crop(img, s.height, s.width, rng);
-  if (coin(rng)) flip_left_right(img);
+  const Draws d = vgg_draws(in.height, in.width, s, rng);
+  FloatImage img = crop(aspect_preserving_resize(to_float(in, 1.0f), d.resize_side), d.crop);
+  if (d.flip) flip_left_right(img);
   if (augment) augment_hwc(img.data.data(), img.channels, img.height, img.width, augment, rng);
   subtract_means(img, kVggMeans);
   write_chw(img, out);
@@ -196,12 +239,12 @@ void vgg_eval(const io::Image& in, const OutputShape& s, float* out) {
 void cifarnet_train(const io::Image& in, const OutputShape& s,
                     std::mt19937_64& rng, float* out, const AugmentFn& augment) {
   check_channels(in, s, "cifarnet");
-  FloatImage img = pad(to_float(in, 1.0f), 4);
-  img = random_crop(img, s.height, s.width, rng);
-  if (coin(rng)) flip_left_right(img);
+  const Draws d = cifarnet_draws(in.height, in.width, s, rng);
+  FloatImage img = crop(pad(to_float(in, 1.0f), kCifarPadding), d.crop);
+  if (d.flip) flip_left_right(img);
   if (augment) augment_hwc(img.data.data(), img.channels, img.height, img.width, augment, rng);
-  adjust_brightness(img, uniform(rng, -63.0f, 63.0f));
-  adjust_contrast(img, uniform(rng, 0.2f, 1.8f));
+  adjust_brightness(img, d.brightness);
+  adjust_contrast(img, d.contrast);
   per_image_standardization(img);
   write_chw(img, out);
 }

@@ -25,6 +25,31 @@
 
 namespace fastnn::preprocessing {
 
+/// The random draws of one training image, all taken before any pixel work
+/// and in this order by the *_draws function of each preprocessing (so that
+/// the TensorFlow oracle, tests/tf_oracle/, can give TF's ops the same ones).
+struct Draws {
+  /// vgg: the smallest side, uniform in [256, 512].
+  int resize_side = 0;
+  /// inception: the distorted bounding box in original-image pixels; vgg:
+  /// the random crop of the resized image; cifarnet: of the padded one.
+  Window crop;
+  bool flip = false;
+  /// inception: uniform in [-32/255, 32/255); cifarnet: in [-63, 63).
+  float brightness = 0.0f;
+  /// inception: uniform in [0.5, 1.5).
+  float saturation = 1.0f;
+  /// cifarnet: uniform in [0.2, 1.8).
+  float contrast = 1.0f;
+};
+
+/// The draws `inception_train`, `vgg_train` and `cifarnet_train` take from
+/// `rng` for an image of height x width (original pixels, before decoding).
+/// vgg and cifarnet throw DataError when the image is smaller than the crop.
+Draws inception_draws(int height, int width, std::mt19937_64& rng);
+Draws vgg_draws(int height, int width, const OutputShape& s, std::mt19937_64& rng);
+Draws cifarnet_draws(int height, int width, const OutputShape& s, std::mt19937_64& rng);
+
 void inception_train(const io::Image& in, const OutputShape& s,
                      std::mt19937_64& rng, float* out,
                      const AugmentFn& augment = {});
@@ -51,5 +76,10 @@ void cifarnet_eval(const io::Image& in, const OutputShape& s, float* out);
 /// VGG's smallest-side resize: the shorter side becomes `side`, the other
 /// keeps the aspect ratio (TF-slim's _aspect_preserving_resize).
 FloatImage aspect_preserving_resize(const FloatImage& in, int side);
+
+/// That resize's output size, as TF-slim's _smallest_size_at_least computes
+/// it: in float32, scale = side / shorter, size = rint(size * scale) (half
+/// to even).
+Window smallest_side_size(int height, int width, int side);
 
 }  // namespace fastnn::preprocessing

@@ -6,8 +6,9 @@
 # keeps a re-made one quick). Not part of a user's first run: .ci/run calls it.
 # Usage: scripts/tf_oracle.sh [NET ...]     (default: all 16 tf-slim nets)
 # Prints one JSON line per net (writes build/tf_oracle/nets.json), then per
-# optimizer (tests/tf_oracle/optimizers.py), then the file checks
-# (tests/tf_oracle/files.py).
+# optimizer (tests/tf_oracle/optimizers.py), per learning-rate schedule
+# (tests/tf_oracle/schedules.py), per preprocessing function
+# (tests/tf_oracle/preprocessing.py), then the file checks (tests/tf_oracle/files.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${FASTNN_ORACLE_PYTHON:-python3}
@@ -33,6 +34,9 @@ rc=0
 "$venv/bin/python" -W ignore tests/tf_oracle/nets.py "${BUILD_DIR:-build}/bin" "$work" "$@" || rc=1
 "$venv/bin/python" -W ignore tests/tf_oracle/optimizers.py "${BUILD_DIR:-build}/bin" \
   "$work/optimizers" || rc=1
+"$venv/bin/python" -W ignore tests/tf_oracle/schedules.py "${BUILD_DIR:-build}/bin" || rc=1
+"$venv/bin/python" -W ignore tests/tf_oracle/preprocessing.py "${BUILD_DIR:-build}/bin" \
+  "$work/preprocessing" || rc=1
 # The files (TFRecords, Examples, event files) both ways, on the quickstart's data set.
 "$venv/bin/python" -W ignore tests/tf_oracle/files.py "${BUILD_DIR:-build}/bin" "$work/files" \
   "${FASTNN_FMNIST_DIR:-/usr/share/datasets/fashion-mnist}" || rc=1

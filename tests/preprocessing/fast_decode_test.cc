@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
@@ -98,6 +99,25 @@ TEST(FastDecode, SaturationClosedFormMatchesHsvRoundTrip) {
       }
     }
   }
+}
+
+TEST(FastDecode, SaturationTurnsGrayWhereTensorFlowsHueWrapsToOne) {
+  // A pixel TensorFlow 2.12's tf.image.adjust_saturation(x, 1.38250721)
+  // maps to (0.08965266, 0.08965266, 0.08965266) (the TF oracle, after a
+  // resize and brightness): red the largest, blue one float above green, so
+  // the hue -1.4e-8 + 1 rounds to 1.0 and the kernel's HSV -> RGB switch
+  // leaves every channel at m = v - s'v.
+  const uint32_t bits[3] = {1060943264u, 1049206788u, 1049206790u};
+  float px[3];
+  std::memcpy(px, bits, sizeof px);
+  saturate_pixel(px, 1.38250721f);
+  for (float c : px) EXPECT_NEAR(c, 0.08965266f, 1e-7);
+  // Green and blue swapped (blue one float below green): an ordinary pixel.
+  const uint32_t swapped[3] = {bits[0], bits[2], bits[1]};
+  std::memcpy(px, swapped, sizeof px);
+  saturate_pixel(px, 1.38250721f);
+  EXPECT_GT(px[0], 0.7f);
+  EXPECT_LT(px[1], 0.1f);
 }
 
 // fast_jpeg_decode=True vs False on the same bytes and seed: same crop, so

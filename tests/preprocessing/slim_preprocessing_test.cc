@@ -151,6 +151,21 @@ TEST(VggPreprocessing, EvalSubtractsMeansAndTrainResizesSmallestSide) {
   for (float v : out) ASSERT_TRUE(v >= -124.0f && v <= 256.0f);
 }
 
+TEST(VggPreprocessing, SmallestSideSizeRoundsAsTensorFlow) {
+  // TF-slim's _smallest_size_at_least: float32 scale, rint (half to even).
+  // 641 * 256/512 = 320.5 -> 320 (std::lround gave 321, so every pixel of
+  // the crop was resampled from another position).
+  const Window size = smallest_side_size(512, 641, 256);
+  EXPECT_EQ(size.height, 256);
+  EXPECT_EQ(size.width, 320);
+  EXPECT_EQ(aspect_preserving_resize(FloatImage{512, 641, 1, std::vector<float>(512 * 641)}, 256)
+                .width,
+            320);
+  // 22 * 300/16 = 412.5 -> 412; 375 x 500 to 256 is 341.33 -> 341.
+  EXPECT_EQ(smallest_side_size(16, 22, 300).width, 412);
+  EXPECT_EQ(smallest_side_size(375, 500, 256).width, 341);
+}
+
 TEST(CifarnetPreprocessing, OutputsAreStandardized) {
   OutputShape s{3, 32, 32};
   std::vector<float> out(s.numel());

@@ -23,6 +23,8 @@ import tensorflow as tf  # noqa: E402
 import tf_slim as slim  # noqa: E402
 from tf_slim.nets import alexnet, inception, overfeat, resnet_v1, resnet_v2, vgg  # noqa: E402
 
+import verdict  # noqa: E402
+
 tf.compat.v1.disable_eager_execution()
 
 # name: (network function, its arg_scope, image size, checkpoint format)
@@ -138,10 +140,7 @@ def main():
             failed.append(name)
     with open(os.path.join(work, "nets.json"), "w") as f:
         json.dump(rows, f, indent=1)
-    print("tf_oracle nets: %d of %d within %.0e x max(1, |logit|)%s" % (
-        len(names) - len(failed), len(names), TOLERANCE,
-        "; differ: " + ", ".join(failed) if failed else ""))
-    sys.exit(1 if failed else 0)
+    verdict.conclude("nets", len(names), failed, "within %.0e x max(1, |logit|)" % TOLERANCE)
 
 
 if __name__ == "__main__":
