@@ -46,6 +46,10 @@ struct StepOptions {
   /// the other steps apply their update and keep "Inf/NaN seen, first at
   /// step N" on the device for the next read.
   bool read_every_step = true;
+  /// Distributed: this worker asks the job to stop (TrainControl::
+  /// request_job_stop); sent with the stop flags of every step. May be
+  /// empty.
+  std::function<bool()> stop_requested;
 };
 
 /// What settle() found of the last step.
