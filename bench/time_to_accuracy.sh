@@ -64,12 +64,16 @@ for ((round = 1; round <= ROUNDS; ++round)); do
 import json, sys
 m = json.load(open(sys.argv[1]))
 s = m.get("stop_at_accuracy") or {}
+# Images a training second, as the peer counts them (evaluations left out).
+per_step = m["images_per_sec"] * m["wall_secs"] / max(1, m["steps_this_run"])
 if s.get("reached"):
     print(f"reached=1 step={s['step']} test_acc={s['accuracy']:.4f} "
-          f"train_seconds={s['train_secs']:.1f} images_per_sec={m['images_per_sec']:.1f}")
+          f"train_seconds={s['train_secs']:.1f} "
+          f"images_per_sec={per_step * s['step'] / s['train_secs']:.1f}")
 else:
     print(f"reached=0 step={m['final_step']} test_acc={m.get('test_accuracy') or 0:.4f} "
-          f"train_seconds={m['train_secs']:.1f} images_per_sec={m['images_per_sec']:.1f}")
+          f"train_seconds={m['train_secs']:.1f} "
+          f"images_per_sec={per_step * m['steps_this_run'] / m['train_secs']:.1f}")
 EOF
 )
   echo "  ours: $ours (epochs $(echo "$ours" | field step | awk -v e=$EPOCH_STEPS '{ printf "%.1f", $1 / e }'))"
