@@ -299,7 +299,8 @@ void EvaluationHook::judge(TrainControl& c, int64_t step, bool ending) {
   const int64_t patience = hp_.early_stopping_patience;
   if (!ending && patience > 0 && history_->evaluations_without_improvement() >= patience) {
     std::snprintf(text, sizeof text,
-                  "early stopping: %lld evaluations without a %s above %.4f (global_step %lld)",
+                  "early stopping: %lld evaluations without a %s above the best, %.4f at "
+                  "global_step %lld",
                   static_cast<long long>(patience), history_->metric().c_str(),
                   history_->best_accuracy(), static_cast<long long>(history_->best_step()));
     log::chief() << text;
