@@ -88,6 +88,12 @@ class TrainControl {
   /// Writes a checkpoint now (no-op without train_dir); returns its path.
   virtual std::string save_checkpoint() = 0;
   virtual void request_stop(const std::string& why) = 0;
+  /// A stop every worker of the job must make at the same step (a decision
+  /// from an evaluation: stop_at_accuracy, early stopping). On one process
+  /// request_stop; across workers it travels with the stop flags of the
+  /// next step that agrees on stopping (every step on the CPU), as a
+  /// graceful stop of the job does, and every worker stops after that step.
+  virtual void request_job_stop(const std::string& why) { request_stop(why); }
 };
 
 class Hook {

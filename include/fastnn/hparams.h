@@ -287,6 +287,12 @@ struct HParams {
   int64_t save_summaries_secs = 600;
   /// Evaluation period in steps; 0: off.
   int64_t eval_every_n_iters = 0;
+  /// Stop at the first evaluation during training whose eval_split_name
+  /// accuracy reaches this; None: off.
+  std::optional<double> stop_at_accuracy;
+  /// End the run after this many evaluations during training without a
+  /// better accuracy; 0: off.
+  int64_t early_stopping_patience = 0;
   /// eval_image_classifier: > 0 evaluates each new checkpoint of a
   /// train_dir, polling this often; 0 evaluates once.
   int64_t eval_interval_secs = 0;
@@ -316,6 +322,9 @@ struct HParams {
   int64_t save_interval_secs = 600;
   /// Checkpoints kept; 0: all.
   int64_t max_to_keep = 5;
+  /// Best checkpoints by evaluation accuracy kept as best.ckpt-<step>; 0:
+  /// none.
+  int64_t keep_best_checkpoints = 0;
 
   /// Where each key that was set came from: "FILE:LINE" or "command line";
   /// absent = default.

@@ -514,6 +514,18 @@ void validate(const HParams& hp) {
                       "task_type: 'finetune' needs model_dir (with "
                       "ckpt_file_name) or checkpoint_path");
   }
+  // Decided at evaluations during training: without them, never.
+  const std::pair<const char*, bool> by_evaluation[] = {
+      {"stop_at_accuracy", hp.stop_at_accuracy.has_value()},
+      {"early_stopping_patience", hp.early_stopping_patience > 0},
+      {"keep_best_checkpoints", hp.keep_best_checkpoints > 0}};
+  for (const auto& [key, set] : by_evaluation) {
+    if (set && hp.eval_every_n_iters <= 0) {
+      throw ConfigError(prefix(hp, key) + key +
+                        ": needs evaluation during training: set eval_every_n_iters "
+                        "(e.g. the steps of one epoch)");
+    }
+  }
   if (hp.num_epochs_per_decay && !hp.decay_scheme.empty()) {
     throw ConfigError(prefix(hp, "num_epochs_per_decay") +
                       "num_epochs_per_decay: cannot be combined with "

@@ -304,7 +304,22 @@ std::vector<KeySpec> build_table() {
      "Write TensorBoard summaries every this many seconds; 0: off.",
      at_least(0)},
     {FASTNN_KEY(eval_every_n_iters), G::kLog,
-     "Evaluate on eval_split_name every N steps; 0: off.", at_least(0)},
+     "Evaluate on eval_split_name (and on the validation split, when the "
+     "dataset has one) every N steps; 0: off. One epoch's steps (e.g. 469 "
+     "for Fashion-MNIST in batches of 128) evaluates as often as a "
+     "per-epoch loop.", at_least(0)},
+    {FASTNN_KEY(stop_at_accuracy), G::kLog,
+     "Stop, with a checkpoint, at the first evaluation during training "
+     "(eval_every_n_iters) whose eval_split_name top-1 accuracy is at least "
+     "this (tf_cnn_benchmarks' stop_at_top_1_accuracy); metrics.json records "
+     "the step, the accuracy and the training seconds (evaluation "
+     "excluded). None: off. Needs eval_every_n_iters.",
+     between(0, 1, true, false)},
+    {FASTNN_KEY(early_stopping_patience), G::kLog,
+     "End the run (exit code 0, the reason in metrics.json) after this many "
+     "evaluations during training without a higher accuracy than the best "
+     "so far (the validation split's when the dataset has one, else "
+     "eval_split_name's). 0: off. Needs eval_every_n_iters.", at_least(0)},
     {FASTNN_KEY(eval_interval_secs), G::kLog,
      "eval_image_classifier on a train_dir: evaluate each new checkpoint, "
      "checking every this many seconds; 0: evaluate once.", at_least(0)},
@@ -437,6 +452,13 @@ std::vector<KeySpec> build_table() {
      "Save a checkpoint every this many seconds; 0: off.", at_least(0)},
     {FASTNN_KEY(max_to_keep), G::kIO,
      "Newest checkpoints kept in train_dir; 0 keeps all.", at_least(0)},
+    {FASTNN_KEY(keep_best_checkpoints), G::kIO,
+     "Also keep the N best checkpoints by the accuracy of the evaluations "
+     "during training (the validation split's when the dataset has one, "
+     "else eval_split_name's), as train_dir/best.ckpt-<step>, listed in "
+     "best_checkpoints.json and metrics.json; max_to_keep never removes "
+     "them and a resumed run never starts from them. 0: none. Needs "
+     "eval_every_n_iters.", at_least(0)},
     {FASTNN_KEY(tables), G::kIO,
      "PAI platform input tables; unused in FastNN as well.",
      {}, {}, kIgnored},

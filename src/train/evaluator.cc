@@ -34,7 +34,73 @@ namespace fastnn::train {
 
 namespace {
 
-EvalResult evaluate_batches(const HParams& hp, const Built& b) {
+// Hands out a pass's batches on `device`: from the cache when it holds a
+// whole pass, else from a pipeline, keeping them in the cache (host copies)
+// while they fit.
+class EvalInput {
+ public:
+  EvalInput(const HParams& hp, const Built& b, const torch::Device& device, EvalCache* cache)
+      : device_(device), cache_(cache), split_(b.dataset.split) {
+    if (cache_ && cache_->complete) return;
+    pipeline_ = std::make_unique<datasets::Pipeline>(pipeline_options(hp, b, false));
+    feed_ = make_device_feed(*pipeline_, device);
+    keeping_ = cache_ && !cache_->too_large && cache_->budget_bytes > 0;
+    if (keeping_) {
+      cache_->batches.clear();
+      cache_->bytes = 0;
+    }
+  }
+  std::optional<datasets::Batch> next() {
+    if (!feed_) {
+      if (next_ >= cache_->batches.size()) return std::nullopt;
+      const datasets::Batch& c = cache_->batches[next_++];
+      return datasets::Batch{c.images.to(device_), c.labels.to(device_), c.index};
+    }
+    auto batch = feed_->next();
+    if (keeping_ && batch) keep(*batch);
+    if (keeping_ && !batch) {
+      cache_->complete = true;
+      log::info() << "eval " << split_ << ": its decoded batches are kept in memory ("
+                  << cache_->bytes / (1 << 20) << " MiB) for the next evaluations";
+    }
+    return batch;
+  }
+  /// A pass cut short (a stop signal) leaves no partial cache behind.
+  void abandon() {
+    if (keeping_ && !cache_->complete) {
+      cache_->batches.clear();
+      cache_->bytes = 0;
+    }
+  }
+
+ private:
+  void keep(const datasets::Batch& batch) {
+    const int64_t bytes = static_cast<int64_t>(batch.images.nbytes() + batch.labels.nbytes());
+    if (cache_->bytes + bytes > cache_->budget_bytes) {
+      log::info() << "eval " << split_ << ": its decoded batches pass "
+                  << cache_->budget_bytes / (1 << 20)
+                  << " MiB (an eighth of the memory): read again at every evaluation";
+      cache_->too_large = true;
+      cache_->batches.clear();
+      cache_->bytes = 0;
+      keeping_ = false;
+      return;
+    }
+    cache_->bytes += bytes;
+    // Host copies: on the CPU the batch itself (the pipeline's tensors are
+    // its own per batch).
+    cache_->batches.push_back({batch.images.cpu(), batch.labels.cpu(), batch.index});
+  }
+  torch::Device device_;
+  EvalCache* cache_;
+  std::string split_;
+  std::unique_ptr<datasets::Pipeline> pipeline_;
+  std::unique_ptr<DeviceFeed> feed_;
+  bool keeping_ = false;
+  size_t next_ = 0;
+};
+
+EvalResult evaluate_batches(const HParams& hp, const Built& b, EvalCache* cache) {
   const auto t0 = std::chrono::steady_clock::now();
   EvalResult r;
   r.split = b.dataset.split;
@@ -45,20 +111,19 @@ EvalResult evaluate_batches(const HParams& hp, const Built& b) {
   b.model->eval();
   // Evaluated where the model is (the training device, for the hook).
   const torch::Device device = device_of(*b.model);
-  auto options = pipeline_options(hp, b, false);
-  datasets::Pipeline pipeline(std::move(options));
+  EvalInput input(hp, b, device, cache);
   torch::NoGradGuard no_grad;
   double loss_sum = 0;
   const int64_t k = std::min<int64_t>(5, b.num_classes);
   const auto counts = torch::TensorOptions().dtype(torch::kInt64).device(device);
   auto correct = torch::zeros({b.num_classes}, counts);
   auto total = torch::zeros({b.num_classes}, counts);
-  auto feed = make_device_feed(pipeline, device);
-  while (auto batch = feed->next()) {
+  while (auto batch = input.next()) {
     // A stop request (SIGINT/SIGTERM) is answered within a batch, not at
     // the end of the split.
     if (stop_signal()) {
       r.stopped = true;
+      input.abandon();
       break;
     }
     auto logits = b.model->forward(to_data_format(hp, batch->images)).logits;
@@ -94,9 +159,15 @@ EvalResult evaluate_batches(const HParams& hp, const Built& b) {
 
 }  // namespace
 
-EvalResult evaluate_model(const HParams& hp, const Built& b) {
+int64_t default_eval_cache_budget() {
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                        static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  return memory > 0 ? static_cast<int64_t>(memory / 8) : 0;
+}
+
+EvalResult evaluate_model(const HParams& hp, const Built& b, EvalCache* cache) {
   try {
-    return evaluate_batches(hp, b);
+    return evaluate_batches(hp, b, cache);
   } catch (const c10::OutOfMemoryError& e) {
     throw out_of_memory_error(e, device_of(*b.model),
                               "evaluating the " + b.dataset.split +

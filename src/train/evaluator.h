@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fastnn/hparams.h"
+#include "fastnn/pipeline.h"
 
 namespace fastnn::train {
 
@@ -35,10 +36,32 @@ struct EvalResult {
 
 struct Built;
 
+/// The input of one split evaluated again and again (evaluation during
+/// training): the first pass reads it through a pipeline and keeps its
+/// batches on the host, decoded and preprocessed (evaluation's
+/// preprocessing has no random part), while they fit in `budget_bytes`;
+/// later passes use them, with no pipeline and no decoding. A split that
+/// does not fit is read by a pipeline every pass (its start-up is a few
+/// threads, small beside decoding such a split).
+struct EvalCache {
+  /// The most bytes of images and labels kept; 0 keeps nothing.
+  int64_t budget_bytes = 0;
+  /// `batches` hold a whole pass.
+  bool complete = false;
+  /// The split did not fit (or a pass was cut short): never kept.
+  bool too_large = false;
+  int64_t bytes = 0;
+  std::vector<datasets::Batch> batches;
+};
+
+/// Evaluation caches' budget: an eighth of this machine's memory.
+int64_t default_eval_cache_budget();
+
 /// Evaluates `built.model` as it is (eval mode for the pass, then back)
-/// on built.dataset; used by evaluate() and by evaluation during training.
+/// on built.dataset; used by evaluate() and by evaluation during training
+/// (with a `cache` kept between passes).
 /// Checks stop_signal() between batches (EvalResult::stopped).
-EvalResult evaluate_model(const HParams& hp, const Built& built);
+EvalResult evaluate_model(const HParams& hp, const Built& built, EvalCache* cache = nullptr);
 
 /// Evaluates `checkpoint_path` (a file, or a train_dir for its latest) on
 /// hp.eval_split_name with hp.eval_batch_size.

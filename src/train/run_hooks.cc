@@ -80,6 +80,44 @@ class RunReportHook : public Hook {
   PipelineStatsFn stats_;
 };
 
+// metrics.json's record of what the evaluations during training decided.
+void add_evaluation_outcome(const HParams& hp, const EvaluationHook& eval, const RunSummary& r,
+                            nlohmann::json& j) {
+  j["eval_secs"] = eval.eval_secs();
+  j["train_secs"] = r.wall_secs - eval.eval_secs();
+  if (hp.stop_at_accuracy) {
+    const TargetReached& t = eval.target();
+    nlohmann::json s = {{"target", *hp.stop_at_accuracy}, {"reached", t.step >= 0}};
+    if (t.step >= 0) {
+      s["step"] = t.step;
+      s["accuracy"] = t.accuracy;
+      s["split"] = t.split;
+      s["train_secs"] = t.train_secs;
+    }
+    j["stop_at_accuracy"] = s;
+  }
+  const EvalHistory* h = eval.history();
+  if (!h) return;
+  if (hp.keep_best_checkpoints > 0) {
+    nlohmann::json best = nlohmann::json::array();
+    for (const auto& b : h->best()) {
+      best.push_back({{"step", b.step},
+                      {"accuracy", b.accuracy},
+                      {"path", (std::filesystem::path(hp.train_dir) / b.file).string()}});
+    }
+    j["best_checkpoints"] = {{"metric", h->metric()}, {"kept", best}};
+  }
+  if (hp.early_stopping_patience > 0) {
+    j["early_stopping"] = {{"patience", hp.early_stopping_patience},
+                           {"metric", h->metric()},
+                           {"stopped", eval.early_stopped()},
+                           {"evaluations_without_improvement",
+                            h->evaluations_without_improvement()},
+                           {"best_step", h->best_step()},
+                           {"best_accuracy", h->best_accuracy()}};
+  }
+}
+
 class MetricsHook : public Hook {
  public:
   MetricsHook(PipelineStatsFn stats, const LossScaler& scaler, const EvaluationHook* eval)
@@ -130,6 +168,7 @@ class MetricsHook : public Hook {
         j["eval_recall_5"] = e.top5;
       }
     }
+    if (eval_) add_evaluation_outcome(hp, *eval_, r, j);
     if (c.rank() == 0) print_result(hp, result);
     if (!c.writes_train_dir()) return;
     io::write_file_atomic((std::filesystem::path(hp.train_dir) / "metrics.json").string(),
@@ -150,29 +189,55 @@ std::unique_ptr<Hook> make_statistics_hook(models::ClassifierImpl& model,
 }
 
 EvaluationHook::EvaluationHook(const HParams& hp, std::vector<Built> evals,
-                               std::function<bool()> swap_averages)
-    : hp_(hp), evals_(std::move(evals)), swap_averages_(std::move(swap_averages)) {}
+                               std::function<bool()> swap_averages,
+                               std::function<TensorMap()> state)
+    : hp_(hp),
+      evals_(std::move(evals)),
+      swap_averages_(std::move(swap_averages)),
+      state_(std::move(state)) {
+  caches_.resize(evals_.size());
+  const int64_t budget = default_eval_cache_budget();
+  for (auto& cache : caches_) cache.budget_bytes = budget;
+}
+
+void EvaluationHook::begin(TrainControl& c) {
+  if (hp_.keep_best_checkpoints <= 0 && hp_.early_stopping_patience <= 0) return;
+  std::string split = hp_.eval_split_name;
+  for (const Built& e : evals_) {
+    if (e.dataset.split == "validation") split = "validation";
+  }
+  history_ = std::make_unique<EvalHistory>(c.writes_train_dir() ? hp_.train_dir : "",
+                                           hp_.keep_best_checkpoints, split + "_accuracy");
+  history_->resume_at(c.global_step());
+}
 
 bool EvaluationHook::needs_metrics(const TrainControl&, int64_t step) const {
   return hp_.eval_every_n_iters > 0 && step % hp_.eval_every_n_iters == 0;
 }
 
 void EvaluationHook::after_step(TrainControl& c, const StepStats& s) {
-  if (needs_metrics(c, s.global_step)) {
-    evaluate(s.global_step);
-  }
+  // The training clock: to the end of the step, the evaluations so far
+  // taken out.
+  train_secs_ = s.spans.optimizer_end - eval_secs_;
+  if (!needs_metrics(c, s.global_step)) return;
+  const double start = c.now();
+  if (evaluate(s.global_step)) judge(c, s.global_step, /*ending=*/false);
+  eval_secs_ += c.now() - start;
 }
 
 void EvaluationHook::end(TrainControl& c) {
-  if (c.global_step() != evaluated_step_) evaluate(c.global_step());
+  if (c.global_step() == evaluated_step_) return;
+  const double start = c.now();
+  if (evaluate(c.global_step())) judge(c, c.global_step(), /*ending=*/true);
+  eval_secs_ += c.now() - start;
 }
 
-void EvaluationHook::evaluate(int64_t step) {
+bool EvaluationHook::evaluate(int64_t step) {
   std::vector<EvalResult> results;
   const bool averages = swap_averages_ && swap_averages_();
-  for (const Built& e : evals_) {
+  for (size_t i = 0; i < evals_.size(); ++i) {
     try {
-      results.push_back(evaluate_model(hp_, e));
+      results.push_back(evaluate_model(hp_, evals_[i], &caches_[i]));
     } catch (...) {
       if (averages) swap_averages_();
       throw;
@@ -196,9 +261,52 @@ void EvaluationHook::evaluate(int64_t step) {
     log::info() << line;
   }
   if (averages) swap_averages_();
-  if (!results.empty() && results.back().stopped) return;
+  if (!results.empty() && results.back().stopped) return false;
   last_ = std::move(results);
   evaluated_step_ = step;
+  return true;
+}
+
+const EvalResult* EvaluationHook::ranked(const std::vector<EvalResult>& results) const {
+  const EvalResult* found = nullptr;
+  for (const auto& r : results) {
+    if (r.split == "validation") return &r;
+    if (r.split == hp_.eval_split_name) found = &r;
+  }
+  return found;
+}
+
+void EvaluationHook::judge(TrainControl& c, int64_t step, bool ending) {
+  const double train_secs = train_secs_;
+  char text[256];
+  if (hp_.stop_at_accuracy && target_.step < 0) {
+    for (const auto& r : last_) {
+      if (r.split != hp_.eval_split_name || r.top1 < *hp_.stop_at_accuracy) continue;
+      target_ = {step, r.top1, r.split, train_secs};
+      std::snprintf(text, sizeof text,
+                    "reached stop_at_accuracy=%g: %s accuracy %.4f at global_step %lld after "
+                    "%.1f s of training",
+                    *hp_.stop_at_accuracy, r.split.c_str(), r.top1,
+                    static_cast<long long>(step), train_secs);
+      log::chief() << text;
+      if (!ending) c.request_job_stop(text);
+      break;
+    }
+  }
+  const EvalResult* r = history_ ? ranked(last_) : nullptr;
+  if (!r) return;
+  history_->add(step, r->top1, state_);
+  const int64_t patience = hp_.early_stopping_patience;
+  if (!ending && patience > 0 && history_->evaluations_without_improvement() >= patience) {
+    std::snprintf(text, sizeof text,
+                  "early stopping: %lld evaluations without a %s above the best, %.4f at "
+                  "global_step %lld",
+                  static_cast<long long>(patience), history_->metric().c_str(),
+                  history_->best_accuracy(), static_cast<long long>(history_->best_step()));
+    log::chief() << text;
+    early_stopped_ = true;
+    c.request_job_stop(text);
+  }
 }
 
 std::vector<std::string> evaluation_splits(const HParams& hp) {

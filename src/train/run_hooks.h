@@ -12,6 +12,7 @@
 #include "fastnn/hooks.h"
 #include "fastnn/pipeline.h"
 #include "src/optim/optimizers.h"
+#include "src/train/best_checkpoints.h"
 #include "src/train/builder.h"
 #include "src/train/evaluator.h"
 #include "src/train/loss_scale.h"
@@ -27,19 +28,38 @@ using PipelineStatsFn = std::function<datasets::PipelineStats()>;
 std::unique_ptr<Hook> make_statistics_hook(models::ClassifierImpl& model,
                                            optim::Optimizer& optimizer);
 
+/// stop_at_accuracy's outcome: the first evaluation reaching it.
+struct TargetReached {
+  /// -1: not reached.
+  int64_t step = -1;
+  double accuracy = 0;
+  std::string split;
+  /// Seconds from the start of this run's first step to the end of
+  /// `step`, evaluations during training excluded.
+  double train_secs = 0;
+};
+
 /// Evaluation during training, on one or more splits (validation and
 /// eval_split_name), each a Built sharing the trained model: every
 /// eval_every_n_iters steps (> 0) and once more at the end of a finished
 /// run unless that step was just evaluated; prints "eval <split> at
-/// global_step N: ...".
+/// global_step N: ...". Each split's decoded batches are kept between
+/// evaluations when they fit (EvalCache). After each evaluation it decides
+/// what the evaluations decide: stop_at_accuracy (on eval_split_name's
+/// accuracy), keep_best_checkpoints and early_stopping_patience (on the
+/// validation split's, when evaluated, else eval_split_name's); a stop
+/// goes through TrainControl::request_job_stop.
 class EvaluationHook : public Hook {
  public:
   /// `swap_averages` (may be empty) exchanges the weights with their
   /// moving averages: called before and after each evaluation, so that
   /// with moving_average_decay the averages are evaluated, as
-  /// eval_image_classifier evaluates them.
+  /// eval_image_classifier evaluates them. `state` (may be empty without
+  /// keep_best_checkpoints) is the training state as a checkpoint holds it.
   EvaluationHook(const HParams& hp, std::vector<Built> evals,
-                 std::function<bool()> swap_averages = {});
+                 std::function<bool()> swap_averages = {},
+                 std::function<TensorMap()> state = {});
+  void begin(TrainControl& c) override;
   /// Evaluation steps read the step's numbers first: an Inf/NaN stops
   /// the run before the weights are evaluated.
   bool needs_metrics(const TrainControl& c, int64_t global_step) const override;
@@ -48,14 +68,37 @@ class EvaluationHook : public Hook {
   /// The latest result of each split, in the order of `evals`; empty
   /// before the first evaluation.
   const std::vector<EvalResult>& last() const { return last_; }
+  /// Seconds spent in evaluations during training (best checkpoints
+  /// written included).
+  double eval_secs() const { return eval_secs_; }
+  const TargetReached& target() const { return target_; }
+  /// keep_best_checkpoints or early_stopping_patience: the history (null
+  /// otherwise, and before begin()).
+  const EvalHistory* history() const { return history_.get(); }
+  /// early_stopping_patience ended the run.
+  bool early_stopped() const { return early_stopped_; }
 
  private:
-  void evaluate(int64_t step);
+  /// Evaluates every split; false when a stop signal cut it short.
+  bool evaluate(int64_t step);
+  /// What the evaluation at `step` decides; `ending`: the evaluation at
+  /// the end of a finished run, which records but stops nothing.
+  void judge(TrainControl& c, int64_t step, bool ending);
+  /// The result keep_best_checkpoints and early stopping rank by.
+  const EvalResult* ranked(const std::vector<EvalResult>& results) const;
   const HParams& hp_;
   std::vector<Built> evals_;
+  std::vector<EvalCache> caches_;
   std::function<bool()> swap_averages_;
+  std::function<TensorMap()> state_;
   int64_t evaluated_step_ = -1;
   std::vector<EvalResult> last_;
+  double eval_secs_ = 0;
+  /// Training seconds (evaluations excluded) at the end of the last step.
+  double train_secs_ = 0;
+  TargetReached target_;
+  std::unique_ptr<EvalHistory> history_;
+  bool early_stopped_ = false;
 };
 
 /// The splits evaluation during training covers: "validation" when the

@@ -219,6 +219,7 @@ void Step::backward_and_reduce(const torch::Tensor& loss, StepStats& s, DeviceSc
   if (dist_) {
     LocalStop local;
     local.signal = stop_signal();
+    local.requested = options_.stop_requested && options_.stop_requested();
     d.head = dist_->reduce(d.head, local);
   }
 }

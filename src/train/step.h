@@ -55,6 +55,10 @@ struct StepOptions {
   /// gradients are summed (each loss divided by this), and averaged across
   /// workers once, after the last backward (DDP's no_sync).
   int64_t accumulation_steps = 1;
+  /// Distributed: this worker asks the job to stop (TrainControl::
+  /// request_job_stop); sent with the stop flags of every step. May be
+  /// empty.
+  std::function<bool()> stop_requested;
 };
 
 /// The next micro-batch of the step being accumulated, on the training

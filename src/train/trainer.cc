@@ -72,6 +72,9 @@ struct Trainer::Impl : TrainControl {
   std::optional<int64_t> out_of_memory_fault = out_of_memory_fault_from_env();
   bool stop = false;
   std::string stop_reason;
+  /// request_job_stop's reason in a distributed run, until the workers
+  /// agree on it.
+  std::string job_stop_reason;
 
   const HParams& hparams() const override { return hp; }
   int rank() const override { return cluster.rank; }
@@ -87,6 +90,13 @@ struct Trainer::Impl : TrainControl {
   void request_stop(const std::string& why) override {
     if (!stop) stop_reason = why;
     stop = true;
+  }
+  void request_job_stop(const std::string& why) override {
+    if (!dist) {
+      request_stop(why);
+    } else if (job_stop_reason.empty()) {
+      job_stop_reason = why;
+    }
   }
   std::string save_checkpoint() override {
     if (!checkpoints) return "";
@@ -120,7 +130,8 @@ void Trainer::Impl::add_run_hooks() {
       state->swap_moving_averages();
       return true;
     };
-    auto hook = std::make_unique<EvaluationHook>(hp, std::move(evals), swap);
+    auto hook = std::make_unique<EvaluationHook>(hp, std::move(evals), swap,
+                                                 [this] { return state->to_checkpoint(); });
     eval = hook.get();
     hooks.push_back(std::move(hook));
   }
@@ -380,6 +391,7 @@ int Trainer::run() {
   so.channels_last = h.data_format == "NHWC";
   so.autocast = m.autocast;
   so.accumulation_steps = h.gradient_accumulation_steps;
+  so.stop_requested = [&m] { return !m.job_stop_reason.empty(); };
   // FASTNN_TEST_READ_ON_DEMAND=1 (tests): a CPU run reads its numbers as
   // a GPU run does, only on the steps the hooks ask for.
   so.read_every_step =
@@ -476,7 +488,9 @@ void Trainer::Impl::loop(Step& step, RunSummary& r) {
     for (auto& hook : hooks) hook->after_step(*this, s);
     if (combined.stop) {
       r.exit_code = combined.exit_code;
-      request_stop(combined.stop_reason);
+      request_stop(combined.exit_code == kExitOk && !job_stop_reason.empty()
+                       ? job_stop_reason
+                       : combined.stop_reason);
     }
   }
   // A GPU run's last steps may have left their numbers on the device: an

@@ -1,7 +1,8 @@
 // Two real train_image_classifier processes on localhost, joined through
 // the coordinator as torchrun would start them: identical replicas and one
 // set of checkpoints, a SIGKILLed worker makes the other exit 5 within
-// worker_timeout_secs, a restart resumes, SIGTERM stops both at one step,
+// worker_timeout_secs, a restart resumes, SIGTERM and an evaluation's stop
+// (early stopping) end both at one step,
 // and two workers × batch b train to the weights of one worker × batch 2b.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -30,8 +31,8 @@ int port_for(int test) {
 }
 
 Child start_worker(int rank, int port, const std::string& train_dir, int64_t stop_at_step,
-                   const std::string& log) {
-  return spawn({"/usr/bin/env", "WORLD_SIZE=2", "RANK=" + std::to_string(rank),
+                   const std::string& log, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"/usr/bin/env", "WORLD_SIZE=2", "RANK=" + std::to_string(rank),
                 "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
                 "FASTNN_JOB_TOKEN=integration", kBin + "/train_image_classifier",
                 "--model_name=lenet", "--dataset_name=mock", "--num_classes=10",
@@ -40,8 +41,9 @@ Child start_worker(int rank, int port, const std::string& train_dir, int64_t sto
                 "--log_loss_every_n_iters=20", "--save_checkpoints_steps=20",
                 "--num_preprocessing_threads=1", "--intra_op_parallelism_threads=1",
                 "--worker_timeout_secs=" + std::to_string(kTimeoutSecs),
-                "--train_dir=" + train_dir},
-               (kTmp / log).string());
+                "--train_dir=" + train_dir};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return spawn(args, (kTmp / log).string());
 }
 
 std::string last_match(const std::string& text, const std::string& pattern) {
@@ -147,6 +149,32 @@ TEST_F(TwoWorkers, SigtermOnOneWorkerStopsBothAtTheSameStep) {
   ASSERT_FALSE(step0.empty()) << r0.output;
   EXPECT_EQ(step0, last_match(r1.output, "Stopped at global_step (\\d+)"));
   EXPECT_TRUE(fs::exists(fs::path(dir) / ("model.ckpt-" + step0))) << r0.output;
+}
+
+// A stop decided by an evaluation (here early stopping: with learning rate
+// 0 no evaluation improves on the first) travels with the step's stop
+// flags: both workers stop after the same step, the one after the deciding
+// evaluation (the CPU agrees every step), with exit 0 and a checkpoint.
+TEST_F(TwoWorkers, AnEvaluationsStopEndsBothWorkersAtTheSameStep) {
+  const std::string dir = fresh("early_stop");
+  const int port = port_for(3) + 3000;
+  // One split (mock's 10,000 validation images) and few evaluations: each
+  // takes seconds on a loaded machine.
+  const std::vector<std::string> extra = {"--eval_every_n_iters=5",
+                                          "--early_stopping_patience=1",
+                                          "--learning_rate=0", "--eval_batch_size=500",
+                                          "--eval_split_name=validation"};
+  auto w0 = start_worker(0, port, dir, 1000, "early0.log", extra);
+  auto w1 = start_worker(1, port, dir, 1000, "early1.log", extra);
+  auto r0 = wait_for(w0, 240);
+  auto r1 = wait_for(w1, 240);
+  ASSERT_EQ(r0.exit_code, 0) << r0.output;
+  ASSERT_EQ(r1.exit_code, 0) << r1.output;
+  EXPECT_EQ(last_match(r0.output, "Stopped at global_step (\\d+)"), "11") << r0.output;
+  EXPECT_EQ(last_match(r1.output, "Stopped at global_step (\\d+)"), "11") << r1.output;
+  EXPECT_NE(r0.output.find("Stopped at global_step 11: early stopping"), std::string::npos)
+      << r0.output;
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-11"));
 }
 
 TEST_F(TwoWorkers, LauncherJobStopsGracefullyAtOneStepWithACheckpoint) {

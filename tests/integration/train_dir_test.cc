@@ -2,18 +2,21 @@
 // silent"): a missing, garbage or stale checkpoint index, a corrupt newest
 // checkpoint, a failed run beside good checkpoints, errors that end a run
 // mid-way, impossible batch sizes and output directories, temporaries left
-// by killed processes, two trainers on one directory, and a second signal.
-// Real binaries on a Fashion-MNIST slice.
+// by killed processes, two trainers on one directory, and a second signal;
+// and what evaluations during training decide in it (stop_at_accuracy,
+// keep_best_checkpoints, early stopping). Real binaries on a Fashion-MNIST slice.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -356,6 +359,161 @@ TEST_F(TrainDir, ASecondSignalNeverExitsAsIfTheCheckpointWereWritten) {
     EXPECT_NE(r.output.find("Saved "), std::string::npos) << r.output;
   } else {
     EXPECT_EQ(r.exit_code, 6) << r.output;
+  }
+}
+
+// ---- Decisions from evaluations during training (issues 25 and 26) ----
+
+// "eval <split> at global_step N: accuracy = X" lines of a log, in order.
+std::vector<std::pair<int64_t, double>> evaluations(const std::string& log,
+                                                    const std::string& split) {
+  std::vector<std::pair<int64_t, double>> out;
+  const std::regex line("eval " + split + " at global_step (\\d+): accuracy = ([0-9.]+)");
+  for (std::sregex_iterator it(log.begin(), log.end(), line), end; it != end; ++it) {
+    out.emplace_back(std::stoll((*it)[1]), std::stod((*it)[2]));
+  }
+  return out;
+}
+
+std::set<std::string> files_starting(const std::string& dir, const std::string& prefix) {
+  std::set<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) out.insert(name);
+  }
+  return out;
+}
+
+// The kept steps best_checkpoints.json's own history calls the `n` best
+// (higher accuracy first, the earlier step first on a tie).
+std::vector<int64_t> top_steps(const nlohmann::json& evaluations, size_t n) {
+  std::vector<std::pair<double, int64_t>> all;
+  for (const auto& e : evaluations) all.emplace_back(-e[1].get<double>(), e[0].get<int64_t>());
+  std::stable_sort(all.begin(), all.end());
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < std::min(n, all.size()); ++i) out.push_back(all[i].second);
+  return out;
+}
+
+// stop_at_accuracy: the run stops at the first evaluation reaching the
+// target, with its checkpoint, and metrics.json says where and when.
+TEST_F(TrainDir, StopAtAccuracyStopsAtTheFirstEvaluationReachingIt) {
+  const auto dir = fresh("stop_at_accuracy");
+  const double target = 0.5;
+  auto r = run(train(dir, 300, {"--eval_every_n_iters=10", "--stop_at_accuracy=0.5"}),
+               log("stop_at_accuracy"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto evals = evaluations(r.output, "test");
+  ASSERT_FALSE(evals.empty()) << r.output;
+  // Every evaluation but the last is below the target; the last reaches it.
+  for (size_t i = 0; i + 1 < evals.size(); ++i) EXPECT_LT(evals[i].second, target);
+  const auto [step, accuracy] = evals.back();
+  ASSERT_GE(accuracy, target) << "not reached in 300 steps:\n" << r.output;
+  EXPECT_EQ(static_cast<int64_t>(evals.size()), step / 10) << "evaluated again at the end";
+  const auto m = metrics_of(dir);
+  EXPECT_EQ(m["final_step"], step);
+  EXPECT_EQ(m["exit_status"], 0);
+  EXPECT_NE(m["stop_reason"].get<std::string>().find("stop_at_accuracy"), std::string::npos);
+  const auto& s = m["stop_at_accuracy"];
+  EXPECT_EQ(s["reached"], true);
+  EXPECT_EQ(s["step"], step);
+  EXPECT_EQ(s["split"], "test");
+  EXPECT_NEAR(s["accuracy"].get<double>(), accuracy, 1e-4);
+  // The training seconds leave the evaluations out.
+  EXPECT_GT(m["eval_secs"].get<double>(), 0);
+  EXPECT_GT(s["train_secs"].get<double>(), 0);
+  EXPECT_LT(s["train_secs"].get<double>(),
+            m["wall_secs"].get<double>() - m["eval_secs"].get<double>() + 0.5);
+  EXPECT_TRUE(fs::exists(fs::path(dir) / ("model.ckpt-" + std::to_string(step))));
+  EXPECT_EQ(files_starting(dir, "best"), std::set<std::string>{});  // nothing kept unasked
+}
+
+// keep_best_checkpoints: the N best by the validation split's accuracy,
+// beside the latest ones under their own names: max_to_keep never removes
+// them and a resumed run never starts from them, even from a higher step.
+TEST_F(TrainDir, KeepBestCheckpointsKeepsTheNBestBesideTheLatest) {
+  const auto dir = fresh("keep_best");
+  const std::vector<std::string> flags = {"--eval_every_n_iters=10", "--keep_best_checkpoints=2",
+                                          "--max_to_keep=1", "--validation_fraction=0.2",
+                                          "--eval_split_name=validation"};
+  auto r = run(train(dir, 60, flags), log("keep_best0"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto check = [&](size_t evaluated) {
+    nlohmann::json j;
+    std::ifstream(fs::path(dir) / "best_checkpoints.json") >> j;
+    EXPECT_EQ(j["metric"], "validation_accuracy");
+    ASSERT_EQ(j["evaluations"].size(), evaluated);
+    const auto top = top_steps(j["evaluations"], 2);
+    std::set<std::string> expected;
+    std::vector<int64_t> kept, listed;
+    for (const auto& b : j["best_checkpoints"]) kept.push_back(b["step"]);
+    const auto metrics = metrics_of(dir);
+    EXPECT_EQ(metrics["best_checkpoints"]["metric"], "validation_accuracy");
+    for (const auto& b : metrics["best_checkpoints"]["kept"]) listed.push_back(b["step"]);
+    for (int64_t s : top) expected.insert("best.ckpt-" + std::to_string(s));
+    EXPECT_EQ(kept, top);
+    EXPECT_EQ(listed, top);
+    std::set<std::string> on_disk = files_starting(dir, "best.ckpt-");
+    on_disk.erase("best.ckpt-999");
+    EXPECT_EQ(on_disk, expected);
+  };
+  check(6);
+  EXPECT_EQ(files_starting(dir, "model.ckpt-"), std::set<std::string>{"model.ckpt-60"});
+  // A best checkpoint of a higher step than the latest is never resumed from.
+  fs::copy_file(fs::path(dir) / "model.ckpt-60", fs::path(dir) / "best.ckpt-999");
+  r = run(train(dir, 80, flags), log("keep_best1"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Restored " + (fs::path(dir) / "model.ckpt-60").string() +
+                          " (global_step 60)"),
+            std::string::npos)
+      << r.output;
+  check(8);
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "best.ckpt-999"));
+}
+
+// early_stopping_patience: with nothing learned (learning rate 0) every
+// evaluation equals the first, so the run ends exactly `patience`
+// evaluations after it: exit 0, the reason in metrics.json.
+TEST_F(TrainDir, EarlyStoppingEndsTheRunWithExit0AndItsReason) {
+  const auto dir = fresh("early_stopping");
+  auto r = run(train(dir, 300, {"--eval_every_n_iters=10", "--early_stopping_patience=2",
+                                "--learning_rate=0"}),
+               log("early_stopping"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto m = metrics_of(dir);
+  EXPECT_EQ(m["final_step"], 30);
+  EXPECT_EQ(m["exit_status"], 0);
+  EXPECT_NE(m["stop_reason"].get<std::string>().find("early stopping"), std::string::npos)
+      << m["stop_reason"];
+  EXPECT_EQ(m["early_stopping"]["stopped"], true);
+  EXPECT_EQ(m["early_stopping"]["best_step"], 10);
+  EXPECT_EQ(m["early_stopping"]["evaluations_without_improvement"], 2);
+  EXPECT_EQ(m["early_stopping"]["metric"], "test_accuracy");
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-30"));
+}
+
+TEST_F(TrainDir, BadEvaluationStopValuesAreUsageErrors) {
+  const auto dir = fresh("bad_stop_values");
+  const struct {
+    std::vector<std::string> flags;
+    const char* message;
+  } cases[] = {
+      {{"--eval_every_n_iters=10", "--stop_at_accuracy=1.5"}, "stop_at_accuracy: 1.5 is out of range"},
+      {{"--eval_every_n_iters=10", "--stop_at_accuracy=0"}, "stop_at_accuracy: 0.0 is out of range"},
+      {{"--eval_every_n_iters=10", "--keep_best_checkpoints=-1"},
+       "keep_best_checkpoints: -1 is out of range"},
+      {{"--eval_every_n_iters=10", "--early_stopping_patience=-3"},
+       "early_stopping_patience: -3 is out of range"},
+      {{"--stop_at_accuracy=0.9"}, "stop_at_accuracy: needs evaluation during training"},
+      {{"--keep_best_checkpoints=2"}, "keep_best_checkpoints: needs evaluation during training"},
+      {{"--early_stopping_patience=2"}, "early_stopping_patience: needs evaluation during training"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.message);
+    auto r = run(train(dir, 10, c.flags), log("bad_stop_values"));
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(fs::path(dir) / "model.ckpt-10"));
   }
 }
 
