@@ -492,9 +492,10 @@ std::string export_onnx(models::ClassifierImpl& model, const OnnxExportOptions& 
   }
   const torch::Tensor logits = traced.second.at(0).toTensor();
   if (logits.dim() != 2 || logits.size(0) != batch) {
-    throw std::runtime_error("export_inference_graph: " + options.model_name +
-                             " gives logits of shape " + c10::str(logits.sizes()) +
-                             ", not [batch, classes]");
+    throw ConfigError("export_inference_graph: " + options.model_name + " gives logits of shape " +
+                      c10::str(logits.sizes()) + " at image size " +
+                      std::to_string(options.image_size) +
+                      ", not [batch, classes]: a size this network does not take");
   }
 
   onnx::ModelProto proto;

@@ -26,7 +26,8 @@ struct InferenceModel {
 /// hp.model_name restored from hp.checkpoint_path (ours or TensorFlow's,
 /// resolve_checkpoint). num_classes: hp.num_classes, else the checkpoint's
 /// logits size; image_size: `image_size` when > 0, else hp.eval_image_size,
-/// else the network's default; 1 channel when hp.use_grayscale. Throws
+/// else the network's default; 1 channel when hp.use_grayscale or when the
+/// checkpoint's first convolution reads 1 channel (an MNIST network). Throws
 /// ConfigError (no checkpoint_path, unknown network, variables that do not
 /// fit) or DataError (no checkpoint, bad bytes).
 InferenceModel load_inference_model(const HParams& hp, int64_t image_size = 0);

@@ -36,9 +36,11 @@ fs::path fresh_dir(const std::string& name) {
 }
 
 // NAME as initialized with `classes` classes, saved in this project's format.
-std::string save_network(const fs::path& dir, const std::string& name, int64_t classes) {
+std::string save_network(const fs::path& dir, const std::string& name, int64_t classes,
+                         int64_t channels = 3) {
   models::ModelOptions o;
   o.num_classes = classes;
+  o.in_channels = channels;
   auto model = models::find_model(name).create(o);
   train::TensorMap m;
   for (const auto& v : models::model_variables(*model)) m[train::model_key(v.name)] = v.tensor;
@@ -128,6 +130,19 @@ TEST(ExportInferenceGraph, AFixedBatchAndAnotherImageSize) {
   EXPECT_EQ(dims(m2.graph().input(0)), (std::vector<std::string>{"N", "3", "64", "64"}));
   EXPECT_EQ(dims(m2.graph().output(0)), (std::vector<std::string>{"N", "5"}));
   EXPECT_EQ(metadata(m2, "image_size"), "64");
+}
+
+TEST(ExportInferenceGraph, AOneChannelCheckpointGivesAOneChannelInput) {
+  // As train_image_classifier writes it for MNIST: no --use_grayscale needed.
+  const fs::path dir = fresh_dir("export_gray");
+  const std::string ckpt = save_network(dir, "lenet", 10, 1);
+  const fs::path out = dir / "lenet.onnx";
+  const auto r = run({tool(), "--model_name=lenet", "--checkpoint_path=" + ckpt,
+                      "--output_file=" + out.string()},
+                     (dir / "out.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(dims(read_model(out).graph().input(0)),
+            (std::vector<std::string>{"N", "1", "28", "28"}));
 }
 
 TEST(ExportInferenceGraph, BadArgumentsAndBadCheckpointsWriteNothing) {
