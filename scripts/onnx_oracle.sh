@@ -8,12 +8,14 @@
 # reused while the pins are unchanged) on the same 2 images as this port's
 # own forward pass; the largest absolute difference of the logits must stay
 # within 1e-4 x max(1, largest |logit|). lenet also runs a fixed-batch
-# export. Not part of a user's first run: .ci/run calls it.
+# export. Then a round trip (train, fine-tune, evaluate, export, ORT: below).
+# Not part of a user's first run: .ci/run calls it.
 # Usage: scripts/onnx_oracle.sh [--large | --all | NET ...]
 #   (no argument)  22 networks: all but the large ones
 #   --large        the other 10: vgg_a/16/19, overfeat (0.5-0.6 GB files),
 #                  resnet_v1/v2_152/200, nasnet_large, pnasnet_large
 #   --all          all 32
+#   roundtrip      only the round trip (it also runs with no argument and --all)
 # Prints one JSON line per export (also written to build/onnx_oracle/
 # results.json); exit 1 when any failed.
 set -euo pipefail
@@ -32,7 +34,8 @@ if [ ! -d "$npm_dir/node_modules/onnxruntime-node" ]; then
   mv "$npm_dir.tmp" "$npm_dir"
 fi
 # The C++ side: the reference logits and the exporter.
-scripts/setup.sh --tests onnx_oracle_reference export_inference_graph >/dev/null
+scripts/setup.sh --tests onnx_oracle_reference export_inference_graph train_image_classifier \
+  eval_image_classifier convert_dataset >/dev/null
 bin=${BUILD_DIR:-build}/bin
 work=${BUILD_DIR:-build}/onnx_oracle
 rm -rf "$work"
@@ -77,7 +80,48 @@ check() {
   case $line in *'"pass":true'*) ;; *) rc=1 ;; esac
   rm -f "$dir/model.onnx"
 }
+# The round trip (with no NET named, or --all): lenet trained on Fashion-MNIST
+# (configs/quickstart.cfg, moving averages on), then fine-tuned from that
+# checkpoint with a new logits layer (TF-slim's recipe: checkpoint_exclude_scopes),
+# evaluated by eval_image_classifier, exported, and the exported file run on
+# the same 10,000 test images by ONNX Runtime: the same top-1 count (within 1
+# image: a near-tie of two logits may fall either way at 1e-6).
+roundtrip() {
+  local rt=$work/roundtrip fmnist=${FASTNN_FMNIST_DIR:-/usr/share/datasets/fashion-mnist} line
+  mkdir -p "$rt"
+  if [ ! -f "$fmnist/t10k-images-idx3-ubyte.gz" ]; then
+    echo "{\"roundtrip\":\"skipped: no Fashion-MNIST at $fmnist\"}" | tee -a "$work/results.json"
+    return
+  fi
+  local common=(--config configs/quickstart.cfg --dataset_dir="$rt/data" --log_loss_every_n_iters=100)
+  if ! { "$bin/convert_dataset" --dataset_name fashion_mnist --input "$fmnist" --dataset_dir "$rt/data" &&
+    "$bin/train_image_classifier" "${common[@]}" --train_dir="$rt/base" --stop_at_step=40 &&
+    "$bin/train_image_classifier" "${common[@]}" --train_dir="$rt/finetuned" \
+      --checkpoint_path="$rt/base" --checkpoint_exclude_scopes=LeNet/fc4 --stop_at_step=40 &&
+    "$bin/eval_image_classifier" "${common[@]}" --checkpoint_path="$rt/finetuned" >"$rt/eval.txt" &&
+    "$bin/export_inference_graph" "${common[@]}" --checkpoint_path="$rt/finetuned" \
+      --output_file="$rt/lenet.onnx"; } >"$rt/log" 2>&1; then
+    echo '{"roundtrip":"lenet","pass":false,"error":"a tool failed: see '"$rt/log"'"}' | tee -a "$work/results.json"
+    rc=1
+    return
+  fi
+  line=$(node "$pkg/roundtrip.js" "$rt/lenet.onnx" "$fmnist/t10k-images-idx3-ubyte.gz" \
+    "$fmnist/t10k-labels-idx1-ubyte.gz" | python3 -c '
+import json, sys
+ort = json.loads(sys.stdin.read())
+ev = json.loads(open(sys.argv[1]).read().split("eval_result ", 1)[1].splitlines()[0])
+ok = ev["samples"] == ort["samples"] and abs(ev["top1_correct"] - ort["top1_correct"]) <= 1
+print(json.dumps({"roundtrip": "lenet", "samples": ort["samples"],
+                  "eval_top1_correct": ev["top1_correct"], "ort_top1_correct": ort["top1_correct"],
+                  "moving_averages": ev["moving_averages"], "pass": ok}))' "$rt/eval.txt" || true)
+  [ -n "$line" ] || line='{"roundtrip":"lenet","pass":false,"error":"roundtrip.js failed"}'
+  echo "$line" | tee -a "$work/results.json"
+  case $line in *'"pass": true'*) ;; *) rc=1 ;; esac
+}
+
+case "${1:-}" in "" | --all) nets+=(roundtrip) ;; esac
 for net in "${nets[@]}"; do
+  if [ "$net" = roundtrip ]; then roundtrip; continue; fi
   "$bin/onnx_oracle_reference" --model_name="$net" --num_classes=10 --out_dir="$work/$net" \
     >"$work/$net.log" 2>&1 || { echo "{\"net\":\"$net\",\"pass\":false,\"error\":\"reference failed\"}"; rc=1; continue; }
   check "$net" --batch_size=dynamic
