@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -143,6 +144,28 @@ TEST(ExportInferenceGraph, AOneChannelCheckpointGivesAOneChannelInput) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(dims(read_model(out).graph().input(0)),
             (std::vector<std::string>{"N", "1", "28", "28"}));
+}
+
+TEST(ExportInferenceGraph, TensorflowsPersonDetectionCheckpointExportsWithItsMovingAverages) {
+  // TF-slim's mobilenet_v1_025 trained by TensorFlow (V2 checkpoint with
+  // ExponentialMovingAverage shadows; the team's shared test data).
+  const char* env = std::getenv("FASTNN_SHARED_DIR");
+  const fs::path ckpt = (env ? fs::path(env) : fs::path(FASTNN_SOURCE_DIR) / "../shared") /
+                        "testdata/tf_checkpoints/cs249-assignment2/ckpts/person_detection";
+  if (!fs::exists(ckpt)) GTEST_SKIP() << "skipped: no shared test data at " << ckpt;
+  const fs::path dir = fresh_dir("export_tf");
+  const fs::path out = dir / "person.onnx";
+  const auto r = run({tool(), "--model_name=mobilenet_v1_025", "--use_grayscale",
+                      "--image_size=96", "--checkpoint_path=" + ckpt.string(),
+                      "--output_file=" + out.string()},
+                     (dir / "out.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const onnx::ModelProto m = read_model(out);
+  EXPECT_NO_THROW(onnx::checker::check_model(m));
+  EXPECT_EQ(dims(m.graph().input(0)), (std::vector<std::string>{"N", "1", "96", "96"}));
+  EXPECT_EQ(dims(m.graph().output(0)), (std::vector<std::string>{"N", "2"}));
+  EXPECT_EQ(metadata(m, "moving_averages"), "true");
+  EXPECT_EQ(metadata(m, "preprocessing"), "inception");
 }
 
 TEST(ExportInferenceGraph, BadArgumentsAndBadCheckpointsWriteNothing) {
