@@ -9,7 +9,8 @@
 // checkpoint of this project or TensorFlow's as classify_image reads it.
 // Input "images": float32 NCHW [N, C, S, S], already preprocessed (the
 // network's eval preprocessing, docs/io.md "ONNX export"); output "logits"
-// float32 [N, num_classes]. --batch_size: only from the command line;
+// float32 [N, num_classes]. --batch_size=N (or --batch_size N): only from the
+// command line;
 // default dynamic (TF-slim's None), the batch dimension then named "N".
 // S: --image_size, else eval_image_size, else the network's default.
 // The model's metadata_props record model_name, num_classes,
@@ -97,6 +98,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--batch_size=", 13) == 0) {
       batch_size = argv[i] + 13;
+    } else if (std::strcmp(argv[i], "--batch_size") == 0 && i + 1 < argc) {
+      batch_size = argv[++i];
     } else {
       rest.push_back(argv[i]);
     }

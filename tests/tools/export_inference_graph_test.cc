@@ -109,7 +109,7 @@ TEST(ExportInferenceGraph, AFixedBatchAndAnotherImageSize) {
   const std::string ckpt = save_network(dir, "cifarnet", 7);
   const fs::path out = dir / "cifarnet.onnx";
   const auto r = run({tool(), "--model_name=cifarnet", "--checkpoint_path=" + ckpt,
-                      "--output_file=" + out.string(), "--batch_size=4"},
+                      "--output_file=" + out.string(), "--batch_size", "4"},
                      (dir / "out.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const onnx::ModelProto m = read_model(out);
