@@ -10,8 +10,8 @@
 // Input "images": float32 NCHW [N, C, S, S], already preprocessed (the
 // network's eval preprocessing, docs/io.md "ONNX export"); output "logits"
 // float32 [N, num_classes]. --batch_size=N (or --batch_size N): only from the
-// command line;
-// default dynamic (TF-slim's None), the batch dimension then named "N".
+// command line; default dynamic (TF-slim's None), the batch dimension then
+// named "N".
 // S: --image_size, else eval_image_size, else the network's default.
 // The model's metadata_props record model_name, num_classes,
 // labels_offset, image_size, preprocessing and moving_averages.
