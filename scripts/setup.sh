@@ -43,7 +43,7 @@ PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libcli11-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
-  nlohmann-json3-dev libleveldb-dev libsnappy-dev
+  nlohmann-json3-dev libleveldb-dev libsnappy-dev libonnx-dev
   dataset-fashion-mnist
 )
 # What only the tests use: real launchers (mpirun, Slurm), namespaces, TLS

@@ -34,51 +34,19 @@
 #include "preprocessing/preprocessing_factory.h"
 #include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
-#include "src/train/checkpoint.h"
+#include "src/train/inference_model.h"
 #include "src/train/tool_main.h"
-#include "src/train/train_state.h"
 
 namespace {
 using namespace fastnn;
 
-// The checkpoint's number of classes: build the network with a class count
-// no layer has by chance, and read the checkpoint's size of each variable
-// that has it (the logits, and the aux logits).
-int64_t classes_in_checkpoint(const models::ModelSpec& spec, models::ModelOptions o,
-                              const train::TensorMap& ckpt, const std::string& path) {
-  constexpr int64_t kProbe = 9973;
-  o.num_classes = kProbe;
-  auto probe = spec.create(o);
-  for (const auto& v : models::model_variables(*probe)) {
-    if (v.tensor.dim() == 0 || v.tensor.size(0) != kProbe) continue;
-    auto it = ckpt.find(train::model_key(v.name));
-    if (it != ckpt.end() && it->second.dim() > 0) return it->second.size(0);
-  }
-  throw ConfigError("num_classes: not set, and '" + path + "' has no logits variable of " +
-                    spec.name + " to take it from");
-}
-
 int classify(LoadResult& args, const std::vector<std::string>& images) {
   const HParams& hp = args.hp;
-  if (hp.checkpoint_path.empty()) {
-    throw ConfigError("checkpoint_path: not set (a checkpoint, this project's or TensorFlow's)");
-  }
   if (images.empty()) throw ConfigError("no image: name image files, or --image_list=FILE");
-  const models::ModelSpec& spec = models::find_model(hp.model_name);
-  models::ModelOptions o;
-  o.in_channels = hp.use_grayscale ? 1 : 3;
-  o.image_size = hp.eval_image_size.value_or(spec.default_image_size);
-  o.dropout_keep_prob = 1.0;
-  const std::string path = train::resolve_checkpoint(hp.checkpoint_path);
-  const train::TensorMap ckpt = train::load_tensors(path);
-  o.num_classes = hp.num_classes ? *hp.num_classes : classes_in_checkpoint(spec, o, ckpt, path);
-  auto model = spec.create(o);
-  train::RestoreOptions ro;
-  for (const auto& [key, t] : ckpt) {
-    if (key.find("/ExponentialMovingAverage") != std::string::npos) ro.use_moving_averages = true;
-  }
-  train::restore_model(*model, ckpt, path, ro);
-  model->eval();
+  const train::InferenceModel loaded = train::load_inference_model(hp);
+  const models::ModelSpec& spec = *loaded.spec;
+  const models::ModelOptions& o = loaded.options;
+  auto model = loaded.model;
   torch::NoGradGuard no_grad;
 
   std::vector<std::string> labels;

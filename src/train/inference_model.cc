@@ -1,0 +1,75 @@
+#include "src/train/inference_model.h"
+
+#include <torch/torch.h>
+
+#include "fastnn/errors.h"
+#include "src/train/checkpoint.h"
+#include "src/train/train_state.h"
+
+namespace fastnn::train {
+namespace {
+
+// What the checkpoint says of the network: its number of classes (the
+// size of each variable that has the class count, in a network built with
+// a count no layer has by chance: the logits, the aux logits) and whether
+// it takes 1-channel images (a convolution that reads the 3 input channels
+// reads 1 in the checkpoint).
+struct CheckpointShape {
+  int64_t classes = 0;
+  bool grayscale = false;
+};
+
+CheckpointShape shape_in_checkpoint(const models::ModelSpec& spec, models::ModelOptions o,
+                                    const TensorMap& ckpt) {
+  constexpr int64_t kProbe = 9973;
+  o.num_classes = kProbe;
+  o.in_channels = 3;
+  auto probe = spec.create(o);
+  CheckpointShape r;
+  for (const auto& v : models::model_variables(*probe)) {
+    auto it = ckpt.find(model_key(v.name));
+    if (it == ckpt.end() || it->second.dim() != v.tensor.dim() || v.tensor.dim() == 0) continue;
+    if (v.tensor.size(0) == kProbe && r.classes == 0) r.classes = it->second.size(0);
+    if (v.tensor.dim() == 4 && v.tensor.size(1) == 3 && it->second.size(1) == 1) {
+      r.grayscale = true;
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+InferenceModel load_inference_model(const HParams& hp, int64_t image_size) {
+  if (hp.checkpoint_path.empty()) {
+    throw ConfigError("checkpoint_path: not set (a checkpoint, this project's or TensorFlow's)");
+  }
+  InferenceModel m;
+  m.spec = &models::find_model(hp.model_name);
+  models::ModelOptions& o = m.options;
+  o.image_size =
+      image_size > 0 ? image_size : hp.eval_image_size.value_or(m.spec->default_image_size);
+  o.dropout_keep_prob = 1.0;
+  m.checkpoint = resolve_checkpoint(hp.checkpoint_path);
+  const TensorMap ckpt = load_tensors(m.checkpoint);
+  const CheckpointShape found = shape_in_checkpoint(*m.spec, o, ckpt);
+  o.in_channels = hp.use_grayscale || found.grayscale ? 1 : 3;
+  if (hp.num_classes) {
+    o.num_classes = *hp.num_classes;
+  } else if (found.classes > 0) {
+    o.num_classes = found.classes;
+  } else {
+    throw ConfigError("num_classes: not set, and '" + m.checkpoint +
+                      "' has no logits variable of " + m.spec->name + " to take it from");
+  }
+  m.model = m.spec->create(o);
+  RestoreOptions ro;
+  for (const auto& [key, t] : ckpt) {
+    if (key.find("/ExponentialMovingAverage") != std::string::npos) ro.use_moving_averages = true;
+  }
+  restore_model(*m.model, ckpt, m.checkpoint, ro);
+  m.moving_averages = ro.use_moving_averages;
+  m.model->eval();
+  return m;
+}
+
+}  // namespace fastnn::train
