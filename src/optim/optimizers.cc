@@ -390,32 +390,32 @@ std::vector<Slot> AdamWeightDecay::slots() {
 
 namespace {
 
-using Made = std::unique_ptr<Optimizer>;
+using OptimizerPtr = std::unique_ptr<Optimizer>;
 using Vars = std::vector<Variable>;
 
 struct OptimizerRow {
   const char* name;
-  Made (*make)(const HParams& hp, Vars vars);
+  OptimizerPtr (*make)(const HParams& hp, Vars vars);
 };
 
 // The one list of `optimizer` values (TF-slim's, then FastNN's
 // adamweightdecay): each row reads its options from FastNN's keys.
 const OptimizerRow kOptimizers[] = {
     {"adadelta",
-     [](const HParams& hp, Vars vars) -> Made {
+     [](const HParams& hp, Vars vars) -> OptimizerPtr {
        AdadeltaOptions o;
        o.rho = hp.adadelta_rho;
        o.epsilon = hp.opt_epsilon;
        return std::make_unique<Adadelta>(std::move(vars), o);
      }},
     {"adagrad",
-     [](const HParams& hp, Vars vars) -> Made {
+     [](const HParams& hp, Vars vars) -> OptimizerPtr {
        AdagradOptions o;
        o.initial_accumulator_value = hp.adagrad_initial_accumulator_value;
        return std::make_unique<Adagrad>(std::move(vars), o);
      }},
     {"adam",
-     [](const HParams& hp, Vars vars) -> Made {
+     [](const HParams& hp, Vars vars) -> OptimizerPtr {
        AdamOptions o;
        o.beta1 = hp.adam_beta1;
        o.beta2 = hp.adam_beta2;
@@ -423,7 +423,7 @@ const OptimizerRow kOptimizers[] = {
        return std::make_unique<Adam>(std::move(vars), o);
      }},
     {"ftrl",
-     [](const HParams& hp, Vars vars) -> Made {
+     [](const HParams& hp, Vars vars) -> OptimizerPtr {
        FtrlOptions o;
        o.learning_rate_power = hp.ftrl_learning_rate_power;
        o.initial_accumulator_value = hp.ftrl_initial_accumulator_value;
@@ -432,13 +432,13 @@ const OptimizerRow kOptimizers[] = {
        return std::make_unique<Ftrl>(std::move(vars), o);
      }},
     {"momentum",
-     [](const HParams& hp, Vars vars) -> Made {
+     [](const HParams& hp, Vars vars) -> OptimizerPtr {
        MomentumOptions o;
        o.momentum = hp.momentum;
        return std::make_unique<Momentum>(std::move(vars), o);
      }},
     {"rmsprop",
-     [](const HParams& hp, Vars vars) -> Made {
+     [](const HParams& hp, Vars vars) -> OptimizerPtr {
        RMSPropOptions o;
        o.decay = hp.rmsprop_decay;
        o.momentum = hp.rmsprop_momentum;
@@ -446,11 +446,11 @@ const OptimizerRow kOptimizers[] = {
        return std::make_unique<RMSProp>(std::move(vars), o);
      }},
     {"sgd",
-     [](const HParams&, Vars vars) -> Made {
+     [](const HParams&, Vars vars) -> OptimizerPtr {
        return std::make_unique<GradientDescent>(std::move(vars));
      }},
     {"adamweightdecay",
-     [](const HParams& hp, Vars vars) -> Made {
+     [](const HParams& hp, Vars vars) -> OptimizerPtr {
        AdamWeightDecayOptions o;
        o.beta1 = hp.adam_beta1;
        o.beta2 = hp.adam_beta2;

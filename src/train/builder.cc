@@ -18,8 +18,8 @@
 
 namespace fastnn::train {
 
-Built build(const HParams& hp, const std::string& split, bool create_model) {
-  Built b;
+ModelAndData build(const HParams& hp, const std::string& split, bool create_model) {
+  ModelAndData b;
   try {
     b.spec = &models::find_model(hp.model_name);
   } catch (const ConfigError& e) {
@@ -105,7 +105,7 @@ constexpr int kSpareThreads = 2;
 
 }  // namespace
 
-datasets::PipelineOptions pipeline_options(const HParams& hp, const Built& b,
+datasets::PipelineOptions pipeline_options(const HParams& hp, const ModelAndData& b,
                                            bool is_training, Shard shard) {
   datasets::PipelineOptions o;
   o.files = b.dataset.files;

@@ -12,7 +12,7 @@
 
 namespace fastnn::train {
 
-struct Built {
+struct ModelAndData {
   datasets::DatasetInfo dataset;
   const models::ModelSpec* spec = nullptr;
   std::shared_ptr<models::ClassifierImpl> model;
@@ -23,7 +23,7 @@ struct Built {
 
 /// Resolves dataset split `split`, the model and the preprocessing; the
 /// model itself is created only when `create_model`.
-Built build(const HParams& hp, const std::string& split, bool create_model = true);
+ModelAndData build(const HParams& hp, const std::string& split, bool create_model = true);
 
 /// data_format=NHWC: converts the model's 4-d parameters and buffers to
 /// channels-last in place (values unchanged). No-op for NCHW.
@@ -40,7 +40,7 @@ struct Shard {
 
 /// Pipeline options for training (shuffle, repeat; `shard` of the data)
 /// or evaluation (every record), with configure_threads' decoding threads.
-datasets::PipelineOptions pipeline_options(const HParams& hp, const Built& built,
+datasets::PipelineOptions pipeline_options(const HParams& hp, const ModelAndData& built,
                                            bool is_training, Shard shard = {});
 
 /// Sets LibTorch's thread counts from the hyperparameters, capped at the

@@ -39,7 +39,7 @@ namespace {
 // while they fit.
 class EvalInput {
  public:
-  EvalInput(const HParams& hp, const Built& b, const torch::Device& device, EvalCache* cache)
+  EvalInput(const HParams& hp, const ModelAndData& b, const torch::Device& device, EvalCache* cache)
       : device_(device), cache_(cache), split_(b.dataset.split) {
     if (cache_ && cache_->complete) return;
     pipeline_ = std::make_unique<datasets::Pipeline>(pipeline_options(hp, b, false));
@@ -100,7 +100,7 @@ class EvalInput {
   size_t next_ = 0;
 };
 
-EvalResult evaluate_batches(const HParams& hp, const Built& b, EvalCache* cache) {
+EvalResult evaluate_batches(const HParams& hp, const ModelAndData& b, EvalCache* cache) {
   const auto t0 = std::chrono::steady_clock::now();
   EvalResult r;
   r.split = b.dataset.split;
@@ -165,7 +165,7 @@ int64_t default_eval_cache_budget() {
   return memory > 0 ? static_cast<int64_t>(memory / 8) : 0;
 }
 
-EvalResult evaluate_model(const HParams& hp, const Built& b, EvalCache* cache) {
+EvalResult evaluate_model(const HParams& hp, const ModelAndData& b, EvalCache* cache) {
   try {
     return evaluate_batches(hp, b, cache);
   } catch (const c10::OutOfMemoryError& e) {
@@ -179,7 +179,7 @@ EvalResult evaluate_model(const HParams& hp, const Built& b, EvalCache* cache) {
 EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {
   configure_threads(hp);
   const std::string path = resolve_checkpoint(checkpoint_path);
-  Built b = build(hp, hp.eval_split_name);
+  ModelAndData b = build(hp, hp.eval_split_name);
   const TensorMap ckpt = load_tensors(path);
   RestoreOptions ro;
   const std::string suffix = "/ExponentialMovingAverage";

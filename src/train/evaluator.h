@@ -34,7 +34,7 @@ struct EvalResult {
   bool stopped = false;
 };
 
-struct Built;
+struct ModelAndData;
 
 /// The input of one split evaluated again and again (evaluation during
 /// training): the first pass reads it through a pipeline and keeps its
@@ -61,7 +61,7 @@ int64_t default_eval_cache_budget();
 /// on built.dataset; used by evaluate() and by evaluation during training
 /// (with a `cache` kept between passes).
 /// Checks stop_signal() between batches (EvalResult::stopped).
-EvalResult evaluate_model(const HParams& hp, const Built& built, EvalCache* cache = nullptr);
+EvalResult evaluate_model(const HParams& hp, const ModelAndData& built, EvalCache* cache = nullptr);
 
 /// Evaluates `checkpoint_path` (a file, or a train_dir for its latest) on
 /// hp.eval_split_name with hp.eval_batch_size.

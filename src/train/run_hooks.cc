@@ -188,7 +188,7 @@ std::unique_ptr<Hook> make_statistics_hook(models::ClassifierImpl& model,
   return std::make_unique<StatisticsHook>(model, optimizer);
 }
 
-EvaluationHook::EvaluationHook(const HParams& hp, std::vector<Built> evals,
+EvaluationHook::EvaluationHook(const HParams& hp, std::vector<ModelAndData> evals,
                                std::function<bool()> swap_averages,
                                std::function<TensorMap()> state)
     : hp_(hp),
@@ -203,7 +203,7 @@ EvaluationHook::EvaluationHook(const HParams& hp, std::vector<Built> evals,
 void EvaluationHook::begin(TrainControl& c) {
   if (hp_.keep_best_checkpoints <= 0 && hp_.early_stopping_patience <= 0) return;
   std::string split = hp_.eval_split_name;
-  for (const Built& e : evals_) {
+  for (const ModelAndData& e : evals_) {
     if (e.dataset.split == "validation") split = "validation";
   }
   history_ = std::make_unique<EvalHistory>(c.writes_train_dir() ? hp_.train_dir : "",

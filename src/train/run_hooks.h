@@ -40,7 +40,7 @@ struct TargetReached {
 };
 
 /// Evaluation during training, on one or more splits (validation and
-/// eval_split_name), each a Built sharing the trained model: every
+/// eval_split_name), each a ModelAndData sharing the trained model: every
 /// eval_every_n_iters steps (> 0) and once more at the end of a finished
 /// run unless that step was just evaluated; prints "eval <split> at
 /// global_step N: ...". Each split's decoded batches are kept between
@@ -56,7 +56,7 @@ class EvaluationHook : public Hook {
   /// with moving_average_decay the averages are evaluated, as
   /// eval_image_classifier evaluates them. `state` (may be empty without
   /// keep_best_checkpoints) is the training state as a checkpoint holds it.
-  EvaluationHook(const HParams& hp, std::vector<Built> evals,
+  EvaluationHook(const HParams& hp, std::vector<ModelAndData> evals,
                  std::function<bool()> swap_averages = {},
                  std::function<TensorMap()> state = {});
   void begin(TrainControl& c) override;
@@ -87,7 +87,7 @@ class EvaluationHook : public Hook {
   /// The result keep_best_checkpoints and early stopping rank by.
   const EvalResult* ranked(const std::vector<EvalResult>& results) const;
   const HParams& hp_;
-  std::vector<Built> evals_;
+  std::vector<ModelAndData> evals_;
   std::vector<EvalCache> caches_;
   std::function<bool()> swap_averages_;
   std::function<TensorMap()> state_;

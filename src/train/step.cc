@@ -317,8 +317,8 @@ void Step::apply_update(double learning_rate, const torch::Tensor& norm, double 
   state_.update_moving_averages();
 }
 
-Settled Step::settle() {
-  Settled r;
+LastStepMetrics Step::settle() {
+  LastStepMetrics r;
   std::vector<torch::Tensor> pending;
   if (unread_) pending = unread_->values();
   const bool flagged = first_nonfinite_.defined();

@@ -76,7 +76,7 @@ struct InputEndedInsideStep : std::runtime_error {
 };
 
 /// What settle() found of the last step.
-struct Settled {
+struct LastStepMetrics {
   /// The last step had left its numbers on the device; loss and accuracy
   /// are now read.
   bool read = false;
@@ -135,7 +135,7 @@ class Step {
 
   /// After the last step: reads what the steps since the last read left on
   /// the device. Throws DivergedError when one of them had Inf/NaN.
-  Settled settle();
+  LastStepMetrics settle();
 
   /// Whether the step that ends at global step `next` reads its numbers:
   /// asked for, or every step (the CPU), or needed by dynamic loss scaling

@@ -52,7 +52,7 @@ struct Trainer::Impl : TrainControl {
   /// Where this worker trains (choose_device), and the forward precision.
   torch::Device device{torch::kCPU};
   Autocast autocast = Autocast::kOff;
-  Built built;
+  ModelAndData built;
   std::unique_ptr<optim::Optimizer> optimizer;
   optim::ScheduleOptions schedule;
   std::unique_ptr<LossScaler> scaler;
@@ -117,9 +117,9 @@ void Trainer::Impl::add_run_hooks() {
   hooks.push_back(make_statistics_hook(*built.model, *optimizer));
   EvaluationHook* eval = nullptr;
   if (evaluates_in_training(hp)) {
-    std::vector<Built> evals;
+    std::vector<ModelAndData> evals;
     for (const auto& split : evaluation_splits(hp)) {
-      Built e = build(hp, split, /*create_model=*/false);
+      ModelAndData e = build(hp, split, /*create_model=*/false);
       e.model = built.model;
       e.num_classes = built.num_classes;
       evals.push_back(std::move(e));
@@ -495,7 +495,7 @@ void Trainer::Impl::loop(Step& step, RunSummary& r) {
   }
   // A GPU run's last steps may have left their numbers on the device: an
   // Inf/NaN among them stops the run here, before the final checkpoint.
-  const Settled last = step.settle();
+  const LastStepMetrics last = step.settle();
   if (last.read) {
     r.loss = last.loss;
     r.accuracy = last.accuracy;

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 struct Rig {
   HParams hp;
-  Built built;
+  ModelAndData built;
   fs::path file;
   explicit Rig(const std::string& name) {
     const fs::path dir = testing::fresh_dir(name);

@@ -220,7 +220,7 @@ TEST_F(Gpu, AStepSynchronisesTheHostOnceOrNotAtAll) {
       if (s.metrics_read && !s.skipped) EXPECT_GT(s.gradient_norm, 0) << c.name;
     }
     EXPECT_EQ(rig.state->step, 6) << c.name;
-    const train::Settled settled = rig.step->settle();
+    const train::LastStepMetrics settled = rig.step->settle();
     EXPECT_EQ(settled.read, c.syncs == 0) << c.name;
     if (settled.read) EXPECT_TRUE(std::isfinite(settled.loss)) << c.name;
   }

@@ -110,7 +110,7 @@ class StepRig {
   StepStats run(int i, bool wanted, CombinedStep* combined = nullptr) {
     torch::manual_seed(100 + i);
     datasets::Batch b;
-    // Made on the device: a copy from pageable host memory would itself
+    // OptimizerPtr on the device: a copy from pageable host memory would itself
     // synchronise (gpu_test counts synchronisations).
     b.images = torch::randn(
         {kBatch, built.shape.channels, built.shape.height, built.shape.width},
@@ -139,7 +139,7 @@ class StepRig {
     return s;
   }
 
-  Built built;
+  ModelAndData built;
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<LossScaler> scaler;
   std::unique_ptr<TrainState> state;

@@ -56,7 +56,7 @@ TEST(Step, StepsThatDoNotReadTrainTheSameWeights) {
   const StepStats last = every.run(7, false);
   const StepStats unread = asked.run(7, false);
   EXPECT_FALSE(unread.metrics_read);
-  const Settled settled = asked.step->settle();
+  const LastStepMetrics settled = asked.step->settle();
   EXPECT_TRUE(settled.read);
   EXPECT_EQ(settled.loss, last.loss);
   EXPECT_EQ(settled.accuracy, last.accuracy);
