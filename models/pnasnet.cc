@@ -235,19 +235,27 @@ class PnasCellImpl : public torch::nn::Module {
  public:
   PnasCellImpl(PnasCellShape s, double drop_path_keep_prob)
       : drop_path_keep_prob_(drop_path_keep_prob) {
-    if (s.prev_channels == 0) {
+    // The first stem cell has no previous layer: TF-slim's
+    // _reduce_prev_layer hands back the cell's input as it is, whatever
+    // its channel count (no prev_1x1 projection).
+    const bool first = s.prev_channels == 0;
+    if (first) {
       s.prev_channels = s.in_channels;
       s.prev_size = s.in_size;
     }
     const int64_t f = s.filters;
     int64_t prev_out = s.prev_channels;
-    if (s.prev_size != s.in_size) {  // factorized_reduction, stride 2
+    if (first) {
+      // prev is x itself.
+    } else if (s.prev_size != s.in_size) {  // factorized_reduction, stride 2
+      // An odd filter count gives path2 the extra channel (TF-slim's
+      // int(f / 2) + f % 2).
       path1_ =
           register_module("path1_conv", PnasConv(s.prev_channels, f / 2, 1));
       path2_ =
-          register_module("path2_conv", PnasConv(s.prev_channels, f / 2, 1));
-      prev_bn_ = register_module("final_path_bn", batch_norm(f / 2 * 2));
-      prev_out = f / 2 * 2;
+          register_module("path2_conv", PnasConv(s.prev_channels, f / 2 + f % 2, 1));
+      prev_bn_ = register_module("final_path_bn", batch_norm(f));
+      prev_out = f;
     } else if (s.prev_channels != f) {
       prev_1x1_ = register_module("prev_1x1", PnasConv(s.prev_channels, f, 1));
       prev_bn_ = register_module("prev_bn", batch_norm(f));

@@ -10,7 +10,9 @@
 //   n/3 and 2n/3 striding by 2 and doubling the filters. Each cell:
 //     prev_1x1 + prev_bn, or path1_conv, path2_conv, final_path_bn (the
 //       factorized reduction of the previous cell's output when its side
-//       differs);
+//       differs, in paths of int(F/2) and int(F/2) + F%2 channels), or
+//       nothing in cell_stem_0: with no previous layer it takes its own
+//       input as it is;
 //     1x1, beginning_bn;
 //     comb_iter_<0..4>/{left,right}/: separable_KxK_<1,2> (depthwise_weights,
 //       pointwise_weights) with bn_sep_KxK_<1,2>, or 1x1 + bn_1 (a strided

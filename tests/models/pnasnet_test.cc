@@ -93,36 +93,40 @@ TEST(Pnasnet, Registered) {
 // Trainable variables by hand, with F the cell's filters, P the channels of
 // the reduced previous output, sep(K, c) = K*K*c + c*F (depthwise and
 // pointwise) + K*K*F + F*F + 4F (two BatchNorms with beta and gamma):
-//   prev: factorized 2*C_prev*(F/2) + 2*2*(F/2), or prev_1x1 C_prev*F + 2F;
+//   prev: factorized C_prev*F + 2F (paths of F/2 and F/2 + F%2 channels),
+//   prev_1x1 C_prev*F + 2F, or nothing in cell_stem_0, which has no
+//   previous layer and takes its input as it is (P = C_in);
 //   1x1 C_in*F + 2F; blocks sep(5,P) [+ P*F + 2F if the pool's P != F],
 //   sep(7,F), sep(5,F) + sep(3,F), sep(3,F), sep(3,P) [+ F*F + 2F: the
 //   strided "none" 1x1 of a stride-2 cell].
 // pnasnet_large (F: stem 54, 108; cells 216 x4, 432 x4, 864 x4):
-//   conv0 2,784; cell_stem_0 63,504; cell_stem_1 221,616;
+//   conv0 2,784; cell_stem_0 69,468; cell_stem_1 221,616;
 //   cell_0..3 795,312 970,272 1,086,912 1,086,912;
 //   cell_4..7 3,481,056 3,760,128 4,226,688 4,226,688;
 //   cell_8..11 13,680,576 14,798,592 16,664,832 16,664,832;
 //   final_layer/FC 4320*1001 + 1001 = 4,325,321
-//   -> 86,056,025 (the published ~86.1M);
+//   -> 86,061,989 (the published ~86.1M);
 //   aux_7 (on 21x21 -> 6x6): 2160*128 + 256 + 6*6*128*768 + 1536 +
-//   768*1001 + 1001 = 4,586,985 -> 90,643,010 in the training graph.
+//   768*1001 + 1001 = 4,586,985 -> 90,648,974 in the training graph.
+// TensorFlow's own pnasnet.py agrees: tests/tf_oracle/slim_models_once.py
+// loads its checkpoint variable for variable (docs/design.md).
 TEST(PnasnetLarge, ParameterCountAndNames) {
   auto m = make("pnasnet_large");
   const auto n = trainable(*m);
-  EXPECT_EQ(n.without_aux, 86056025);
-  EXPECT_EQ(n.all, 90643010);
+  EXPECT_EQ(n.without_aux, 86061989);
+  EXPECT_EQ(n.all, 90648974);
   expect_shapes(
       *m,
       {{"conv0/weights", {3, 3, 3, 96}},
        {"conv0_bn/gamma", {96}},
        {"conv0_bn/moving_variance", {96}},
-       {"cell_stem_0/prev_1x1/weights", {1, 1, 96, 54}},
        {"cell_stem_0/1x1/weights", {1, 1, 96, 54}},
        {"cell_stem_0/beginning_bn/beta", {54}},
        {"cell_stem_0/comb_iter_0/left/separable_5x5_1/depthwise_weights",
-        {5, 5, 54, 1}},
+        {5, 5, 96, 1}},
        {"cell_stem_0/comb_iter_0/left/separable_5x5_1/pointwise_weights",
-        {1, 1, 54, 54}},
+        {1, 1, 96, 54}},
+       {"cell_stem_0/comb_iter_0/right/1x1/weights", {1, 1, 96, 54}},
        {"cell_stem_0/comb_iter_0/left/bn_sep_5x5_2/gamma", {54}},
        {"cell_stem_0/comb_iter_4/right/1x1/weights", {1, 1, 54, 54}},
        {"cell_stem_0/comb_iter_4/right/bn_1/moving_mean", {54}},
@@ -148,6 +152,7 @@ TEST(PnasnetLarge, ParameterCountAndNames) {
        {"final_layer/FC/weights", {4320, kClasses}},
        {"final_layer/FC/biases", {kClasses}}});
   const auto shapes = tf_shapes(*m);
+  EXPECT_EQ(shapes.count("cell_stem_0/prev_1x1/weights"), 0u);
   EXPECT_EQ(shapes.count("cell_12/1x1/weights"), 0u);
   // Normal cells keep the pools' inputs at F channels: no pool projection.
   EXPECT_EQ(shapes.count("cell_5/comb_iter_0/right/1x1/weights"), 0u);
@@ -165,35 +170,41 @@ TEST(PnasnetLarge, ParameterCountAndNames) {
   EXPECT_EQ(m->regularized_weights().size(), static_cast<size_t>(weights));
 }
 
-// pnasnet_mobile (F: stem 13, 27; cells 54 x3, 108 x3, 216 x3). cell_stem_1
-// reduces conv0's 32 channels to 2 * (27 / 2) = 26 (factorized_reduction
-// rounds each path down), so its pool on that state needs a 1x1 to 27:
-//   conv0 928; cell_stem_0 6,695; cell_stem_1 20,344;
+// pnasnet_mobile (F: stem 13, 27; cells 54 x3, 108 x3, 216 x3). cell_stem_0
+// works on conv0's 32 channels as they are, so its pool on them needs a 1x1
+// to 13; cell_stem_1 reduces conv0's 32 channels to 27 in paths of 13 and
+// 14 (factorized_reduction's int(F/2) and int(F/2) + F%2), so its pool needs
+// none:
+//   conv0 928; cell_stem_0 7,835; cell_stem_1 19,710;
 //   cell_0..2 60,912 71,982 79,272; cell_3..5 240,408 257,688 286,848;
 //   cell_6..8 900,720 970,272 1,086,912; final_layer/FC 1080*1001 + 1001
-//   = 1,082,081 -> 5,065,062 (the published ~5.1M);
+//   = 1,082,081 -> 5,065,568 (the published ~5.1M);
 //   aux_5 (on 14x14 -> 4x4): 540*128 + 256 + 4*4*128*768 + 1536 +
-//   768*1001 + 1001 = 2,413,545 -> 7,478,607 in the training graph.
+//   768*1001 + 1001 = 2,413,545 -> 7,479,113 in the training graph.
 TEST(PnasnetMobile, ParameterCountAndNames) {
   auto m = make("pnasnet_mobile");
   const auto n = trainable(*m);
-  EXPECT_EQ(n.without_aux, 5065062);
-  EXPECT_EQ(n.all, 7478607);
+  EXPECT_EQ(n.without_aux, 5065568);
+  EXPECT_EQ(n.all, 7479113);
   expect_shapes(
       *m,
       {{"conv0/weights", {3, 3, 3, 32}},
-       {"cell_stem_0/prev_1x1/weights", {1, 1, 32, 13}},
+       {"cell_stem_0/comb_iter_0/left/separable_5x5_1/depthwise_weights",
+        {5, 5, 32, 1}},
+       {"cell_stem_0/comb_iter_0/right/1x1/weights", {1, 1, 32, 13}},
        {"cell_stem_1/path1_conv/weights", {1, 1, 32, 13}},
-       {"cell_stem_1/final_path_bn/beta", {26}},
+       {"cell_stem_1/path2_conv/weights", {1, 1, 32, 14}},
+       {"cell_stem_1/final_path_bn/beta", {27}},
        {"cell_stem_1/comb_iter_0/left/separable_5x5_1/depthwise_weights",
-        {5, 5, 26, 1}},
-       {"cell_stem_1/comb_iter_0/right/1x1/weights", {1, 1, 26, 27}},
-       {"cell_stem_1/comb_iter_0/right/bn_1/gamma", {27}},
+        {5, 5, 27, 1}},
        {"cell_3/comb_iter_4/right/1x1/weights", {1, 1, 108, 108}},
        {"aux_5/aux_logits/proj/weights", {1, 1, 540, 128}},
        {"aux_5/aux_logits/Conv/weights", {4, 4, 128, 768}},
        {"final_layer/FC/weights", {1080, kClasses}}});
-  EXPECT_EQ(tf_shapes(*m).count("cell_9/1x1/weights"), 0u);
+  const auto shapes = tf_shapes(*m);
+  EXPECT_EQ(shapes.count("cell_9/1x1/weights"), 0u);
+  EXPECT_EQ(shapes.count("cell_stem_0/prev_1x1/weights"), 0u);
+  EXPECT_EQ(shapes.count("cell_stem_1/comb_iter_0/right/1x1/weights"), 0u);
 }
 
 TEST(PnasnetMobile, OutputShapesAndInitializer) {
