@@ -6,7 +6,9 @@
 //   input_bench run DIR NAME SIZE THREADS SECONDS [FAST]
 //       the train variant of preprocessing NAME to SIZE x SIZE on every
 //       *.jpg / *.png in DIR, round robin, THREADS threads, for SECONDS;
-//       FAST (default 1) is hparams fast_jpeg_decode. Prints images/sec
+//       FAST (default 1) is hparams fast_jpeg_decode; "cached" decodes every
+//       file once beforehand and times the preprocessing of the decoded
+//       images (datasets_use_caching's later epochs). Prints images/sec
 //       (wall clock) and images per CPU-second (per core actually used).
 #include <sys/resource.h>
 
@@ -131,7 +133,9 @@ int run(const std::string& dir,
         int size,
         int threads,
         double seconds,
-        bool fast) {
+        const std::string& mode) {
+  const bool fast = mode != "0";
+  const bool cached = mode == "cached";
   std::vector<std::string> blobs;
   std::vector<fs::path> paths;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -151,6 +155,12 @@ int run(const std::string& dir,
   po.fast_jpeg_decode = fast;
   const auto fn =
       fastnn::preprocessing::get_preprocessing(name, shape, true, po);
+  const auto from_pixels =
+      fastnn::preprocessing::get_decoded_preprocessing(name, shape, true, po);
+  std::vector<Image> decoded;
+  if (cached) {
+    for (const auto& b : blobs) decoded.push_back(fastnn::io::decode_image(b, 3));
+  }
   std::atomic<bool> stop{false};
   std::vector<int64_t> counts(threads, 0);
   auto work = [&](int t) {
@@ -158,7 +168,11 @@ int run(const std::string& dir,
     std::mt19937_64 rng(t);
     int64_t done = 0;  // local: a shared counter line would ping-pong
     for (size_t i = t; !stop.load(std::memory_order_relaxed); i += threads) {
-      fn({blobs[i % blobs.size()], 3}, rng, out.data());
+      if (cached) {
+        from_pixels(decoded[i % decoded.size()], rng, out.data());
+      } else {
+        fn({blobs[i % blobs.size()], 3}, rng, out.data());
+      }
       ++done;
     }
     counts[t] = done;
@@ -182,12 +196,12 @@ int run(const std::string& dir,
   // images_per_cpu_sec: per core actually used, which stays meaningful when
   // other jobs take the machine's cores away (then cpu_share < threads).
   std::printf(
-      "input_bench %s size=%d threads=%d fast_jpeg_decode=%d images=%lld "
+      "input_bench %s size=%d threads=%d fast_jpeg_decode=%s images=%lld "
       "images_per_sec=%.1f images_per_cpu_sec=%.1f cpu_share=%.2f\n",
       name.c_str(),
       size,
       threads,
-      fast ? 1 : 0,
+      cached ? "cached" : fast ? "1" : "0",
       static_cast<long long>(total),
       total / dt,
       total / cpu,
@@ -209,7 +223,7 @@ int main(int argc, char** argv) {
                  std::stoi(a[3]),
                  std::stoi(a[4]),
                  std::stod(a[5]),
-                 a.size() == 6 || a[6] != "0");
+                 a.size() == 6 ? "1" : a[6]);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "input_bench: %s\n", e.what());
@@ -217,6 +231,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: input_bench make_jpegs DIR N | make_pngs DIR N |\n"
-               "       input_bench run DIR NAME SIZE THREADS SECONDS [FAST]\n");
+               "       input_bench run DIR NAME SIZE THREADS SECONDS [1|0|cached]\n");
   return 2;
 }

@@ -2,7 +2,7 @@
 # Input-pipeline benchmark (issue 3): decode + preprocess, images/sec per core.
 #   (a) photograph-like 500x375 JPEGs (q90, 4:2:0), inception train to 224x224
 #   (b) CIFAR-like 32x32 PNGs, cifarnet train
-# beside, in the same run: the PIL/torchvision peer on (a)'s files
+# beside, in the same run (and ours from the decoded cache, datasets_use_caching): the PIL/torchvision peer on (a)'s files
 # (../shared/bench/peer_pytorch.py decode) and libjpeg-turbo's tjbench full-image
 # decode of the same files; ours with 1 and 2 threads. Each of ours/tjbench is
 # measured REPEAT times, interleaved, and the best is kept (the machine is
@@ -54,20 +54,22 @@ tjrates() {
 }
 
 bench() { "$BIN/input_bench" run "$@"; }
-declare -a a1 a1c a2 a2c a2s afull tj tjc b1 b1c b2 b2c
+declare -a a1 a1c a2 a2c a2s afull acached tj tjc b1 b1c b2 b2c bcached
 for _ in $(seq "$REPEAT"); do
   o=$(bench "$WORK/jpeg" inception 224 1 "$SECS"); a1+=("$(field images_per_sec <<<"$o")"); a1c+=("$(field images_per_cpu_sec <<<"$o")")
   read -r t tc <<<"$(tjrates)"; tj+=("$t"); tjc+=("$tc")
   o=$(bench "$WORK/jpeg" inception 224 2 "$SECS"); a2+=("$(field images_per_sec <<<"$o")"); a2c+=("$(field images_per_cpu_sec <<<"$o")"); a2s+=("$(field cpu_share <<<"$o")")
   o=$(bench "$WORK/jpeg" inception 224 1 "$SECS" 0); afull+=("$(field images_per_sec <<<"$o")")
+  o=$(bench "$WORK/jpeg" inception 224 1 "$SECS" cached); acached+=("$(field images_per_sec <<<"$o")")
   o=$(bench "$WORK/png" cifarnet 32 1 "$SECS"); b1+=("$(field images_per_sec <<<"$o")"); b1c+=("$(field images_per_cpu_sec <<<"$o")")
   o=$(bench "$WORK/png" cifarnet 32 2 "$SECS"); b2+=("$(field images_per_sec <<<"$o")"); b2c+=("$(field images_per_cpu_sec <<<"$o")")
+  o=$(bench "$WORK/png" cifarnet 32 1 "$SECS" cached); bcached+=("$(field images_per_sec <<<"$o")")
 done
 peer=$(/usr/bin/python3 "$PEER" decode "$WORK/jpeg" "$N_JPEG" | tail -1)
 P=$(field images_per_sec_one_core <<<"$peer")
 
 A1=$(max "${a1[@]}"); A1C=$(max "${a1c[@]}"); A2=$(max "${a2[@]}"); A2C=$(max "${a2c[@]}")
-AF=$(max "${afull[@]}"); TJ=$(max "${tj[@]}"); TJC=$(max "${tjc[@]}")
+AF=$(max "${afull[@]}"); AK=$(max "${acached[@]}"); BK=$(max "${bcached[@]}"); TJ=$(max "${tj[@]}"); TJC=$(max "${tjc[@]}")
 B1=$(max "${b1[@]}"); B1C=$(max "${b1c[@]}"); B2=$(max "${b2[@]}"); B2C=$(max "${b2c[@]}")
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg); CPU share our 2-thread runs got: ${a2s[*]} (2.00 = two free cores)"
 echo
@@ -75,6 +77,7 @@ echo "(a) 500x375 JPEG, inception train 224 (best of $REPEAT x ${SECS}s)   wall 
 printf '  ours 1 thread              %10.1f %11.1f\n' "$A1" "$A1C"
 printf '  ours 2 threads             %10.1f %11.1f\n' "$A2" "$A2C"
 printf '  ours, fast_jpeg_decode=0   %10.1f\n' "$AF"
+printf '  ours, decoded cache        %10.1f   (datasets_use_caching, epochs after the first; %sx 1 thread)\n' "$AK" "$(r "$AK" "$A1")"
 printf '  tjbench full decode        %10.1f %11.1f\n' "$TJ" "$TJC"
 printf '  PIL/torchvision peer       %10.1f             (%s)\n' "$P" "$peer"
 echo "  ours/peer (wall, 1 core each): $(r "$A1" "$P")   (target >= 4)"
@@ -85,3 +88,4 @@ echo "(b) 32x32 PNG, cifarnet train (best of $REPEAT x ${SECS}s)"
 printf '  ours 1 thread              %10.1f %11.1f\n' "$B1" "$B1C"
 printf '  ours 2 threads             %10.1f %11.1f\n' "$B2" "$B2C"
 echo "  2 threads/1 thread: wall $(r "$B2" "$B1"); per-core efficiency $(r "$B2C" "$B1C")"
+printf '  ours, decoded cache        %10.1f   (%sx 1 thread)\n' "$BK" "$(r "$BK" "$B1")"

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -34,9 +35,22 @@ namespace {
 // Why a record was dropped (skip policy).
 enum class Skip : uint8_t { kNone, kCrc, kTruncated, kOversized, kExample, kImage, kLabel, kPad };
 
+// A record kept by datasets_use_caching, shared by its copies of every epoch.
+struct CacheEntry {
+  /// The record as read (see Record::data); with a decoded cache, freed
+  /// once `image` is made.
+  std::string data;
+  /// Made once, by the first copy decoded (decoded cache only).
+  std::once_flag once;
+  io::Image image;
+  int64_t label = 0;  // before labels_offset
+};
+
 struct Record {
   /// A serialized tf.train.Example, or (label >= 0) encoded image bytes.
+  /// Empty when entry holds them.
   std::string data;
+  std::shared_ptr<CacheEntry> entry;
   uint32_t file = 0;
   int64_t index = 0;
   uint64_t offset = 0;
@@ -135,7 +149,11 @@ struct Pipeline::State {
   template <typename Take>
   bool read_files(Take&& take);
   void work_loop();
-  int64_t decode_record(const Record& r, std::mt19937_64& rng, float* out) const;
+  int64_t decode_record(const Record& r, std::mt19937_64& rng, float* out);
+  /// The label of a record's bytes, and in `encoded` its image (a view of
+  /// data, or of `ex` where it parses one), checked (BadRecord).
+  int64_t encoded_image(std::string_view data, int64_t file_label, io::ImageRecord& ex,
+                        std::string_view& encoded) const;
   Decoded decode(RawBatch& rb);
 };
 
@@ -317,6 +335,10 @@ void Pipeline::State::read_loop() {
       ++kept;
       Record r;
       make(r);
+      if (opt.cache && epoch == 0 && r.refused.empty()) {
+        r.entry = std::make_shared<CacheEntry>();
+        r.entry->data.swap(r.data);
+      }
       if (opt.cache && epoch == 0) cache.push_back(r);
       return feed(std::move(r));
     };
@@ -349,16 +371,13 @@ void Pipeline::State::read_loop() {
   cv.notify_all();
 }
 
-int64_t Pipeline::State::decode_record(const Record& r,
-                                       std::mt19937_64& rng,
-                                       float* out) const {
-  std::string_view encoded = r.data;
-  int64_t label = r.label;
-  io::ImageRecord ex;
-  if (!r.refused.empty()) throw BadRecord(r.refused_kind, r.refused);
-  if (r.label < 0) {
+int64_t Pipeline::State::encoded_image(std::string_view data, int64_t file_label,
+                                       io::ImageRecord& ex, std::string_view& encoded) const {
+  int64_t label = file_label;
+  encoded = data;
+  if (file_label < 0) {
     try {
-      ex = io::decode_image_example(r.data);
+      ex = io::decode_image_example(data);
     } catch (const DataError& e) {
       throw BadRecord(Skip::kExample, e.what());
     }
@@ -372,9 +391,8 @@ int64_t Pipeline::State::decode_record(const Record& r,
                                       " is outside [0, " +
                                       std::to_string(opt.num_classes) + ")");
   }
-  // The preprocessing decodes (only what it needs); its DataErrors are
-  // undecodable images or channel mismatches. The declared size is checked
-  // first, from the header alone, so a forged one allocates nothing.
+  // The declared size is checked from the header alone, before any
+  // decoding, so a forged one allocates nothing.
   try {
     const io::ImageInfo info = io::read_image_info(encoded);
     const auto pixels = static_cast<int64_t>(info.width) * info.height;
@@ -384,6 +402,49 @@ int64_t Pipeline::State::decode_record(const Record& r,
                       " pixels is over the limit of " +
                       std::to_string(opt.max_image_pixels) + " (max_image_pixels)");
     }
+  } catch (const DataError& e) {
+    throw BadRecord(Skip::kImage, e.what());
+  }
+  return label;
+}
+
+int64_t Pipeline::State::decode_record(const Record& r, std::mt19937_64& rng, float* out) {
+  if (!r.refused.empty()) throw BadRecord(r.refused_kind, r.refused);
+  // Preprocessing's DataErrors are undecodable images or channel
+  // mismatches.
+  if (r.entry && opt.preprocess_decoded) {
+    CacheEntry& e = *r.entry;
+    bool decoded_now = false;
+    std::call_once(e.once, [&] {  // a throw leaves it to the next copy
+      io::ImageRecord ex;
+      std::string_view encoded;
+      const int64_t label = encoded_image(e.data, r.label, ex, encoded);
+      try {
+        e.image = io::decode_image(encoded, opt.channels);
+      } catch (const DataError& x) {
+        throw BadRecord(Skip::kImage, x.what());
+      }
+      e.label = label;
+      std::string().swap(e.data);
+      decoded_now = true;
+    });
+    try {
+      opt.preprocess_decoded(e.image, rng, out);
+    } catch (const DataError& x) {
+      throw BadRecord(Skip::kImage, x.what());
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (decoded_now) {
+      stats.cache_bytes += static_cast<int64_t>(e.image.pixels.size());
+    } else {
+      ++stats.images_from_cache;
+    }
+    return e.label - opt.labels_offset;
+  }
+  io::ImageRecord ex;
+  std::string_view encoded;
+  const int64_t label = encoded_image(r.entry ? r.entry->data : r.data, r.label, ex, encoded);
+  try {
     opt.preprocess({encoded, opt.channels}, rng, out);
   } catch (const DataError& e) {
     throw BadRecord(Skip::kImage, e.what());
@@ -498,6 +559,110 @@ void check_batches_ahead(const PipelineOptions& o) {
   }
 }
 
+// The records this worker reads per epoch.
+int64_t records_per_epoch(const PipelineOptions& o, const ShardPlan& plan) {
+  if (plan.samples > 0) return plan.samples;
+  if (!o.file_labels.empty()) return static_cast<int64_t>(o.files.size());
+  if (o.records_per_file.size() == o.files.size()) {
+    return std::accumulate(o.records_per_file.begin(), o.records_per_file.end(), int64_t{0});
+  }
+  const Holdout holdout{o.holdout_fraction, o.holdout_seed, o.holdout_keep};
+  int64_t n = 0;
+  for (const auto& f : o.files) {
+    n += count_in_split(holdout, std::filesystem::path(f).filename().string(),
+                        count_tfrecords(f));
+  }
+  return n;
+}
+
+// What one cached record costs, averaged over the first kSampled records of
+// the first file (or the first kSampled image files): the decoded pixels
+// (height x width x the channels decoded to) with a decoded cache, else the
+// record's bytes; plus the bookkeeping of each. 0 when none could be read.
+constexpr int kSampled = 16;
+constexpr int64_t kEntryOverhead = sizeof(CacheEntry) + sizeof(Record) + 64;
+int64_t bytes_per_cached_record(const PipelineOptions& o) {
+  std::vector<std::string> records;
+  try {
+    if (!o.file_labels.empty()) {
+      for (size_t f = 0; f < o.files.size() && records.size() < kSampled; ++f) {
+        std::error_code ec;
+        if (std::filesystem::file_size(o.files[f], ec) >
+            static_cast<uintmax_t>(o.max_record_bytes)) {
+          continue;
+        }
+        records.push_back(read_image_file(o.files[f]));
+      }
+    } else {
+      io::TFRecordReaderOptions ro;
+      ro.skip_corrupt = true;
+      ro.max_skipped_share = 1;
+      ro.max_record_bytes = static_cast<uint64_t>(o.max_record_bytes);
+      io::TFRecordReader reader(io::open_file(o.files.front()), ro);
+      std::string data;
+      while (records.size() < kSampled && reader.next(&data)) records.push_back(data);
+    }
+  } catch (const DataError&) {  // a bad file: the run itself will say so
+  }
+  int64_t total = 0, counted = 0;
+  for (const auto& data : records) {
+    if (!o.preprocess_decoded) {
+      total += static_cast<int64_t>(data.size());
+      ++counted;
+      continue;
+    }
+    try {
+      io::ImageRecord ex;
+      if (o.file_labels.empty()) ex = io::decode_image_example(data);
+      const io::ImageInfo info =
+          io::read_image_info(o.file_labels.empty() ? std::string_view(ex.encoded) : data);
+      total += int64_t{info.height} * info.width * (o.channels > 0 ? o.channels : info.channels);
+      ++counted;
+    } catch (const DataError&) {
+    }
+  }
+  return counted == 0 ? 0 : total / counted + kEntryOverhead;
+}
+
+// datasets_use_caching: refuses a cache whose estimated size is over the
+// budget, and says what it will cost.
+void check_cache_budget(const PipelineOptions& o, const ShardPlan& plan, PipelineStats& stats) {
+  const int64_t records = records_per_epoch(o, plan);
+  const int64_t each = bytes_per_cached_record(o);
+  const double estimate = static_cast<double>(records) * static_cast<double>(each);
+  double budget = static_cast<double>(o.cache_budget_bytes);
+  std::string of_what = "cache_budget_bytes";
+  if (budget <= 0) {
+    const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                          static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    const double ahead = 4.0 * static_cast<double>(o.batch_size) *
+                         static_cast<double>(o.shape.numel()) *
+                         static_cast<double>(o.prefetch_batches);
+    budget = memory / 2 - ahead;
+    char text[96];
+    std::snprintf(text, sizeof text, "half of this machine's %.1f GiB of memory, less %.1f GiB of "
+                  "prefetched batches", memory / (1 << 30), ahead / (1 << 30));
+    of_what = text;
+  }
+  const std::string what = o.preprocess_decoded
+                               ? "the decoded images of " + std::to_string(records) + " records"
+                               : std::to_string(records) + " records as read";
+  if (estimate > budget) {
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  ", about %lld bytes each, would take %.2f GiB: more than the %.2f GiB (",
+                  static_cast<long long>(each), estimate / (1 << 30),
+                  std::max(0.0, budget) / (1 << 30));
+    throw ConfigError("datasets_use_caching: " + what + text + of_what +
+                      ") the cache may use; set datasets_use_caching=False");
+  }
+  stats.cache_estimate_bytes = static_cast<int64_t>(estimate);
+  char size[32];
+  std::snprintf(size, sizeof size, "%.1f MiB", estimate / (1 << 20));
+  log::info() << "Input cache (datasets_use_caching): " << what << ", about " << size
+              << ", kept after their first read";
+}
+
 }  // namespace
 
 Pipeline::Pipeline(PipelineOptions options) : state_(std::make_shared<State>()) {
@@ -540,6 +705,8 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_shared<State>()) 
   s.opt.num_parallel_batches = std::max<int64_t>(1, s.opt.num_parallel_batches);
   s.opt.prefetch_batches = std::max<int64_t>(1, s.opt.prefetch_batches);
   s.next_index = s.opt.skip_batches;
+  if (s.opt.synthetic_samples > 0) s.opt.cache = false;  // nothing to read
+  if (s.opt.cache) check_cache_budget(s.opt, s.plan, s.stats);
   // Each thread holds the state, and says when it ends. Under a process
   // limit (ulimit -u) fewer decoding threads do the work; without a reader
   // and one decoder the threads started are stopped before the error

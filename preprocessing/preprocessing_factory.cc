@@ -8,60 +8,85 @@
 namespace fastnn::preprocessing {
 namespace {
 
-struct Row {
-  const char* name;
-  PreprocessFn (*make)(const OutputShape& shape, bool is_training,
-                       const PreprocessOptions& options);
+/// A preprocessing in both forms: from encoded bytes and from an image
+/// decoded whole.
+struct Functions {
+  PreprocessFn encoded;
+  DecodedPreprocessFn decoded;
 };
 
-// LeNet has no random crop or flip: a policy runs on the decoded image,
-// before the crop-or-pad.
-PreprocessFn make_lenet(const OutputShape& shape, bool is_training,
-                        const PreprocessOptions& options) {
-  AugmentFn augment = is_training ? make_augment(options.augment) : AugmentFn{};
-  if (augment) {
-    return [shape, augment](const EncodedImage& in, std::mt19937_64& rng, float* out) {
-      io::Image img = io::decode_image(in.bytes, in.channels);
-      augment_hwc(img.pixels.data(), img.channels, img.height, img.width, augment, rng);
-      lenet_preprocess(img, shape, out);
-    };
-  }
-  return [shape](const EncodedImage& in, std::mt19937_64&, float* out) {
-    lenet_preprocess(io::decode_image(in.bytes, in.channels), shape, out);
-  };
+struct Row {
+  const char* name;
+  Functions (*make)(const OutputShape& shape, bool is_training,
+                    const PreprocessOptions& options);
+};
+
+// Functions whose encoded form decodes the whole image, then runs the
+// decoded form.
+Functions decoding_whole(DecodedPreprocessFn decoded) {
+  return {[decoded](const EncodedImage& in, std::mt19937_64& rng, float* out) {
+            decoded(io::decode_image(in.bytes, in.channels), rng, out);
+          },
+          decoded};
 }
 
-// Decodes the whole image, then runs the TF-slim function on the pixels.
+// LeNet has no random crop or flip: a policy runs on (a copy of) the
+// decoded image, before the crop-or-pad.
+Functions make_lenet(const OutputShape& shape, bool is_training,
+                     const PreprocessOptions& options) {
+  AugmentFn augment = is_training ? make_augment(options.augment) : AugmentFn{};
+  if (augment) {
+    return decoding_whole([shape, augment](const io::Image& in, std::mt19937_64& rng,
+                                           float* out) {
+      io::Image img = in;
+      augment_hwc(img.pixels.data(), img.channels, img.height, img.width, augment, rng);
+      lenet_preprocess(img, shape, out);
+    });
+  }
+  return decoding_whole([shape](const io::Image& in, std::mt19937_64&, float* out) {
+    lenet_preprocess(in, shape, out);
+  });
+}
+
+// The TF-slim function on the whole decoded image.
 template <void (*Train)(const io::Image&, const OutputShape&, std::mt19937_64&, float*,
                         const AugmentFn&),
           void (*Eval)(const io::Image&, const OutputShape&, float*)>
-PreprocessFn make_slim(const OutputShape& shape, bool is_training,
-                       const PreprocessOptions& options) {
+Functions make_slim(const OutputShape& shape, bool is_training,
+                    const PreprocessOptions& options) {
   if (is_training) {
     AugmentFn augment = make_augment(options.augment);
-    return [shape, augment](const EncodedImage& in, std::mt19937_64& rng, float* out) {
-      Train(io::decode_image(in.bytes, in.channels), shape, rng, out, augment);
-    };
+    return decoding_whole([shape, augment](const io::Image& in, std::mt19937_64& rng,
+                                           float* out) {
+      Train(in, shape, rng, out, augment);
+    });
   }
-  return [shape](const EncodedImage& in, std::mt19937_64&, float* out) {
-    Eval(io::decode_image(in.bytes, in.channels), shape, out);
-  };
+  return decoding_whole([shape](const io::Image& in, std::mt19937_64&, float* out) {
+    Eval(in, shape, out);
+  });
 }
 
-// Inception decodes inside: only the crop, possibly DCT-downscaled.
-PreprocessFn make_inception(const OutputShape& shape, bool is_training,
-                            const PreprocessOptions& options) {
+// Inception decodes inside: only the crop, possibly DCT-downscaled. Its
+// decoded form is the whole image's (fast_jpeg_decode off).
+Functions make_inception(const OutputShape& shape, bool is_training,
+                         const PreprocessOptions& options) {
   const bool fast = options.fast_jpeg_decode;
   if (is_training) {
     AugmentFn augment = make_augment(options.augment);
-    return [shape, fast, augment](const EncodedImage& in, std::mt19937_64& rng,
-                                  float* out) {
-      inception_train(in, shape, fast, rng, out, augment);
-    };
+    return {[shape, fast, augment](const EncodedImage& in, std::mt19937_64& rng,
+                                   float* out) {
+              inception_train(in, shape, fast, rng, out, augment);
+            },
+            [shape, augment](const io::Image& in, std::mt19937_64& rng, float* out) {
+              inception_train(in, shape, rng, out, augment);
+            }};
   }
-  return [shape, fast](const EncodedImage& in, std::mt19937_64&, float* out) {
-    inception_eval(in, shape, fast, out);
-  };
+  return {[shape, fast](const EncodedImage& in, std::mt19937_64&, float* out) {
+            inception_eval(in, shape, fast, out);
+          },
+          [shape](const io::Image& in, std::mt19937_64&, float* out) {
+            inception_eval(in, shape, out);
+          }};
 }
 
 const Row kTable[] = {
@@ -70,6 +95,34 @@ const Row kTable[] = {
     {"cifarnet", make_slim<cifarnet_train, cifarnet_eval>},
     {"lenet", make_lenet},
 };
+
+// The row's functions, with random erasing on the finished (normalized)
+// input in training, as torchvision's recipes apply it after Normalize.
+Functions make_functions(const std::string& name,
+                         const OutputShape& shape,
+                         bool is_training,
+                         const PreprocessOptions& options) {
+  for (const auto& r : kTable) {
+    if (name != r.name) continue;
+    Functions f = r.make(shape, is_training, options);
+    const double p = options.augment.random_erasing_prob;
+    make_augment(options.augment);  // checks the options in eval too
+    if (!is_training || p == 0.0) return f;
+    return {[fn = f.encoded, shape, p](const EncodedImage& in, std::mt19937_64& rng,
+                                       float* out) {
+              fn(in, rng, out);
+              random_erase(out, shape, p, rng);
+            },
+            [fn = f.decoded, shape, p](const io::Image& in, std::mt19937_64& rng,
+                                       float* out) {
+              fn(in, rng, out);
+              random_erase(out, shape, p, rng);
+            }};
+  }
+  throw ConfigError("preprocessing_name: '" + name +
+                    "' is not an available preprocessing; available: " +
+                    join_list(preprocessing_names()));
+}
 
 }  // namespace
 
@@ -83,22 +136,14 @@ PreprocessFn get_preprocessing(const std::string& name,
                                const OutputShape& shape,
                                bool is_training,
                                const PreprocessOptions& options) {
-  for (const auto& r : kTable) {
-    if (name != r.name) continue;
-    PreprocessFn fn = r.make(shape, is_training, options);
-    const double p = options.augment.random_erasing_prob;
-    make_augment(options.augment);  // checks the options in eval too
-    if (!is_training || p == 0.0) return fn;
-    // Random erasing on the finished (normalized) input, as torchvision's
-    // recipes apply it after Normalize.
-    return [fn, shape, p](const EncodedImage& in, std::mt19937_64& rng, float* out) {
-      fn(in, rng, out);
-      random_erase(out, shape, p, rng);
-    };
-  }
-  throw ConfigError("preprocessing_name: '" + name +
-                    "' is not an available preprocessing; available: " +
-                    join_list(preprocessing_names()));
+  return make_functions(name, shape, is_training, options).encoded;
+}
+
+DecodedPreprocessFn get_decoded_preprocessing(const std::string& name,
+                                              const OutputShape& shape,
+                                              bool is_training,
+                                              const PreprocessOptions& options) {
+  return make_functions(name, shape, is_training, options).decoded;
 }
 
 }  // namespace fastnn::preprocessing

@@ -37,6 +37,14 @@ PreprocessFn get_preprocessing(const std::string& name,
                                bool is_training,
                                const PreprocessOptions& options = {});
 
+/// The decoded-image form of get_preprocessing(name, ...): the same
+/// output from an image decode_image already made (inception: as with
+/// fast_jpeg_decode off). Throws as get_preprocessing does.
+DecodedPreprocessFn get_decoded_preprocessing(const std::string& name,
+                                              const OutputShape& shape,
+                                              bool is_training,
+                                              const PreprocessOptions& options = {});
+
 /// Registered names, in table order.
 std::vector<std::string> preprocessing_names();
 

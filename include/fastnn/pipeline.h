@@ -60,8 +60,21 @@ struct PipelineOptions {
   int num_threads = 4;
   /// Batches being decoded at once. REQUIRES: at most kMaxBatchesAhead.
   int64_t num_parallel_batches = 8;
-  /// Keep encoded records in memory after the first pass.
+  /// Keep every record in memory after it is first read (datasets_use_caching):
+  /// with preprocess_decoded, as its image decoded whole (uint8, before the
+  /// random part of the preprocessing), else as read. Later epochs read no
+  /// file and, with preprocess_decoded, decode no image (a record whose
+  /// later copy the shuffle brings out first is decoded once, by that
+  /// copy). The constructor estimates the cache's size from the first
+  /// images' headers and throws ConfigError, naming it, when it is over
+  /// cache_budget_bytes.
   bool cache = false;
+  /// The decoded form of preprocess, used on cached images. Empty: the
+  /// cache keeps the records as read.
+  preprocessing::DecodedPreprocessFn preprocess_decoded;
+  /// The most the cache may take, in bytes. 0: half of this machine's
+  /// memory less the batches held ahead (prefetch_batches).
+  int64_t cache_budget_bytes = 0;
   /// Skip (and count) corrupt records and bad images instead of failing.
   bool skip_corrupt = false;
   /// With skip_corrupt: a TFRecord file of which more than this share of the
@@ -131,6 +144,12 @@ struct PipelineStats {
   /// later for their content.
   int64_t bytes_skipped = 0;
   int64_t epochs_started = 0;
+  /// Images preprocessed from the decoded cache, without decoding.
+  int64_t images_from_cache = 0;
+  /// Bytes of decoded pixels the cache holds.
+  int64_t cache_bytes = 0;
+  /// The constructor's estimate of the cache's size (0: no cache).
+  int64_t cache_estimate_bytes = 0;
   /// Records this worker yields per epoch (0 = not counted: one worker).
   int64_t shard_samples = 0;
   /// Records of the file set no worker reads, per epoch, so that every

@@ -9,6 +9,10 @@
 #include <random>
 #include <string_view>
 
+namespace fastnn::io {
+struct Image;
+}
+
 namespace fastnn::preprocessing {
 
 /// Output geometry of a preprocessing function.
@@ -34,5 +38,12 @@ struct EncodedImage {
 /// Throws DataError for undecodable bytes or a channel mismatch.
 using PreprocessFn = std::function<void(
     const EncodedImage& in, std::mt19937_64& rng, float* out)>;
+
+/// The same function on an image already decoded whole (uint8 HWC, the
+/// channels asked), for a pipeline that keeps decoded images in memory
+/// (datasets_use_caching). Never modifies `in`. For inception it gives what
+/// PreprocessFn gives with fast_jpeg_decode off (the whole image decoded).
+using DecodedPreprocessFn = std::function<void(
+    const io::Image& in, std::mt19937_64& rng, float* out)>;
 
 }  // namespace fastnn::preprocessing

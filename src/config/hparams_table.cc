@@ -99,7 +99,11 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(num_parallel_batches), G::kPreprocessing,
      "Batches assembled in parallel.", between(1, 10000)},
     {FASTNN_KEY(datasets_use_caching), G::kPreprocessing,
-     "Keep the raw records in memory after the first pass."},
+     "Keep each training image in memory after its first read, decoded "
+     "(uint8, before the random part of the preprocessing), so later epochs "
+     "read and decode nothing; inception then decodes whole images (as "
+     "fast_jpeg_decode=False). A cache estimated over half the memory is "
+     "refused (exit 2) with its size."},
     {FASTNN_KEY(fast_jpeg_decode), G::kPreprocessing,
      "Let inception preprocessing decode only the crop it needs, at the "
      "smallest libjpeg DCT scale (n/8) that keeps it at least the output "

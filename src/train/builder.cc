@@ -123,7 +123,9 @@ datasets::PipelineOptions pipeline_options(const HParams& hp, const ModelAndData
   o.num_threads =
       static_cast<int>(std::min<int64_t>(hp.num_preprocessing_threads, g_pipeline_threads));
   o.num_parallel_batches = hp.num_parallel_batches;
-  o.cache = hp.datasets_use_caching;
+  // Evaluation passes once; the evaluations during training keep their
+  // batches (EvalCache).
+  o.cache = hp.datasets_use_caching && is_training;
   o.skip_corrupt = hp.skip_corrupt_records;
   o.max_skipped_share = hp.max_skipped_share;
   o.max_record_bytes = hp.max_record_bytes;
@@ -141,6 +143,10 @@ datasets::PipelineOptions pipeline_options(const HParams& hp, const ModelAndData
   po.augment.random_erasing_prob = hp.random_erasing_prob;
   o.preprocess = preprocessing::get_preprocessing(b.preprocessing_name, b.shape,
                                                   is_training, po);
+  if (o.cache) {
+    o.preprocess_decoded = preprocessing::get_decoded_preprocessing(
+        b.preprocessing_name, b.shape, is_training, po);
+  }
   if (is_training) {
     o.shard_index = shard.index;
     o.num_shards = shard.count;

@@ -176,6 +176,130 @@ TEST(Pipeline, CacheReadsTheFilesOnceAndChangesNoBatch) {
   EXPECT_EQ(cached.stats().epochs_started, 3);
 }
 
+// Every batch's images and labels, whole.
+std::vector<std::pair<torch::Tensor, torch::Tensor>> drain_tensors(Pipeline& p) {
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> out;
+  while (auto b = p.next()) out.emplace_back(b->images, b->labels);
+  return out;
+}
+
+void expect_same_batches(const std::vector<std::pair<torch::Tensor, torch::Tensor>>& a,
+                         const std::vector<std::pair<torch::Tensor, torch::Tensor>>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(torch::equal(a[i].first, b[i].first)) << "batch " << i;
+    EXPECT_TRUE(torch::equal(a[i].second, b[i].second)) << "batch " << i;
+  }
+}
+
+// datasets_use_caching with the decoded form: later epochs preprocess the
+// kept pixels, the batches stay bit for bit, random draws included.
+TEST(Pipeline, DecodedCacheDecodesEachImageOnceAndChangesNoBatch) {
+  auto dir = tmp_dir("pipe_decoded_cache");
+  auto o = base_options(write_file(dir, kRecords));
+  o.num_epochs = 3;
+  o.seed = 5;
+  preprocessing::PreprocessOptions po;
+  po.augment.policy = "trivialaugment";
+  po.augment.random_erasing_prob = 0.5;
+  o.preprocess = preprocessing::get_preprocessing("lenet", o.shape, true, po);
+  Pipeline uncached(o);
+  const auto expected = drain_tensors(uncached);
+  EXPECT_EQ(uncached.stats().images_from_cache, 0);
+  o.cache = true;
+  o.preprocess_decoded = preprocessing::get_decoded_preprocessing("lenet", o.shape, true, po);
+  Pipeline cached(o);
+  expect_same_batches(drain_tensors(cached), expected);
+  const auto st = cached.stats();
+  EXPECT_EQ(st.records_read, kRecords);
+  EXPECT_EQ(st.images_decoded, 3 * kRecords);
+  EXPECT_EQ(st.images_from_cache, 2 * kRecords);
+  EXPECT_EQ(st.cache_bytes, kRecords * 28 * 28);
+  EXPECT_GE(st.cache_estimate_bytes, kRecords * 28 * 28);
+  EXPECT_LE(st.cache_estimate_bytes, kRecords * (28 * 28 + 1024));
+}
+
+// The TF-slim functions' decoded forms: vgg's random crop and flip on RGB
+// PNGs, and inception on JPEGs as with fast_jpeg_decode off.
+TEST(Pipeline, DecodedCacheGivesTheSlimFunctionsOutput) {
+  auto dir = tmp_dir("pipe_decoded_cache_slim");
+  for (const std::string name : {"vgg", "inception"}) {
+    const auto path = (dir / (name + ".tfrecord")).string();
+    {
+      io::TFRecordWriter w(path);
+      for (int i = 0; i < 40; ++i) {
+        io::Image img;
+        img.height = 40 + i % 7;
+        img.width = 48 - i % 5;
+        img.channels = 3;
+        img.pixels.resize(size_t(img.height) * img.width * 3);
+        for (size_t k = 0; k < img.pixels.size(); ++k) img.pixels[k] = uint8_t(k * 7 + i * 13);
+        io::ImageRecord r;
+        r.encoded = name == "vgg" ? io::encode_png(img) : io::encode_jpeg(img);
+        r.label = i % 10;
+        w.write(io::encode_image_example(r));
+      }
+      w.close();
+    }
+    PipelineOptions o;
+    o.files = {path};
+    o.batch_size = 8;
+    o.channels = 3;
+    o.num_classes = 10;
+    o.shape = {3, 32, 32};
+    o.num_epochs = 3;
+    o.shuffle_buffer_size = 16;
+    o.num_threads = 2;
+    o.seed = 11;
+    preprocessing::PreprocessOptions po;
+    po.fast_jpeg_decode = false;
+    o.preprocess = preprocessing::get_preprocessing(name, o.shape, true, po);
+    Pipeline uncached(o);
+    const auto expected = drain_tensors(uncached);
+    o.cache = true;
+    po.fast_jpeg_decode = true;  // the decoded form decodes whole anyway
+    o.preprocess = preprocessing::get_preprocessing(name, o.shape, true, po);
+    o.preprocess_decoded = preprocessing::get_decoded_preprocessing(name, o.shape, true, po);
+    Pipeline cached(o);
+    SCOPED_TRACE(name);
+    expect_same_batches(drain_tensors(cached), expected);
+    EXPECT_EQ(cached.stats().records_read, 40);
+    // Two copies decoding at once: the second waits for the first's pixels.
+    EXPECT_EQ(cached.stats().images_from_cache, 2 * 40);
+  }
+}
+
+// A cache that would not fit is refused before anything is read, naming
+// its size; the records as read count their bytes instead.
+TEST(Pipeline, CacheOverItsBudgetIsRefusedWithItsSize) {
+  auto dir = tmp_dir("pipe_cache_budget");
+  auto o = base_options(write_file(dir, kRecords));
+  o.num_epochs = 2;
+  o.cache = true;
+  o.preprocess_decoded = preprocessing::get_decoded_preprocessing("lenet", o.shape, true);
+  o.cache_budget_bytes = kRecords * 28 * 28;  // the pixels alone, no bookkeeping
+  try {
+    Pipeline p(o);
+    FAIL() << "a cache over its budget was accepted";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("datasets_use_caching: the decoded images of 96 records"),
+              std::string::npos) << what;
+    EXPECT_NE(what.find("cache_budget_bytes"), std::string::npos) << what;
+    EXPECT_NE(what.find("datasets_use_caching=False"), std::string::npos) << what;
+  }
+  o.cache_budget_bytes = kRecords * (28 * 28 + 1024);
+  Pipeline fits(o);
+  EXPECT_EQ(drain(fits).size(), 2u * kRecords / 8);
+  // Records as read: their bytes (a PNG of one grey value is far smaller
+  // than its pixels).
+  o.preprocess_decoded = nullptr;
+  o.cache_budget_bytes = kRecords * (28 * 28);
+  Pipeline raw(o);
+  EXPECT_GT(raw.stats().cache_estimate_bytes, 0);
+  EXPECT_LT(raw.stats().cache_estimate_bytes, kRecords * 28 * 28);
+}
+
 TEST(Pipeline, SkipBatchesResumesAtTheSamePosition) {
   auto dir = tmp_dir("pipe_skip");
   auto o = base_options(write_file(dir, kRecords));

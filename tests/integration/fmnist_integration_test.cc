@@ -180,6 +180,33 @@ TEST_F(FashionMnist, AccumulatedRunResumesBitForBit) {
   EXPECT_EQ(ta.at("input/batches_consumed").item<int64_t>(), 60);
 }
 
+// Issue 25: datasets_use_caching keeps the decoded images; the second
+// epoch preprocesses them with the same draws, so the run ends bit for bit
+// like one that decodes every epoch.
+TEST_F(FashionMnist, DecodedCacheTrainsBitForBitLikeDecodingEveryEpoch) {
+  const auto cached = fresh("cache_on"), plain = fresh("cache_off");
+  auto args = [&](const std::string& dir, bool cache) {
+    auto v = train_args(dir, "400");  // 6,000 images of 32: 2.1 epochs
+    v.push_back("--augment_policy=trivialaugment");
+    v.push_back(std::string("--datasets_use_caching=") + (cache ? "True" : "False"));
+    return v;
+  };
+  const auto on = run(args(cached, true), (kTmp / "cache_on.log").string());
+  ASSERT_EQ(on.exit_code, 0) << on.output;
+  EXPECT_NE(on.output.find("Input cache (datasets_use_caching): the decoded images of 6000 "
+                           "records, about "),
+            std::string::npos)
+      << on.output;
+  ASSERT_EQ(run(args(plain, false), (kTmp / "cache_off.log").string()).exit_code, 0);
+  auto ta = train::load_tensors((fs::path(cached) / "model.ckpt-400").string());
+  auto tb = train::load_tensors((fs::path(plain) / "model.ckpt-400").string());
+  ASSERT_EQ(ta.size(), tb.size());
+  for (const auto& [name, t] : ta) {
+    ASSERT_TRUE(tb.count(name)) << name;
+    EXPECT_TRUE(torch::equal(t, tb[name])) << name;
+  }
+}
+
 // Issue 26: the policy's and random erasing's draws come from the
 // per-example generators, mixup's from (seed, rank, batch number), so a
 // resumed run still ends bit for bit like an uninterrupted one; and they
