@@ -1,14 +1,18 @@
 # Sourced by the Fashion-MNIST benchmarks (bench/fmnist_*.sh), from the
 # repository's root: BIN, PEER, DATA (converted once), OUT (a temporary
-# directory removed on exit), and the check that the peer's PyTorch is there.
+# directory removed on exit), and the check that the peer's PyTorch is there
+# (unless FMNIST_PEER=0).
 BIN=${BUILD_DIR:-build}/bin
 PEER=${PEER:-../shared/bench/peer_pytorch.py}
 DATA=data/fashion_mnist
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c "import torch" 2>/dev/null || {
-  echo "bench: the peer needs Debian's PyTorch: apt-get install python3-torch" >&2; exit 2; }
+# FMNIST_PEER=0: a benchmark of ours alone, no peer to check.
+if [ "${FMNIST_PEER:-1}" = 1 ]; then
+  command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c "import torch" 2>/dev/null || {
+    echo "bench: the peer needs Debian's PyTorch: apt-get install python3-torch" >&2; exit 2; }
+fi
 # convert_dataset refuses to overwrite: convert once.
 [ -f "$DATA/labels.txt" ] || "$BIN/convert_dataset" --dataset_name fashion_mnist \
   --input /usr/share/datasets/fashion-mnist --dataset_dir "$DATA" >/dev/null

@@ -14,12 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 EPOCHS=${1:-4}
 TOOLS=${TOOLS:---augment_policy=trivialaugment --random_erasing_prob=0.25 --mixup_alpha=0.2 --cutmix_alpha=1.0}
-BIN=${BUILD_DIR:-build}/bin
-DATA=data/fashion_mnist
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
-[ -f "$DATA/labels.txt" ] || "$BIN/convert_dataset" --dataset_name fashion_mnist \
-  --input /usr/share/datasets/fashion-mnist --dataset_dir "$DATA" >/dev/null
+FMNIST_PEER=0 source bench/fmnist_common.sh
 
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1);" \
   "$(grep -m1 -o -w -E 'avx512_bf16|avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
