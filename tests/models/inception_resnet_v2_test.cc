@@ -1,18 +1,14 @@
 // inception_resnet_v2: shapes, parameter count, TF-slim names (slim.repeat
 // scopes), residual scales, regularized variables, initializers, the
 // smallest input, one training step and a save/load round trip.
-#include "tests/models/train_step.h"
 #include "models/inception_resnet_v2.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <map>
+#include "tests/models/net_checks.h"
 
-#include "models/model_factory.h"
-#include "src/optim/optimizers.h"
-
-namespace fastnn::models {
+namespace fastnn::models::testing {
 namespace {
 
 // TF-slim's ImageNet checkpoints for this network have 1001 classes.
@@ -21,28 +17,17 @@ constexpr int64_t kClasses = 1001;
 // pool: 107 -> 53 -> 51 -> 25 (MaxPool_3a) -> 23 (4a) -> 11 (5a) -> 5 (6a).
 constexpr int64_t kMinSize = 107;
 
-std::shared_ptr<ClassifierImpl> make(int64_t size = 0, double keep = 0.8) {
-  ModelOptions o;
-  o.num_classes = kClasses;
-  o.dropout_keep_prob = keep;
-  o.image_size = size;
-  return find_model("inception_resnet_v2").create(o);
-}
-
 class InceptionResnetV2 : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     torch::manual_seed(0);
-    model_ = make();
+    model_ = create("inception_resnet_v2", kClasses, 0, 0.8);
   }
   static void TearDownTestSuite() {
     model_.reset();
   }
   static std::map<std::string, torch::Tensor> variables() {
-    std::map<std::string, torch::Tensor> out;
-    for (const auto& v : model_variables(*model_))
-      out[v.name] = v.tensor;
-    return out;
+    return variable_map(*model_);
   }
   static std::shared_ptr<ClassifierImpl> model_;
 };
@@ -59,9 +44,7 @@ TEST_F(InceptionResnetV2, OutputShapesAtDefaultSize) {
 }
 
 TEST_F(InceptionResnetV2, ParameterCountMatchesTFSlim) {
-  int64_t n = 0;
-  for (const auto& p : model_->parameters())
-    n += p.numel();
+  const int64_t n = trainable_parameters(*model_);
   // Trainable variables by hand: conv k_h*k_w*in*out + out (BatchNorm/beta,
   // no gamma, or biases for the blocks' Conv2d_1x1); fc in*out + out.
   //   stem Conv2d_1a/2a/2b/3b/4a                    172,272
@@ -178,59 +161,18 @@ TEST_F(InceptionResnetV2, ResidualScalesAndFinalActivation) {
 }
 
 TEST(InceptionResnetV2Small, SmallestInput) {
-  EXPECT_THROW(make(kMinSize - 1), c10::Error);
-  auto m = make(kMinSize);
-  EXPECT_THROW(m->forward(torch::randn({2, 3, 299, 299})), c10::Error);
+  expect_smallest_input("inception_resnet_v2", kClasses, kMinSize);
 }
 
 TEST(InceptionResnetV2Small, OneTrainingStepLowersTheLoss) {
-  torch::manual_seed(0);
-  auto m = make(kMinSize, 1.0);
-  m->train();
-  std::vector<optim::Variable> vars;
-  for (const auto& v : model_variables(*m)) {
-    if (v.trainable)
-      vars.push_back({v.name, v.tensor});
-  }
-  optim::GradientDescent opt(vars);
-  auto x = torch::randn({4, 3, kMinSize, kMinSize});
-  auto y = torch::randint(0, kClasses, {4}, torch::kInt64);
-  auto loss_of = [&] {
-    auto out = m->forward(x);
-    namespace F = torch::nn::functional;
-    return F::cross_entropy(out.logits, y) +
-           0.4 * F::cross_entropy(out.aux_logits, y);
-  };
-  auto loss0 = loss_of();
-  m->zero_grad(/*set_to_none=*/false);
-  loss0.backward();
-  opt.step(testing::first_order_rate(vars, loss0.item<double>()));
-  auto loss1 = loss_of();
-  EXPECT_LT(loss1.item<double>(), loss0.item<double>());
+  expect_first_order_step_lowers_loss("inception_resnet_v2", kClasses, kMinSize);
 }
 
+// Every variable copied into a fresh network after a training pass moved
+// the BatchNorm statistics: the same logits and auxiliary logits.
 TEST(InceptionResnetV2Small, SaveLoadRoundTrip) {
-  auto a = make(kMinSize);
-  auto b = make(kMinSize);
-  a->train();
-  a->forward(torch::randn({2, 3, kMinSize, kMinSize}));  // Moves BN stats.
-  auto va = model_variables(*a), vb = model_variables(*b);
-  ASSERT_EQ(va.size(), vb.size());
-  {
-    torch::NoGradGuard no_grad;
-    for (size_t i = 0; i < va.size(); ++i) {
-      ASSERT_EQ(va[i].name, vb[i].name);
-      vb[i].tensor.copy_(va[i].tensor);
-    }
-  }
-  a->eval();
-  b->eval();
-  torch::NoGradGuard no_grad;
-  auto x = torch::randn({2, 3, kMinSize, kMinSize});
-  auto oa = a->forward(x), ob = b->forward(x);
-  EXPECT_TRUE(torch::equal(oa.logits, ob.logits));
-  EXPECT_TRUE(torch::equal(oa.aux_logits, ob.aux_logits));
+  expect_round_trip("inception_resnet_v2", kMinSize);
 }
 
 }  // namespace
-}  // namespace fastnn::models
+}  // namespace fastnn::models::testing

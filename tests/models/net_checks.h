@@ -14,6 +14,7 @@
 
 #include "models/model_factory.h"
 #include "src/optim/optimizers.h"
+#include "tests/models/train_step.h"
 
 namespace fastnn::models::testing {
 
@@ -187,6 +188,18 @@ inline void expect_sgd_step_lowers_loss(const std::string& name,
       << s.predicted;
 }
 
+/// Cross-entropy of the logits, plus 0.4 x that of the auxiliary logits
+/// when the network has them (FastNN's loss_fn).
+inline torch::Tensor loss_with_aux(ClassifierImpl& m, const torch::Tensor& x,
+                                   const torch::Tensor& y) {
+  namespace F = torch::nn::functional;
+  auto out = m.forward(x);
+  auto l = F::cross_entropy(out.logits, y);
+  if (out.aux_logits.defined())
+    l = l + 0.4 * F::cross_entropy(out.aux_logits, y);
+  return l;
+}
+
 /// Loss before and after one SGD step at a fixed `lr` on a fixed batch of 4
 /// (training mode, dropout off); the auxiliary head, if any, adds 0.4 x its
 /// loss as in FastNN's loss_fn. Deep BatchNorm networks start with
@@ -201,20 +214,54 @@ inline std::pair<double, double> fixed_lr_step(const std::string& name,
   optim::GradientDescent opt(trainable_variables(*m));
   auto x = torch::randn({4, 3, image_size, image_size});
   auto y = torch::tensor({0, 1, 2, 3}, torch::kInt64);
-  auto loss = [&] {
-    namespace F = torch::nn::functional;
-    auto out = m->forward(x);
-    auto l = F::cross_entropy(out.logits, y);
-    if (out.aux_logits.defined())
-      l = l + 0.4 * F::cross_entropy(out.aux_logits, y);
-    return l;
-  };
+  auto loss = [&] { return loss_with_aux(*m, x, y); };
   auto loss0 = loss();
   m->zero_grad(/*set_to_none=*/false);
   loss0.backward();
   opt.step(lr);
   torch::NoGradGuard no_grad;
   return {loss0.item<double>(), loss().item<double>()};
+}
+
+/// Every variable by TF-slim name, in LibTorch's layout.
+inline std::map<std::string, torch::Tensor> variable_map(ClassifierImpl& m) {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& v : model_variables(m))
+    out[v.name] = v.tensor;
+  return out;
+}
+
+/// The network refuses an image side below `min_size` when built, and an
+/// input of another size than the one it was built for.
+inline void expect_smallest_input(const std::string& name, int64_t classes,
+                                  int64_t min_size) {
+  EXPECT_THROW(create(name, classes, min_size - 1), c10::Error) << name;
+  auto m = create(name, classes, min_size);
+  EXPECT_THROW(m->forward(torch::randn({2, 3, min_size + 192, min_size + 192})),
+               c10::Error)
+      << name;
+}
+
+/// One SGD step at the rate that lowers the loss by 1 % to first order
+/// (train_step.h), in training mode with dropout off, on a batch of 4 with
+/// random labels; the auxiliary head adds 0.4 x its loss as in FastNN's
+/// loss_fn. Expects the loss to go down.
+inline void expect_first_order_step_lowers_loss(const std::string& name,
+                                                int64_t classes,
+                                                int64_t image_size) {
+  torch::manual_seed(0);
+  auto m = create(name, classes, image_size, /*keep=*/1.0);
+  m->train();
+  auto vars = trainable_variables(*m);
+  optim::GradientDescent opt(vars);
+  auto x = torch::randn({4, 3, image_size, image_size});
+  auto y = torch::randint(0, classes, {4}, torch::kInt64);
+  auto loss_of = [&] { return loss_with_aux(*m, x, y); };
+  auto loss0 = loss_of();
+  m->zero_grad(/*set_to_none=*/false);
+  loss0.backward();
+  opt.step(fastnn::testing::first_order_rate(vars, loss0.item<double>()));
+  EXPECT_LT(loss_of().item<double>(), loss0.item<double>()) << name;
 }
 
 /// Copies every variable of one model into a fresh one after a training
