@@ -1,4 +1,4 @@
-// Error types and the process exit codes they map to (DESIGN.md §1).
+// Error types and the process exit codes they map to (README.md, "Exit codes").
 #pragma once
 
 #include <stdexcept>

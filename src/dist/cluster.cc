@@ -647,7 +647,7 @@ std::vector<std::string> expand_nodelist(const std::string& list,
 namespace {
 
 // Which sources the environment and flags hold (several may be present;
-// the first in DESIGN.md §1's order decides).
+// the first in docs/design.md's order decides).
 struct Sources {
   bool launched = false;  // a worker this project's launcher started
   bool flags = false;

@@ -1,5 +1,5 @@
 // Where this process sits in the job: rank, world size, local rank, the
-// coordinator's address, and where each value came from (DESIGN.md §1).
+// coordinator's address, and where each value came from (docs/design.md, "Distributed control plane").
 // No LibTorch here.
 #pragma once
 
@@ -19,7 +19,7 @@ namespace fastnn::dist {
 /// and every count read from the environment is checked against it.
 inline constexpr int kMaxWorldSize = 1 << 20;
 
-/// Where a job's layout came from (DESIGN.md §1's order; docs/cluster.md).
+/// Where a job's layout came from (docs/design.md's order; docs/cluster.md).
 enum class ClusterSource {
   kSingleProcess,
   kFlags,        // worker_hosts / task_index
@@ -70,7 +70,7 @@ using Environment = std::map<std::string, std::string>;
 Environment process_environment();
 
 /// Resolves the cluster from the hyperparameters and the environment in
-/// DESIGN.md §1's order, once per process. Throws ConfigError (exit 2) on
+/// docs/design.md's order, once per process. Throws ConfigError (exit 2) on
 /// contradictory or malformed values, naming the variable or key.
 /// `gpus_per_machine` (asked only when the job would otherwise be one
 /// process and nproc_per_node is not set): more than 1 starts one worker

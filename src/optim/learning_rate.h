@@ -1,5 +1,5 @@
 // Learning-rate schedules with FastNN's and TF-slim's exact semantics
-// (reference/fastnn.md §4), plus a linear warmup (Goyal et al., 2017). Pure
+// (docs/hyperparameters.md), plus a linear warmup (Goyal et al., 2017). Pure
 // functions of the global step.
 #pragma once
 

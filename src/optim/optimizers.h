@@ -1,4 +1,5 @@
-// TF1-exact optimizers (reference/fastnn.md §5.1). Each keeps its slots as
+// TF1-exact optimizers (docs/hyperparameters.md, "Optimizer"; checked
+// against TensorFlow's, docs/design.md). Each keeps its slots as
 // named tensors ("<var>/Momentum", "<var>/RMSProp", ...) so checkpoints can
 // save and restore them. Settings come in an options struct whose defaults
 // are TensorFlow 1's; create_optimizer fills them from FastNN's keys, whose

@@ -1,6 +1,6 @@
 // fastnn_job status|stop|health --coordinator HOST:PORT [--token_file FILE]
 // Talks to a running job's coordinator. Exit codes: 0 done, 2 usage,
-// 5 coordinator unreachable or the call refused (DESIGN.md §1).
+// 5 coordinator unreachable or the call refused (README.md, "Exit codes").
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>

@@ -28,7 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Every flag of FastNN's images/flags.py (reference/fastnn.md §1.3).
+// Every flag of FastNN's images/flags.py (docs/hyperparameters.md).
 const char* const kFastnnFlags[] = {"task_index",
                                     "taskId",
                                     "worker_hosts",

@@ -1,4 +1,4 @@
-// Cluster discovery: every source of DESIGN.md §1, their order, and the
+// Cluster discovery: every source of docs/design.md's order, their order, and the
 // errors for contradictory or malformed values.
 #include "src/dist/cluster.h"
 

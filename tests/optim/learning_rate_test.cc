@@ -1,4 +1,4 @@
-// Schedules against hand-computed values (reference/fastnn.md §4).
+// Schedules against hand-computed values (TF1's *_decay functions).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // Each optimizer against values computed by hand from TF1's update rules
-// (reference/fastnn.md §5.1), three steps, slot initial values included.
+// (TF1's training_ops kernels), three steps, slot initial values included.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
