@@ -17,30 +17,11 @@ constexpr int64_t kClasses = 1001;
 // pool: 107 -> 53 -> 51 -> 25 (MaxPool_3a) -> 23 (4a) -> 11 (5a) -> 5 (6a).
 constexpr int64_t kMinSize = 107;
 
-class InceptionResnetV2 : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    torch::manual_seed(0);
-    model_ = create("inception_resnet_v2", kClasses, 0, 0.8);
-  }
-  static void TearDownTestSuite() {
-    model_.reset();
-  }
-  static std::map<std::string, torch::Tensor> variables() {
-    return variable_map(*model_);
-  }
-  static std::shared_ptr<ClassifierImpl> model_;
-};
-std::shared_ptr<ClassifierImpl> InceptionResnetV2::model_;
+constexpr char kName[] = "inception_resnet_v2";
+using InceptionResnetV2 = SharedNetwork<kName, kClasses>;
 
 TEST_F(InceptionResnetV2, OutputShapesAtDefaultSize) {
-  EXPECT_EQ(find_model("inception_resnet_v2").default_image_size, 299);
-  torch::NoGradGuard no_grad;
-  model_->eval();
-  auto out = model_->forward(torch::randn({1, 3, 299, 299}));
-  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, kClasses}));
-  ASSERT_TRUE(out.aux_logits.defined());
-  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{1, kClasses}));
+  expect_default_size_outputs(*model_, kName, kClasses, 299);
 }
 
 TEST_F(InceptionResnetV2, ParameterCountMatchesTFSlim) {

@@ -15,30 +15,11 @@ constexpr int64_t kClasses = 1001;
 // 107 -> 53 -> 51 -> 25 (Mixed_3a) -> 23 (4a) -> 11 (5a) -> 5 (6a).
 constexpr int64_t kMinSize = 107;
 
-class InceptionV4 : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    torch::manual_seed(0);
-    model_ = create("inception_v4", kClasses, 0, 0.8);
-  }
-  static void TearDownTestSuite() {
-    model_.reset();
-  }
-  static std::map<std::string, torch::Tensor> variables() {
-    return variable_map(*model_);
-  }
-  static std::shared_ptr<ClassifierImpl> model_;
-};
-std::shared_ptr<ClassifierImpl> InceptionV4::model_;
+constexpr char kName[] = "inception_v4";
+using InceptionV4 = SharedNetwork<kName, kClasses>;
 
 TEST_F(InceptionV4, OutputShapesAtDefaultSize) {
-  EXPECT_EQ(find_model("inception_v4").default_image_size, 299);
-  torch::NoGradGuard no_grad;
-  model_->eval();
-  auto out = model_->forward(torch::randn({1, 3, 299, 299}));
-  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, kClasses}));
-  ASSERT_TRUE(out.aux_logits.defined());
-  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{1, kClasses}));
+  expect_default_size_outputs(*model_, kName, kClasses, 299);
 }
 
 TEST_F(InceptionV4, ParameterCountMatchesTFSlim) {

@@ -231,6 +231,31 @@ inline std::map<std::string, torch::Tensor> variable_map(ClassifierImpl& m) {
   return out;
 }
 
+/// A test suite's one instance of the network kName with kClasses classes
+/// (seed 0, dropout keep 0.8), built once for the suite.
+template <const char* kName, int64_t kClasses>
+class SharedNetwork : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    torch::manual_seed(0);
+    model_ = create(kName, kClasses, 0, 0.8);
+  }
+  static void TearDownTestSuite() { model_.reset(); }
+  static std::map<std::string, torch::Tensor> variables() { return variable_map(*model_); }
+  static inline std::shared_ptr<ClassifierImpl> model_;
+};
+
+/// The registered default image size, and the eval-mode logits (and
+/// auxiliary logits, which these networks always have) at that size.
+inline void expect_default_size_outputs(ClassifierImpl& m, const std::string& name,
+                                        int64_t classes, int64_t size) {
+  EXPECT_EQ(find_model(name).default_image_size, size);
+  auto out = eval_forward(m, 1, size);
+  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, classes}));
+  ASSERT_TRUE(out.aux_logits.defined());
+  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{1, classes}));
+}
+
 /// The network refuses an image side below `min_size` when built, and an
 /// input of another size than the one it was built for.
 inline void expect_smallest_input(const std::string& name, int64_t classes,
