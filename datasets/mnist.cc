@@ -3,11 +3,13 @@
 namespace fastnn::datasets {
 
 DatasetSpec mnist_spec() {
-  return {"mnist", "mnist", {{"train", 60000}, {"test", 10000}}, 10, 1};
+  return {"mnist", "mnist", {{"train", 60000}, {"test", 10000}}, 10, 1,
+          DatasetSource::kTFRecord, ""};
 }
 
 DatasetSpec fashion_mnist_spec() {
-  return {"fashion_mnist", "mnist", {{"train", 60000}, {"test", 10000}}, 10, 1};
+  return {"fashion_mnist", "mnist", {{"train", 60000}, {"test", 10000}}, 10, 1,
+          DatasetSource::kTFRecord, ""};
 }
 
 const std::vector<std::string>& mnist_class_names() {

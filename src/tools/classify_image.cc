@@ -35,7 +35,7 @@
 #include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
 #include "src/train/inference_model.h"
-#include "src/train/tool_main.h"
+#include "src/tools/tool_main.h"
 
 namespace {
 using namespace fastnn;

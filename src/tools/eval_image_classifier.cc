@@ -5,7 +5,7 @@
 
 #include "fastnn/errors.h"
 #include "src/train/evaluator.h"
-#include "src/train/tool_main.h"
+#include "src/tools/tool_main.h"
 
 namespace {
 

@@ -32,7 +32,7 @@
 #include "src/export/onnx_export.h"
 #include "src/io/atomic_file.h"
 #include "src/train/inference_model.h"
-#include "src/train/tool_main.h"
+#include "src/tools/tool_main.h"
 
 namespace {
 using namespace fastnn;

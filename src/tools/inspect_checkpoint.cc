@@ -27,7 +27,7 @@
 #include "src/io/tf_checkpoint.h"
 #include "src/train/checkpoint.h"
 #include "src/train/checkpoint_format.h"
-#include "src/train/tool_main.h"
+#include "src/tools/tool_main.h"
 
 namespace {
 using namespace fastnn;

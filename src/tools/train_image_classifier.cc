@@ -10,7 +10,7 @@
 #include "src/dist/launcher.h"
 #include "src/train/device.h"
 #include "src/train/run_hooks.h"
-#include "src/train/tool_main.h"
+#include "src/tools/tool_main.h"
 
 int main(int argc, char** argv) {
   return fastnn::train::tool_main(

@@ -23,7 +23,7 @@
 #include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
 #include "src/train/checkpoint.h"
-#include "src/train/tool_main.h"
+#include "src/tools/tool_main.h"
 #include "src/train/train_state.h"
 
 namespace {

@@ -30,7 +30,7 @@
 #include "src/io/atomic_file.h"
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
-#include "src/train/tool_main.h"
+#include "src/tools/tool_main.h"
 #include "src/train/train_state.h"
 #include "tests/tf_oracle/npy.h"
 

@@ -23,7 +23,7 @@
 #include "fastnn/errors.h"
 #include "src/optim/learning_rate.h"
 #include "src/optim/optimizers.h"
-#include "src/train/tool_main.h"
+#include "src/tools/tool_main.h"
 #include "tests/tf_oracle/npy.h"
 
 namespace {

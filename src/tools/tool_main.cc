@@ -1,4 +1,4 @@
-#include "src/train/tool_main.h"
+#include "src/tools/tool_main.h"
 
 #include <c10/util/Exception.h>
 
