@@ -17,11 +17,11 @@ constexpr int64_t kClasses = 1001;
 // pool: 107 -> 53 -> 51 -> 25 (MaxPool_3a) -> 23 (4a) -> 11 (5a) -> 5 (6a).
 constexpr int64_t kMinSize = 107;
 
-constexpr char kName[] = "inception_resnet_v2";
-using InceptionResnetV2 = SharedNetwork<kName, kClasses>;
+constexpr char kInceptionResnetV2[] = "inception_resnet_v2";
+using InceptionResnetV2 = SharedNetwork<kInceptionResnetV2, kClasses>;
 
 TEST_F(InceptionResnetV2, OutputShapesAtDefaultSize) {
-  expect_default_size_outputs(*model_, kName, kClasses, 299);
+  expect_default_size_outputs(*model_, kInceptionResnetV2, kClasses, 299);
 }
 
 TEST_F(InceptionResnetV2, ParameterCountMatchesTFSlim) {

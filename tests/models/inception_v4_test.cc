@@ -15,11 +15,11 @@ constexpr int64_t kClasses = 1001;
 // 107 -> 53 -> 51 -> 25 (Mixed_3a) -> 23 (4a) -> 11 (5a) -> 5 (6a).
 constexpr int64_t kMinSize = 107;
 
-constexpr char kName[] = "inception_v4";
-using InceptionV4 = SharedNetwork<kName, kClasses>;
+constexpr char kInceptionV4[] = "inception_v4";
+using InceptionV4 = SharedNetwork<kInceptionV4, kClasses>;
 
 TEST_F(InceptionV4, OutputShapesAtDefaultSize) {
-  expect_default_size_outputs(*model_, kName, kClasses, 299);
+  expect_default_size_outputs(*model_, kInceptionV4, kClasses, 299);
 }
 
 TEST_F(InceptionV4, ParameterCountMatchesTFSlim) {
