@@ -149,7 +149,13 @@ struct Pipeline::State {
   template <typename Take>
   bool read_files(Take&& take);
   void work_loop();
-  int64_t decode_record(const Record& r, std::mt19937_64& rng, float* out);
+  /// What a batch's records took from the decoded-image cache, counted into
+  /// stats once per batch (no lock per image).
+  struct CacheTally {
+    int64_t from_cache = 0;
+    int64_t bytes_added = 0;
+  };
+  int64_t decode_record(const Record& r, std::mt19937_64& rng, float* out, CacheTally& tally);
   /// The label of a record's bytes, and in `encoded` its image (a view of
   /// data, or of `ex` where it parses one), checked (BadRecord).
   int64_t encoded_image(std::string_view data, int64_t file_label, io::ImageRecord& ex,
@@ -408,7 +414,8 @@ int64_t Pipeline::State::encoded_image(std::string_view data, int64_t file_label
   return label;
 }
 
-int64_t Pipeline::State::decode_record(const Record& r, std::mt19937_64& rng, float* out) {
+int64_t Pipeline::State::decode_record(const Record& r, std::mt19937_64& rng, float* out,
+                                        CacheTally& tally) {
   if (!r.refused.empty()) throw BadRecord(r.refused_kind, r.refused);
   // Preprocessing's DataErrors are undecodable images or channel
   // mismatches.
@@ -433,11 +440,10 @@ int64_t Pipeline::State::decode_record(const Record& r, std::mt19937_64& rng, fl
     } catch (const DataError& x) {
       throw BadRecord(Skip::kImage, x.what());
     }
-    std::lock_guard<std::mutex> lock(mu);
     if (decoded_now) {
-      stats.cache_bytes += static_cast<int64_t>(e.image.pixels.size());
+      tally.bytes_added += static_cast<int64_t>(e.image.pixels.size());
     } else {
-      ++stats.images_from_cache;
+      ++tally.from_cache;
     }
     return e.label - opt.labels_offset;
   }
@@ -463,6 +469,7 @@ Decoded Pipeline::State::decode(RawBatch& rb) {
   float* out = images.data_ptr<float>();
   int64_t* lab = labels.data_ptr<int64_t>();
   int64_t kept = 0;
+  CacheTally tally;
   for (int64_t i = 0; i < n; ++i) {
     const Record& r = rb.records[i];
     if (opt.synthetic_samples > 0) {
@@ -476,7 +483,7 @@ Decoded Pipeline::State::decode(RawBatch& rb) {
     if (r.skip == Skip::kPad) continue;
     try {
       std::mt19937_64 rng(mix_seed(opt.seed, rb.index, i));
-      lab[kept] = decode_record(r, rng, out + kept * shape.numel());
+      lab[kept] = decode_record(r, rng, out + kept * shape.numel(), tally);
       ++kept;
     } catch (const BadRecord& e) {
       if (!opt.skip_corrupt) throw DataError(where(r) + ": " + e.what());
@@ -488,6 +495,8 @@ Decoded Pipeline::State::decode(RawBatch& rb) {
   {
     std::lock_guard<std::mutex> lock(mu);
     stats.images_decoded += kept;
+    stats.images_from_cache += tally.from_cache;
+    stats.cache_bytes += tally.bytes_added;
     const std::string error = rejected_share_error(false);
     if (!error.empty()) throw DataError(error);
   }
@@ -559,20 +568,27 @@ void check_batches_ahead(const PipelineOptions& o) {
   }
 }
 
-// The records this worker reads per epoch.
+// The records of each file in this split: the caller's counts when it gave
+// them, one per image file, else each TFRecord file counted through the
+// holdout.
+std::vector<int64_t> records_per_file(const PipelineOptions& o) {
+  if (o.records_per_file.size() == o.files.size()) return o.records_per_file;
+  if (!o.file_labels.empty()) return std::vector<int64_t>(o.files.size(), 1);
+  const Holdout holdout{o.holdout_fraction, o.holdout_seed, o.holdout_keep};
+  std::vector<int64_t> counts;
+  counts.reserve(o.files.size());
+  for (const auto& f : o.files) {
+    counts.push_back(count_in_split(holdout, std::filesystem::path(f).filename().string(),
+                                    count_tfrecords(f)));
+  }
+  return counts;
+}
+
+// The records this worker reads per epoch: its shard's, or every file's.
 int64_t records_per_epoch(const PipelineOptions& o, const ShardPlan& plan) {
   if (plan.samples > 0) return plan.samples;
-  if (!o.file_labels.empty()) return static_cast<int64_t>(o.files.size());
-  if (o.records_per_file.size() == o.files.size()) {
-    return std::accumulate(o.records_per_file.begin(), o.records_per_file.end(), int64_t{0});
-  }
-  const Holdout holdout{o.holdout_fraction, o.holdout_seed, o.holdout_keep};
-  int64_t n = 0;
-  for (const auto& f : o.files) {
-    n += count_in_split(holdout, std::filesystem::path(f).filename().string(),
-                        count_tfrecords(f));
-  }
-  return n;
+  const std::vector<int64_t> counts = records_per_file(o);
+  return std::accumulate(counts.begin(), counts.end(), int64_t{0});
 }
 
 // What one cached record costs, averaged over the first kSampled records of
@@ -686,18 +702,7 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_shared<State>()) 
   if (s.opt.synthetic_samples > 0 || s.opt.num_shards <= 1) {
     for (size_t f = 0; f < s.opt.files.size(); ++f) s.plan.files.push_back(f);
   } else {
-    auto counts = s.opt.records_per_file;
-    if (counts.size() != s.opt.files.size()) {
-      counts.clear();
-      const Holdout holdout{s.opt.holdout_fraction, s.opt.holdout_seed, s.opt.holdout_keep};
-      for (const auto& f : s.opt.files) {
-        counts.push_back(s.opt.file_labels.empty()
-                             ? count_in_split(holdout, std::filesystem::path(f).filename().string(),
-                                              count_tfrecords(f))
-                             : 1);
-      }
-    }
-    s.plan = plan_shards(counts, s.opt.shard_index, s.opt.num_shards);
+    s.plan = plan_shards(records_per_file(s.opt), s.opt.shard_index, s.opt.num_shards);
     s.stats.shard_samples = s.plan.samples;
     s.stats.shard_dropped = s.plan.dropped;
     log::info() << "Input " << describe(s.plan, s.opt.files.size());
