@@ -9,12 +9,12 @@
 # Only Debian's packages, through Debian's mirror. The one thing Debian
 # cannot provide offline is cuDNN (nvidia-cudnn is a script that downloads
 # it from NVIDIA): a placeholder package satisfies the dependency and
-# ci/cudnn_stub.sh makes a library with cuDNN's symbols so that LibTorch
+# .ci/cudnn_stub.sh makes a library with cuDNN's symbols so that LibTorch
 # links and loads. cuDNN is only called on CUDA tensors, so never here.
 #
 # The chroot (~8 GiB) lives outside the clone, in
 # $FASTNN_CHROOT_CACHE/trixie-cuda-KEY (default /var/cache/fastnn), KEY being
-# a hash of its package list and of ci/cudnn_stub.sh: every clone on the
+# a hash of its package list and of .ci/cudnn_stub.sh: every clone on the
 # machine, CI's fresh ones included, finds it, and it is built anew only when
 # that list changes (older trixie-cuda-* chroots are then removed, once
 # nothing is mounted in them). Its own ccache (/root/.ccache inside it)
@@ -24,7 +24,7 @@
 # gpu_test and train_image_classifier), plus eval_image_classifier and
 # allreduce_bench, the other binaries that link LibTorch's CUDA side.
 #
-# Usage: ci/torch2.sh [ctest arguments]   (default: -L 'unit|gpu')
+# Usage: .ci/torch2.sh [ctest arguments]   (default: -L 'unit|gpu')
 # Environment: FASTNN_CHROOT (a chroot directory to use as it is),
 # FASTNN_CHROOT_CACHE, DEBIAN_MIRROR, JOBS. Needs root (or sudo).
 set -euo pipefail
@@ -42,7 +42,7 @@ PACKAGES=(
   nlohmann-json3-dev libleveldb-dev libsnappy-dev libgtest-dev libjpeg-turbo-progs bc openssl iproute2
 )
 CACHE=${FASTNN_CHROOT_CACHE:-/var/cache/fastnn}
-KEY=$({ echo "${PACKAGES[*]}"; cat ci/cudnn_stub.sh; } | sha256sum | cut -c1-12)
+KEY=$({ echo "${PACKAGES[*]}"; cat .ci/cudnn_stub.sh; } | sha256sum | cut -c1-12)
 ROOT=${FASTNN_CHROOT:-$CACHE/trixie-cuda-$KEY}
 # The chroot is ready when this file lists exactly these packages.
 MARKER=$ROOT/.fastnn-packages
@@ -139,7 +139,7 @@ if [ ! -f "$MARKER" ] || [ "$(cat "$MARKER")" != "${PACKAGES[*]}" ]; then
            apt-get update -qq &&
            apt-get install -y -qq --no-install-recommends ${PACKAGES[*]} >/tmp/apt.log 2>&1 ||
            { tail -30 /tmp/apt.log; exit 1; }"
-  in_root "/src/ci/cudnn_stub.sh /usr/lib/x86_64-linux-gnu && apt-get clean"
+  in_root "/src/.ci/cudnn_stub.sh /usr/lib/x86_64-linux-gnu && apt-get clean"
   echo "${PACKAGES[*]}" | $SUDO tee "$MARKER" >/dev/null
 fi
 log "chroot ready after $((SECONDS - t0)) s"
