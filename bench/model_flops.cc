@@ -13,6 +13,9 @@
 //       LibTorch's fp32 N x N x N matrix product (this build's BLAS) on
 //       THREADS threads (OpenBLAS told so too), repeated for SECONDS: the
 //       best GFLOP/s of the runs.
+//   model_flops gemm fp32|bf16 N THREADS SECONDS
+//       the same in either type: bf16 is the limit of a bfloat16-autocast
+//       step (oneDNN's product, fp32 accumulation).
 #include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/torch.h>
@@ -21,6 +24,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -93,7 +97,13 @@ int net(const std::string& name, int64_t size, int64_t channels, int64_t classes
   return unknown == 0 ? 0 : 1;
 }
 
-int sgemm(int64_t n, int threads, double seconds) {
+// The best rate of n x n products in `dtype` (fp32: the BLAS's sgemm;
+// bf16: oneDNN's bfloat16 product, with fp32 accumulation, where the CPU has
+// bfloat16 instructions).
+int gemm(const std::string& dtype, int64_t n, int threads, double seconds) {
+  if (dtype != "fp32" && dtype != "bf16") {
+    throw std::invalid_argument("dtype must be fp32 or bf16, got '" + dtype + "'");
+  }
   torch::set_num_threads(threads);
   // OpenBLAS (Debian's pthread build) threads each call by itself and does
   // not follow LibTorch's count: tell it (the trainer tells it 1, builder.cc).
@@ -102,7 +112,8 @@ int sgemm(int64_t n, int threads, double seconds) {
     set(threads);
   }
   torch::manual_seed(0);
-  const auto a = torch::randn({n, n}), b = torch::randn({n, n});
+  const auto type = dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32;
+  const auto a = torch::randn({n, n}).to(type), b = torch::randn({n, n}).to(type);
   auto c = torch::mm(a, b);  // warm-up: threads, packing buffers
   double best = 0;
   int runs = 0;
@@ -116,8 +127,8 @@ int sgemm(int64_t n, int threads, double seconds) {
     best = std::max(best, 2.0 * static_cast<double>(n) * n * n / dt / 1e9);
     ++runs;
   }
-  std::printf("model_flops sgemm n=%lld threads=%d runs=%d best_gflops=%.1f\n",
-              static_cast<long long>(n), threads, runs, best);
+  std::printf("model_flops gemm dtype=%s n=%lld threads=%d runs=%d best_gflops=%.1f\n",
+              dtype.c_str(), static_cast<long long>(n), threads, runs, best);
   return 0;
 }
 
@@ -130,7 +141,10 @@ int main(int argc, char** argv) {
       return net(a[1], std::stoll(a[2]), std::stoll(a[3]), std::stoll(a[4]));
     }
     if (a.size() == 4 && a[0] == "sgemm") {
-      return sgemm(std::stoll(a[1]), std::stoi(a[2]), std::stod(a[3]));
+      return gemm("fp32", std::stoll(a[1]), std::stoi(a[2]), std::stod(a[3]));
+    }
+    if (a.size() == 5 && a[0] == "gemm") {
+      return gemm(a[1], std::stoll(a[2]), std::stoi(a[3]), std::stod(a[4]));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "model_flops: %s\n", e.what());
@@ -138,6 +152,7 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: model_flops net NAME IMAGE_SIZE CHANNELS CLASSES\n"
-               "       model_flops sgemm N THREADS SECONDS\n");
+               "       model_flops sgemm N THREADS SECONDS   (= gemm fp32 ...)\n"
+               "       model_flops gemm fp32|bf16 N THREADS SECONDS\n");
   return 2;
 }

@@ -8,7 +8,10 @@
 # Ours:  train_image_classifier on CONFIG (configs/fashion_mnist_lenet.cfg: the
 #        whole input pipeline from TFRecords) with stop_at_accuracy=TARGET,
 #        evaluating the test set once an epoch as the peer does
-#        (eval_every_n_iters=469 steps of 128), at most MAX_EPOCHS epochs.
+#        (eval_every_n_iters = one epoch's steps at the config's batch size,
+#        469 of 128). The config's own schedule and length stand (a recipe's
+#        cosine is fitted to its num_epochs); MAX_EPOCHS bounds the peer, and
+#        ours only when the config sets no length.
 # Both figures are training seconds with the evaluations left out: the peer
 # times its epoch loops (its loading is outside its clock), we take
 # metrics.json's stop_at_accuracy.train_secs (from the first step to the step
@@ -27,7 +30,12 @@ ROUNDS=${ROUNDS:-3}
 CONFIG=${CONFIG:-configs/fashion_mnist_lenet.cfg}
 # One epoch of the peer's loop is floor(60000 / 128) = 468 batches; our input
 # runs on across epoch boundaries, 60000 / 128 = 468.75 batches an epoch.
-EPOCH_STEPS=469
+BATCH=$(sed -n 's/^batch_size *= *\([0-9]*\).*/\1/p' "$CONFIG" | tail -1)
+BATCH=${BATCH:-32}
+EPOCH_STEPS=$(((60000 + BATCH - 1) / BATCH))
+# The config's length (num_epochs or stop_at_step) stands; without one, MAX_EPOCHS.
+LENGTH=()
+grep -qE '^(num_epochs|stop_at_step) *=' "$CONFIG" || LENGTH=(--stop_at_step=$((MAX_EPOCHS * EPOCH_STEPS)))
 # shellcheck source=bench/fmnist_common.sh
 . bench/fmnist_common.sh
 
@@ -41,6 +49,7 @@ echo "start: $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(load)"
 echo "other busy processes: $(busy)"
 lscpu | grep -E '^(Model name|CPU\(s\)|Thread\(s\) per core|Core\(s\) per socket|L2 cache|L3 cache):' |
   sed 's/  */ /g; s/^/lscpu: /'
+echo "lscpu flags: $(grep -m1 -o -w -E 'avx2|avx512f|avx512_bf16|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 echo "target: test accuracy >= $TARGET within $MAX_EPOCHS epochs; $ROUNDS interleaved rounds"
 
 peer_secs="" ours_secs="" peer_hits=0 ours_hits=0
@@ -55,7 +64,7 @@ for ((round = 1; round <= ROUNDS; ++round)); do
   # shellcheck disable=SC2086
   "$BIN/train_image_classifier" --config "$CONFIG" --dataset_dir="$DATA" \
     --train_dir="$OUT/run" --stop_at_accuracy="$TARGET" --eval_every_n_iters=$EPOCH_STEPS \
-    --stop_at_step=$((MAX_EPOCHS * EPOCH_STEPS)) --result_format=none \
+    "${LENGTH[@]}" --result_format=none \
     --log_loss_every_n_iters=0 ${OURS_FLAGS:-} > "$OUT/ours.log" 2>&1 ||
     { tail -20 "$OUT/ours.log"; exit 1; }
   # Reached: the training seconds to that evaluation; else those of the

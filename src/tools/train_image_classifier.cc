@@ -8,7 +8,7 @@
 #include "fastnn/trainer.h"
 #include "src/dist/cluster.h"
 #include "src/dist/launcher.h"
-#include "src/train/device.h"
+#include "src/train/builder.h"
 #include "src/train/run_hooks.h"
 #include "src/tools/tool_main.h"
 
@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
         // given: one worker per GPU, as torchrun users expect (the GPUs are
         // counted only then).
         const dist::ClusterSpec cluster = dist::resolve_cluster(
-            args.hp, env, [&args] { return fastnn::train::default_workers_per_machine(args.hp); });
+            args.hp, env, [&args] { return fastnn::train::default_workers_per_machine(
+                          fastnn::train::device_options(args.hp)); });
         if (const int gpus = cluster.workers_from_gpus) {
           std::cerr << "train_image_classifier: " << gpus
                     << " GPUs: starting one worker per GPU (nproc_per_node=" << gpus

@@ -222,6 +222,18 @@ int configure_threads(const HParams& hp, int pipelines) {
   return intra;
 }
 
+DeviceOptions device_options(const HParams& hp) {
+  DeviceOptions o;
+  o.device = hp.device;
+  o.use_fp16 = hp.use_fp16;
+  o.mixed_precision = hp.mixed_precision;
+  o.cudnn_benchmark = hp.cudnn_benchmark;
+  o.nproc_per_node_given = hp.sources.count("nproc_per_node") > 0;
+  o.device_where = hp.where("device");
+  o.mixed_precision_where = hp.where("mixed_precision");
+  return o;
+}
+
 void apply_data_format(const HParams& hp, models::ClassifierImpl& model) {
   if (hp.data_format != "NHWC") return;
   torch::NoGradGuard no_grad;

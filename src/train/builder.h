@@ -9,6 +9,7 @@
 #include "fastnn/hparams.h"
 #include "fastnn/pipeline.h"
 #include "models/model_factory.h"
+#include "src/train/device.h"
 
 namespace fastnn::train {
 
@@ -31,6 +32,11 @@ void apply_data_format(const HParams& hp, models::ClassifierImpl& model);
 
 /// The batch in the layout hp.data_format asks for.
 torch::Tensor to_data_format(const HParams& hp, const torch::Tensor& images);
+
+/// The device keys of `hp` (device, use_fp16, mixed_precision,
+/// cudnn_benchmark, whether nproc_per_node was given), with where each was
+/// set for the errors.
+DeviceOptions device_options(const HParams& hp);
 
 /// This worker's part of the training data: shard `index` of `count`.
 struct Shard {

@@ -45,11 +45,11 @@ int cuda_device_count() {
   return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
 }
 
-torch::Device choose_device(const HParams& hp, int local_rank) {
-  if (hp.device == "cpu") return torch::Device(torch::kCPU);
+torch::Device choose_device(const DeviceOptions& o, int local_rank) {
+  if (o.device == "cpu") return torch::Device(torch::kCPU);
   const int gpus = cuda_device_count();
   if (gpus == 0) {
-    if (hp.device == "auto") return torch::Device(torch::kCPU);
+    if (o.device == "auto") return torch::Device(torch::kCPU);
 #if FASTNN_WITH_CUDA
     const std::string why = "this machine has no usable CUDA device (no GPU, no driver, or "
                             "CUDA_VISIBLE_DEVICES hides them)";
@@ -57,28 +57,28 @@ torch::Device choose_device(const HParams& hp, int local_rank) {
     const std::string why = "this build's LibTorch has no CUDA (configure with a CUDA "
                             "LibTorch: scripts/setup.sh --torch DIR)";
 #endif
-    throw ConfigError(hp.where("device") + ": device=cuda but " + why);
+    throw ConfigError(o.device_where + ": device=cuda but " + why);
   }
   return torch::Device(torch::kCUDA,
-                       static_cast<c10::DeviceIndex>(cuda_index_for(hp, local_rank, gpus)));
+                       static_cast<c10::DeviceIndex>(cuda_index_for(o, local_rank, gpus)));
 }
 
-int cuda_index_for(const HParams& hp, int local_rank, int visible) {
+int cuda_index_for(const DeviceOptions& o, int local_rank, int visible) {
   if (visible == 1) return 0;
   if (local_rank >= 0 && local_rank < visible) return local_rank;
-  throw ConfigError(hp.where("device") + ": worker LOCAL_RANK " + std::to_string(local_rank) +
+  throw ConfigError(o.device_where + ": worker LOCAL_RANK " + std::to_string(local_rank) +
                     " has no GPU of its own: this process sees " + std::to_string(visible) +
                     " GPUs (one process per GPU; lower nproc_per_node, give each process one "
                     "GPU, or set device=cpu)");
 }
 
-int default_workers_per_machine(const HParams& hp) {
-  if (hp.sources.count("nproc_per_node") || hp.device == "cpu") return 0;
+int default_workers_per_machine(const DeviceOptions& o) {
+  if (o.nproc_per_node_given || o.device == "cpu") return 0;
   const int gpus = cuda_device_count();
   return gpus > 1 ? gpus : 0;
 }
 
-void set_cuda_math(const HParams& hp) {
+void set_cuda_math(const DeviceOptions& o) {
   // The legacy setters: every LibTorch has them, and from 2.9 on they set
   // the new fp32_precision state too (without its deprecation warning,
   // which only the legacy getters print).
@@ -86,33 +86,33 @@ void set_cuda_math(const HParams& hp) {
   ctx.setAllowTF32CuBLAS(kTf32Matmul);
   ctx.setAllowTF32CuDNN(kTf32CuDNN);
   ctx.setDeterministicCuDNN(kDeterministicCuDNN);
-  ctx.setBenchmarkCuDNN(hp.cudnn_benchmark);
+  ctx.setBenchmarkCuDNN(o.cudnn_benchmark);
 }
 
-std::string describe_cuda_math(const HParams& hp) {
+std::string describe_cuda_math(const DeviceOptions& o) {
   auto on = [](bool b) { return b ? "on" : "off"; };
   return std::string("TF32 matmul ") + on(kTf32Matmul) + ", cuDNN TF32 " + on(kTf32CuDNN) +
-         ", cudnn.benchmark " + on(hp.cudnn_benchmark) + ", cudnn.deterministic " +
+         ", cudnn.benchmark " + on(o.cudnn_benchmark) + ", cudnn.deterministic " +
          on(kDeterministicCuDNN);
 }
 
-void prepare_device(const HParams& hp, const torch::Device& device) {
+void prepare_device(const DeviceOptions& o, const torch::Device& device) {
   if (!device.is_cuda()) return;
 #if FASTNN_WITH_CUDA
   cuda::set_device(device);
 #endif
-  set_cuda_math(hp);
+  set_cuda_math(o);
   log::chief() << "CUDA math (PyTorch's defaults unless cudnn_benchmark is set): "
-               << describe_cuda_math(hp);
+               << describe_cuda_math(o);
 }
 
-Autocast choose_autocast(const HParams& hp, const torch::Device& device) {
-  if (!hp.use_fp16) return Autocast::kOff;
+Autocast choose_autocast(const DeviceOptions& o, const torch::Device& device) {
+  if (!o.use_fp16) return Autocast::kOff;
   if (device.is_cuda()) {
-    if (hp.mixed_precision != "bf16") return Autocast::kCudaFloat16;
+    if (o.mixed_precision != "bf16") return Autocast::kCudaFloat16;
 #if FASTNN_WITH_CUDA
     if (!cuda::has_bfloat16(device)) {
-      throw ConfigError(hp.where("mixed_precision") + ": mixed_precision=bf16 needs a GPU with "
+      throw ConfigError(o.mixed_precision_where + ": mixed_precision=bf16 needs a GPU with "
                         "bfloat16 (compute capability 8.0 or newer); " + device.str() + " is " +
                         cuda::describe(device) + ": use mixed_precision=fp16");
     }
@@ -122,10 +122,10 @@ Autocast choose_autocast(const HParams& hp, const torch::Device& device) {
   return cpu_has_bf16() ? Autocast::kCpuBFloat16 : Autocast::kOff;
 }
 
-void log_autocast(const HParams& hp, Autocast autocast) {
+void log_autocast(const DeviceOptions& o, Autocast autocast) {
   switch (autocast) {
     case Autocast::kOff:
-      if (hp.use_fp16) {
+      if (o.use_fp16) {
         log::warning() << "use_fp16=True but this CPU has no bfloat16 instructions "
                           "(AVX512_BF16); training in fp32";
       }

@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "fastnn/hparams.h"
 #include "fastnn/pipeline.h"
 
 namespace torch::nn {
@@ -37,6 +36,24 @@ enum class Autocast {
   kCudaBFloat16,
 };
 
+/// What the device and its precision follow, converted from the
+/// hyperparameters once (builder.h's device_options), with the file:line
+/// of the keys an error names.
+struct DeviceOptions {
+  /// auto, cpu or cuda.
+  std::string device = "auto";
+  bool use_fp16 = false;
+  /// fp16 or bf16: the CUDA autocast type under use_fp16.
+  std::string mixed_precision = "fp16";
+  bool cudnn_benchmark = false;
+  /// nproc_per_node was given: default_workers_per_machine leaves it.
+  bool nproc_per_node_given = false;
+  /// Where device and mixed_precision were set ("file:line", "command
+  /// line" or "default"), for the errors.
+  std::string device_where = "default";
+  std::string mixed_precision_where = "default";
+};
+
 /// GPUs this process can use: 0 when the LibTorch has no CUDA or the
 /// machine no GPU.
 int cuda_device_count();
@@ -46,17 +63,17 @@ int cuda_device_count();
 /// a per-process CUDA_VISIBLE_DEVICES, whatever the local rank),
 /// local_rank when visible > local_rank, else a ConfigError (exit 2)
 /// naming both numbers.
-int cuda_index_for(const HParams& hp, int local_rank, int visible);
+int cuda_index_for(const DeviceOptions& options, int local_rank, int visible);
 
 /// The training device of the worker with `local_rank`. ConfigError
 /// (exit 2) for device=cuda without a GPU, or a local_rank with no GPU of
 /// its own (cuda_index_for).
-torch::Device choose_device(const HParams& hp, int local_rank);
+torch::Device choose_device(const DeviceOptions& options, int local_rank);
 
 /// Workers to start on this machine when nproc_per_node is not given: the
 /// GPU count when training on CUDA (one process per GPU) and there is more
 /// than one GPU; otherwise 0 (keep nproc_per_node).
-int default_workers_per_machine(const HParams& hp);
+int default_workers_per_machine(const DeviceOptions& options);
 
 /// CUDA's math settings, set explicitly to PyTorch's defaults (so a
 /// comparison with a PyTorch script compares the same arithmetic): float32
@@ -64,31 +81,31 @@ int default_workers_per_machine(const HParams& hp);
 /// False since PyTorch 1.12), cuDNN convolutions may use TF32
 /// (torch.backends.cudnn.allow_tf32 = True), cuDNN nondeterministic
 /// algorithms allowed (cudnn.deterministic = False), and cuDNN's
-/// autotuner as hp.cudnn_benchmark says (PyTorch's default: off). Only
+/// autotuner as options.cudnn_benchmark says (PyTorch's default: off). Only
 /// flags of LibTorch's global context: callable, and testable, without a
 /// GPU.
-void set_cuda_math(const HParams& hp);
+void set_cuda_math(const DeviceOptions& options);
 
-/// The settings set_cuda_math(hp) makes: "TF32 matmul off, cuDNN TF32 on,
+/// The settings set_cuda_math(options) makes: "TF32 matmul off, cuDNN TF32 on,
 /// cudnn.benchmark off, cudnn.deterministic off". Not read back from the
 /// context: from LibTorch 2.9 on, its TF32 getters print a deprecation
 /// warning.
-std::string describe_cuda_math(const HParams& hp);
+std::string describe_cuda_math(const DeviceOptions& options);
 
 /// Makes `device` current for this thread and sets it up (set_cuda_math,
 /// and one line on the chief saying what it set); nothing for the CPU.
-void prepare_device(const HParams& hp, const torch::Device& device);
+void prepare_device(const DeviceOptions& options, const torch::Device& device);
 
 /// Whether reading a tensor of `device` makes the host wait for it (CUDA),
 /// rather than being free (the CPU): a step then reads its numbers only
 /// when a hook asks (StepOptions::read_every_step).
 bool host_reads_synchronise(const torch::Device& device);
 
-/// The forward pass's precision for `hp` on `device` (no output).
-Autocast choose_autocast(const HParams& hp, const torch::Device& device);
+/// The forward pass's precision for `options` on `device` (no output).
+Autocast choose_autocast(const DeviceOptions& options, const torch::Device& device);
 /// One line on the chief saying what `autocast` means here (and a warning
 /// when use_fp16 asked for more than the machine can do).
-void log_autocast(const HParams& hp, Autocast autocast);
+void log_autocast(const DeviceOptions& options, Autocast autocast);
 
 /// The device of `module`'s first parameter or buffer (the CPU when it has
 /// none).

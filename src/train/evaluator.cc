@@ -193,9 +193,10 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {
   restore_model(*b.model, ckpt, path, ro);
   // The same device choice as training (a GPU when present, device=cpu to
   // keep it off one).
-  const torch::Device device = choose_device(hp, 0);
+  const DeviceOptions device_opts = device_options(hp);
+  const torch::Device device = choose_device(device_opts, 0);
   if (device.is_cuda()) {
-    prepare_device(hp, device);
+    prepare_device(device_opts, device);
     b.model->to(device);
   }
   EvalResult r = evaluate_model(hp, b);

@@ -49,7 +49,9 @@ struct Trainer::Impl : TrainControl {
   dist::ClusterSpec cluster;
   /// A distributed job's session settings (token, timeouts).
   dist::SessionOptions session;
-  /// Where this worker trains (choose_device), and the forward precision.
+  /// Where this worker trains (choose_device from device_options), and the
+  /// forward precision.
+  DeviceOptions device_options;
   torch::Device device{torch::kCPU};
   Autocast autocast = Autocast::kOff;
   ModelAndData built;
@@ -294,9 +296,10 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
   if (cluster.distributed()) m.session = dist::session_options(m.hp, environment);
   log::set_rank(cluster.rank, cluster.world_size);
   const HParams& h = m.hp;
-  m.device = choose_device(h, cluster.local_rank);
-  prepare_device(h, m.device);
-  m.autocast = choose_autocast(h, m.device);
+  m.device_options = device_options(h);
+  m.device = choose_device(m.device_options, cluster.local_rank);
+  prepare_device(m.device_options, m.device);
+  m.autocast = choose_autocast(m.device_options, m.device);
   torch::manual_seed(static_cast<uint64_t>(h.seed));
   // Evaluation during training runs a second input pipeline.
   m.intra_threads = configure_threads(h, evaluates_in_training(h) ? 2 : 1);
@@ -396,7 +399,7 @@ int Trainer::run() {
   // a GPU run does, only on the steps the hooks ask for.
   so.read_every_step =
       !host_reads_synchronise(m.device) && std::getenv("FASTNN_TEST_READ_ON_DEMAND") == nullptr;
-  log_autocast(h, m.autocast);
+  log_autocast(m.device_options, m.autocast);
   try {
     m.prepare();
   } catch (const c10::OutOfMemoryError& e) {

@@ -11,15 +11,17 @@
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
+#include "src/train/builder.h"
 #include "src/train/device.h"
 
 namespace fastnn::train {
 namespace {
 
-HParams load(std::vector<std::string> args) {
+// The device options of a command line, as the trainer converts them.
+DeviceOptions load(std::vector<std::string> args) {
   std::vector<const char*> argv = {"train_image_classifier"};
   for (const auto& a : args) argv.push_back(a.c_str());
-  return load_hparams(static_cast<int>(argv.size()), argv.data()).hp;
+  return device_options(load_hparams(static_cast<int>(argv.size()), argv.data()).hp);
 }
 
 std::string config_error(const std::function<void()>& fn) {
