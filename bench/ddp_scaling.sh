@@ -60,9 +60,17 @@ ours() {
   [ "$mode" = solo ] && last=$((world - 1)) || last=0
   for ((rank = 0; rank <= last; ++rank)); do
     local secs
-    secs=$(awk -F'[[ ]' '/global_step = / {
+    # A worker's lines start with "[rank R] " in a joined run: read the
+    # seconds from "<secs> secs/step", wherever the line puts it.
+    secs=$(awk '/global_step = / {
         match($0, /global_step = [0-9]+/); n = substr($0, RSTART + 14, RLENGTH - 14) + 0
-        if (n > 3) s += $2 } END { print s }' "$OUT/ours$world.$rank.txt")
+        match($0, /[0-9.]+ secs\/step/); t = substr($0, RSTART, RLENGTH - 10) + 0
+        if (n > 3) s += t } END { print s + 0 }' "$OUT/ours$world.$rank.txt")
+    if ! awk -v s="$secs" 'BEGIN { exit !(s > 0) }'; then
+      echo "bench: no timed steps in our $world-process run (rank $rank):" >&2
+      tail -5 "$OUT/ours$world.$rank.txt" >&2
+      exit 1
+    fi
     local per=$([ "$mode" = solo ] && echo 1 || echo "$world")
     total=$(awk -v t="$total" -v s="$secs" -v n="$STEPS" -v w="$per" \
       'BEGIN { printf "%.2f", t + 32 * w * n / s }')

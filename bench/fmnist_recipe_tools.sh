@@ -22,7 +22,8 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 steps=$((EPOCHS * 60000 / 128))
 common=(--config configs/fashion_mnist_lenet.cfg --dataset_dir="$DATA" --stop_at_step="$steps"
         --num_epochs_per_decay="$EPOCHS" --intra_op_parallelism_threads=1
-        --num_preprocessing_threads=1 --save_checkpoints_steps=0 --log_loss_every_n_iters=0)
+        --num_preprocessing_threads=1 --save_checkpoints_steps=0 --log_loss_every_n_iters=0
+        --eval_every_n_iters=0 --stop_at_accuracy=None)
 train() {  # NAME ARGS...
   local name=$1; shift
   "$BIN/train_image_classifier" "${common[@]}" --train_dir="$OUT/$name" --result_format=none \

@@ -20,6 +20,7 @@ run() {  # NAME ROUND CACHE
   local dir=$OUT/$1-$2
   "$BIN/train_image_classifier" --config "$CONFIG" --dataset_dir="$DATA" --train_dir="$dir" \
     --stop_at_step="$steps" --save_checkpoints_steps=0 --log_loss_every_n_iters=0 \
+    --eval_every_n_iters=0 --stop_at_accuracy=None \
     --result_format=none --datasets_use_caching="$3" ${FLAGS:-} >"$dir.log" 2>&1
   python3 -c '
 import json, sys
