@@ -5,7 +5,6 @@
 //   (start WORLD of them). cuda: the trainer's collective over c10d's NCCL
 //   group on cuda:RANK (a CUDA build only; one GPU per rank: NCCL refuses
 //   two ranks on one device); otherwise Gloo on CPU tensors.
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -13,6 +12,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "src/compat/torch_compat.h"
 #include "src/dist/process_group.h"

@@ -23,9 +23,9 @@
 #include <thread>
 #include <vector>
 
+#include "preprocessing/preprocessing_factory.h"
 #include "src/io/atomic_file.h"
 #include "src/io/image.h"
-#include "preprocessing/preprocessing_factory.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -67,30 +67,24 @@ Image photo(int height, int width, uint64_t seed) {
     s.cx = width * u(rng);
     s.ry = height * (0.05f + 0.3f * u(rng));
     s.rx = width * (0.05f + 0.3f * u(rng));
-    for (float& c : s.color)
-      c = 255 * u(rng);
+    for (float& c : s.color) c = 255 * u(rng);
     s.shade = 0.3f + 0.7f * u(rng);
   }
   for (int y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {
       float texture = 0;
       for (const auto& w : wave) {
-        texture +=
-            w[3] *
-            std::sin(w[0] * (x * std::cos(w[1]) + y * std::sin(w[1])) + w[2]);
+        texture += w[3] * std::sin(w[0] * (x * std::cos(w[1]) + y * std::sin(w[1])) + w[2]);
       }
       float v[3];
-      for (int c = 0; c < 3; ++c)
-        v[c] = base[c] + grad[c][0] * y + grad[c][1] * x + texture;
+      for (int c = 0; c < 3; ++c) v[c] = base[c] + grad[c][0] * y + grad[c][1] * x + texture;
       for (const auto& s : shapes) {
         const float dy = (y - s.cy) / s.ry, dx = (x - s.cx) / s.rx;
-        const bool inside = s.ellipse ? dy * dy + dx * dx < 1
-                                      : std::abs(dy) < 1 && std::abs(dx) < 1;
-        if (!inside)
-          continue;
+        const bool inside =
+            s.ellipse ? dy * dy + dx * dx < 1 : std::abs(dy) < 1 && std::abs(dx) < 1;
+        if (!inside) continue;
         const float light = 1 - s.shade * 0.5f * (dy + 1);
-        for (int c = 0; c < 3; ++c)
-          v[c] = s.color[c] * light + 0.3f * texture;
+        for (int c = 0; c < 3; ++c) v[c] = s.color[c] * light + 0.3f * texture;
       }
       for (int c = 0; c < 3; ++c) {
         img.pixels[(size_t(y) * width + x) * 3 + c] =
@@ -108,14 +102,11 @@ int make(const std::string& dir, int n, bool jpeg) {
     char name[32];
     std::snprintf(name, sizeof(name), "img%05d.%s", i, jpeg ? "jpg" : "png");
     const Image img = jpeg ? photo(375, 500, i) : photo(32, 32, i);
-    const std::string data =
-        jpeg ? fastnn::io::encode_jpeg(img, 90) : fastnn::io::encode_png(img);
+    const std::string data = jpeg ? fastnn::io::encode_jpeg(img, 90) : fastnn::io::encode_png(img);
     bytes += data.size();
     fastnn::io::write_file_atomic((fs::path(dir) / name).string(), data);
   }
-  std::printf("wrote %d %s files, mean %.1f KB\n",
-              n,
-              jpeg ? "JPEG" : "PNG",
+  std::printf("wrote %d %s files, mean %.1f KB\n", n, jpeg ? "JPEG" : "PNG",
               bytes / 1024.0 / std::max(n, 1));
   return 0;
 }
@@ -128,11 +119,7 @@ double cpu_seconds() {
   return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
-int run(const std::string& dir,
-        const std::string& name,
-        int size,
-        int threads,
-        double seconds,
+int run(const std::string& dir, const std::string& name, int size, int threads, double seconds,
         const std::string& mode) {
   const bool fast = mode != "0";
   const bool cached = mode == "cached";
@@ -140,12 +127,10 @@ int run(const std::string& dir,
   std::vector<fs::path> paths;
   for (const auto& e : fs::directory_iterator(dir)) {
     const auto ext = e.path().extension();
-    if (ext == ".jpg" || ext == ".png")
-      paths.push_back(e.path());
+    if (ext == ".jpg" || ext == ".png") paths.push_back(e.path());
   }
   std::sort(paths.begin(), paths.end());
-  for (const auto& p : paths)
-    blobs.push_back(fastnn::io::read_file(p.string()));
+  for (const auto& p : paths) blobs.push_back(fastnn::io::read_file(p.string()));
   if (blobs.empty()) {
     std::fprintf(stderr, "input_bench: no .jpg/.png in %s\n", dir.c_str());
     return 2;
@@ -153,10 +138,8 @@ int run(const std::string& dir,
   const fastnn::preprocessing::OutputShape shape{3, size, size};
   fastnn::preprocessing::PreprocessOptions po;
   po.fast_jpeg_decode = fast;
-  const auto fn =
-      fastnn::preprocessing::get_preprocessing(name, shape, true, po);
-  const auto from_pixels =
-      fastnn::preprocessing::get_decoded_preprocessing(name, shape, true, po);
+  const auto fn = fastnn::preprocessing::get_preprocessing(name, shape, true, po);
+  const auto from_pixels = fastnn::preprocessing::get_decoded_preprocessing(name, shape, true, po);
   std::vector<Image> decoded;
   if (cached) {
     for (const auto& b : blobs) decoded.push_back(fastnn::io::decode_image(b, 3));
@@ -180,32 +163,24 @@ int run(const std::string& dir,
   const auto start = std::chrono::steady_clock::now();
   const double cpu_start = cpu_seconds();
   std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back(work, t);
+  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
-  for (auto& th : pool)
-    th.join();
-  const double dt =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+  for (auto& th : pool) th.join();
+  const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double cpu = cpu_seconds() - cpu_start;
   int64_t total = 0;
-  for (int64_t c : counts)
-    total += c;
+  for (int64_t c : counts) total += c;
   // images_per_cpu_sec: per core actually used, which stays meaningful when
   // other jobs take the machine's cores away (then cpu_share < threads).
   std::printf(
       "input_bench %s size=%d threads=%d fast_jpeg_decode=%s images=%lld "
       "images_per_sec=%.1f images_per_cpu_sec=%.1f cpu_share=%.2f\n",
-      name.c_str(),
-      size,
-      threads,
-      cached ? "cached" : fast ? "1" : "0",
-      static_cast<long long>(total),
-      total / dt,
-      total / cpu,
-      cpu / dt);
+      name.c_str(), size, threads,
+      cached ? "cached"
+      : fast ? "1"
+             : "0",
+      static_cast<long long>(total), total / dt, total / cpu, cpu / dt);
   return 0;
 }
 
@@ -218,11 +193,7 @@ int main(int argc, char** argv) {
       return make(a[1], std::stoi(a[2]), a[0] == "make_jpegs");
     }
     if ((a.size() == 6 || a.size() == 7) && a[0] == "run") {
-      return run(a[1],
-                 a[2],
-                 std::stoi(a[3]),
-                 std::stoi(a[4]),
-                 std::stod(a[5]),
+      return run(a[1], a[2], std::stoi(a[3]), std::stoi(a[4]), std::stod(a[5]),
                  a.size() == 6 ? "1" : a[6]);
     }
   } catch (const std::exception& e) {

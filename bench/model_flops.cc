@@ -16,11 +16,10 @@
 //   model_flops gemm fp32|bf16 N THREADS SECONDS
 //       the same in either type: bf16 is the limit of a bfloat16-autocast
 //       step (oneDNN's product, fp32 accumulation).
+#include <dlfcn.h>
 #include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/torch.h>
-
-#include <dlfcn.h>
 
 #include <chrono>
 #include <cstdio>
@@ -122,8 +121,7 @@ int gemm(const std::string& dtype, int64_t n, int threads, double seconds) {
          seconds) {
     const auto t0 = std::chrono::steady_clock::now();
     torch::mm_out(c, a, b);
-    const double dt =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     best = std::max(best, 2.0 * static_cast<double>(n) * n * n / dt / 1e9);
     ++runs;
   }

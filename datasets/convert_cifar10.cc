@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "src/io/atomic_file.h"
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
+#include "src/io/atomic_file.h"
 #include "src/io/image.h"
 
 namespace fastnn::datasets {
@@ -22,15 +22,13 @@ std::string input_folder(const std::string& dir) {
 }
 
 // The records of the named batch files, concatenated.
-std::string read_batches(const std::string& dir,
-                         const std::vector<std::string>& names) {
+std::string read_batches(const std::string& dir, const std::vector<std::string>& names) {
   std::string all;
   for (const auto& name : names) {
     const std::string path = (fs::path(dir) / name).string();
     if (!fs::exists(path)) {
-      throw DataError(
-          "missing input '" + path +
-          "' (CIFAR-10 binary batch; unpack cifar-10-binary.tar.gz)");
+      throw DataError("missing input '" + path +
+                      "' (CIFAR-10 binary batch; unpack cifar-10-binary.tar.gz)");
     }
     std::string bytes = io::read_file(path);
     if (bytes.empty() || bytes.size() % kRecord != 0) {
@@ -43,11 +41,10 @@ std::string read_batches(const std::string& dir,
 }
 
 std::string encode_one(const std::string& batch, int64_t i) {
-  const auto* rec =
-      reinterpret_cast<const uint8_t*>(batch.data()) + i * kRecord;
+  const auto* rec = reinterpret_cast<const uint8_t*>(batch.data()) + i * kRecord;
   if (rec[0] > 9) {
-    throw DataError("CIFAR-10 record " + std::to_string(i) + ": label " +
-                    std::to_string(rec[0]) + " is not in [0, 9]");
+    throw DataError("CIFAR-10 record " + std::to_string(i) + ": label " + std::to_string(rec[0]) +
+                    " is not in [0, 9]");
   }
   io::Image img;
   img.height = img.width = kSide;
@@ -55,8 +52,7 @@ std::string encode_one(const std::string& batch, int64_t i) {
   img.pixels.resize(kPixels);
   const size_t plane = kSide * kSide;
   for (size_t p = 0; p < plane; ++p) {
-    for (size_t c = 0; c < 3; ++c)
-      img.pixels[p * 3 + c] = rec[1 + c * plane + p];
+    for (size_t c = 0; c < 3; ++c) img.pixels[p * 3 + c] = rec[1 + c * plane + p];
   }
   io::ImageRecord r;
   r.encoded = io::encode_png(img);
@@ -69,16 +65,14 @@ std::string encode_one(const std::string& batch, int64_t i) {
 
 std::vector<std::string> read_names(const std::string& dir) {
   const fs::path meta = fs::path(dir) / "batches.meta.txt";
-  if (!fs::exists(meta))
-    return cifar10_standard_names();
+  if (!fs::exists(meta)) return cifar10_standard_names();
   std::ifstream in(meta);
   std::vector<std::string> names;
   for (std::string line; std::getline(in, line);) {
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) {
       line.pop_back();
     }
-    if (!line.empty())
-      names.push_back(line);
+    if (!line.empty()) names.push_back(line);
   }
   if (names.size() != 10) {
     throw DataError("'" + meta.string() + "': " + std::to_string(names.size()) +
@@ -90,43 +84,27 @@ std::vector<std::string> read_names(const std::string& dir) {
 }  // namespace
 
 const std::vector<std::string>& cifar10_standard_names() {
-  static const std::vector<std::string> names = {"airplane",
-                                                 "automobile",
-                                                 "bird",
-                                                 "cat",
-                                                 "deer",
-                                                 "dog",
-                                                 "frog",
-                                                 "horse",
-                                                 "ship",
-                                                 "truck"};
+  static const std::vector<std::string> names = {
+      "airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
   return names;
 }
 
 std::vector<ConvertedSplit> convert_cifar10(const ConvertOptions& options) {
   ConvertOptions o = options;
-  if (o.prefix.empty())
-    o.prefix = "cifar10";
+  if (o.prefix.empty()) o.prefix = "cifar10";
   const std::string dir = input_folder(o.input_dir);
   o.class_names = read_names(dir);
-  const std::string train = read_batches(dir,
-                                         {"data_batch_1.bin",
-                                          "data_batch_2.bin",
-                                          "data_batch_3.bin",
-                                          "data_batch_4.bin",
-                                          "data_batch_5.bin"});
+  const std::string train =
+      read_batches(dir, {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
+                         "data_batch_4.bin", "data_batch_5.bin"});
   const std::string test = read_batches(dir, {"test_batch.bin"});
   auto count = [&](const std::string& b) {
     const int64_t n = static_cast<int64_t>(b.size() / kRecord);
     return o.max_examples > 0 ? std::min(n, o.max_examples) : n;
   };
-  return write_dataset(o,
-                       {{"train",
-                         count(train),
-                         [&train](int64_t i) { return encode_one(train, i); }},
-                        {"test", count(test), [&test](int64_t i) {
-                           return encode_one(test, i);
-                         }}});
+  return write_dataset(
+      o, {{"train", count(train), [&train](int64_t i) { return encode_one(train, i); }},
+          {"test", count(test), [&test](int64_t i) { return encode_one(test, i); }}});
 }
 
 }  // namespace fastnn::datasets

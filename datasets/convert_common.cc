@@ -37,8 +37,7 @@ constexpr int64_t kBlock = 512;
 std::string clock_text(double seconds) {
   const long s = static_cast<long>(seconds + 0.5);
   char buf[32];
-  std::snprintf(
-      buf, sizeof(buf), "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+  std::snprintf(buf, sizeof(buf), "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
   return buf;
 }
 
@@ -50,12 +49,10 @@ class Progress {
       : enabled_(enabled), tty_(isatty(STDERR_FILENO) == 1), total_(total) {}
 
   void update(int64_t done, bool last = false) {
-    if (!enabled_)
-      return;
+    if (!enabled_) return;
     const auto now = Clock::now();
     const double since = std::chrono::duration<double>(now - shown_).count();
-    if (!last && since < (tty_ ? 0.2 : 5.0))
-      return;
+    if (!last && since < (tty_ ? 0.2 : 5.0)) return;
     shown_ = now;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     const double rate = elapsed > 0 ? done / elapsed : 0.0;
@@ -63,25 +60,16 @@ class Progress {
     const double frac = total_ > 0 ? double(done) / total_ : 1.0;
     if (tty_) {
       const int width = 30, filled = static_cast<int>(frac * width);
-      std::fprintf(stderr,
-                   "\r[%s%s] %lld/%lld %5.1f%% %.0f/s ETA %s ",
-                   std::string(filled, '#').c_str(),
-                   std::string(width - filled, '.').c_str(),
-                   static_cast<long long>(done),
-                   static_cast<long long>(total_),
-                   100 * frac,
-                   rate,
+      std::fprintf(stderr, "\r[%s%s] %lld/%lld %5.1f%% %.0f/s ETA %s ",
+                   std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                   static_cast<long long>(done), static_cast<long long>(total_), 100 * frac, rate,
                    clock_text(eta).c_str());
-      if (last)
-        std::fprintf(stderr, "\n");
+      if (last) std::fprintf(stderr, "\n");
     } else {
       std::fprintf(stderr,
                    "convert_dataset: %lld/%lld examples (%.1f%%), %.0f/s, "
                    "ETA %s\n",
-                   static_cast<long long>(done),
-                   static_cast<long long>(total_),
-                   100 * frac,
-                   rate,
+                   static_cast<long long>(done), static_cast<long long>(total_), 100 * frac, rate,
                    clock_text(eta).c_str());
     }
     std::fflush(stderr);
@@ -95,9 +83,7 @@ class Progress {
 };
 
 // Encodes examples [begin, end) with `threads` threads, results in order.
-std::vector<std::string> encode_block(const SplitSource& src,
-                                      int64_t begin,
-                                      int64_t end,
+std::vector<std::string> encode_block(const SplitSource& src, int64_t begin, int64_t end,
                                       int threads) {
   std::vector<std::string> out(end - begin);
   std::atomic<int64_t> next{begin};
@@ -114,30 +100,25 @@ std::vector<std::string> encode_block(const SplitSource& src,
   };
   std::vector<std::thread> pool;
   try {
-    for (int t = 1; t < threads; ++t)
-      pool.emplace_back(work, t);
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
   } catch (const std::system_error&) {
     // A process limit (ulimit -u): the threads started, and this one, do
     // the work.
   }
   work(0);
-  for (auto& th : pool)
-    th.join();
+  for (auto& th : pool) th.join();
   for (auto& e : errors) {
-    if (e)
-      std::rethrow_exception(e);
+    if (e) std::rethrow_exception(e);
   }
   return out;
 }
 
 // Files of an earlier conversion of this split, any shard count.
-std::vector<std::string> existing_outputs(const std::string& dir,
-                                          const std::string& prefix,
+std::vector<std::string> existing_outputs(const std::string& dir, const std::string& prefix,
                                           const std::string& split) {
   std::vector<std::string> out;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    return out;
+  if (!fs::is_directory(dir, ec)) return out;
   const std::string base = prefix + "_" + split;
   const std::regex sharded(
       std::regex_replace(base, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
@@ -155,13 +136,11 @@ std::vector<std::string> existing_outputs(const std::string& dir,
 }  // namespace
 
 void check_folder_flag(const std::string& flag, const std::string& path) {
-  if (path.empty())
-    throw ConfigError(flag + ": empty (expected a folder)");
+  if (path.empty()) throw ConfigError(flag + ": empty (expected a folder)");
   const std::string head = flag + " " + config::quote_value(path) + ": ";
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode))
-      throw ConfigError(head + "is a file, not a folder");
+    if (!S_ISDIR(st.st_mode)) throw ConfigError(head + "is a file, not a folder");
     return;
   }
   switch (const int err = errno) {
@@ -179,48 +158,40 @@ void check_folder_flag(const std::string& flag, const std::string& path) {
 void check_prefix_flag(const std::string& prefix) {
   const std::string head = "--output_prefix " + config::quote_value(prefix) + ": ";
   if (prefix.find('/') != std::string::npos) {
-    throw ConfigError(head + "a file name prefix, not a path: no '/' (the files go "
-                             "into --dataset_dir)");
+    throw ConfigError(head +
+                      "a file name prefix, not a path: no '/' (the files go "
+                      "into --dataset_dir)");
   }
   for (unsigned char c : prefix) {
-    if (c < 0x20 || c == 0x7f)
-      throw ConfigError(head + "holds a control character");
+    if (c < 0x20 || c == 0x7f) throw ConfigError(head + "holds a control character");
   }
-  if (prefix == "." || prefix == "..")
-    throw ConfigError(head + "not a file name prefix");
-  if (prefix.size() > 200)
-    throw ConfigError(head + "longer than 200 bytes");
+  if (prefix == "." || prefix == "..") throw ConfigError(head + "not a file name prefix");
+  if (prefix.size() > 200) throw ConfigError(head + "longer than 200 bytes");
 }
 
-std::string shard_file_name(const std::string& prefix,
-                            const std::string& split,
-                            int shard,
+std::string shard_file_name(const std::string& prefix, const std::string& split, int shard,
                             int num_shards) {
-  if (num_shards == 1)
-    return prefix + "_" + split + ".tfrecord";
+  if (num_shards == 1) return prefix + "_" + split + ".tfrecord";
   char buf[32];
   std::snprintf(buf, sizeof(buf), "_%05d-of-%05d.tfrecord", shard, num_shards);
   return prefix + "_" + split + buf;
 }
 
-std::vector<ConvertedSplit> write_dataset(
-    const ConvertOptions& o, const std::vector<SplitSource>& splits) {
+std::vector<ConvertedSplit> write_dataset(const ConvertOptions& o,
+                                          const std::vector<SplitSource>& splits) {
   if (o.num_shards < 1 || o.num_shards > 99999) {
-    throw ConfigError("num_shards: " + std::to_string(o.num_shards) +
-                      " is not in [1, 99999]");
+    throw ConfigError("num_shards: " + std::to_string(o.num_shards) + " is not in [1, 99999]");
   }
   check_folder_flag("--dataset_dir", o.output_dir);
   check_prefix_flag(o.prefix);
-  const std::string labels_path =
-      (fs::path(o.output_dir) / "labels.txt").string();
+  const std::string labels_path = (fs::path(o.output_dir) / "labels.txt").string();
   std::vector<std::string> stale;
   for (const auto& s : splits) {
     for (const auto& p : existing_outputs(o.output_dir, o.prefix, s.split)) {
       stale.push_back(p);
     }
   }
-  if (fs::exists(labels_path))
-    stale.insert(stale.begin(), labels_path);
+  if (fs::exists(labels_path)) stale.insert(stale.begin(), labels_path);
   const std::string manifest = manifest_path(o.output_dir, o.prefix);
   if (!stale.empty() && !o.overwrite) {
     std::optional<Manifest> m;
@@ -228,11 +199,10 @@ std::vector<ConvertedSplit> write_dataset(
       m = read_manifest(manifest);
     } catch (const DataError&) {
     }
-    throw ConfigError(
-        config::quote_value(fs::path(stale.front()).filename().string()) +
-        " exists in " + config::quote_value(o.output_dir) +
-        "; pass --overwrite to replace it (no file was written)" +
-        (m && !m->complete ? "; an earlier conversion into it was interrupted" : ""));
+    throw ConfigError(config::quote_value(fs::path(stale.front()).filename().string()) +
+                      " exists in " + config::quote_value(o.output_dir) +
+                      "; pass --overwrite to replace it (no file was written)" +
+                      (m && !m->complete ? "; an earlier conversion into it was interrupted" : ""));
   }
   std::error_code ec;
   fs::create_directories(o.output_dir, ec);
@@ -242,8 +212,7 @@ std::vector<ConvertedSplit> write_dataset(
   }
 
   int64_t total = 0;
-  for (const auto& s : splits)
-    total += s.count;
+  for (const auto& s : splits) total += s.count;
   Progress progress(o.progress, total);
   int64_t done = 0;
   const int threads = std::max(1, o.num_threads);
@@ -254,16 +223,14 @@ std::vector<ConvertedSplit> write_dataset(
     cs.split = s.split;
     cs.examples = s.count;
     for (int k = 0; k < o.num_shards; ++k) {
-      cs.paths.push_back((fs::path(o.output_dir) /
-                          shard_file_name(o.prefix, s.split, k, o.num_shards))
-                             .string());
+      cs.paths.push_back(
+          (fs::path(o.output_dir) / shard_file_name(o.prefix, s.split, k, o.num_shards)).string());
       writers.push_back(std::make_unique<io::TFRecordWriter>(cs.paths.back()));
       io::TFRecordWriter& w = *writers.back();
       const int64_t end = s.count * (k + 1) / o.num_shards;
       for (int64_t b = s.count * k / o.num_shards; b < end; b += kBlock) {
         const int64_t e = std::min(end, b + kBlock);
-        for (const auto& rec : encode_block(s, b, e, threads))
-          w.write(rec);
+        for (const auto& rec : encode_block(s, b, e, threads)) w.write(rec);
         done += e - b;
         progress.update(done);
       }
@@ -285,22 +252,18 @@ std::vector<ConvertedSplit> write_dataset(
     }
   }
   write_manifest(manifest, m);
-  for (auto& w : writers)
-    w->close();
+  for (auto& w : writers) w->close();
   std::string labels_txt;
   for (size_t i = 0; i < o.class_names.size(); ++i) {
     labels_txt += std::to_string(i) + ":" + o.class_names[i] + "\n";
   }
   io::write_file_atomic(labels_path, labels_txt);
   std::set<std::string> written;
-  for (const auto& cs : result)
-    written.insert(cs.paths.begin(), cs.paths.end());
+  for (const auto& cs : result) written.insert(cs.paths.begin(), cs.paths.end());
   for (const auto& p : stale) {
-    if (p != labels_path && !written.count(p))
-      fs::remove(p);
+    if (p != labels_path && !written.count(p)) fs::remove(p);
   }
-  for (auto& f : m.files)
-    f.bytes = fs::file_size(fs::path(o.output_dir) / f.name);
+  for (auto& f : m.files) f.bytes = fs::file_size(fs::path(o.output_dir) / f.name);
   m.complete = true;
   write_manifest(manifest, m);
   return result;

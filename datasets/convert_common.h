@@ -73,9 +73,7 @@ void check_folder_flag(const std::string& flag, const std::string& path);
 void check_prefix_flag(const std::string& prefix);
 
 /// TF-slim's file name of shard `shard` of `num_shards` (no directory).
-std::string shard_file_name(const std::string& prefix,
-                            const std::string& split,
-                            int shard,
+std::string shard_file_name(const std::string& prefix, const std::string& split, int shard,
                             int num_shards);
 
 /// Writes every split and labels.txt. Before any work, throws ConfigError
@@ -85,7 +83,7 @@ std::string shard_file_name(const std::string& prefix,
 /// Files are written under temporary names and renamed when all splits are
 /// encoded, so a failed run leaves no partial output. Throws ConfigError
 /// (see check_folder_flag) when options.output_dir cannot be the output.
-std::vector<ConvertedSplit> write_dataset(
-    const ConvertOptions& options, const std::vector<SplitSource>& splits);
+std::vector<ConvertedSplit> write_dataset(const ConvertOptions& options,
+                                          const std::vector<SplitSource>& splits);
 
 }  // namespace fastnn::datasets

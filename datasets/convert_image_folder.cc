@@ -31,11 +31,9 @@ std::string encode_one(const Item& item) {
 
 }  // namespace
 
-std::vector<ConvertedSplit> convert_image_folder(
-    const ConvertOptions& options) {
+std::vector<ConvertedSplit> convert_image_folder(const ConvertOptions& options) {
   ConvertOptions o = options;
-  if (o.prefix.empty())
-    o.prefix = "image_folder";
+  if (o.prefix.empty()) o.prefix = "image_folder";
   select_split({}, "train", o.validation_fraction, 0);  // a usage error first
   const ImageFolderSplit all = scan_image_folder(o.input_dir);
   if (all.files.empty()) {
@@ -55,15 +53,12 @@ std::vector<ConvertedSplit> convert_image_folder(
   auto train = items_of("train");
   auto validation = items_of("validation");
   std::vector<SplitSource> splits;
-  for (auto& [name, items] : {std::make_pair("train", train),
-                              std::make_pair("validation", validation)}) {
+  for (auto& [name, items] :
+       {std::make_pair("train", train), std::make_pair("validation", validation)}) {
     int64_t n = static_cast<int64_t>(items->size());
-    if (o.max_examples > 0)
-      n = std::min(n, o.max_examples);
-    if (n == 0)
-      continue;
-    splits.push_back(
-        {name, n, [items](int64_t i) { return encode_one((*items)[i]); }});
+    if (o.max_examples > 0) n = std::min(n, o.max_examples);
+    if (n == 0) continue;
+    splits.push_back({name, n, [items](int64_t i) { return encode_one((*items)[i]); }});
   }
   return write_dataset(o, splits);
 }

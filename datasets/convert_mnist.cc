@@ -21,15 +21,13 @@ std::string find_input(const std::string& dir, const std::string& stem) {
                   "[.gz]' (MNIST-format idx file)");
 }
 
-std::string encode_one(const IdxArray& images, const IdxArray& labels,
-                       int64_t i) {
+std::string encode_one(const IdxArray& images, const IdxArray& labels, int64_t i) {
   io::Image img;
   img.height = static_cast<int>(images.dims[1]);
   img.width = static_cast<int>(images.dims[2]);
   img.channels = 1;
   const size_t size = size_t(img.height) * img.width;
-  img.pixels.assign(images.data.begin() + i * size,
-                    images.data.begin() + (i + 1) * size);
+  img.pixels.assign(images.data.begin() + i * size, images.data.begin() + (i + 1) * size);
   io::ImageRecord r;
   r.encoded = io::encode_png(img);
   r.format = "png";
@@ -56,7 +54,8 @@ IdxArray read_idx(const std::string& path) {
            (uint32_t(bytes[off + 2]) << 8) | uint32_t(bytes[off + 3]);
   };
   if (bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08) {
-    throw DataError("'" + path + "': not an idx file of unsigned bytes "
+    throw DataError("'" + path +
+                    "': not an idx file of unsigned bytes "
                     "(bad magic number)");
   }
   const int ndim = bytes[3];
@@ -71,8 +70,7 @@ IdxArray read_idx(const std::string& path) {
   }
   const size_t header = 4 + 4 * size_t(ndim);
   if (bytes.size() - header != total) {
-    throw DataError("'" + path + "': payload has " +
-                    std::to_string(bytes.size() - header) +
+    throw DataError("'" + path + "': payload has " + std::to_string(bytes.size() - header) +
                     " bytes, header promises " + std::to_string(total));
   }
   a.data.assign(bytes.begin() + header, bytes.end());
@@ -82,28 +80,25 @@ IdxArray read_idx(const std::string& path) {
 std::vector<ConvertedSplit> convert_mnist(const ConvertOptions& options) {
   ConvertOptions o = options;
   if (o.prefix.empty()) o.prefix = "mnist";
-  const std::pair<const char*, const char*> names[] = {{"train", "train"},
-                                                       {"test", "t10k"}};
+  const std::pair<const char*, const char*> names[] = {{"train", "train"}, {"test", "t10k"}};
   // Both splits stay in memory (idx payloads, 55 MB for MNIST).
   std::vector<std::pair<IdxArray, IdxArray>> data;
   std::vector<SplitSource> splits;
   data.reserve(2);
   for (const auto& [split, stem] : names) {
-    data.emplace_back(
-        read_idx(find_input(o.input_dir, std::string(stem) + "-images-idx3-ubyte")),
-        read_idx(find_input(o.input_dir, std::string(stem) + "-labels-idx1-ubyte")));
+    data.emplace_back(read_idx(find_input(o.input_dir, std::string(stem) + "-images-idx3-ubyte")),
+                      read_idx(find_input(o.input_dir, std::string(stem) + "-labels-idx1-ubyte")));
     const IdxArray& images = data.back().first;
     const IdxArray& labels = data.back().second;
-    if (images.dims.size() != 3 || labels.dims.size() != 1 ||
-        images.dims[0] != labels.dims[0]) {
-      throw DataError(std::string(split) + ": images and labels disagree "
+    if (images.dims.size() != 3 || labels.dims.size() != 1 || images.dims[0] != labels.dims[0]) {
+      throw DataError(std::string(split) +
+                      ": images and labels disagree "
                       "(expected [N,H,W] images and [N] labels)");
     }
     int64_t n = images.dims[0];
     if (o.max_examples > 0) n = std::min(n, o.max_examples);
-    splits.push_back({split, n, [&images, &labels](int64_t i) {
-                        return encode_one(images, labels, i);
-                      }});
+    splits.push_back(
+        {split, n, [&images, &labels](int64_t i) { return encode_one(images, labels, i); }});
   }
   return write_dataset(o, splits);
 }

@@ -23,16 +23,26 @@ namespace {
 const std::vector<DatasetSpec>& table() {
   static const std::vector<DatasetSpec> kTable = {
       // FastNN's mock: synthetic images at the model's size, no I/O.
-      {"mock", "", {{"train", 1000000}, {"validation", 10000}, {"test", 10000}},
-       1000, 3, DatasetSource::kSynthetic, ""},
+      {"mock",
+       "",
+       {{"train", 1000000}, {"validation", 10000}, {"test", 10000}},
+       1000,
+       3,
+       DatasetSource::kSynthetic,
+       ""},
       mnist_spec(),
       fashion_mnist_spec(),
       cifar10_spec(),
       flowers_spec(),
       imagenet_spec(),
       {"tfrecord", "", {}, 0, 3, DatasetSource::kCustomTFRecord, ""},
-      {"image_folder", "", {{"train", 0}, {"validation", 0}}, 0, 3,
-       DatasetSource::kImageFolder, ""},
+      {"image_folder",
+       "",
+       {{"train", 0}, {"validation", 0}},
+       0,
+       3,
+       DatasetSource::kImageFolder,
+       ""},
   };
   return kTable;
 }
@@ -50,8 +60,7 @@ const DatasetSpec& find_dataset(const std::string& name) {
     if (d.name == name) return d;
   }
   throw ConfigError("dataset_name: " + config::quote_value(name) +
-                    " is not an available dataset; available: " +
-                    join_list(dataset_names()));
+                    " is not an available dataset; available: " + join_list(dataset_names()));
 }
 
 std::vector<std::string> read_labels_file(const std::string& path) {
@@ -72,13 +81,11 @@ std::vector<std::string> read_labels_file(const std::string& path) {
   return labels;
 }
 
-std::vector<std::string> expand_file_list(const std::string& list,
-                                          const std::string& dir) {
+std::vector<std::string> expand_file_list(const std::string& list, const std::string& dir) {
   std::vector<std::string> files;
   for (const std::string& pattern : split_list(list)) {
     const bool joined = !dir.empty() && fs::path(pattern).is_relative();
-    const std::string item =
-        joined ? (fs::path(dir) / pattern).string() : pattern;
+    const std::string item = joined ? (fs::path(dir) / pattern).string() : pattern;
     glob_t g{};
     const int rc = glob(item.c_str(), 0, nullptr, &g);
     size_t matched = 0, temporaries = 0;
@@ -93,10 +100,9 @@ std::vector<std::string> expand_file_list(const std::string& list,
     }
     globfree(&g);
     if (matched == 0) {
-      throw DataError(
-          "no file matches " + config::quote_value(pattern) +
-          (joined ? " in " + config::quote_value(dir) : std::string()) +
-          (temporaries > 0 ? " (only unfinished writes, *.tmp-PID)" : ""));
+      throw DataError("no file matches " + config::quote_value(pattern) +
+                      (joined ? " in " + config::quote_value(dir) : std::string()) +
+                      (temporaries > 0 ? " (only unfinished writes, *.tmp-PID)" : ""));
     }
   }
   std::sort(files.begin(), files.end());
@@ -108,8 +114,7 @@ namespace {
 
 // The files of a split with a fixed layout, sorted; DataError naming the
 // patterns when there are none.
-std::vector<std::string> find_split_files(const DatasetSpec& spec,
-                                          const std::string& split,
+std::vector<std::string> find_split_files(const DatasetSpec& spec, const std::string& split,
                                           const std::string& dir) {
   // Written by convert_dataset: its manifest names the files (issue 23).
   if (!spec.file_prefix.empty()) {
@@ -135,9 +140,8 @@ std::vector<std::string> find_split_files(const DatasetSpec& spec,
     }
   }
   if (found.empty()) {
-    throw DataError("dataset " + spec.name + ": no file for split " +
-                    config::quote_value(split) + " in " + config::quote_value(dir) +
-                    " (looked for " + join_list(patterns) +
+    throw DataError("dataset " + spec.name + ": no file for split " + config::quote_value(split) +
+                    " in " + config::quote_value(dir) + " (looked for " + join_list(patterns) +
                     "); run convert_dataset first");
   }
   std::sort(found.begin(), found.end());
@@ -180,8 +184,7 @@ void resolve_custom(const HParams& hp, const std::string& files, DatasetInfo& in
   }
   if (info.num_samples == 0) {
     throw DataError("dataset tfrecord: the " + std::to_string(info.files.size()) +
-                    " file(s) matching " + config::quote_value(files) +
-                    " hold no record");
+                    " file(s) matching " + config::quote_value(files) + " hold no record");
   }
 }
 
@@ -195,8 +198,7 @@ bool spec_has(const DatasetSpec& spec, const std::string& split) {
 // A validation split held out of TFRecord training files is asked for.
 bool holds_out(const HParams& hp, const DatasetSpec& spec) {
   return hp.validation_fraction.value_or(0) > 0 &&
-         (spec.source == DatasetSource::kTFRecord ||
-          spec.source == DatasetSource::kCustomTFRecord);
+         (spec.source == DatasetSource::kTFRecord || spec.source == DatasetSource::kCustomTFRecord);
 }
 
 // The dataset's own validation files stand in for the test split it lacks.
@@ -272,10 +274,10 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
       files_split = "validation";
     }
   }
-  const std::string& files_override =
-      files_split == hp.dataset_split_name              ? hp.train_files
-      : split == hp.eval_split_name && split == files_split ? hp.eval_files
-                                                         : std::string();
+  const std::string& files_override = files_split == hp.dataset_split_name ? hp.train_files
+                                      : split == hp.eval_split_name && split == files_split
+                                          ? hp.eval_files
+                                          : std::string();
   if (spec.source == DatasetSource::kCustomTFRecord) {
     resolve_custom(hp, files_override, info);
   } else {
@@ -290,13 +292,14 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
     }
     if (!known_split) {
       throw ConfigError("dataset_split_name: " + config::quote_value(split) +
-                        " is not a split of " + spec.name + "; valid: " +
-                        join_list(split_names));
+                        " is not a split of " + spec.name + "; valid: " + join_list(split_names));
     }
     if (info.synthetic) return info;
     if (hp.dataset_dir.empty() && files_override.empty()) {
-      throw ConfigError(hp.where("dataset_dir") + ": dataset_dir: not set (the "
-                        "folder holding " + spec.name + "'s TFRecord files)");
+      throw ConfigError(hp.where("dataset_dir") +
+                        ": dataset_dir: not set (the "
+                        "folder holding " +
+                        spec.name + "'s TFRecord files)");
     }
     if (files_override.empty()) {
       info.files = find_split_files(spec, files_split, hp.dataset_dir);

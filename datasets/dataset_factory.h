@@ -78,8 +78,8 @@ struct DatasetSpec {
 /// of eval_split_name. With validation_fraction > 0 a TFRecord dataset's
 /// "validation" is the held-out share of the training split's records and
 /// the training split the rest; a dataset with its own validation files
-/// but no test split (flowers, imagenet) serves those as "test". Throws ConfigError for an unknown name or split,
-/// DataError naming the pattern when no file (or only empty files) exists.
+/// but no test split (flowers, imagenet) serves those as "test". Throws ConfigError for an unknown
+/// name or split, DataError naming the pattern when no file (or only empty files) exists.
 DatasetInfo get_dataset(const HParams& hp, const std::string& split);
 
 /// Whether hp's dataset has split `split` under hp (a held-out
@@ -100,7 +100,6 @@ std::vector<std::string> read_labels_file(const std::string& path);
 
 /// Expands a comma-separated list of paths/globs (relative ones joined to
 /// `dir`), sorted; throws DataError when a pattern matches nothing.
-std::vector<std::string> expand_file_list(const std::string& list,
-                                          const std::string& dir);
+std::vector<std::string> expand_file_list(const std::string& list, const std::string& dir);
 
 }  // namespace fastnn::datasets

@@ -17,19 +17,16 @@ namespace {
 
 bool is_image_name(const fs::path& p) {
   std::string ext = p.extension().string();
-  for (char& c : ext)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
 }
 
-bool hidden(const fs::path& p) {
-  return p.filename().string().rfind('.', 0) == 0;
-}
+bool hidden(const fs::path& p) { return p.filename().string().rfind('.', 0) == 0; }
 
 [[noreturn]] void unusable(const fs::path& p, const std::error_code& ec) {
-  throw DataError("image_folder: '" + p.string() + "': " +
-                  (ec.value() == ELOOP ? "a symbolic link loop (" + ec.message() + ")"
-                                       : ec.message()));
+  throw DataError(
+      "image_folder: '" + p.string() +
+      "': " + (ec.value() == ELOOP ? "a symbolic link loop (" + ec.message() + ")" : ec.message()));
 }
 
 std::string dangling(const fs::path& p) {
@@ -80,13 +77,13 @@ ImageFolderSplit scan_image_folder(const std::string& dir) {
     if (kind == Kind::kDirectory) out.class_names.push_back(p.filename().string());
     // A class folder that vanished would shift every later class's label.
     if (kind == Kind::kDangling) {
-      throw DataError(dangling(p) + ": it may have been a class folder; restore its "
+      throw DataError(dangling(p) +
+                      ": it may have been a class folder; restore its "
                       "target or remove it");
     }
   }
   if (out.class_names.empty()) {
-    throw DataError("image_folder: '" + dir +
-                    "' has no class sub-folder (expected " + dir +
+    throw DataError("image_folder: '" + dir + "' has no class sub-folder (expected " + dir +
                     "/<class>/<image>.jpg)");
   }
   std::vector<std::pair<std::string, int64_t>> all;
@@ -107,19 +104,15 @@ ImageFolderSplit scan_image_folder(const std::string& dir) {
   return out;
 }
 
-ImageFolderSplit select_split(const ImageFolderSplit& all_images,
-                              const std::string& split,
-                              double validation_fraction,
-                              uint64_t seed) {
+ImageFolderSplit select_split(const ImageFolderSplit& all_images, const std::string& split,
+                              double validation_fraction, uint64_t seed) {
   if (split != "train" && split != "validation") {
-    throw ConfigError(
-        "dataset_split_name: '" + split +
-        "' is not a split of image_folder; valid: train, validation");
+    throw ConfigError("dataset_split_name: '" + split +
+                      "' is not a split of image_folder; valid: train, validation");
   }
   if (!(validation_fraction >= 0 && validation_fraction < 1)) {
-    throw ConfigError(
-        "validation_fraction: " + std::to_string(validation_fraction) +
-        " is not in [0, 1)");
+    throw ConfigError("validation_fraction: " + std::to_string(validation_fraction) +
+                      " is not in [0, 1)");
   }
   std::vector<size_t> order(all_images.files.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -127,8 +120,7 @@ ImageFolderSplit select_split(const ImageFolderSplit& all_images,
   for (size_t i = order.size(); i > 1; --i) {
     std::swap(order[i - 1], order[rng() % i]);
   }
-  const auto n_val =
-      static_cast<size_t>(std::llround(order.size() * validation_fraction));
+  const auto n_val = static_cast<size_t>(std::llround(order.size() * validation_fraction));
   const size_t begin = split == "validation" ? 0 : n_val;
   const size_t end = split == "validation" ? n_val : order.size();
   std::vector<size_t> part(order.begin() + begin, order.begin() + end);
@@ -142,20 +134,17 @@ ImageFolderSplit select_split(const ImageFolderSplit& all_images,
   return out;
 }
 
-ImageFolderSplit list_image_folder(const std::string& dir,
-                                   const std::string& split,
-                                   double validation_fraction,
-                                   uint64_t seed) {
+ImageFolderSplit list_image_folder(const std::string& dir, const std::string& split,
+                                   double validation_fraction, uint64_t seed) {
   // The arguments first: a bad split name is a usage error whatever dir holds.
   select_split({}, split, validation_fraction, seed);
   const ImageFolderSplit all = scan_image_folder(dir);
   ImageFolderSplit out = select_split(all, split, validation_fraction, seed);
   if (out.files.empty()) {
-    throw DataError(
-        "image_folder: no image for split '" + split + "' in '" + dir + "' (" +
-        std::to_string(all.files.size()) +
-        " images in <class>/*.{jpg,jpeg,png}, validation_fraction " +
-        std::to_string(validation_fraction) + ")");
+    throw DataError("image_folder: no image for split '" + split + "' in '" + dir + "' (" +
+                    std::to_string(all.files.size()) +
+                    " images in <class>/*.{jpg,jpeg,png}, validation_fraction " +
+                    std::to_string(validation_fraction) + ")");
   }
   return out;
 }

@@ -40,17 +40,13 @@ ImageFolderSplit scan_image_folder(const std::string& dir);
 
 /// Split "train" or "validation" of `all` (from scan_image_folder); may be
 /// empty. Throws ConfigError for another split or a fraction outside [0, 1).
-ImageFolderSplit select_split(const ImageFolderSplit& all,
-                              const std::string& split,
-                              double validation_fraction,
-                              uint64_t seed);
+ImageFolderSplit select_split(const ImageFolderSplit& all, const std::string& split,
+                              double validation_fraction, uint64_t seed);
 
 /// Lists split "train" or "validation" of `dir`: scan_image_folder, then
 /// select_split; DataError also when the split has no image.
-ImageFolderSplit list_image_folder(const std::string& dir,
-                                   const std::string& split,
-                                   double validation_fraction,
-                                   uint64_t seed);
+ImageFolderSplit list_image_folder(const std::string& dir, const std::string& split,
+                                   double validation_fraction, uint64_t seed);
 
 /// The bytes of one listed image file. Throws DataError naming `path`,
 /// and saying so when it is a dangling symbolic link.

@@ -26,8 +26,7 @@ std::string interrupted(const std::string& path) {
 
 // The split's files of a complete manifest; throws when one is missing or
 // changed.
-std::vector<std::string> checked_files(const std::string& path,
-                                       const Manifest& m,
+std::vector<std::string> checked_files(const std::string& path, const Manifest& m,
                                        const std::string& split) {
   std::vector<std::string> out;
   const fs::path dir = fs::path(path).parent_path();
@@ -37,13 +36,13 @@ std::vector<std::string> checked_files(const std::string& path,
     std::error_code ec;
     const uintmax_t size = fs::file_size(file, ec);
     if (ec || size != f.bytes) {
-      throw DataError("'" + file + "' " +
-                      (ec ? "is missing (" + ec.message() + ")"
-                          : "has " + std::to_string(size) + " bytes") +
-                      ", but '" + path + "' lists it with " + std::to_string(f.bytes) +
-                      " bytes: the folder was changed after convert_dataset wrote "
-                      "it; run convert_dataset with --overwrite again (or remove the "
-                      "manifest if the files were replaced on purpose)");
+      throw DataError(
+          "'" + file + "' " +
+          (ec ? "is missing (" + ec.message() + ")" : "has " + std::to_string(size) + " bytes") +
+          ", but '" + path + "' lists it with " + std::to_string(f.bytes) +
+          " bytes: the folder was changed after convert_dataset wrote "
+          "it; run convert_dataset with --overwrite again (or remove the "
+          "manifest if the files were replaced on purpose)");
     }
     out.push_back(file);
   }
@@ -93,17 +92,16 @@ std::optional<Manifest> read_manifest(const std::string& path) {
 }
 
 void write_manifest(const std::string& path, const Manifest& m) {
-  std::string text = std::string(kMagic) + "\nstate " +
-                     (m.complete ? "complete" : "converting") + "\n";
+  std::string text =
+      std::string(kMagic) + "\nstate " + (m.complete ? "complete" : "converting") + "\n";
   for (const auto& f : m.files) {
-    text += "file " + f.split + " " + std::to_string(f.records) + " " +
-            std::to_string(f.bytes) + " " + f.name + "\n";
+    text += "file " + f.split + " " + std::to_string(f.records) + " " + std::to_string(f.bytes) +
+            " " + f.name + "\n";
   }
   io::write_file_atomic(path, text);
 }
 
-std::vector<std::string> manifest_split_files(const std::string& path,
-                                              const Manifest& m,
+std::vector<std::string> manifest_split_files(const std::string& path, const Manifest& m,
                                               const std::string& split) {
   if (!m.complete) throw DataError(interrupted(path));
   auto files = checked_files(path, m, split);

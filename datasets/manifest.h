@@ -50,8 +50,7 @@ void write_manifest(const std::string& path, const Manifest& manifest);
 /// The paths of `split`'s files in the manifest at `path`, in its order.
 /// Throws DataError naming the manifest when it is not complete, lists no
 /// file of `split`, or a listed file is missing or not of its size.
-std::vector<std::string> manifest_split_files(const std::string& path,
-                                              const Manifest& manifest,
+std::vector<std::string> manifest_split_files(const std::string& path, const Manifest& manifest,
                                               const std::string& split);
 
 /// For files chosen without a manifest (train_files, eval_files): throws

@@ -1,6 +1,7 @@
 #include "fastnn/pipeline.h"
 
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -11,22 +12,20 @@
 #include <iostream>
 #include <limits>
 #include <map>
-#include <numeric>
 #include <mutex>
+#include <numeric>
 #include <system_error>
 #include <thread>
 
-#include <unistd.h>
-
 #include "datasets/image_folder.h"
 #include "datasets/sharding.h"
-#include "src/io/atomic_file.h"
 #include "fastnn/byte_source.h"
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
+#include "fastnn/tfrecord.h"
+#include "src/io/atomic_file.h"
 #include "src/io/image.h"
 #include "src/io/thread_limit.h"
-#include "fastnn/tfrecord.h"
 #include "src/log/log.h"
 
 namespace fastnn::datasets {
@@ -119,22 +118,35 @@ struct Pipeline::State {
 
   std::string where(const Record& r) const {
     if (r.label >= 0) return opt.files[r.file];
-    return opt.files[r.file] + ": record " + std::to_string(r.index) +
-           " at offset " + std::to_string(r.offset);
+    return opt.files[r.file] + ": record " + std::to_string(r.index) + " at offset " +
+           std::to_string(r.offset);
   }
 
   // Counts n skipped records of one kind.
   void count(Skip kind, int64_t n = 1) {
     int64_t* counter = nullptr;
     switch (kind) {
-      case Skip::kCrc: counter = &stats.skipped_crc_mismatch; break;
-      case Skip::kTruncated: counter = &stats.skipped_truncated; break;
-      case Skip::kOversized: counter = &stats.skipped_oversized; break;
-      case Skip::kExample: counter = &stats.skipped_bad_example; break;
-      case Skip::kImage: counter = &stats.skipped_bad_image; break;
-      case Skip::kLabel: counter = &stats.skipped_bad_label; break;
+      case Skip::kCrc:
+        counter = &stats.skipped_crc_mismatch;
+        break;
+      case Skip::kTruncated:
+        counter = &stats.skipped_truncated;
+        break;
+      case Skip::kOversized:
+        counter = &stats.skipped_oversized;
+        break;
+      case Skip::kExample:
+        counter = &stats.skipped_bad_example;
+        break;
+      case Skip::kImage:
+        counter = &stats.skipped_bad_image;
+        break;
+      case Skip::kLabel:
+        counter = &stats.skipped_bad_label;
+        break;
       case Skip::kNone:
-      case Skip::kPad: return;
+      case Skip::kPad:
+        return;
     }
     if (n == 0) return;
     std::lock_guard<std::mutex> lock(mu);
@@ -201,8 +213,8 @@ bool Pipeline::State::read_files(Take&& take) {
             const uintmax_t size = std::filesystem::file_size(opt.files[f], ec);
             if (!ec && size > static_cast<uintmax_t>(opt.max_record_bytes)) {
               r.refused = opt.files[f] + ": file of " + std::to_string(size) +
-                          " bytes is over the limit of " +
-                          std::to_string(opt.max_record_bytes) + " (max_record_bytes)";
+                          " bytes is over the limit of " + std::to_string(opt.max_record_bytes) +
+                          " (max_record_bytes)";
             } else {
               try {
                 r.data = read_image_file(opt.files[f]);
@@ -233,18 +245,15 @@ bool Pipeline::State::read_files(Take&& take) {
       const auto& rs = reader.stats();
       if (rs.skipped > counted.skipped) {
         const auto skips = static_cast<int64_t>(rs.skipped - counted.skipped);
-        const auto t = static_cast<int64_t>(rs.skipped_truncated -
-                                            counted.skipped_truncated);
-        const auto o = static_cast<int64_t>(rs.skipped_oversized -
-                                            counted.skipped_oversized);
+        const auto t = static_cast<int64_t>(rs.skipped_truncated - counted.skipped_truncated);
+        const auto o = static_cast<int64_t>(rs.skipped_oversized - counted.skipped_oversized);
         count(Skip::kTruncated, t);
         count(Skip::kOversized, o);
         count(Skip::kCrc, skips - t - o);
         index += skips;
         {
           std::lock_guard<std::mutex> lock(mu);
-          stats.bytes_skipped +=
-              static_cast<int64_t>(rs.skipped_bytes - counted.skipped_bytes);
+          stats.bytes_skipped += static_cast<int64_t>(rs.skipped_bytes - counted.skipped_bytes);
         }
         counted = rs;
       }
@@ -285,9 +294,8 @@ void Pipeline::State::read_loop() {
       return true;
     }
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] {
-      return stop || static_cast<int64_t>(raw.size()) < opt.num_parallel_batches;
-    });
+    cv.wait(lock,
+            [&] { return stop || static_cast<int64_t>(raw.size()) < opt.num_parallel_batches; });
     if (stop) return false;
     raw.push_back(std::move(cur));
     cur = RawBatch{};
@@ -330,12 +338,10 @@ void Pipeline::State::read_loop() {
     // This worker's records of the epoch: record-level sharding keeps every
     // num_shards-th one; at most plan.samples are kept, and records lost to
     // corruption are padded so every worker has the same count.
-    const int64_t limit = plan.samples > 0 ? plan.samples
-                                           : std::numeric_limits<int64_t>::max();
+    const int64_t limit = plan.samples > 0 ? plan.samples : std::numeric_limits<int64_t>::max();
     int64_t ordinal = 0, kept = 0;
     auto take = [&](auto&& make) -> bool {
-      const bool mine = !plan.record_level ||
-                        ordinal % plan.num_shards == plan.shard_index;
+      const bool mine = !plan.record_level || ordinal % plan.num_shards == plan.shard_index;
       ++ordinal;
       if (!mine || kept >= limit) return true;
       ++kept;
@@ -391,10 +397,8 @@ int64_t Pipeline::State::encoded_image(std::string_view data, int64_t file_label
     label = ex.label;
   }
   if (label - opt.labels_offset < 0 || label - opt.labels_offset >= opt.num_classes) {
-    throw BadRecord(Skip::kLabel, "label " + std::to_string(label) +
-                                      " minus labels_offset " +
-                                      std::to_string(opt.labels_offset) +
-                                      " is outside [0, " +
+    throw BadRecord(Skip::kLabel, "label " + std::to_string(label) + " minus labels_offset " +
+                                      std::to_string(opt.labels_offset) + " is outside [0, " +
                                       std::to_string(opt.num_classes) + ")");
   }
   // The declared size is checked from the header alone, before any
@@ -403,9 +407,8 @@ int64_t Pipeline::State::encoded_image(std::string_view data, int64_t file_label
     const io::ImageInfo info = io::read_image_info(encoded);
     const auto pixels = static_cast<int64_t>(info.width) * info.height;
     if (pixels > opt.max_image_pixels) {
-      throw DataError("image of " + std::to_string(info.width) + "x" +
-                      std::to_string(info.height) + " = " + std::to_string(pixels) +
-                      " pixels is over the limit of " +
+      throw DataError("image of " + std::to_string(info.width) + "x" + std::to_string(info.height) +
+                      " = " + std::to_string(pixels) + " pixels is over the limit of " +
                       std::to_string(opt.max_image_pixels) + " (max_image_pixels)");
     }
   } catch (const DataError& e) {
@@ -415,7 +418,7 @@ int64_t Pipeline::State::encoded_image(std::string_view data, int64_t file_label
 }
 
 int64_t Pipeline::State::decode_record(const Record& r, std::mt19937_64& rng, float* out,
-                                        CacheTally& tally) {
+                                       CacheTally& tally) {
   if (!r.refused.empty()) throw BadRecord(r.refused_kind, r.refused);
   // Preprocessing's DataErrors are undecodable images or channel
   // mismatches.
@@ -517,8 +520,7 @@ void Pipeline::State::work_loop() {
       // batch the consumer waits for is always allowed through.
       cv.wait(lock, [&] {
         return stop || (raw.empty() && total_batches >= 0) ||
-               (!raw.empty() &&
-                raw.front().index < next_index + opt.prefetch_batches);
+               (!raw.empty() && raw.front().index < next_index + opt.prefetch_batches);
       });
       if (stop || raw.empty()) return;
       rb = std::move(raw.front());
@@ -543,9 +545,8 @@ namespace {
 // Issue 23: prefetch_buffer_size=1e9 decoded batches until the process
 // died. Bounds the batches held ahead, by count and by memory.
 void check_batches_ahead(const PipelineOptions& o) {
-  const std::pair<const char*, int64_t> keys[] = {
-      {"prefetch_buffer_size", o.prefetch_batches},
-      {"num_parallel_batches", o.num_parallel_batches}};
+  const std::pair<const char*, int64_t> keys[] = {{"prefetch_buffer_size", o.prefetch_batches},
+                                                  {"num_parallel_batches", o.num_parallel_batches}};
   for (const auto& [key, n] : keys) {
     if (n > kMaxBatchesAhead) {
       throw ConfigError(std::string(key) + ": " + std::to_string(n) +
@@ -553,10 +554,10 @@ void check_batches_ahead(const PipelineOptions& o) {
                         std::to_string(kMaxBatchesAhead));
     }
   }
-  const double batch_bytes = 4.0 * static_cast<double>(o.batch_size) *
-                             static_cast<double>(o.shape.numel());
-  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
-                        static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const double batch_bytes =
+      4.0 * static_cast<double>(o.batch_size) * static_cast<double>(o.shape.numel());
+  const double memory =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   const double ahead = batch_bytes * static_cast<double>(o.prefetch_batches);
   if (memory > 0 && ahead > memory / 2) {
     char text[160];
@@ -578,8 +579,8 @@ std::vector<int64_t> records_per_file(const PipelineOptions& o) {
   std::vector<int64_t> counts;
   counts.reserve(o.files.size());
   for (const auto& f : o.files) {
-    counts.push_back(count_in_split(holdout, std::filesystem::path(f).filename().string(),
-                                    count_tfrecords(f)));
+    counts.push_back(
+        count_in_split(holdout, std::filesystem::path(f).filename().string(), count_tfrecords(f)));
   }
   return counts;
 }
@@ -649,15 +650,17 @@ void check_cache_budget(const PipelineOptions& o, const ShardPlan& plan, Pipelin
   double budget = static_cast<double>(o.cache_budget_bytes);
   std::string of_what = "cache_budget_bytes";
   if (budget <= 0) {
-    const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
-                          static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    const double memory =
+        static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
     const double ahead = 4.0 * static_cast<double>(o.batch_size) *
                          static_cast<double>(o.shape.numel()) *
                          static_cast<double>(o.prefetch_batches);
     budget = memory / 2 - ahead;
     char text[96];
-    std::snprintf(text, sizeof text, "half of this machine's %.1f GiB of memory, less %.1f GiB of "
-                  "prefetched batches", memory / (1 << 30), ahead / (1 << 30));
+    std::snprintf(text, sizeof text,
+                  "half of this machine's %.1f GiB of memory, less %.1f GiB of "
+                  "prefetched batches",
+                  memory / (1 << 30), ahead / (1 << 30));
     of_what = text;
   }
   const std::string what = o.preprocess_decoded
@@ -665,10 +668,9 @@ void check_cache_budget(const PipelineOptions& o, const ShardPlan& plan, Pipelin
                                : std::to_string(records) + " records as read";
   if (estimate > budget) {
     char text[200];
-    std::snprintf(text, sizeof text,
-                  ", about %lld bytes each, would take %.2f GiB: more than the %.2f GiB (",
-                  static_cast<long long>(each), estimate / (1 << 30),
-                  std::max(0.0, budget) / (1 << 30));
+    std::snprintf(
+        text, sizeof text, ", about %lld bytes each, would take %.2f GiB: more than the %.2f GiB (",
+        static_cast<long long>(each), estimate / (1 << 30), std::max(0.0, budget) / (1 << 30));
     throw ConfigError("datasets_use_caching: " + what + text + of_what +
                       ") the cache may use; set datasets_use_caching=False");
   }
@@ -782,9 +784,7 @@ void Pipeline::State::stop_threads() {
   for (auto& w : workers) finish(w);
 }
 
-Pipeline::~Pipeline() {
-  state_->stop_threads();
-}
+Pipeline::~Pipeline() { state_->stop_threads(); }
 
 std::optional<Batch> Pipeline::next() {
   State& s = *state_;

@@ -7,18 +7,16 @@
 #include <cerrno>
 #include <cstring>
 
-#include "src/io/crc32c.h"
 #include "fastnn/errors.h"
+#include "src/io/crc32c.h"
 
 namespace fastnn::datasets {
 
-ShardPlan plan_shards(const std::vector<int64_t>& records_per_file,
-                      int shard_index,
+ShardPlan plan_shards(const std::vector<int64_t>& records_per_file, int shard_index,
                       int num_shards) {
   if (num_shards < 1 || shard_index < 0 || shard_index >= num_shards) {
-    throw ConfigError(
-        "input sharding: shard_index " + std::to_string(shard_index) +
-        " is not in [0, num_shards=" + std::to_string(num_shards) + ")");
+    throw ConfigError("input sharding: shard_index " + std::to_string(shard_index) +
+                      " is not in [0, num_shards=" + std::to_string(num_shards) + ")");
   }
   ShardPlan plan;
   plan.shard_index = shard_index;
@@ -40,21 +38,18 @@ ShardPlan plan_shards(const std::vector<int64_t>& records_per_file,
   plan.samples = total / num_shards;
   plan.dropped = total - plan.samples * num_shards;
   if (plan.samples == 0) {
-    throw DataError("input sharding: " + std::to_string(total) +
-                    " records cannot give each of " +
+    throw DataError("input sharding: " + std::to_string(total) + " records cannot give each of " +
                     std::to_string(num_shards) + " workers one");
   }
   return plan;
 }
 
 std::string describe(const ShardPlan& plan, size_t total_files) {
-  return "shard " + std::to_string(plan.shard_index) + " of " +
-         std::to_string(plan.num_shards) + ": " +
-         (plan.record_level ? "record-level" : "file-level") + ", " +
-         std::to_string(plan.files.size()) + " of " +
-         std::to_string(total_files) + " files, " +
-         std::to_string(plan.samples) + " samples per epoch, " +
-         std::to_string(plan.dropped) + " dropped";
+  return "shard " + std::to_string(plan.shard_index) + " of " + std::to_string(plan.num_shards) +
+         ": " + (plan.record_level ? "record-level" : "file-level") + ", " +
+         std::to_string(plan.files.size()) + " of " + std::to_string(total_files) + " files, " +
+         std::to_string(plan.samples) + " samples per epoch, " + std::to_string(plan.dropped) +
+         " dropped";
 }
 
 int64_t count_tfrecords(const std::string& path) {
@@ -75,11 +70,9 @@ int64_t count_tfrecords(const std::string& path) {
     uint32_t stored_crc = 0;
     std::memcpy(&length, header, 8);          // little-endian hosts only, as
     std::memcpy(&stored_crc, header + 8, 4);  // the rest of src/io
-    if (io::mask_crc(io::crc32c(header, 8)) != stored_crc)
-      break;
+    if (io::mask_crc(io::crc32c(header, 8)) != stored_crc) break;
     const uint64_t end = offset + sizeof(header) + length + 4;
-    if (length > size || end > size)
-      break;
+    if (length > size || end > size) break;
     ++count;
     offset = end;
   }

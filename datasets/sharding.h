@@ -34,8 +34,7 @@ struct ShardPlan {
 /// Plans worker `shard_index` of `num_shards` given the record count of
 /// each file. Throws ConfigError for a bad index/count and DataError when
 /// there are fewer records than workers.
-ShardPlan plan_shards(const std::vector<int64_t>& records_per_file,
-                      int shard_index,
+ShardPlan plan_shards(const std::vector<int64_t>& records_per_file, int shard_index,
                       int num_shards);
 
 /// One line for the log: "shard 1 of 4: file-level, 2 of 8 files, 500

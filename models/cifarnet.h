@@ -22,10 +22,7 @@ namespace fastnn::models {
 
 /// tf.nn.lrn on NCHW input: x / (bias + alpha * s)^beta, where s sums x^2
 /// over the channels within depth_radius of each channel.
-torch::Tensor tf_lrn(const torch::Tensor& x,
-                     int64_t depth_radius,
-                     double bias,
-                     double alpha,
+torch::Tensor tf_lrn(const torch::Tensor& x, int64_t depth_radius, double bias, double alpha,
                      double beta);
 
 /// TF-slim's cifarnet; image_size sets the input of fc3.

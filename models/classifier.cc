@@ -16,8 +16,7 @@ std::vector<torch::Tensor> ClassifierImpl::regularized_weights() {
   return out;
 }
 
-std::string tf_variable_name(const std::string& scope,
-                             const std::string& torch_name) {
+std::string tf_variable_name(const std::string& scope, const std::string& torch_name) {
   std::string path = torch_name;
   std::string leaf;
   auto dot = path.rfind('.');
@@ -63,7 +62,7 @@ void truncated_normal_(torch::Tensor t, double stddev) {
   // back through the inverse CDF, is exactly N(0, 1) truncated at 2 sigma.
   torch::NoGradGuard no_grad;
   const double lo = 0.5 * std::erfc(2.0 / std::sqrt(2.0));  // Phi(-2)
-  t.uniform_(2.0 * lo - 1.0, 1.0 - 2.0 * lo);                // 2u - 1
+  t.uniform_(2.0 * lo - 1.0, 1.0 - 2.0 * lo);               // 2u - 1
   t.erfinv_().mul_(std::sqrt(2.0) * stddev).clamp_(-2.0 * stddev, 2.0 * stddev);
 }
 

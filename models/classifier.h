@@ -35,9 +35,7 @@ class ClassifierImpl : public torch::nn::Module {
   virtual ModelOutput forward(torch::Tensor images) = 0;
 
   /// TF-slim's outer variable scope, e.g. "LeNet".
-  const std::string& scope() const {
-    return scope_;
-  }
+  const std::string& scope() const { return scope_; }
 
   /// The global step before each training step, for networks whose
   /// training depends on it (NASNet's drop-path schedule). Default: unused.
@@ -65,8 +63,7 @@ std::vector<NamedVariable> model_variables(ClassifierImpl& model);
 
 /// The TF-slim name of a LibTorch parameter path inside `scope`:
 /// "conv1.weight" -> "<scope>/conv1/weights".
-std::string tf_variable_name(const std::string& scope,
-                             const std::string& torch_name);
+std::string tf_variable_name(const std::string& scope, const std::string& torch_name);
 
 /// TF's truncated normal: N(0, stddev) re-drawn outside two stddevs.
 void truncated_normal_(torch::Tensor t, double stddev);

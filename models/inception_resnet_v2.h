@@ -41,9 +41,7 @@ struct ResidualBlockOptions {
 
 class InceptionResnetBlockImpl : public MixedImpl {
  public:
-  InceptionResnetBlockImpl(int64_t channels,
-                           const ResidualBlockOptions& o,
-                           const Init& init);
+  InceptionResnetBlockImpl(int64_t channels, const ResidualBlockOptions& o, const Init& init);
   torch::Tensor forward(torch::Tensor x);
 
  private:

@@ -8,10 +8,7 @@ namespace {
 // The layers of one branch (or of the stem), convs registered on `owner`.
 class LayerStack {
  public:
-  LayerStack(torch::nn::Module& owner,
-             int64_t in,
-             std::vector<LayerDef> defs,
-             double stddev)
+  LayerStack(torch::nn::Module& owner, int64_t in, std::vector<LayerDef> defs, double stddev)
       : defs_(std::move(defs)) {
     int64_t channels = in;  // output of the last layer outside a fork
     int64_t forked = 0;     // channels concatenated by the fork so far
@@ -21,8 +18,7 @@ class LayerStack {
         continue;
       }
       const double s = d.stddev > 0 ? d.stddev : stddev;
-      convs_.push_back(owner.register_module(
-          d.name, SlimConv(inception_conv(channels, d, s))));
+      convs_.push_back(owner.register_module(d.name, SlimConv(inception_conv(channels, d, s))));
       if (d.fork) {
         forked += d.depth;
       } else {
@@ -49,9 +45,7 @@ class LayerStack {
     return forked.empty() ? x : torch::cat(forked, 1);
   }
 
-  int64_t out_channels() const {
-    return out_channels_;
-  }
+  int64_t out_channels() const { return out_channels_; }
 
  private:
   std::vector<LayerDef> defs_;
@@ -61,13 +55,8 @@ class LayerStack {
 
 }  // namespace
 
-LayerDef conv_def(std::string name,
-                  int64_t depth,
-                  int64_t kernel_h,
-                  int64_t kernel_w,
-                  int64_t stride,
-                  Padding padding,
-                  double stddev) {
+LayerDef conv_def(std::string name, int64_t depth, int64_t kernel_h, int64_t kernel_w,
+                  int64_t stride, Padding padding, double stddev) {
   LayerDef d;
   d.name = std::move(name);
   d.depth = depth;
@@ -102,54 +91,45 @@ ConvOptions inception_conv(int64_t in, const LayerDef& def, double stddev) {
   o.kernel_w = def.kernel_w;
   o.stride = def.stride;
   o.padding = def.padding;
-  if (stddev > 0)
-    o.init = Init{Init::kTruncatedNormal, stddev};
+  if (stddev > 0) o.init = Init{Init::kTruncatedNormal, stddev};
   return o;
 }
 
-InceptionTrunk::InceptionTrunk(torch::nn::Module& net,
-                               int64_t in_channels,
-                               const std::vector<StageDef>& stages,
-                               double stddev) {
+InceptionTrunk::InceptionTrunk(torch::nn::Module& net, int64_t in_channels,
+                               const std::vector<StageDef>& stages, double stddev) {
   int64_t channels = in_channels;
   for (const auto& stage : stages) {
     names_.push_back(stage.name);
     if (stage.name.empty()) {
-      auto stack = std::make_shared<LayerStack>(
-          net, channels, stage.branches.at(0), stddev);
+      auto stack = std::make_shared<LayerStack>(net, channels, stage.branches.at(0), stddev);
       channels = stack->out_channels();
       stages_.push_back([stack](torch::Tensor x) { return stack->forward(x); });
       continue;
     }
-    auto mixed =
-        net.register_module(stage.name, std::make_shared<torch::nn::Module>());
+    auto mixed = net.register_module(stage.name, std::make_shared<torch::nn::Module>());
     std::vector<std::shared_ptr<LayerStack>> branches;
     int64_t out = 0;
     for (size_t b = 0; b < stage.branches.size(); ++b) {
-      auto scope = mixed->register_module(
-          "Branch_" + std::to_string(b), std::make_shared<torch::nn::Module>());
-      branches.push_back(std::make_shared<LayerStack>(
-          *scope, channels, stage.branches[b], stddev));
+      auto scope = mixed->register_module("Branch_" + std::to_string(b),
+                                          std::make_shared<torch::nn::Module>());
+      branches.push_back(std::make_shared<LayerStack>(*scope, channels, stage.branches[b], stddev));
       out += branches.back()->out_channels();
     }
     channels = out;
     stages_.push_back([branches](torch::Tensor x) {
       std::vector<torch::Tensor> outs;
-      for (const auto& b : branches)
-        outs.push_back(b->forward(x));
+      for (const auto& b : branches) outs.push_back(b->forward(x));
       return torch::cat(outs, 1);
     });
   }
   out_channels_ = channels;
 }
 
-torch::Tensor InceptionTrunk::forward(torch::Tensor x,
-                                      const std::string& tap,
+torch::Tensor InceptionTrunk::forward(torch::Tensor x, const std::string& tap,
                                       torch::Tensor* tapped) const {
   for (size_t i = 0; i < stages_.size(); ++i) {
     x = stages_[i](x);
-    if (tapped != nullptr && !tap.empty() && names_[i] == tap)
-      *tapped = x;
+    if (tapped != nullptr && !tap.empty() && names_[i] == tap) *tapped = x;
   }
   return x;
 }
@@ -162,22 +142,15 @@ ConvOptions logits_conv(int64_t in, int64_t classes, const Init& init) {
   return o;
 }
 
-torch::Tensor spatial_squeeze(const torch::Tensor& logits,
-                              const std::string& scope) {
-  TORCH_CHECK(logits.size(2) == 1 && logits.size(3) == 1,
-              scope,
-              ": logits map is ",
-              logits.size(2),
-              "x",
-              logits.size(3),
+torch::Tensor spatial_squeeze(const torch::Tensor& logits, const std::string& scope) {
+  TORCH_CHECK(logits.size(2) == 1 && logits.size(3) == 1, scope, ": logits map is ", logits.size(2),
+              "x", logits.size(3),
               ", not 1x1; the input image size does not suit this network "
               "(set ModelOptions.image_size to the size used)");
   return logits.flatten(1);
 }
 
-ConvLogitsOptions conv_logits(const ModelOptions& model,
-                              int64_t in_channels,
-                              const Init& init) {
+ConvLogitsOptions conv_logits(const ModelOptions& model, int64_t in_channels, const Init& init) {
   ConvLogitsOptions o;
   o.in_channels = in_channels;
   o.num_classes = model.num_classes;
@@ -186,16 +159,13 @@ ConvLogitsOptions conv_logits(const ModelOptions& model,
   return o;
 }
 
-ConvLogitsHeadImpl::ConvLogitsHeadImpl(const ConvLogitsOptions& options,
-                                       std::string network_scope)
+ConvLogitsHeadImpl::ConvLogitsHeadImpl(const ConvLogitsOptions& options, std::string network_scope)
     : network_scope_(std::move(network_scope)) {
   dropout_ =
-      register_module(options.dropout_scope,
-                      torch::nn::Dropout(1.0 - options.dropout_keep_prob));
+      register_module(options.dropout_scope, torch::nn::Dropout(1.0 - options.dropout_keep_prob));
   conv_ = register_module(
       options.conv_scope,
-      SlimConv(
-          logits_conv(options.in_channels, options.num_classes, options.init)));
+      SlimConv(logits_conv(options.in_channels, options.num_classes, options.init)));
 }
 
 torch::Tensor ConvLogitsHeadImpl::forward(const torch::Tensor& x) {

@@ -41,20 +41,11 @@ struct LayerDef {
 };
 
 /// A conv with a kernel_h x kernel_w window.
-LayerDef conv_def(std::string name,
-                  int64_t depth,
-                  int64_t kernel_h,
-                  int64_t kernel_w,
-                  int64_t stride = 1,
-                  Padding padding = Padding::kSame,
-                  double stddev = 0.0);
+LayerDef conv_def(std::string name, int64_t depth, int64_t kernel_h, int64_t kernel_w,
+                  int64_t stride = 1, Padding padding = Padding::kSame, double stddev = 0.0);
 /// A k x k max or average pool.
-LayerDef max_pool_def(int64_t kernel,
-                      int64_t stride = 1,
-                      Padding padding = Padding::kSame);
-LayerDef avg_pool_def(int64_t kernel,
-                      int64_t stride = 1,
-                      Padding padding = Padding::kSame);
+LayerDef max_pool_def(int64_t kernel, int64_t stride = 1, Padding padding = Padding::kSame);
+LayerDef avg_pool_def(int64_t kernel, int64_t stride = 1, Padding padding = Padding::kSame);
 
 /// A named Mixed module, or (empty name) layers in the network scope.
 struct StageDef {
@@ -72,20 +63,15 @@ class InceptionTrunk {
  public:
   /// `stddev` > 0 overrides the initializer of every conv without its own
   /// (Inception v1 wraps its whole body in trunc_normal(0.01)).
-  InceptionTrunk(torch::nn::Module& net,
-                 int64_t in_channels,
-                 const std::vector<StageDef>& stages,
+  InceptionTrunk(torch::nn::Module& net, int64_t in_channels, const std::vector<StageDef>& stages,
                  double stddev = 0.0);
 
   /// Runs every stage; when `tap` names a stage, its output goes to
   /// `*tapped` (the input of an auxiliary head).
-  torch::Tensor forward(torch::Tensor x,
-                        const std::string& tap = "",
+  torch::Tensor forward(torch::Tensor x, const std::string& tap = "",
                         torch::Tensor* tapped = nullptr) const;
 
-  int64_t out_channels() const {
-    return out_channels_;
-  }
+  int64_t out_channels() const { return out_channels_; }
 
  private:
   std::vector<std::string> names_;
@@ -104,8 +90,7 @@ ConvOptions logits_conv(int64_t in, int64_t classes, const Init& init);
 
 /// Drops the 1x1 spatial dimensions of [N, C, 1, 1] logits (TF-slim's
 /// SpatialSqueeze); throws if the map is not 1x1.
-torch::Tensor spatial_squeeze(const torch::Tensor& logits,
-                              const std::string& scope);
+torch::Tensor spatial_squeeze(const torch::Tensor& logits, const std::string& scope);
 
 /// TF-slim's Logits scope on the pooled [N, C, 1, 1] features of the
 /// Inception v1-v3 and MobileNet classifiers: dropout, a 1x1 logits_conv,
@@ -125,16 +110,14 @@ struct ConvLogitsOptions {
 
 /// ConvLogitsOptions over `in_channels` features with `model`'s num_classes
 /// and dropout_keep_prob.
-ConvLogitsOptions conv_logits(const ModelOptions& model,
-                              int64_t in_channels,
+ConvLogitsOptions conv_logits(const ModelOptions& model, int64_t in_channels,
                               const Init& init = Init{});
 
 /// Registered by a network as "Logits".
 class ConvLogitsHeadImpl : public torch::nn::Module {
  public:
   /// `network_scope` names the network in the error spatial_squeeze raises.
-  ConvLogitsHeadImpl(const ConvLogitsOptions& options,
-                     std::string network_scope);
+  ConvLogitsHeadImpl(const ConvLogitsOptions& options, std::string network_scope);
   /// [N, in_channels, 1, 1] -> [N, num_classes].
   torch::Tensor forward(const torch::Tensor& x);
 

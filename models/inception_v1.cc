@@ -10,14 +10,8 @@ LayerDef c(const std::string& name, int64_t depth, int64_t k, int64_t s = 1) {
 }
 
 // A Mixed module: 1x1 | 1x1 -> 3x3 | 1x1 -> 3x3 | 3x3 max-pool -> 1x1.
-StageDef mixed(const std::string& name,
-               int64_t b0,
-               int64_t b1a,
-               int64_t b1b,
-               int64_t b2a,
-               int64_t b2b,
-               int64_t b3,
-               const std::string& b2b_name = "Conv2d_0b_3x3") {
+StageDef mixed(const std::string& name, int64_t b0, int64_t b1a, int64_t b1b, int64_t b2a,
+               int64_t b2b, int64_t b3, const std::string& b2b_name = "Conv2d_0b_3x3") {
   return {name,
           {{c("Conv2d_0a_1x1", b0, 1)},
            {c("Conv2d_0a_1x1", b1a, 1), c("Conv2d_0b_3x3", b1b, 3)},
@@ -28,10 +22,8 @@ StageDef mixed(const std::string& name,
 std::vector<StageDef> stages() {
   return {
       {"",
-       {{c("Conv2d_1a_7x7", 64, 7, 2),
-         max_pool_def(3, 2),  // MaxPool_2a_3x3
-         c("Conv2d_2b_1x1", 64, 1),
-         c("Conv2d_2c_3x3", 192, 3),
+       {{c("Conv2d_1a_7x7", 64, 7, 2), max_pool_def(3, 2),  // MaxPool_2a_3x3
+         c("Conv2d_2b_1x1", 64, 1), c("Conv2d_2c_3x3", 192, 3),
          max_pool_def(3, 2)}}},  // MaxPool_3a_3x3
       mixed("Mixed_3b", 64, 96, 128, 16, 32, 32),
       mixed("Mixed_3c", 128, 128, 192, 32, 96, 64),
@@ -51,8 +43,7 @@ std::vector<StageDef> stages() {
 }  // namespace
 
 InceptionV1Impl::InceptionV1Impl(const ModelOptions& options)
-    : ClassifierImpl("InceptionV1"),
-      trunk_(*this, options.in_channels, stages(), /*stddev=*/0.01) {
+    : ClassifierImpl("InceptionV1"), trunk_(*this, options.in_channels, stages(), /*stddev=*/0.01) {
   auto head = conv_logits(options, trunk_.out_channels());
   head.dropout_scope = "Dropout_0b";
   head.conv_scope = "Conv2d_0c_1x1";

@@ -20,11 +20,7 @@ namespace fastnn::models {
 /// padding. Variables: depthwise_weights, pointwise_weights, biases.
 class SeparableConvImpl : public torch::nn::Module {
  public:
-  SeparableConvImpl(int64_t in,
-                    int64_t out,
-                    int64_t kernel,
-                    int64_t multiplier,
-                    int64_t stride,
+  SeparableConvImpl(int64_t in, int64_t out, int64_t kernel, int64_t multiplier, int64_t stride,
                     const Init& init);
   torch::Tensor forward(torch::Tensor x);
 

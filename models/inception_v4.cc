@@ -4,10 +4,7 @@
 
 namespace fastnn::models {
 
-BranchLayer conv_layer(std::string scope,
-                       int64_t depth,
-                       Kernel kernel,
-                       int64_t stride,
+BranchLayer conv_layer(std::string scope, int64_t depth, Kernel kernel, int64_t stride,
                        Padding padding) {
   BranchLayer l;
   l.scope = std::move(scope);
@@ -18,29 +15,20 @@ BranchLayer conv_layer(std::string scope,
   return l;
 }
 
-BranchLayer max_pool_layer(std::string scope,
-                           int64_t kernel,
-                           int64_t stride,
-                           Padding padding) {
-  BranchLayer l =
-      conv_layer(std::move(scope), 0, {kernel, kernel}, stride, padding);
+BranchLayer max_pool_layer(std::string scope, int64_t kernel, int64_t stride, Padding padding) {
+  BranchLayer l = conv_layer(std::move(scope), 0, {kernel, kernel}, stride, padding);
   l.kind = BranchLayer::kMaxPool;
   return l;
 }
 
-BranchLayer avg_pool_layer(std::string scope,
-                           int64_t kernel,
-                           int64_t stride,
-                           Padding padding) {
+BranchLayer avg_pool_layer(std::string scope, int64_t kernel, int64_t stride, Padding padding) {
   BranchLayer l = max_pool_layer(std::move(scope), kernel, stride, padding);
   l.kind = BranchLayer::kAvgPool;
   return l;
 }
 
-LayerChain::LayerChain(torch::nn::Module& parent,
-                       int64_t in_channels,
-                       std::vector<BranchLayer> layers,
-                       const Init& init)
+LayerChain::LayerChain(torch::nn::Module& parent, int64_t in_channels,
+                       std::vector<BranchLayer> layers, const Init& init)
     : layers_(std::move(layers)), out_channels_(in_channels) {
   for (const auto& l : layers_) {
     if (l.kind != BranchLayer::kConv) {
@@ -89,50 +77,41 @@ int64_t LayerChain::out_size(int64_t size) const {
   return size;
 }
 
-InceptionBranchImpl::InceptionBranchImpl(int64_t in_channels,
-                                         const BranchSpec& spec,
+InceptionBranchImpl::InceptionBranchImpl(int64_t in_channels, const BranchSpec& spec,
                                          const Init& init)
     : chain_(*this, in_channels, spec.layers, init) {
   for (const auto& l : spec.fork) {
-    fork_.emplace_back(
-        *this, chain_.out_channels(), std::vector<BranchLayer>{l}, init);
+    fork_.emplace_back(*this, chain_.out_channels(), std::vector<BranchLayer>{l}, init);
   }
 }
 
 torch::Tensor InceptionBranchImpl::forward(torch::Tensor x) {
   x = chain_.forward(x);
-  if (fork_.empty())
-    return x;
+  if (fork_.empty()) return x;
   std::vector<torch::Tensor> parts;
-  for (auto& f : fork_)
-    parts.push_back(f.forward(x));
+  for (auto& f : fork_) parts.push_back(f.forward(x));
   return torch::cat(parts, 1);
 }
 
 int64_t InceptionBranchImpl::out_channels() const {
-  if (fork_.empty())
-    return chain_.out_channels();
+  if (fork_.empty()) return chain_.out_channels();
   int64_t n = 0;
-  for (const auto& f : fork_)
-    n += f.out_channels();
+  for (const auto& f : fork_) n += f.out_channels();
   return n;
 }
 
-MixedImpl::MixedImpl(int64_t in_channels,
-                     const std::vector<BranchSpec>& branches,
+MixedImpl::MixedImpl(int64_t in_channels, const std::vector<BranchSpec>& branches,
                      const Init& init) {
   for (size_t i = 0; i < branches.size(); ++i) {
-    branches_.push_back(
-        register_module("Branch_" + std::to_string(i),
-                        InceptionBranch(in_channels, branches[i], init)));
+    branches_.push_back(register_module("Branch_" + std::to_string(i),
+                                        InceptionBranch(in_channels, branches[i], init)));
     out_channels_ += branches_.back()->out_channels();
   }
 }
 
 torch::Tensor MixedImpl::forward(torch::Tensor x) {
   std::vector<torch::Tensor> parts;
-  for (auto& b : branches_)
-    parts.push_back(b->forward(x));
+  for (auto& b : branches_) parts.push_back(b->forward(x));
   return torch::cat(parts, 1);
 }
 
@@ -145,10 +124,8 @@ torch::nn::Linear slim_fully_connected(int64_t in, int64_t out) {
 }
 
 AuxHeadImpl::AuxHeadImpl(const AuxHeadOptions& o) {
-  TORCH_CHECK(o.feature_size >= 5,
-              "AuxLogits needs a feature map of at ",
-              "least 5x5 for its 5x5 VALID pool, got ",
-              o.feature_size);
+  TORCH_CHECK(o.feature_size >= 5, "AuxLogits needs a feature map of at ",
+              "least 5x5 for its 5x5 VALID pool, got ", o.feature_size);
   const int64_t pooled = (o.feature_size - 5) / 3 + 1;
   auto c1 = conv(o.in_channels, 128, 1);
   c1.init = o.init;
@@ -165,12 +142,9 @@ torch::Tensor AuxHeadImpl::forward(torch::Tensor x) {
   return fc_->forward(x.flatten(1));
 }
 
-LogitsHeadImpl::LogitsHeadImpl(int64_t in_channels,
-                               int64_t num_classes,
-                               double dropout_keep_prob)
+LogitsHeadImpl::LogitsHeadImpl(int64_t in_channels, int64_t num_classes, double dropout_keep_prob)
     : dropout_keep_prob_(dropout_keep_prob) {
-  fc_ =
-      register_module("Logits", slim_fully_connected(in_channels, num_classes));
+  fc_ = register_module("Logits", slim_fully_connected(in_channels, num_classes));
 }
 
 torch::Tensor LogitsHeadImpl::forward(torch::Tensor x) {
@@ -192,8 +166,7 @@ std::vector<BranchSpec> mixed_3a() {
 std::vector<BranchSpec> mixed_4a() {
   return {{{conv_layer("Conv2d_0a_1x1", 64, {1, 1}),
             conv_layer("Conv2d_1a_3x3", 96, {3, 3}, 1, kValid)}},
-          {{conv_layer("Conv2d_0a_1x1", 64, {1, 1}),
-            conv_layer("Conv2d_0b_1x7", 64, {1, 7}),
+          {{conv_layer("Conv2d_0a_1x1", 64, {1, 1}), conv_layer("Conv2d_0b_1x7", 64, {1, 7}),
             conv_layer("Conv2d_0c_7x1", 64, {7, 1}),
             conv_layer("Conv2d_1a_3x3", 96, {3, 3}, 1, kValid)}}};
 }
@@ -204,79 +177,64 @@ std::vector<BranchSpec> mixed_5a() {
 }
 
 std::vector<BranchSpec> inception_a() {
-  return {{{conv_layer("Conv2d_0a_1x1", 96, {1, 1})}},
-          {{conv_layer("Conv2d_0a_1x1", 64, {1, 1}),
-            conv_layer("Conv2d_0b_3x3", 96, {3, 3})}},
-          {{conv_layer("Conv2d_0a_1x1", 64, {1, 1}),
-            conv_layer("Conv2d_0b_3x3", 96, {3, 3}),
-            conv_layer("Conv2d_0c_3x3", 96, {3, 3})}},
-          {{avg_pool_layer("AvgPool_0a_3x3", 3, 1, kSame),
-            conv_layer("Conv2d_0b_1x1", 96, {1, 1})}}};
+  return {
+      {{conv_layer("Conv2d_0a_1x1", 96, {1, 1})}},
+      {{conv_layer("Conv2d_0a_1x1", 64, {1, 1}), conv_layer("Conv2d_0b_3x3", 96, {3, 3})}},
+      {{conv_layer("Conv2d_0a_1x1", 64, {1, 1}), conv_layer("Conv2d_0b_3x3", 96, {3, 3}),
+        conv_layer("Conv2d_0c_3x3", 96, {3, 3})}},
+      {{avg_pool_layer("AvgPool_0a_3x3", 3, 1, kSame), conv_layer("Conv2d_0b_1x1", 96, {1, 1})}}};
 }
 
 std::vector<BranchSpec> reduction_a() {
   return {{{conv_layer("Conv2d_1a_3x3", 384, {3, 3}, 2, kValid)}},
-          {{conv_layer("Conv2d_0a_1x1", 192, {1, 1}),
-            conv_layer("Conv2d_0b_3x3", 224, {3, 3}),
+          {{conv_layer("Conv2d_0a_1x1", 192, {1, 1}), conv_layer("Conv2d_0b_3x3", 224, {3, 3}),
             conv_layer("Conv2d_1a_3x3", 256, {3, 3}, 2, kValid)}},
           {{max_pool_layer("MaxPool_1a_3x3", 3, 2, kValid)}}};
 }
 
 std::vector<BranchSpec> inception_b() {
-  return {{{conv_layer("Conv2d_0a_1x1", 384, {1, 1})}},
-          {{conv_layer("Conv2d_0a_1x1", 192, {1, 1}),
-            conv_layer("Conv2d_0b_1x7", 224, {1, 7}),
-            conv_layer("Conv2d_0c_7x1", 256, {7, 1})}},
-          {{conv_layer("Conv2d_0a_1x1", 192, {1, 1}),
-            conv_layer("Conv2d_0b_7x1", 192, {7, 1}),
-            conv_layer("Conv2d_0c_1x7", 224, {1, 7}),
-            conv_layer("Conv2d_0d_7x1", 224, {7, 1}),
-            conv_layer("Conv2d_0e_1x7", 256, {1, 7})}},
-          {{avg_pool_layer("AvgPool_0a_3x3", 3, 1, kSame),
-            conv_layer("Conv2d_0b_1x1", 128, {1, 1})}}};
+  return {
+      {{conv_layer("Conv2d_0a_1x1", 384, {1, 1})}},
+      {{conv_layer("Conv2d_0a_1x1", 192, {1, 1}), conv_layer("Conv2d_0b_1x7", 224, {1, 7}),
+        conv_layer("Conv2d_0c_7x1", 256, {7, 1})}},
+      {{conv_layer("Conv2d_0a_1x1", 192, {1, 1}), conv_layer("Conv2d_0b_7x1", 192, {7, 1}),
+        conv_layer("Conv2d_0c_1x7", 224, {1, 7}), conv_layer("Conv2d_0d_7x1", 224, {7, 1}),
+        conv_layer("Conv2d_0e_1x7", 256, {1, 7})}},
+      {{avg_pool_layer("AvgPool_0a_3x3", 3, 1, kSame), conv_layer("Conv2d_0b_1x1", 128, {1, 1})}}};
 }
 
 std::vector<BranchSpec> reduction_b() {
   return {{{conv_layer("Conv2d_0a_1x1", 192, {1, 1}),
             conv_layer("Conv2d_1a_3x3", 192, {3, 3}, 2, kValid)}},
-          {{conv_layer("Conv2d_0a_1x1", 256, {1, 1}),
-            conv_layer("Conv2d_0b_1x7", 256, {1, 7}),
+          {{conv_layer("Conv2d_0a_1x1", 256, {1, 1}), conv_layer("Conv2d_0b_1x7", 256, {1, 7}),
             conv_layer("Conv2d_0c_7x1", 320, {7, 1}),
             conv_layer("Conv2d_1a_3x3", 320, {3, 3}, 2, kValid)}},
           {{max_pool_layer("MaxPool_1a_3x3", 3, 2, kValid)}}};
 }
 
 std::vector<BranchSpec> inception_c() {
-  return {{{conv_layer("Conv2d_0a_1x1", 256, {1, 1})}},
-          {{conv_layer("Conv2d_0a_1x1", 384, {1, 1})},
-           {conv_layer("Conv2d_0b_1x3", 256, {1, 3}),
-            conv_layer("Conv2d_0c_3x1", 256, {3, 1})}},
-          {{conv_layer("Conv2d_0a_1x1", 384, {1, 1}),
-            conv_layer("Conv2d_0b_3x1", 448, {3, 1}),
-            conv_layer("Conv2d_0c_1x3", 512, {1, 3})},
-           {conv_layer("Conv2d_0d_1x3", 256, {1, 3}),
-            conv_layer("Conv2d_0e_3x1", 256, {3, 1})}},
-          {{avg_pool_layer("AvgPool_0a_3x3", 3, 1, kSame),
-            conv_layer("Conv2d_0b_1x1", 256, {1, 1})}}};
+  return {
+      {{conv_layer("Conv2d_0a_1x1", 256, {1, 1})}},
+      {{conv_layer("Conv2d_0a_1x1", 384, {1, 1})},
+       {conv_layer("Conv2d_0b_1x3", 256, {1, 3}), conv_layer("Conv2d_0c_3x1", 256, {3, 1})}},
+      {{conv_layer("Conv2d_0a_1x1", 384, {1, 1}), conv_layer("Conv2d_0b_3x1", 448, {3, 1}),
+        conv_layer("Conv2d_0c_1x3", 512, {1, 3})},
+       {conv_layer("Conv2d_0d_1x3", 256, {1, 3}), conv_layer("Conv2d_0e_3x1", 256, {3, 1})}},
+      {{avg_pool_layer("AvgPool_0a_3x3", 3, 1, kSame), conv_layer("Conv2d_0b_1x1", 256, {1, 1})}}};
 }
 
 }  // namespace
 
-InceptionV4Impl::InceptionV4Impl(const ModelOptions& o)
-    : ClassifierImpl("InceptionV4") {
-  if (o.image_size > 0)
-    image_size_ = o.image_size;
+InceptionV4Impl::InceptionV4Impl(const ModelOptions& o) : ClassifierImpl("InceptionV4") {
+  if (o.image_size > 0) image_size_ = o.image_size;
   const Init init;  // inception_arg_scope: variance_scaling_initializer()
-  stem_ = LayerChain(*this,
-                     o.in_channels,
-                     {conv_layer("Conv2d_1a_3x3", 32, {3, 3}, 2, kValid),
-                      conv_layer("Conv2d_2a_3x3", 32, {3, 3}, 1, kValid),
-                      conv_layer("Conv2d_2b_3x3", 64, {3, 3})},
-                     init);
+  stem_ = LayerChain(
+      *this, o.in_channels,
+      {conv_layer("Conv2d_1a_3x3", 32, {3, 3}, 2, kValid),
+       conv_layer("Conv2d_2a_3x3", 32, {3, 3}, 1, kValid), conv_layer("Conv2d_2b_3x3", 64, {3, 3})},
+      init);
   std::vector<std::pair<std::string, std::vector<BranchSpec>>> stages = {
-      {"Mixed_3a", mixed_3a()},
-      {"Mixed_4a", mixed_4a()},
-      {"Mixed_5a", mixed_5a()}};
+      {"Mixed_3a", mixed_3a()}, {"Mixed_4a", mixed_4a()}, {"Mixed_5a", mixed_5a()}};
   for (char c = 'b'; c <= 'e'; ++c) {
     stages.emplace_back(std::string("Mixed_5") + c, inception_a());
   }
@@ -302,34 +260,25 @@ InceptionV4Impl::InceptionV4Impl(const ModelOptions& o)
       aux.feature_size = size;
     }
   }
-  TORCH_CHECK(aux.feature_size >= 5,
-              "image_size: inception_v4 needs images ",
-              "of at least 107x107 (its AuxLogits pool needs a 5x5 map), got ",
-              image_size_);
+  TORCH_CHECK(aux.feature_size >= 5, "image_size: inception_v4 needs images ",
+              "of at least 107x107 (its AuxLogits pool needs a 5x5 map), got ", image_size_);
   aux.num_classes = o.num_classes;
   aux.conv_scope = "Conv2d_2a";
   aux.fc_scope = "Aux_logits";
   aux.init = init;
   aux_ = register_module("AuxLogits", AuxHead(aux));
-  logits_ = register_module(
-      "Logits", LogitsHead(channels, o.num_classes, o.dropout_keep_prob));
+  logits_ = register_module("Logits", LogitsHead(channels, o.num_classes, o.dropout_keep_prob));
 }
 
 ModelOutput InceptionV4Impl::forward(torch::Tensor x) {
-  TORCH_CHECK(
-      x.dim() == 4 && x.size(2) == image_size_ && x.size(3) == image_size_,
-      "InceptionV4 was built for ",
-      image_size_,
-      "x",
-      image_size_,
-      " images (ModelOptions.image_size), got ",
-      x.sizes());
+  TORCH_CHECK(x.dim() == 4 && x.size(2) == image_size_ && x.size(3) == image_size_,
+              "InceptionV4 was built for ", image_size_, "x", image_size_,
+              " images (ModelOptions.image_size), got ", x.sizes());
   x = stem_.forward(x);
   torch::Tensor aux;
   for (size_t i = 0; i < mixed_.size(); ++i) {
     x = mixed_[i]->forward(x);
-    if (i == aux_tap_)
-      aux = aux_->forward(x);
+    if (i == aux_tap_) aux = aux_->forward(x);
   }
   return {logits_->forward(x), aux};
 }

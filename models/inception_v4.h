@@ -50,33 +50,20 @@ struct BranchLayer {
 };
 
 /// Shorthands for the rows of a block table.
-BranchLayer conv_layer(std::string scope,
-                       int64_t depth,
-                       Kernel kernel,
-                       int64_t stride = 1,
+BranchLayer conv_layer(std::string scope, int64_t depth, Kernel kernel, int64_t stride = 1,
                        Padding padding = Padding::kSame);
-BranchLayer max_pool_layer(std::string scope,
-                           int64_t kernel,
-                           int64_t stride,
-                           Padding padding);
-BranchLayer avg_pool_layer(std::string scope,
-                           int64_t kernel,
-                           int64_t stride,
-                           Padding padding);
+BranchLayer max_pool_layer(std::string scope, int64_t kernel, int64_t stride, Padding padding);
+BranchLayer avg_pool_layer(std::string scope, int64_t kernel, int64_t stride, Padding padding);
 
 /// Layers applied in sequence; their convs are registered in `parent`
 /// under their scope names.
 class LayerChain {
  public:
   LayerChain() = default;
-  LayerChain(torch::nn::Module& parent,
-             int64_t in_channels,
-             std::vector<BranchLayer> layers,
+  LayerChain(torch::nn::Module& parent, int64_t in_channels, std::vector<BranchLayer> layers,
              const Init& init);
   torch::Tensor forward(torch::Tensor x);
-  int64_t out_channels() const {
-    return out_channels_;
-  }
+  int64_t out_channels() const { return out_channels_; }
   /// Output side for a square input of side `size` (< 1: too small).
   int64_t out_size(int64_t size) const;
 
@@ -90,8 +77,7 @@ class LayerChain {
 /// each fork layer applied to that result and the outputs concatenated
 /// (the split 1x3 / 3x1 ends of Inception-C).
 struct BranchSpec {
-  BranchSpec(std::vector<BranchLayer> layers,
-             std::vector<BranchLayer> fork = {})
+  BranchSpec(std::vector<BranchLayer> layers, std::vector<BranchLayer> fork = {})
       : layers(std::move(layers)), fork(std::move(fork)) {}
   std::vector<BranchLayer> layers;
   std::vector<BranchLayer> fork;
@@ -99,14 +85,10 @@ struct BranchSpec {
 
 class InceptionBranchImpl : public torch::nn::Module {
  public:
-  InceptionBranchImpl(int64_t in_channels,
-                      const BranchSpec& spec,
-                      const Init& init);
+  InceptionBranchImpl(int64_t in_channels, const BranchSpec& spec, const Init& init);
   torch::Tensor forward(torch::Tensor x);
   int64_t out_channels() const;
-  int64_t out_size(int64_t size) const {
-    return chain_.out_size(size);
-  }
+  int64_t out_size(int64_t size) const { return chain_.out_size(size); }
 
  private:
   LayerChain chain_;
@@ -117,16 +99,10 @@ TORCH_MODULE(InceptionBranch);
 /// A Mixed_* block: Branch_0, Branch_1, ... concatenated along channels.
 class MixedImpl : public torch::nn::Module {
  public:
-  MixedImpl(int64_t in_channels,
-            const std::vector<BranchSpec>& branches,
-            const Init& init);
+  MixedImpl(int64_t in_channels, const std::vector<BranchSpec>& branches, const Init& init);
   torch::Tensor forward(torch::Tensor x);
-  int64_t out_channels() const {
-    return out_channels_;
-  }
-  int64_t out_size(int64_t size) const {
-    return branches_.front()->out_size(size);
-  }
+  int64_t out_channels() const { return out_channels_; }
+  int64_t out_size(int64_t size) const { return branches_.front()->out_size(size); }
 
  private:
   std::vector<InceptionBranch> branches_;
@@ -162,9 +138,7 @@ TORCH_MODULE(AuxHead);
 /// The Logits scope: global average pool, dropout, flatten, fc "Logits".
 class LogitsHeadImpl : public torch::nn::Module {
  public:
-  LogitsHeadImpl(int64_t in_channels,
-                 int64_t num_classes,
-                 double dropout_keep_prob);
+  LogitsHeadImpl(int64_t in_channels, int64_t num_classes, double dropout_keep_prob);
   torch::Tensor forward(torch::Tensor x);
 
  private:

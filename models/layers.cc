@@ -8,8 +8,7 @@
 
 namespace fastnn::models {
 
-TfBatchNormImpl::TfBatchNormImpl(int64_t channels, const BatchNormOptions& o)
-    : options_(o) {
+TfBatchNormImpl::TfBatchNormImpl(int64_t channels, const BatchNormOptions& o) : options_(o) {
   if (o.center) beta_ = register_parameter("beta", torch::zeros({channels}));
   if (o.scale) gamma_ = register_parameter("gamma", torch::ones({channels}));
   moving_mean_ = register_buffer("moving_mean", torch::zeros({channels}));
@@ -17,8 +16,8 @@ TfBatchNormImpl::TfBatchNormImpl(int64_t channels, const BatchNormOptions& o)
 }
 
 torch::Tensor TfBatchNormImpl::forward(const torch::Tensor& x) {
-  return torch::batch_norm(x, gamma_, beta_, moving_mean_, moving_variance_,
-                           is_training(), 1.0 - options_.decay, options_.epsilon,
+  return torch::batch_norm(x, gamma_, beta_, moving_mean_, moving_variance_, is_training(),
+                           1.0 - options_.decay, options_.epsilon,
                            /*cudnn_enabled=*/true);
 }
 
@@ -64,8 +63,8 @@ SlimConvImpl::SlimConvImpl(const ConvOptions& o) : options_(o) {
   }
 }
 
-std::pair<int64_t, int64_t> same_padding(int64_t size, int64_t kernel,
-                                         int64_t stride, int64_t dilation) {
+std::pair<int64_t, int64_t> same_padding(int64_t size, int64_t kernel, int64_t stride,
+                                         int64_t dilation) {
   const int64_t effective = (kernel - 1) * dilation + 1;
   const int64_t out = (size + stride - 1) / stride;
   const int64_t total = std::max<int64_t>((out - 1) * stride + effective - size, 0);
@@ -85,8 +84,7 @@ torch::Tensor SlimConvImpl::forward(torch::Tensor x) {
     }
   }
   const int64_t groups = o.depthwise ? o.in_channels : 1;
-  x = torch::conv2d(x, weight_, bias_, {o.stride, o.stride}, pad,
-                    {o.dilation, o.dilation}, groups);
+  x = torch::conv2d(x, weight_, bias_, {o.stride, o.stride}, pad, {o.dilation, o.dilation}, groups);
   if (bn_) x = bn_->forward(x);
   switch (o.activation) {
     case Activation::kRelu:
@@ -99,8 +97,7 @@ torch::Tensor SlimConvImpl::forward(torch::Tensor x) {
   return x;
 }
 
-ConvOptions conv(int64_t in, int64_t out, int64_t k, int64_t stride,
-                 Padding padding) {
+ConvOptions conv(int64_t in, int64_t out, int64_t k, int64_t stride, Padding padding) {
   ConvOptions o;
   o.in_channels = in;
   o.out_channels = out;
@@ -110,8 +107,8 @@ ConvOptions conv(int64_t in, int64_t out, int64_t k, int64_t stride,
   return o;
 }
 
-ConvOptions biased_conv(int64_t in, int64_t out, int64_t k, Init init,
-                        double bias, int64_t stride, Padding padding) {
+ConvOptions biased_conv(int64_t in, int64_t out, int64_t k, Init init, double bias, int64_t stride,
+                        Padding padding) {
   ConvOptions o = conv(in, out, k, stride, padding);
   o.batch_norm = false;
   o.init = init;
@@ -119,8 +116,7 @@ ConvOptions biased_conv(int64_t in, int64_t out, int64_t k, Init init,
   return o;
 }
 
-torch::Tensor max_pool(const torch::Tensor& x, int64_t kernel, int64_t stride,
-                       Padding padding) {
+torch::Tensor max_pool(const torch::Tensor& x, int64_t kernel, int64_t stride, Padding padding) {
   if (padding == Padding::kValid) return torch::max_pool2d(x, kernel, stride);
   auto [top, bottom] = same_padding(x.size(2), kernel, stride);
   auto [left, right] = same_padding(x.size(3), kernel, stride);
@@ -129,8 +125,7 @@ torch::Tensor max_pool(const torch::Tensor& x, int64_t kernel, int64_t stride,
   return torch::max_pool2d(padded, kernel, stride);
 }
 
-torch::Tensor avg_pool(const torch::Tensor& x, int64_t kernel, int64_t stride,
-                       Padding padding) {
+torch::Tensor avg_pool(const torch::Tensor& x, int64_t kernel, int64_t stride, Padding padding) {
   if (padding == Padding::kValid) return torch::avg_pool2d(x, kernel, stride);
   auto [top, bottom] = same_padding(x.size(2), kernel, stride);
   auto [left, right] = same_padding(x.size(3), kernel, stride);

@@ -83,20 +83,17 @@ ConvOptions conv(int64_t in, int64_t out, int64_t k, int64_t stride = 1,
 
 /// slim.conv2d without a normalizer: weights from `init`, biases filled
 /// with `bias`, ReLU (alexnet, overfeat and vgg style).
-ConvOptions biased_conv(int64_t in, int64_t out, int64_t k, Init init,
-                        double bias, int64_t stride = 1,
-                        Padding padding = Padding::kSame);
+ConvOptions biased_conv(int64_t in, int64_t out, int64_t k, Init init, double bias,
+                        int64_t stride = 1, Padding padding = Padding::kSame);
 
 /// TF's padding amounts (before, after) for one spatial dimension.
-std::pair<int64_t, int64_t> same_padding(int64_t size, int64_t kernel,
-                                         int64_t stride, int64_t dilation = 1);
+std::pair<int64_t, int64_t> same_padding(int64_t size, int64_t kernel, int64_t stride,
+                                         int64_t dilation = 1);
 
 /// slim.max_pool2d / slim.avg_pool2d with TF's SAME (padding never counts
 /// towards the maximum or the average) or VALID.
-torch::Tensor max_pool(const torch::Tensor& x, int64_t kernel, int64_t stride,
-                       Padding padding);
-torch::Tensor avg_pool(const torch::Tensor& x, int64_t kernel, int64_t stride,
-                       Padding padding);
+torch::Tensor max_pool(const torch::Tensor& x, int64_t kernel, int64_t stride, Padding padding);
+torch::Tensor avg_pool(const torch::Tensor& x, int64_t kernel, int64_t stride, Padding padding);
 
 /// Fills `w` (conv weight [out, in, kh, kw] or linear [out, in]).
 void init_weight(torch::Tensor w, const Init& init);

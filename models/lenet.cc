@@ -6,15 +6,12 @@ namespace fastnn::models {
 
 LeNetImpl::LeNetImpl(const ModelOptions& options) : ClassifierImpl("LeNet") {
   namespace nn = torch::nn;
-  conv1_ = register_module(
-      "conv1",
-      nn::Conv2d(nn::Conv2dOptions(options.in_channels, 32, 5).padding(2)));
-  conv2_ = register_module(
-      "conv2", nn::Conv2d(nn::Conv2dOptions(32, 64, 5).padding(2)));
+  conv1_ = register_module("conv1",
+                           nn::Conv2d(nn::Conv2dOptions(options.in_channels, 32, 5).padding(2)));
+  conv2_ = register_module("conv2", nn::Conv2d(nn::Conv2dOptions(32, 64, 5).padding(2)));
   const int64_t pooled = image_size_ / 4;
   fc3_ = register_module("fc3", nn::Linear(pooled * pooled * 64, 1024));
-  dropout3_ = register_module(
-      "dropout3", nn::Dropout(1.0 - options.dropout_keep_prob));
+  dropout3_ = register_module("dropout3", nn::Dropout(1.0 - options.dropout_keep_prob));
   fc4_ = register_module("fc4", nn::Linear(1024, options.num_classes));
   for (auto& p : named_parameters()) {
     if (p.key().find("weight") != std::string::npos) {

@@ -8,11 +8,11 @@
 // LeNet/fc3/..., LeNet/fc4/... . Flattening is in NCHW order.
 #pragma once
 
-#include "models/classifier.h"
-
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
+
+#include "models/classifier.h"
 
 namespace fastnn::models {
 

@@ -33,7 +33,6 @@ class MobileNetV1Impl : public ClassifierImpl {
 };
 
 /// A MobileNetV1Impl for the model table.
-std::shared_ptr<ClassifierImpl> mobilenet_v1(const ModelOptions& options,
-                                             double depth_multiplier);
+std::shared_ptr<ClassifierImpl> mobilenet_v1(const ModelOptions& options, double depth_multiplier);
 
 }  // namespace fastnn::models

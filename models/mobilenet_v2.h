@@ -44,9 +44,7 @@ class MobileNetV2Impl : public ClassifierImpl {
  public:
   /// `depth_multiplier`: 1.0, 1.4 or 0.35 for the registered names;
   /// `finegrain`: keep the last conv at 1280 when the multiplier is < 1.
-  MobileNetV2Impl(const ModelOptions& options,
-                  double depth_multiplier,
-                  bool finegrain = false);
+  MobileNetV2Impl(const ModelOptions& options, double depth_multiplier, bool finegrain = false);
   ModelOutput forward(torch::Tensor images) override;
 
  private:
@@ -56,8 +54,7 @@ class MobileNetV2Impl : public ClassifierImpl {
 };
 
 /// A MobileNetV2Impl for the model table.
-std::shared_ptr<ClassifierImpl> mobilenet_v2(const ModelOptions& options,
-                                             double depth_multiplier,
+std::shared_ptr<ClassifierImpl> mobilenet_v2(const ModelOptions& options, double depth_multiplier,
                                              bool finegrain = false);
 
 }  // namespace fastnn::models

@@ -56,16 +56,16 @@ const std::vector<ModelSpec>& table() {
       {"inception_v1", 224, "inception", make<InceptionV1Impl>, 0.8},
       {"inception_v2", 224, "inception", make<InceptionV2Impl>, 0.8},
       {"inception_v3", 299, "inception", make<InceptionV3Impl>, 0.8},
-      {"mobilenet_v1", 224, "inception",
-       [](const ModelOptions& o) { return mobilenet_v1(o, 1.0); }, 0.999},
+      {"mobilenet_v1", 224, "inception", [](const ModelOptions& o) { return mobilenet_v1(o, 1.0); },
+       0.999},
       {"mobilenet_v1_075", 224, "inception",
        [](const ModelOptions& o) { return mobilenet_v1(o, 0.75); }, 0.999},
       {"mobilenet_v1_050", 224, "inception",
        [](const ModelOptions& o) { return mobilenet_v1(o, 0.5); }, 0.999},
       {"mobilenet_v1_025", 224, "inception",
        [](const ModelOptions& o) { return mobilenet_v1(o, 0.25); }, 0.999},
-      {"mobilenet_v2", 224, "inception",
-       [](const ModelOptions& o) { return mobilenet_v2(o, 1.0); }, 0.8},
+      {"mobilenet_v2", 224, "inception", [](const ModelOptions& o) { return mobilenet_v2(o, 1.0); },
+       0.8},
       {"mobilenet_v2_140", 224, "inception",
        [](const ModelOptions& o) { return mobilenet_v2(o, 1.4); }, 0.8},
       {"mobilenet_v2_035", 224, "inception",
@@ -81,8 +81,7 @@ const std::vector<ModelSpec>& table() {
       {"pnasnet_mobile", 224, "inception", make_pnasnet_mobile, 0.5},
       // Inception v4 and Inception-ResNet v2
       {"inception_v4", 299, "inception", make<InceptionV4Impl>, 0.8},
-      {"inception_resnet_v2", 299, "inception",
-       make<InceptionResnetV2Impl>, 0.8},
+      {"inception_resnet_v2", 299, "inception", make<InceptionResnetV2Impl>, 0.8},
   };
   return kModels;
 }
@@ -100,8 +99,7 @@ const ModelSpec& find_model(const std::string& name) {
     if (m.name == name) return m;
   }
   throw ConfigError("model_name: '" + name +
-                    "' is not an available model; available: " +
-                    join_list(model_names()));
+                    "' is not an available model; available: " + join_list(model_names()));
 }
 
 std::string model_statistics_table(ClassifierImpl& model) {
@@ -120,13 +118,12 @@ std::string model_statistics_table(ClassifierImpl& model) {
     for (int64_t d : shape) dims += (dims.empty() ? "" : "x") + std::to_string(d);
     const int64_t n = v.tensor.numel();
     const int64_t b = n * static_cast<int64_t>(v.tensor.element_size());
-    os << v.name << ":0 (float32_ref " << dims << ") [" << n << ", bytes: " << b
-       << "]" << (v.trainable ? "" : " (not trainable)") << "\n";
+    os << v.name << ":0 (float32_ref " << dims << ") [" << n << ", bytes: " << b << "]"
+       << (v.trainable ? "" : " (not trainable)") << "\n";
     total += n;
     bytes += b;
   }
-  os << "Total size of variables: " << total << "\nTotal bytes of variables: "
-     << bytes << "\n";
+  os << "Total size of variables: " << total << "\nTotal bytes of variables: " << bytes << "\n";
   return os.str();
 }
 
@@ -137,8 +134,9 @@ std::string describe_model(ClassifierImpl& model) {
     ++tensors;
   }
   std::ostringstream os;
-  os << (model.scope().empty() ? "(no outer scope)" : model.scope()) << ": " << tensors << " parameter tensors, " << params
-     << " parameters (" << params * 4 / (1024.0 * 1024.0) << " MiB fp32)";
+  os << (model.scope().empty() ? "(no outer scope)" : model.scope()) << ": " << tensors
+     << " parameter tensors, " << params << " parameters (" << params * 4 / (1024.0 * 1024.0)
+     << " MiB fp32)";
   return os.str();
 }
 

@@ -1,12 +1,12 @@
 // The model name table (TF-slim's networks_map): one row per network.
 #pragma once
 
-#include "models/classifier.h"
-
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "models/classifier.h"
 
 namespace fastnn::models {
 

@@ -70,9 +70,7 @@ class NasNetImpl : public ClassifierImpl {
   /// The global step for drop path's schedule: keep probability falls
   /// linearly from 1 at step 0 to the cell's target at
   /// total_training_steps. Default 0 (drop path off).
-  void set_global_step(int64_t step) override {
-    global_step_ = step;
-  }
+  void set_global_step(int64_t step) override { global_step_ = step; }
 
  private:
   struct Step {
@@ -94,7 +92,6 @@ class NasNetImpl : public ClassifierImpl {
 
 /// A NASNet variant by TF-slim name: "nasnet_cifar", "nasnet_mobile",
 /// "nasnet_large".
-std::shared_ptr<ClassifierImpl> nasnet(const ModelOptions& options,
-                                       const std::string& name);
+std::shared_ptr<ClassifierImpl> nasnet(const ModelOptions& options, const std::string& name);
 
 }  // namespace fastnn::models

@@ -5,9 +5,8 @@
 namespace fastnn::models {
 namespace {
 
-ConvOptions layer(int64_t in, int64_t out, int64_t k, Init init,
-                  double bias = 0.0, int64_t stride = 1,
-                  Padding padding = Padding::kSame) {
+ConvOptions layer(int64_t in, int64_t out, int64_t k, Init init, double bias = 0.0,
+                  int64_t stride = 1, Padding padding = Padding::kSame) {
   return biased_conv(in, out, k, init, bias, stride, padding);
 }
 
@@ -17,14 +16,9 @@ const Init kFc{Init::kTruncatedNormal, 0.005};
 }  // namespace
 
 OverFeatImpl::OverFeatImpl(const ModelOptions& options)
-    : ClassifierImpl("overfeat"),
-      dropout_keep_prob_(options.dropout_keep_prob) {
-  auto add = [this](const char* name, ConvOptions o) {
-    return register_module(name, SlimConv(o));
-  };
-  conv1_ =
-      add("conv1",
-          layer(options.in_channels, 64, 11, kXavier, 0.0, 4, Padding::kValid));
+    : ClassifierImpl("overfeat"), dropout_keep_prob_(options.dropout_keep_prob) {
+  auto add = [this](const char* name, ConvOptions o) { return register_module(name, SlimConv(o)); };
+  conv1_ = add("conv1", layer(options.in_channels, 64, 11, kXavier, 0.0, 4, Padding::kValid));
   conv2_ = add("conv2", layer(64, 256, 5, kXavier, 0.0, 1, Padding::kValid));
   conv3_ = add("conv3", layer(256, 512, 3, kXavier));
   conv4_ = add("conv4", layer(512, 1024, 3, kXavier));
@@ -45,8 +39,7 @@ ModelOutput OverFeatImpl::forward(torch::Tensor x) {
   x = torch::dropout(fc6_->forward(x), drop, is_training());
   x = torch::dropout(fc7_->forward(x), drop, is_training());
   x = fc8_->forward(x);
-  TORCH_CHECK(x.size(2) == 1 && x.size(3) == 1,
-              "overfeat: takes 231x231 images; fc8 is ",
+  TORCH_CHECK(x.size(2) == 1 && x.size(3) == 1, "overfeat: takes 231x231 images; fc8 is ",
               x.sizes());
   return {x.flatten(1), {}};
 }

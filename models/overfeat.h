@@ -24,8 +24,8 @@ class OverFeatImpl : public ClassifierImpl {
   ModelOutput forward(torch::Tensor images) override;
 
  private:
-  SlimConv conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr}, conv4_{nullptr},
-      conv5_{nullptr}, fc6_{nullptr}, fc7_{nullptr}, fc8_{nullptr};
+  SlimConv conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr}, conv4_{nullptr}, conv5_{nullptr},
+      fc6_{nullptr}, fc7_{nullptr}, fc8_{nullptr};
   double dropout_keep_prob_;
 };
 

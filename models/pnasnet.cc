@@ -9,9 +9,7 @@
 
 namespace fastnn::models {
 
-PnasnetConfig pnasnet_large_config() {
-  return {};
-}
+PnasnetConfig pnasnet_large_config() { return {}; }
 
 PnasnetConfig pnasnet_mobile_config() {
   PnasnetConfig c;
@@ -27,10 +25,7 @@ PnasnetConfig pnasnet_mobile_config() {
 /// k x k conv carrying the stride, then a pointwise 1x1.
 class PnasSeparableConvImpl : public torch::nn::Module {
  public:
-  PnasSeparableConvImpl(int64_t in,
-                        int64_t out,
-                        int64_t kernel,
-                        int64_t stride);
+  PnasSeparableConvImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride);
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
@@ -41,10 +36,7 @@ TORCH_MODULE(PnasSeparableConv);
 
 class PnasConvImpl : public torch::nn::Module {
  public:
-  PnasConvImpl(int64_t in,
-               int64_t out,
-               int64_t kernel,
-               int64_t stride = 1,
+  PnasConvImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1,
                Padding padding = Padding::kSame);
   torch::Tensor forward(const torch::Tensor& x);
 
@@ -69,10 +61,7 @@ torch::Tensor fan_out_weight(std::vector<int64_t> shape, bool depthwise) {
 }
 
 // A convolution with TF's SAME padding (asymmetric when TF's is).
-torch::Tensor conv_same(torch::Tensor x,
-                        const torch::Tensor& w,
-                        int64_t stride,
-                        int64_t groups) {
+torch::Tensor conv_same(torch::Tensor x, const torch::Tensor& w, int64_t stride, int64_t groups) {
   const int64_t k = w.size(2);
   auto [top, bottom] = same_padding(x.size(2), k, stride);
   auto [left, right] = same_padding(x.size(3), k, stride);
@@ -89,9 +78,7 @@ BatchNormOptions nasnet_bn() {
   return o;
 }
 
-TfBatchNorm batch_norm(int64_t channels) {
-  return TfBatchNorm(channels, nasnet_bn());
-}
+TfBatchNorm batch_norm(int64_t channels) { return TfBatchNorm(channels, nasnet_bn()); }
 
 torch::nn::Linear fully_connected(int64_t in, int64_t out) {
   torch::nn::Linear fc(in, out);
@@ -112,10 +99,9 @@ struct OpSpec {
 // the five blocks; states 0 and 1 are the cell's and the previous cell's
 // inputs, block b adds state b + 2. Only blocks' states are concatenated.
 constexpr OpSpec kSep5{OpSpec::kSeparable, 5}, kSep7{OpSpec::kSeparable, 7},
-    kSep3{OpSpec::kSeparable, 3}, kMax3{OpSpec::kMaxPool, 3},
-    kNone{OpSpec::kNone, 1};
-constexpr OpSpec kOperations[10] = {
-    kSep5, kMax3, kSep7, kMax3, kSep5, kSep3, kSep3, kMax3, kSep3, kNone};
+    kSep3{OpSpec::kSeparable, 3}, kMax3{OpSpec::kMaxPool, 3}, kNone{OpSpec::kNone, 1};
+constexpr OpSpec kOperations[10] = {kSep5, kMax3, kSep7, kMax3, kSep5,
+                                    kSep3, kSep3, kMax3, kSep3, kNone};
 constexpr int kHiddenStateIndices[10] = {1, 1, 0, 0, 0, 0, 4, 0, 1, 0};
 constexpr int kBlocks = 5;
 
@@ -128,19 +114,16 @@ class PnasOpImpl : public torch::nn::Module {
     const std::string k = std::to_string(spec.kernel);
     const std::string kxk = k + "x" + k;
     if (spec.kind == OpSpec::kSeparable) {
-      sep1_ =
-          register_module("separable_" + kxk + "_1",
-                          PnasSeparableConv(in, filters, spec.kernel, stride));
+      sep1_ = register_module("separable_" + kxk + "_1",
+                              PnasSeparableConv(in, filters, spec.kernel, stride));
       bn1_ = register_module("bn_sep_" + kxk + "_1", batch_norm(filters));
-      sep2_ =
-          register_module("separable_" + kxk + "_2",
-                          PnasSeparableConv(filters, filters, spec.kernel, 1));
+      sep2_ = register_module("separable_" + kxk + "_2",
+                              PnasSeparableConv(filters, filters, spec.kernel, 1));
       bn2_ = register_module("bn_sep_" + kxk + "_2", batch_norm(filters));
       return;
     }
-    const bool project = spec.kind == OpSpec::kMaxPool
-                             ? in != filters
-                             : stride > 1 || in != filters;
+    const bool project =
+        spec.kind == OpSpec::kMaxPool ? in != filters : stride > 1 || in != filters;
     if (project) {
       const int64_t s = spec.kind == OpSpec::kNone ? stride : 1;
       conv_ = register_module("1x1", PnasConv(in, filters, 1, s));
@@ -162,9 +145,7 @@ class PnasOpImpl : public torch::nn::Module {
     return x;
   }
 
-  bool is_none() const {
-    return spec_.kind == OpSpec::kNone;
-  }
+  bool is_none() const { return spec_.kind == OpSpec::kNone; }
 
  private:
   OpSpec spec_;
@@ -177,8 +158,7 @@ class PnasOpImpl : public torch::nn::Module {
 // comb_iter_<i>: holds left and right.
 class CombIterImpl : public torch::nn::Module {
  public:
-  CombIterImpl(std::shared_ptr<PnasOpImpl> left,
-               std::shared_ptr<PnasOpImpl> right)
+  CombIterImpl(std::shared_ptr<PnasOpImpl> left, std::shared_ptr<PnasOpImpl> right)
       : left(register_module("left", std::move(left))),
         right(register_module("right", std::move(right))) {}
   std::shared_ptr<PnasOpImpl> left, right;
@@ -186,22 +166,18 @@ class CombIterImpl : public torch::nn::Module {
 
 // Drops whole examples with probability 1 - keep, scaling the kept ones.
 torch::Tensor drop_path(const torch::Tensor& x, double keep) {
-  auto mask =
-      torch::floor(keep + torch::rand({x.size(0), 1, 1, 1}, x.options()));
+  auto mask = torch::floor(keep + torch::rand({x.size(0), 1, 1, 1}, x.options()));
   return x / keep * mask;
 }
 
 }  // namespace
 
-PnasSeparableConvImpl::PnasSeparableConvImpl(int64_t in,
-                                             int64_t out,
-                                             int64_t kernel,
+PnasSeparableConvImpl::PnasSeparableConvImpl(int64_t in, int64_t out, int64_t kernel,
                                              int64_t stride)
     : stride_(stride) {
-  depthwise_ = register_parameter(
-      "depthwise_weights", fan_out_weight({in, 1, kernel, kernel}, true));
-  pointwise_ = register_parameter("pointwise_weights",
-                                  fan_out_weight({out, in, 1, 1}, false));
+  depthwise_ =
+      register_parameter("depthwise_weights", fan_out_weight({in, 1, kernel, kernel}, true));
+  pointwise_ = register_parameter("pointwise_weights", fan_out_weight({out, in, 1, 1}, false));
 }
 
 torch::Tensor PnasSeparableConvImpl::forward(const torch::Tensor& x) {
@@ -209,16 +185,13 @@ torch::Tensor PnasSeparableConvImpl::forward(const torch::Tensor& x) {
   return torch::conv2d(y, pointwise_);
 }
 
-PnasConvImpl::PnasConvImpl(
-    int64_t in, int64_t out, int64_t kernel, int64_t stride, Padding padding)
+PnasConvImpl::PnasConvImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride, Padding padding)
     : stride_(stride), padding_(padding) {
-  weight_ = register_parameter(
-      "weight", fan_out_weight({out, in, kernel, kernel}, false));
+  weight_ = register_parameter("weight", fan_out_weight({out, in, kernel, kernel}, false));
 }
 
 torch::Tensor PnasConvImpl::forward(const torch::Tensor& x) {
-  if (padding_ == Padding::kValid)
-    return torch::conv2d(x, weight_, {}, stride_);
+  if (padding_ == Padding::kValid) return torch::conv2d(x, weight_, {}, stride_);
   return conv_same(x, weight_, stride_, 1);
 }
 
@@ -250,10 +223,8 @@ class PnasCellImpl : public torch::nn::Module {
     } else if (s.prev_size != s.in_size) {  // factorized_reduction, stride 2
       // An odd filter count gives path2 the extra channel (TF-slim's
       // int(f / 2) + f % 2).
-      path1_ =
-          register_module("path1_conv", PnasConv(s.prev_channels, f / 2, 1));
-      path2_ =
-          register_module("path2_conv", PnasConv(s.prev_channels, f / 2 + f % 2, 1));
+      path1_ = register_module("path1_conv", PnasConv(s.prev_channels, f / 2, 1));
+      path2_ = register_module("path2_conv", PnasConv(s.prev_channels, f / 2 + f % 2, 1));
       prev_bn_ = register_module("final_path_bn", batch_norm(f));
       prev_out = f;
     } else if (s.prev_channels != f) {
@@ -268,53 +239,43 @@ class PnasCellImpl : public torch::nn::Module {
       std::shared_ptr<PnasOpImpl> ops[2];
       for (int side = 0; side < 2; ++side) {
         const int idx = kHiddenStateIndices[2 * b + side];
-        ops[side] = std::make_shared<PnasOpImpl>(kOperations[2 * b + side],
-                                                 channels[idx],
-                                                 f,
+        ops[side] = std::make_shared<PnasOpImpl>(kOperations[2 * b + side], channels[idx], f,
                                                  idx < 2 ? s.stride : 1);
       }
-      combs_.push_back(
-          register_module("comb_iter_" + std::to_string(b),
-                          std::make_shared<CombIterImpl>(ops[0], ops[1])));
+      combs_.push_back(register_module("comb_iter_" + std::to_string(b),
+                                       std::make_shared<CombIterImpl>(ops[0], ops[1])));
       channels.push_back(f);
     }
   }
 
   /// `prev` undefined: the first stem cell.
-  torch::Tensor forward(const torch::Tensor& x,
-                        torch::Tensor prev,
-                        double drop_path_progress) {
-    if (!prev.defined())
-      prev = x;
+  torch::Tensor forward(const torch::Tensor& x, torch::Tensor prev, double drop_path_progress) {
+    if (!prev.defined()) prev = x;
     if (path1_) {
       auto p = torch::relu(prev);
       using torch::indexing::Slice;
-      auto shifted = torch::constant_pad_nd(p, {0, 1, 0, 1})
-                         .index({Slice(), Slice(), Slice(1), Slice(1)});
+      auto shifted =
+          torch::constant_pad_nd(p, {0, 1, 0, 1}).index({Slice(), Slice(), Slice(1), Slice(1)});
       auto stride2 = [](const torch::Tensor& t) {
         return t.index({Slice(), Slice(), Slice(0, {}, 2), Slice(0, {}, 2)});
       };
-      prev = prev_bn_->forward(torch::cat(
-          {path1_->forward(stride2(p)), path2_->forward(stride2(shifted))}, 1));
+      prev = prev_bn_->forward(
+          torch::cat({path1_->forward(stride2(p)), path2_->forward(stride2(shifted))}, 1));
     } else if (prev_1x1_) {
       prev = prev_bn_->forward(prev_1x1_->forward(torch::relu(prev)));
     }
-    std::vector<torch::Tensor> states = {
-        bn_->forward(conv_->forward(torch::relu(x))), prev};
+    std::vector<torch::Tensor> states = {bn_->forward(conv_->forward(torch::relu(x))), prev};
     const double keep = 1.0 - drop_path_progress * (1.0 - drop_path_keep_prob_);
     auto apply = [&](PnasOpImpl& op, const torch::Tensor& h) {
       auto y = op.forward(h);
-      if (!op.is_none() && is_training() && keep < 1.0)
-        y = drop_path(y, keep);
+      if (!op.is_none() && is_training() && keep < 1.0) y = drop_path(y, keep);
       return y;
     };
     for (int b = 0; b < kBlocks; ++b) {
-      states.push_back(
-          apply(*combs_[b]->left, states[kHiddenStateIndices[2 * b]]) +
-          apply(*combs_[b]->right, states[kHiddenStateIndices[2 * b + 1]]));
+      states.push_back(apply(*combs_[b]->left, states[kHiddenStateIndices[2 * b]]) +
+                       apply(*combs_[b]->right, states[kHiddenStateIndices[2 * b + 1]]));
     }
-    return torch::cat(
-        std::vector<torch::Tensor>(states.begin() + 2, states.end()), 1);
+    return torch::cat(std::vector<torch::Tensor>(states.begin() + 2, states.end()), 1);
   }
 
  private:
@@ -330,12 +291,9 @@ PnasnetImpl::PnasnetImpl(const ModelOptions& o, const PnasnetConfig& c)
       dropout_keep_prob_(o.dropout_keep_prob),
       total_training_steps_(c.total_training_steps),
       image_size_(o.image_size > 0 ? o.image_size : c.default_image_size) {
-  TORCH_CHECK(image_size_ >= 3,
-              "image_size: pnasnet needs at least 3, got ",
-              image_size_);
+  TORCH_CHECK(image_size_ >= 3, "image_size: pnasnet needs at least 3, got ", image_size_);
   const auto stem_filters = static_cast<int64_t>(32 * c.stem_multiplier);
-  conv0_ = register_module(
-      "conv0", PnasConv(o.in_channels, stem_filters, 3, 2, Padding::kValid));
+  conv0_ = register_module("conv0", PnasConv(o.in_channels, stem_filters, 3, 2, Padding::kValid));
   conv0_bn_ = register_module("conv0_bn", batch_norm(stem_filters));
 
   // (channels, side) of the last two cell outputs; channels 0 = none.
@@ -347,8 +305,7 @@ PnasnetImpl::PnasnetImpl(const ModelOptions& o, const PnasnetConfig& c)
     const int64_t cell_num = static_cast<int64_t>(cells_.size());
     const double layer_ratio = static_cast<double>(cell_num + 1) / total_cells;
     auto cell = std::make_shared<PnasCellImpl>(
-        PnasCellShape{
-            cur.first, cur.second, prev.first, prev.second, filters, stride},
+        PnasCellShape{cur.first, cur.second, prev.first, prev.second, filters, stride},
         1.0 - layer_ratio * (1.0 - c.drop_path_keep_prob));
     cells_.push_back(register_module(name, cell));
     prev = cur;
@@ -360,70 +317,53 @@ PnasnetImpl::PnasnetImpl(const ModelOptions& o, const PnasnetConfig& c)
   // calc_reduction_layers(num_cells, 2): int(k / 3 * num_cells), k = 1, 2.
   std::vector<int64_t> reductions;
   for (int k = 1; k <= 2; ++k) {
-    reductions.push_back(
-        static_cast<int64_t>(static_cast<double>(k) / 3 * c.num_cells));
+    reductions.push_back(static_cast<int64_t>(static_cast<double>(k) / 3 * c.num_cells));
   }
   double scaling = 1.0;
   int64_t aux_channels = 0, aux_size = 0;
   for (int64_t i = 0; i < c.num_cells; ++i) {
     const bool reduce = i == reductions[0] || i == reductions[1];
-    if (reduce)
-      scaling *= 2.0;
+    if (reduce) scaling *= 2.0;
     add_cell("cell_" + std::to_string(i), scaling, reduce ? 2 : 1);
     if (i == reductions[1] - 1) {
       aux_tap_ = cells_.size() - 1;
       std::tie(aux_channels, aux_size) = cur;
     }
   }
-  TORCH_CHECK(aux_size >= 5,
-              "image_size: pnasnet needs images of at least ",
-              "67x67 (its aux head pools a 5x5 window), got ",
-              image_size_);
+  TORCH_CHECK(aux_size >= 5, "image_size: pnasnet needs images of at least ",
+              "67x67 (its aux head pools a 5x5 window), got ", image_size_);
 
-  aux_ = register_module("aux_" + std::to_string(aux_tap_ - 2),
-                         std::make_shared<torch::nn::Module>());
-  auto aux_logits = aux_->register_module(
-      "aux_logits", std::make_shared<torch::nn::Module>());
+  aux_ =
+      register_module("aux_" + std::to_string(aux_tap_ - 2), std::make_shared<torch::nn::Module>());
+  auto aux_logits = aux_->register_module("aux_logits", std::make_shared<torch::nn::Module>());
   const int64_t pooled = (aux_size - 5) / 3 + 1;
-  aux_proj_ =
-      aux_logits->register_module("proj", PnasConv(aux_channels, 128, 1));
+  aux_proj_ = aux_logits->register_module("proj", PnasConv(aux_channels, 128, 1));
   aux_bn0_ = aux_logits->register_module("aux_bn0", batch_norm(128));
-  aux_conv_ = aux_logits->register_module(
-      "Conv", PnasConv(128, 768, pooled, 1, Padding::kValid));
+  aux_conv_ = aux_logits->register_module("Conv", PnasConv(128, 768, pooled, 1, Padding::kValid));
   aux_bn1_ = aux_logits->register_module("aux_bn1", batch_norm(768));
-  aux_fc_ =
-      aux_logits->register_module("FC", fully_connected(768, o.num_classes));
+  aux_fc_ = aux_logits->register_module("FC", fully_connected(768, o.num_classes));
 
-  auto final_layer =
-      register_module("final_layer", std::make_shared<torch::nn::Module>());
-  fc_ = final_layer->register_module("FC",
-                                     fully_connected(cur.first, o.num_classes));
+  auto final_layer = register_module("final_layer", std::make_shared<torch::nn::Module>());
+  fc_ = final_layer->register_module("FC", fully_connected(cur.first, o.num_classes));
 }
 
 void PnasnetImpl::set_global_step(int64_t step) {
-  drop_path_progress_ = std::min(
-      1.0,
-      static_cast<double>(step) / static_cast<double>(total_training_steps_));
+  drop_path_progress_ =
+      std::min(1.0, static_cast<double>(step) / static_cast<double>(total_training_steps_));
 }
 
 std::vector<torch::Tensor> PnasnetImpl::regularized_weights() {
   std::vector<torch::Tensor> out;
   for (const auto& p : parameters()) {
-    if (p.dim() >= 2)
-      out.push_back(p);
+    if (p.dim() >= 2) out.push_back(p);
   }
   return out;
 }
 
 ModelOutput PnasnetImpl::forward(torch::Tensor x) {
-  TORCH_CHECK(
-      x.dim() == 4 && x.size(2) == image_size_ && x.size(3) == image_size_,
-      "pnasnet was built for ",
-      image_size_,
-      "x",
-      image_size_,
-      " images (ModelOptions.image_size), got ",
-      x.sizes());
+  TORCH_CHECK(x.dim() == 4 && x.size(2) == image_size_ && x.size(3) == image_size_,
+              "pnasnet was built for ", image_size_, "x", image_size_,
+              " images (ModelOptions.image_size), got ", x.sizes());
   x = conv0_bn_->forward(conv0_->forward(x));
   torch::Tensor prev, aux;
   for (size_t i = 0; i < cells_.size(); ++i) {

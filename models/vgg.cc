@@ -22,16 +22,12 @@ constexpr std::array<VggConfig, 3> kConfigs = {{
 
 const VggConfig& vgg_config(int depth) {
   for (const auto& c : kConfigs) {
-    if (c.depth == depth)
-      return c;
+    if (c.depth == depth) return c;
   }
   TORCH_CHECK(false, "vgg: depth must be 11, 16 or 19, got ", depth);
 }
 
-ConvOptions layer(int64_t in,
-                  int64_t out,
-                  int64_t k,
-                  Padding padding = Padding::kSame) {
+ConvOptions layer(int64_t in, int64_t out, int64_t k, Padding padding = Padding::kSame) {
   ConvOptions o = conv(in, out, k, 1, padding);
   o.batch_norm = false;
   o.init = {Init::kXavier};
@@ -41,8 +37,7 @@ ConvOptions layer(int64_t in,
 }  // namespace
 
 VggImpl::VggImpl(const ModelOptions& options, int depth)
-    : ClassifierImpl(vgg_config(depth).scope),
-      dropout_keep_prob_(options.dropout_keep_prob) {
+    : ClassifierImpl(vgg_config(depth).scope), dropout_keep_prob_(options.dropout_keep_prob) {
   const std::array<int64_t, 5> widths = {64, 128, 256, 512, 512};
   const auto& config = vgg_config(depth);
   int64_t in = options.in_channels;
@@ -51,9 +46,8 @@ VggImpl::VggImpl(const ModelOptions& options, int depth)
     auto group = register_module(name, std::make_shared<torch::nn::Module>());
     stages_.emplace_back();
     for (int i = 0; i < config.convs_per_stage[s]; ++i) {
-      stages_.back().push_back(
-          group->register_module(name + "_" + std::to_string(i + 1),
-                                 SlimConv(layer(in, widths[s], 3))));
+      stages_.back().push_back(group->register_module(name + "_" + std::to_string(i + 1),
+                                                      SlimConv(layer(in, widths[s], 3))));
       in = widths[s];
     }
   }
@@ -66,17 +60,14 @@ VggImpl::VggImpl(const ModelOptions& options, int depth)
 
 ModelOutput VggImpl::forward(torch::Tensor x) {
   for (auto& stage : stages_) {
-    for (auto& c : stage)
-      x = c->forward(x);
+    for (auto& c : stage) x = c->forward(x);
     x = max_pool(x, 2, 2, Padding::kValid);
   }
   const double drop = 1.0 - dropout_keep_prob_;
   x = torch::dropout(fc6_->forward(x), drop, is_training());
   x = torch::dropout(fc7_->forward(x), drop, is_training());
   x = fc8_->forward(x);
-  TORCH_CHECK(x.size(2) == 1 && x.size(3) == 1,
-              scope(),
-              ": takes 224x224 images; fc8 is ",
+  TORCH_CHECK(x.size(2) == 1 && x.size(3) == 1, scope(), ": takes 224x224 images; fc8 is ",
               x.sizes());
   return {x.flatten(1), {}};
 }

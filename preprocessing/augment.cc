@@ -30,8 +30,7 @@ uint8_t to_byte(float v) {
 // each product rounded on its own (two tensor ops, then an add).
 struct Blend {
   float a, b;
-  explicit Blend(double ratio)
-      : a(static_cast<float>(ratio)), b(static_cast<float>(1.0 - ratio)) {}
+  explicit Blend(double ratio) : a(static_cast<float>(ratio)), b(static_cast<float>(1.0 - ratio)) {}
   uint8_t operator()(uint8_t x, float y) const {
     const float ax = a * static_cast<float>(x);
     const float by = b * y;
@@ -168,9 +167,8 @@ void invert(ByteImage& img) {
 }
 
 // torchvision's _get_inverse_affine_matrix (scale 1), in double.
-std::array<double, 6> inverse_affine(double cx, double cy, double angle,
-                                     double tx, double ty, double shear_x,
-                                     double shear_y) {
+std::array<double, 6> inverse_affine(double cx, double cy, double angle, double tx, double ty,
+                                     double shear_x, double shear_y) {
   const double rot = radians(angle);
   const double sx = radians(shear_x);
   const double sy = radians(shear_y);
@@ -228,21 +226,36 @@ void warp_nearest(ByteImage& img, const std::array<double, 6>& m) {
 
 const char* augment_op_name(AugmentOp op) {
   switch (op) {
-    case AugmentOp::kIdentity: return "Identity";
-    case AugmentOp::kShearX: return "ShearX";
-    case AugmentOp::kShearY: return "ShearY";
-    case AugmentOp::kTranslateX: return "TranslateX";
-    case AugmentOp::kTranslateY: return "TranslateY";
-    case AugmentOp::kRotate: return "Rotate";
-    case AugmentOp::kBrightness: return "Brightness";
-    case AugmentOp::kColor: return "Color";
-    case AugmentOp::kContrast: return "Contrast";
-    case AugmentOp::kSharpness: return "Sharpness";
-    case AugmentOp::kPosterize: return "Posterize";
-    case AugmentOp::kSolarize: return "Solarize";
-    case AugmentOp::kAutoContrast: return "AutoContrast";
-    case AugmentOp::kEqualize: return "Equalize";
-    case AugmentOp::kInvert: return "Invert";
+    case AugmentOp::kIdentity:
+      return "Identity";
+    case AugmentOp::kShearX:
+      return "ShearX";
+    case AugmentOp::kShearY:
+      return "ShearY";
+    case AugmentOp::kTranslateX:
+      return "TranslateX";
+    case AugmentOp::kTranslateY:
+      return "TranslateY";
+    case AugmentOp::kRotate:
+      return "Rotate";
+    case AugmentOp::kBrightness:
+      return "Brightness";
+    case AugmentOp::kColor:
+      return "Color";
+    case AugmentOp::kContrast:
+      return "Contrast";
+    case AugmentOp::kSharpness:
+      return "Sharpness";
+    case AugmentOp::kPosterize:
+      return "Posterize";
+    case AugmentOp::kSolarize:
+      return "Solarize";
+    case AugmentOp::kAutoContrast:
+      return "AutoContrast";
+    case AugmentOp::kEqualize:
+      return "Equalize";
+    case AugmentOp::kInvert:
+      return "Invert";
   }
   return "?";
 }
@@ -256,14 +269,12 @@ void apply_augment_op(ByteImage& img, AugmentOp op, double magnitude) {
       return warp_nearest(img, inverse_affine(0 - w * 0.5, 0 - h * 0.5, 0.0, 0.0, 0.0,
                                               degrees(std::atan(magnitude)), 0.0));
     case AugmentOp::kShearY:
-      return warp_nearest(img, inverse_affine(0 - w * 0.5, 0 - h * 0.5, 0.0, 0.0, 0.0,
-                                              0.0, degrees(std::atan(magnitude))));
+      return warp_nearest(img, inverse_affine(0 - w * 0.5, 0 - h * 0.5, 0.0, 0.0, 0.0, 0.0,
+                                              degrees(std::atan(magnitude))));
     case AugmentOp::kTranslateX:
-      return warp_nearest(img, inverse_affine(0.0, 0.0, 0.0, std::trunc(magnitude),
-                                              0.0, 0.0, 0.0));
+      return warp_nearest(img, inverse_affine(0.0, 0.0, 0.0, std::trunc(magnitude), 0.0, 0.0, 0.0));
     case AugmentOp::kTranslateY:
-      return warp_nearest(img, inverse_affine(0.0, 0.0, 0.0, 0.0,
-                                              std::trunc(magnitude), 0.0, 0.0));
+      return warp_nearest(img, inverse_affine(0.0, 0.0, 0.0, 0.0, std::trunc(magnitude), 0.0, 0.0));
     case AugmentOp::kRotate:  // F.rotate passes -angle to the matrix
       return warp_nearest(img, inverse_affine(0.0, 0.0, -magnitude, 0.0, 0.0, 0.0, 0.0));
     case AugmentOp::kBrightness:
@@ -316,9 +327,8 @@ std::vector<std::string> augment_policy_names() {
   return {"none", "autoaugment_imagenet", "randaugment", "trivialaugment"};
 }
 
-std::vector<AugmentSpaceEntry> augmentation_space(const std::string& policy,
-                                                  int num_bins, int height,
-                                                  int width) {
+std::vector<AugmentSpaceEntry> augmentation_space(const std::string& policy, int num_bins,
+                                                  int height, int width) {
   if (policy == "trivialaugment") {
     const int n = num_bins;
     return {{Op::kIdentity, {}, false},
@@ -360,8 +370,7 @@ std::vector<AugmentSpaceEntry> augmentation_space(const std::string& policy,
   return space;
 }
 
-const std::vector<std::pair<AutoAugmentStep, AutoAugmentStep>>&
-autoaugment_imagenet_policy() {
+const std::vector<std::pair<AutoAugmentStep, AutoAugmentStep>>& autoaugment_imagenet_policy() {
   static const std::vector<std::pair<AutoAugmentStep, AutoAugmentStep>> kPolicy = {
       {{Op::kPosterize, 0.4, 8}, {Op::kRotate, 0.6, 9}},
       {{Op::kSolarize, 0.6, 5}, {Op::kAutoContrast, 0.6, -1}},
@@ -397,17 +406,14 @@ namespace {
 constexpr int kRandAugmentBins = 31;
 constexpr int kTrivialAugmentBins = 31;
 
-const AugmentSpaceEntry& find_op(const std::vector<AugmentSpaceEntry>& space,
-                                 AugmentOp op) {
+const AugmentSpaceEntry& find_op(const std::vector<AugmentSpaceEntry>& space, AugmentOp op) {
   for (const auto& e : space) {
     if (e.op == op) return e;
   }
   throw std::logic_error("augmentation space without its op");
 }
 
-int draw(std::mt19937_64& rng, int n) {
-  return std::uniform_int_distribution<int>(0, n - 1)(rng);
-}
+int draw(std::mt19937_64& rng, int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); }
 
 // AutoAugment.forward: a sub-policy, two probabilities, two signs (sign 0
 // negates), each step applied when its probability draw is <= p.
@@ -442,8 +448,8 @@ void randaugment(ByteImage& img, std::mt19937_64& rng, int num_ops, int magnitud
 
 // TrivialAugmentWide.forward: one op, one bin drawn uniformly.
 void trivialaugment(ByteImage& img, std::mt19937_64& rng) {
-  const auto space = augmentation_space("trivialaugment", kTrivialAugmentBins, img.height,
-                                        img.width);
+  const auto space =
+      augmentation_space("trivialaugment", kTrivialAugmentBins, img.height, img.width);
   const auto& e = space[draw(rng, static_cast<int>(space.size()))];
   double m = 0.0;
   if (!e.magnitudes.empty()) m = e.magnitudes[draw(rng, static_cast<int>(e.magnitudes.size()))];
@@ -475,8 +481,8 @@ AugmentFn make_augment(const AugmentOptions& o) {
       randaugment(img, rng, num_ops, magnitude);
     };
   }
-  throw ConfigError("augment_policy: '" + o.policy + "' is not a policy; available: " +
-                    join_list(augment_policy_names()));
+  throw ConfigError("augment_policy: '" + o.policy +
+                    "' is not a policy; available: " + join_list(augment_policy_names()));
 }
 
 void random_erase(float* chw, const OutputShape& shape, double p, std::mt19937_64& rng) {
@@ -534,11 +540,13 @@ void augment_hwc(T* hwc, int channels, int height, int width, const AugmentFn& a
   ByteImage img = empty_bytes(channels, height, width);
   const size_t plane = size_t(height) * width;
   for (size_t i = 0; i < plane; ++i) {
-    for (int c = 0; c < channels; ++c) img.data[c * plane + i] = round_to_byte(hwc[i * channels + c]);
+    for (int c = 0; c < channels; ++c)
+      img.data[c * plane + i] = round_to_byte(hwc[i * channels + c]);
   }
   augment(img, rng);
   for (size_t i = 0; i < plane; ++i) {
-    for (int c = 0; c < channels; ++c) hwc[i * channels + c] = static_cast<T>(img.data[c * plane + i]);
+    for (int c = 0; c < channels; ++c)
+      hwc[i * channels + c] = static_cast<T>(img.data[c * plane + i]);
   }
 }
 

@@ -26,12 +26,8 @@ namespace fastnn::preprocessing {
 struct ByteImage {
   int channels = 0, height = 0, width = 0;
   std::vector<uint8_t> data;
-  uint8_t* plane(int c) {
-    return data.data() + size_t(c) * height * width;
-  }
-  const uint8_t* plane(int c) const {
-    return data.data() + size_t(c) * height * width;
-  }
+  uint8_t* plane(int c) { return data.data() + size_t(c) * height * width; }
+  const uint8_t* plane(int c) const { return data.data() + size_t(c) * height * width; }
 };
 
 /// torchvision's _apply_op names, in RandAugment's augmentation-space order
@@ -80,9 +76,8 @@ std::vector<std::string> augment_policy_names();
 /// randaugment: `num_bins`; trivialaugment: `num_bins`) for an image of
 /// height x width, in torchvision's order. Magnitudes are torchvision's
 /// float32 linspace values to within one float32 rounding.
-std::vector<AugmentSpaceEntry> augmentation_space(const std::string& policy,
-                                                  int num_bins, int height,
-                                                  int width);
+std::vector<AugmentSpaceEntry> augmentation_space(const std::string& policy, int num_bins,
+                                                  int height, int width);
 
 /// One step of an AutoAugment sub-policy: op, probability, magnitude bin
 /// (-1: the op has none).
@@ -93,8 +88,7 @@ struct AutoAugmentStep {
 };
 
 /// AutoAugment's 25 ImageNet sub-policies of two steps each.
-const std::vector<std::pair<AutoAugmentStep, AutoAugmentStep>>&
-autoaugment_imagenet_policy();
+const std::vector<std::pair<AutoAugmentStep, AutoAugmentStep>>& autoaugment_imagenet_policy();
 
 /// What the training preprocessing adds to TF-slim's (hparams
 /// augment_policy, randaugment_num_ops, randaugment_magnitude,
@@ -121,20 +115,18 @@ AugmentFn make_augment(const AugmentOptions& options);
 /// torchvision's RandomErasing(p, scale=(0.02, 0.33), ratio=(0.3, 3.3),
 /// value=0) on a CHW float image: with probability p, up to 10 tries to
 /// draw a rectangle that fits; the first that does is set to 0.
-void random_erase(float* chw, const OutputShape& shape, double p,
-                  std::mt19937_64& rng);
+void random_erase(float* chw, const OutputShape& shape, double p, std::mt19937_64& rng);
 
 /// Float CHW planes (pixel values 0..255) to bytes: rounded to nearest,
 /// clamped to [0, 255].
-ByteImage bytes_from_chw(const float* chw, int channels, int height,
-                         int width);
+ByteImage bytes_from_chw(const float* chw, int channels, int height, int width);
 /// Bytes back to float CHW planes.
 void bytes_to_chw(const ByteImage& img, float* chw);
 
 /// Runs `augment` in place on an HWC image of uint8_t, or of float pixel
 /// values 0..255 (rounded and clamped to bytes first).
 template <typename T>
-void augment_hwc(T* hwc, int channels, int height, int width,
-                 const AugmentFn& augment, std::mt19937_64& rng);
+void augment_hwc(T* hwc, int channels, int height, int width, const AugmentFn& augment,
+                 std::mt19937_64& rng);
 
 }  // namespace fastnn::preprocessing

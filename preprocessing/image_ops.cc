@@ -43,10 +43,9 @@ FloatImage resize_bilinear(const FloatImage& in, int height, int width) {
     const float fy = src - y0;
     for (int x = 0; x < width; ++x) {
       for (int c = 0; c < in.channels; ++c) {
-        const float top = in.at(y0, x0[x], c) +
-                          (in.at(y0, x1[x], c) - in.at(y0, x0[x], c)) * fx[x];
-        const float bottom = in.at(y1, x0[x], c) +
-                             (in.at(y1, x1[x], c) - in.at(y1, x0[x], c)) * fx[x];
+        const float top = in.at(y0, x0[x], c) + (in.at(y0, x1[x], c) - in.at(y0, x0[x], c)) * fx[x];
+        const float bottom =
+            in.at(y1, x0[x], c) + (in.at(y1, x1[x], c) - in.at(y1, x0[x], c)) * fx[x];
         out.at(y, x, c) = top + (bottom - top) * fy;
       }
     }
@@ -98,9 +97,7 @@ void flip_left_right(FloatImage& img) {
   }
 }
 
-void saturate_pixel(float* rgb, float factor) {
-  saturate_rgb(rgb[0], rgb[1], rgb[2], factor);
-}
+void saturate_pixel(float* rgb, float factor) { saturate_rgb(rgb[0], rgb[1], rgb[2], factor); }
 
 void adjust_saturation(FloatImage& img, float factor) {
   if (img.channels != 3) return;
@@ -155,15 +152,13 @@ float uniform(std::mt19937_64& rng, float lo, float hi) {
   return std::uniform_real_distribution<float>(lo, hi)(rng);
 }
 
-Window sample_distorted_box(int height, int width, std::mt19937_64& rng,
-                            double min_covered, double min_aspect,
-                            double max_aspect, double min_area, double max_area,
+Window sample_distorted_box(int height, int width, std::mt19937_64& rng, double min_covered,
+                            double min_aspect, double max_aspect, double min_area, double max_area,
                             int max_attempts) {
   const double area = double(height) * width;
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
     const double aspect = std::uniform_real_distribution<double>(min_aspect, max_aspect)(rng);
-    const double target =
-        area * std::uniform_real_distribution<double>(min_area, max_area)(rng);
+    const double target = area * std::uniform_real_distribution<double>(min_area, max_area)(rng);
     const int h = static_cast<int>(std::lround(std::sqrt(target / aspect)));
     const int w = static_cast<int>(std::lround(h * aspect));
     if (h < 1 || w < 1 || h > height || w > width) continue;
@@ -187,8 +182,7 @@ struct Taps {
   std::vector<float> frac;
 };
 
-Taps window_taps(int start, int length, int out_length, int scale_num,
-                 int origin, int decoded) {
+Taps window_taps(int start, int length, int out_length, int scale_num, int origin, int decoded) {
   Taps t;
   t.i0.resize(out_length);
   t.i1.resize(out_length);
@@ -196,8 +190,7 @@ Taps window_taps(int start, int length, int out_length, int scale_num,
   const float step = static_cast<float>(length) / out_length;
   const double s = scale_num / 8.0;
   const int64_t end = (int64_t{start + length} * scale_num + 7) / 8;
-  const int last = static_cast<int>(
-      std::min<int64_t>(end - 1 - origin, decoded - 1));
+  const int last = static_cast<int>(std::min<int64_t>(end - 1 - origin, decoded - 1));
   for (int i = 0; i < out_length; ++i) {
     const float c = i * step;
     const double pos =
@@ -214,15 +207,14 @@ Taps window_taps(int start, int length, int out_length, int scale_num,
 }  // namespace
 
 FASTNN_VECTOR_CLONES
-void resize_window_bilinear(const io::DecodedRegion& src, const Window& box,
-                            int height, int width, float* out,
-                            const std::function<void(int y)>& after_row) {
+void resize_window_bilinear(const io::DecodedRegion& src, const Window& box, int height, int width,
+                            float* out, const std::function<void(int y)>& after_row) {
   const io::Image& img = src.image;
   const int ch = img.channels;
-  const Taps ty = window_taps(box.top, box.height, height, src.scale_num,
-                              src.origin_top, img.height);
-  const Taps tx = window_taps(box.left, box.width, width, src.scale_num,
-                              src.origin_left, img.width);
+  const Taps ty =
+      window_taps(box.top, box.height, height, src.scale_num, src.origin_top, img.height);
+  const Taps tx =
+      window_taps(box.left, box.width, width, src.scale_num, src.origin_left, img.width);
   // TensorFlow's arithmetic, bit for bit at scale 8/8: the values converted
   // as convert_image_dtype does (v * (1/255) in float), each of the two
   // source rows blended horizontally, then the two vertically

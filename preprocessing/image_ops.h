@@ -8,16 +8,15 @@
 #include <random>
 #include <vector>
 
-#include "src/io/image.h"
 #include "preprocessing/preprocessing_factory.h"
+#include "src/io/image.h"
 
 // Per-pixel loops built twice, for AVX2 and the baseline, picked at load
 // time (GCC function multiversioning): 8 floats per instruction where the
 // CPU has it, and still one binary for every x86-64. Not under
 // ThreadSanitizer: the clones' resolver runs while the dynamic loader
 // relocates, before TSan's runtime is up, and crashes there.
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && \
-    !defined(__SANITIZE_THREAD__)
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define FASTNN_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define FASTNN_VECTOR_CLONES
@@ -29,12 +28,8 @@ namespace fastnn::preprocessing {
 struct FloatImage {
   int height = 0, width = 0, channels = 0;
   std::vector<float> data;
-  float& at(int y, int x, int c) {
-    return data[(size_t(y) * width + x) * channels + c];
-  }
-  float at(int y, int x, int c) const {
-    return data[(size_t(y) * width + x) * channels + c];
-  }
+  float& at(int y, int x, int c) { return data[(size_t(y) * width + x) * channels + c]; }
+  float at(int y, int x, int c) const { return data[(size_t(y) * width + x) * channels + c]; }
 };
 
 /// uint8 -> float times `scale` (1/255 for convert_image_dtype, 1 for
@@ -88,10 +83,9 @@ struct Window {
 /// aspect ratio uniform in [min_aspect, max_aspect], area fraction in
 /// [min_area, max_area], covering at least min_covered of the image;
 /// the whole image after max_attempts failures.
-Window sample_distorted_box(int height, int width, std::mt19937_64& rng,
-                            double min_covered = 0.1, double min_aspect = 0.75,
-                            double max_aspect = 1.33, double min_area = 0.05,
-                            double max_area = 1.0, int max_attempts = 100);
+Window sample_distorted_box(int height, int width, std::mt19937_64& rng, double min_covered = 0.1,
+                            double min_aspect = 0.75, double max_aspect = 1.33,
+                            double min_area = 0.05, double max_area = 1.0, int max_attempts = 100);
 
 /// TF1 resize_bilinear (as resize_bilinear) of the window `box`, given in
 /// original-image pixels, of an image of which `src` holds a part decoded at
@@ -103,9 +97,8 @@ Window sample_distorted_box(int height, int width, std::mt19937_64& rng,
 /// legacy resize_bilinear. `after_row(y)`, when
 /// given, runs as soon as row y of every plane is written (while it is in
 /// L1 cache), for per-pixel work that follows the resize.
-void resize_window_bilinear(const io::DecodedRegion& src, const Window& box,
-                            int height, int width, float* out,
-                            const std::function<void(int y)>& after_row = {});
+void resize_window_bilinear(const io::DecodedRegion& src, const Window& box, int height, int width,
+                            float* out, const std::function<void(int y)>& after_row = {});
 
 /// tf.image.adjust_saturation on one RGB pixel, in closed form: the HSV
 /// round trip keeps hue and value, so each channel c becomes

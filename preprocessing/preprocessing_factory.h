@@ -32,16 +32,13 @@ struct PreprocessOptions {
 
 /// The function named `name` for `shape`, train or eval variant. Throws
 /// ConfigError listing the valid names.
-PreprocessFn get_preprocessing(const std::string& name,
-                               const OutputShape& shape,
-                               bool is_training,
+PreprocessFn get_preprocessing(const std::string& name, const OutputShape& shape, bool is_training,
                                const PreprocessOptions& options = {});
 
 /// The decoded-image form of get_preprocessing(name, ...): the same
 /// output from an image decode_image already made (inception: as with
 /// fast_jpeg_decode off). Throws as get_preprocessing does.
-DecodedPreprocessFn get_decoded_preprocessing(const std::string& name,
-                                              const OutputShape& shape,
+DecodedPreprocessFn get_decoded_preprocessing(const std::string& name, const OutputShape& shape,
                                               bool is_training,
                                               const PreprocessOptions& options = {});
 

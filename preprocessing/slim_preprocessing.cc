@@ -13,21 +13,18 @@ constexpr int kCifarPadding = 4;
 
 void check_channels(const io::Image& in, const OutputShape& s, const char* name) {
   if (in.channels != s.channels) {
-    throw DataError(std::string(name) + " preprocessing: image has " +
-                    std::to_string(in.channels) + " channels, expected " +
-                    std::to_string(s.channels));
+    throw DataError(std::string(name) + " preprocessing: image has " + std::to_string(in.channels) +
+                    " channels, expected " + std::to_string(s.channels));
   }
 }
 
-bool coin(std::mt19937_64& rng) {
-  return std::uniform_int_distribution<int>(0, 1)(rng) == 1;
-}
+bool coin(std::mt19937_64& rng) { return std::uniform_int_distribution<int>(0, 1)(rng) == 1; }
 
 // A random h x w window of a height x width image (tf.random_crop).
 Window random_window(int height, int width, int h, int w, std::mt19937_64& rng) {
   if (height < h || width < w) {
-    throw DataError("random crop: image " + std::to_string(height) + "x" +
-                    std::to_string(width) + " is smaller than the crop");
+    throw DataError("random crop: image " + std::to_string(height) + "x" + std::to_string(width) +
+                    " is smaller than the crop");
   }
   Window win;
   win.top = std::uniform_int_distribution<int>(0, height - h)(rng);
@@ -78,8 +75,8 @@ Draws vgg_draws(int height, int width, const OutputShape& s, std::mt19937_64& rn
 
 Draws cifarnet_draws(int height, int width, const OutputShape& s, std::mt19937_64& rng) {
   Draws d;
-  d.crop = random_window(height + 2 * kCifarPadding, width + 2 * kCifarPadding, s.height,
-                         s.width, rng);
+  d.crop =
+      random_window(height + 2 * kCifarPadding, width + 2 * kCifarPadding, s.height, s.width, rng);
   d.flip = coin(rng);
   d.brightness = uniform(rng, -63.0f, 63.0f);
   d.contrast = uniform(rng, 0.2f, 1.8f);
@@ -104,8 +101,7 @@ float to_unit_range(float v) {
 
 // Brightness, saturation, clip and (x - 0.5) * 2 on n RGB pixels in planes.
 FASTNN_VECTOR_CLONES
-void inception_color(float* r, float* g, float* b, int n, float delta,
-                     float saturation) {
+void inception_color(float* r, float* g, float* b, int n, float delta, float saturation) {
   for (int x = 0; x < n; ++x) {
     float vr = r[x] + delta;
     float vg = g[x] + delta;
@@ -119,9 +115,8 @@ void inception_color(float* r, float* g, float* b, int n, float delta,
 
 // Crop + resize, random flip, brightness, saturation, clip, (x - 0.5) * 2:
 // each resized row gets the per-pixel work while still in cache.
-void inception_train_region(const io::DecodedRegion& src, const Draws& d,
-                            const OutputShape& s, std::mt19937_64& rng, float* out,
-                            const AugmentFn& augment) {
+void inception_train_region(const io::DecodedRegion& src, const Draws& d, const OutputShape& s,
+                            std::mt19937_64& rng, float* out, const AugmentFn& augment) {
   check_channels(src.image, s, "inception");
   const bool flip = d.flip;
   const float delta = d.brightness;
@@ -159,16 +154,16 @@ void inception_train_region(const io::DecodedRegion& src, const Draws& d,
   for (int y = 0; y < s.height; ++y) color(y);
 }
 
-void inception_eval_region(const io::DecodedRegion& src, const Window& box,
-                           const OutputShape& s, float* out) {
+void inception_eval_region(const io::DecodedRegion& src, const Window& box, const OutputShape& s,
+                           float* out) {
   check_channels(src.image, s, "inception");
   resize_window_bilinear(src, box, s.height, s.width, out);
   const size_t n = size_t(s.numel());
   for (size_t i = 0; i < n; ++i) out[i] = (out[i] - 0.5f) * 2.0f;
 }
 
-io::DecodeOptions region_options(const EncodedImage& in, const Window& box,
-                                 const OutputShape& s, bool fast) {
+io::DecodeOptions region_options(const EncodedImage& in, const Window& box, const OutputShape& s,
+                                 bool fast) {
   io::DecodeOptions o;
   o.channels = in.channels;
   if (fast) {
@@ -184,8 +179,8 @@ io::DecodeOptions region_options(const EncodedImage& in, const Window& box,
 
 }  // namespace
 
-void inception_train(const io::Image& in, const OutputShape& s,
-                     std::mt19937_64& rng, float* out, const AugmentFn& augment) {
+void inception_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng, float* out,
+                     const AugmentFn& augment) {
   const Draws d = inception_draws(in.height, in.width, rng);
   io::DecodedRegion whole;
   whole.image = in;
@@ -195,29 +190,25 @@ void inception_train(const io::Image& in, const OutputShape& s,
 void inception_eval(const io::Image& in, const OutputShape& s, float* out) {
   io::DecodedRegion whole;
   whole.image = in;
-  inception_eval_region(whole, central_window(in.height, in.width, 0.875), s,
-                        out);
+  inception_eval_region(whole, central_window(in.height, in.width, 0.875), s, out);
 }
 
-void inception_train(const EncodedImage& in, const OutputShape& s, bool fast,
-                     std::mt19937_64& rng, float* out, const AugmentFn& augment) {
+void inception_train(const EncodedImage& in, const OutputShape& s, bool fast, std::mt19937_64& rng,
+                     float* out, const AugmentFn& augment) {
   const io::ImageInfo info = io::read_image_info(in.bytes);
   const Draws d = inception_draws(info.height, info.width, rng);
-  inception_train_region(io::decode_region(in.bytes, region_options(in, d.crop, s, fast)),
-                         d, s, rng, out, augment);
+  inception_train_region(io::decode_region(in.bytes, region_options(in, d.crop, s, fast)), d, s,
+                         rng, out, augment);
 }
 
-void inception_eval(const EncodedImage& in, const OutputShape& s, bool fast,
-                    float* out) {
+void inception_eval(const EncodedImage& in, const OutputShape& s, bool fast, float* out) {
   const io::ImageInfo info = io::read_image_info(in.bytes);
   const Window box = central_window(info.height, info.width, 0.875);
-  inception_eval_region(
-      io::decode_region(in.bytes, region_options(in, box, s, fast)), box, s,
-      out);
+  inception_eval_region(io::decode_region(in.bytes, region_options(in, box, s, fast)), box, s, out);
 }
 
-void vgg_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng,
-               float* out, const AugmentFn& augment) {
+void vgg_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng, float* out,
+               const AugmentFn& augment) {
   check_channels(in, s, "vgg");
   const Draws d = vgg_draws(in.height, in.width, s, rng);
   FloatImage img = crop(aspect_preserving_resize(to_float(in, 1.0f), d.resize_side), d.crop);
@@ -230,14 +221,13 @@ void vgg_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng,
 void vgg_eval(const io::Image& in, const OutputShape& s, float* out) {
   check_channels(in, s, "vgg");
   FloatImage img = aspect_preserving_resize(to_float(in, 1.0f), 256);
-  img = crop(img, (img.height - s.height) / 2, (img.width - s.width) / 2,
-             s.height, s.width);
+  img = crop(img, (img.height - s.height) / 2, (img.width - s.width) / 2, s.height, s.width);
   subtract_means(img, kVggMeans);
   write_chw(img, out);
 }
 
-void cifarnet_train(const io::Image& in, const OutputShape& s,
-                    std::mt19937_64& rng, float* out, const AugmentFn& augment) {
+void cifarnet_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng, float* out,
+                    const AugmentFn& augment) {
   check_channels(in, s, "cifarnet");
   const Draws d = cifarnet_draws(in.height, in.width, s, rng);
   FloatImage img = crop(pad(to_float(in, 1.0f), kCifarPadding), d.crop);

@@ -50,8 +50,7 @@ Draws inception_draws(int height, int width, std::mt19937_64& rng);
 Draws vgg_draws(int height, int width, const OutputShape& s, std::mt19937_64& rng);
 Draws cifarnet_draws(int height, int width, const OutputShape& s, std::mt19937_64& rng);
 
-void inception_train(const io::Image& in, const OutputShape& s,
-                     std::mt19937_64& rng, float* out,
+void inception_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng, float* out,
                      const AugmentFn& augment = {});
 void inception_eval(const io::Image& in, const OutputShape& s, float* out);
 
@@ -60,16 +59,13 @@ void inception_eval(const io::Image& in, const OutputShape& s, float* out);
 /// region is decoded, at the smallest JPEG DCT scale n/8 that keeps it at
 /// least s.height x s.width; without `fast` the whole image is decoded.
 /// Same random draws, in the same order, as the io::Image overloads.
-void inception_train(const EncodedImage& in, const OutputShape& s, bool fast,
-                     std::mt19937_64& rng, float* out,
-                     const AugmentFn& augment = {});
-void inception_eval(const EncodedImage& in, const OutputShape& s, bool fast,
-                    float* out);
-void vgg_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng,
-               float* out, const AugmentFn& augment = {});
+void inception_train(const EncodedImage& in, const OutputShape& s, bool fast, std::mt19937_64& rng,
+                     float* out, const AugmentFn& augment = {});
+void inception_eval(const EncodedImage& in, const OutputShape& s, bool fast, float* out);
+void vgg_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng, float* out,
+               const AugmentFn& augment = {});
 void vgg_eval(const io::Image& in, const OutputShape& s, float* out);
-void cifarnet_train(const io::Image& in, const OutputShape& s,
-                    std::mt19937_64& rng, float* out,
+void cifarnet_train(const io::Image& in, const OutputShape& s, std::mt19937_64& rng, float* out,
                     const AugmentFn& augment = {});
 void cifarnet_eval(const io::Image& in, const OutputShape& s, float* out);
 

@@ -43,7 +43,6 @@ std::string encode_image_example(const ImageRecord& r);
 /// Parses a serialized tf.train.Example. encoded and label are required
 /// (each a list of exactly one value); format, height and width are optional.
 /// Throws DataError naming the offending feature.
-ImageRecord decode_image_example(std::string_view bytes,
-                                 const ExampleKeys& keys = {});
+ImageRecord decode_image_example(std::string_view bytes, const ExampleKeys& keys = {});
 
 }  // namespace fastnn::io

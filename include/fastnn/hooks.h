@@ -106,10 +106,7 @@ class Hook {
   /// Whether after_step needs the loss, accuracy and gradient norm of the
   /// step that will end at `global_step` (StepStats::metrics_read). The
   /// default, every step, costs a GPU run one host synchronisation a step.
-  virtual bool needs_metrics(const TrainControl&,
-                             int64_t /*global_step*/) const {
-    return true;
-  }
+  virtual bool needs_metrics(const TrainControl&, int64_t /*global_step*/) const { return true; }
   /// The run finished (exit 0): e.g. the final checkpoint.
   virtual void end(TrainControl&) {}
   /// After every run that reaches the end of the loop, finished or

@@ -281,8 +281,7 @@ struct HParams {
   /// Print optimizer slot variables at start.
   bool log_optimizer_vars_statistics = false;
   /// Comma-separated hook names; checked by the hook factory.
-  std::string hooks =
-      "StopAtStepHook,ProfilerHook,LoggingTensorHook,CheckpointSaverHook";
+  std::string hooks = "StopAtStepHook,ProfilerHook,LoggingTensorHook,CheckpointSaverHook";
   /// Summary period in seconds; 0: off.
   int64_t save_summaries_secs = 600;
   /// Evaluation period in steps; 0: off.
@@ -364,8 +363,7 @@ struct LoadResult {
 /// flags that are not hparams (they shadow hparams of the same name); their
 /// values are returned in `extras`. Throws ConfigError naming the location,
 /// key, bad value and what is valid, before any work is done.
-LoadResult load_hparams(int argc,
-                        const char* const* argv,
+LoadResult load_hparams(int argc, const char* const* argv,
                         const std::vector<std::string>& extra_keys = {});
 
 /// Checks value ranges, valid values and cross-key constraints; throws

@@ -82,9 +82,9 @@ struct PipelineOptions {
   /// the pipeline when more than this share of the records it finished with
   /// (used or rejected; a rejected record of any kind counts) was rejected:
   /// checked at the end of the input (or by check_rejected_share) and, once
-  /// kShareCheckRecords records are finished, after every batch. 1 never throws. Whatever the share, a
-  /// pipeline that rejects every record it reads throws at the same points.
-  /// REQUIRES: in [0, 1].
+  /// kShareCheckRecords records are finished, after every batch. 1 never throws. Whatever the
+  /// share, a pipeline that rejects every record it reads throws at the same points. REQUIRES: in
+  /// [0, 1].
   double max_skipped_share = 0.1;
   /// Longer TFRecord records and image files are corrupt (skipped and
   /// counted with skip_corrupt, else DataError). REQUIRES: >= 1.

@@ -20,9 +20,7 @@ struct OutputShape {
   int channels = 3;
   int height = 224;
   int width = 224;
-  int64_t numel() const {
-    return int64_t{channels} * height * width;
-  }
+  int64_t numel() const { return int64_t{channels} * height * width; }
 };
 
 /// One encoded image as it comes out of a record.
@@ -36,14 +34,13 @@ struct EncodedImage {
 /// Decodes `in` and writes shape.numel() floats (CHW) to `out`. `rng`
 /// drives the random transforms of training; eval variants ignore it.
 /// Throws DataError for undecodable bytes or a channel mismatch.
-using PreprocessFn = std::function<void(
-    const EncodedImage& in, std::mt19937_64& rng, float* out)>;
+using PreprocessFn = std::function<void(const EncodedImage& in, std::mt19937_64& rng, float* out)>;
 
 /// The same function on an image already decoded whole (uint8 HWC, the
 /// channels asked), for a pipeline that keeps decoded images in memory
 /// (datasets_use_caching). Never modifies `in`. For inception it gives what
 /// PreprocessFn gives with fast_jpeg_decode off (the whole image decoded).
-using DecodedPreprocessFn = std::function<void(
-    const io::Image& in, std::mt19937_64& rng, float* out)>;
+using DecodedPreprocessFn =
+    std::function<void(const io::Image& in, std::mt19937_64& rng, float* out)>;
 
 }  // namespace fastnn::preprocessing

@@ -20,7 +20,6 @@ namespace fastnn::io {
 
 class AtomicFileWriter;
 
-
 /// Bytes of framing around each record: 8 + 4 before the data, 4 after.
 constexpr uint64_t kRecordOverheadBytes = 16;
 
@@ -76,33 +75,24 @@ class TFRecordReader {
 
   /// Takes ownership of src. Throws std::invalid_argument if
   /// options.max_skipped_share is outside [0, 1].
-  explicit TFRecordReader(std::unique_ptr<ByteSource> src,
-                          TFRecordReaderOptions options = {});
+  explicit TFRecordReader(std::unique_ptr<ByteSource> src, TFRecordReaderOptions options = {});
 
   /// Stores the next record in *record (reusing its capacity) and returns
   /// true, or returns false at the end of the source.
   bool next(std::string* record);
 
   /// Byte offset of the record last returned by next().
-  uint64_t record_offset() const {
-    return record_offset_;
-  }
+  uint64_t record_offset() const { return record_offset_; }
 
   /// Records read and skipped so far.
-  const RecordStats& stats() const {
-    return stats_;
-  }
+  const RecordStats& stats() const { return stats_; }
 
   /// Why records were skipped, one message per skip, in the fail policy's
   /// wording followed by the bytes skipped; at most kMaxSkipReasons entries.
-  const std::vector<std::string>& skip_reasons() const {
-    return skip_reasons_;
-  }
+  const std::vector<std::string>& skip_reasons() const { return skip_reasons_; }
 
   /// The source's name.
-  const std::string& name() const {
-    return src_->name();
-  }
+  const std::string& name() const { return src_->name(); }
 
  private:
   size_t read_full(void* dst, size_t n);
@@ -113,13 +103,10 @@ class TFRecordReader {
   bool framing_intact();
   void resync();
   void finish();
-  std::string describe(uint64_t index,
-                       uint64_t offset,
-                       const std::string& reason) const;
+  std::string describe(uint64_t index, uint64_t offset, const std::string& reason) const;
   void skip(std::string message, uint64_t bytes);
-  void fault(uint64_t index, uint64_t offset, const std::string& reason,
-             std::string_view header, std::string_view data = {},
-             std::string_view footer = {});
+  void fault(uint64_t index, uint64_t offset, const std::string& reason, std::string_view header,
+             std::string_view data = {}, std::string_view footer = {});
 
   std::unique_ptr<ByteSource> src_;
   TFRecordReaderOptions options_;

@@ -34,8 +34,7 @@ struct Setting {
 
 // The canonical row for `name` (a key or an alias), or nullptr.
 const KeySpec* resolve(const std::string& name) {
-  if (const KeySpec* spec = config::find_key(name))
-    return spec;
+  if (const KeySpec* spec = config::find_key(name)) return spec;
   if (const char* canonical = config::resolve_alias(name)) {
     return config::find_key(canonical);
   }
@@ -44,14 +43,12 @@ const KeySpec* resolve(const std::string& name) {
 
 int edit_distance(const std::string& a, const std::string& b) {
   std::vector<int> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = static_cast<int>(j);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int>(j);
   for (size_t i = 1; i <= a.size(); ++i) {
     int diag = row[0];
     row[0] = static_cast<int>(i);
     for (size_t j = 1; j <= b.size(); ++j) {
-      int next = std::min(
-          {row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      int next = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
       diag = row[j];
       row[j] = next;
     }
@@ -62,8 +59,7 @@ int edit_distance(const std::string& a, const std::string& b) {
 // Closest of the keys, aliases (as their canonical key) and `extra` names.
 // Names whose length differs by more than the distance are skipped unread,
 // so a 10 MB --key costs nothing.
-std::string closest(const std::string& key,
-                    const std::vector<std::string>& extra) {
+std::string closest(const std::string& key, const std::vector<std::string>& extra) {
   std::vector<std::pair<std::string, std::string>> candidates;
   for (const KeySpec& spec : config::key_table()) {
     candidates.emplace_back(spec.name, spec.name);
@@ -71,14 +67,12 @@ std::string closest(const std::string& key,
   for (const config::Alias& a : config::alias_table()) {
     candidates.emplace_back(a.alias, a.canonical);
   }
-  for (const std::string& e : extra)
-    candidates.emplace_back(e, e);
+  for (const std::string& e : extra) candidates.emplace_back(e, e);
   std::string best;
   int best_distance = kMaxSuggestDistance + 1;
   const size_t max_gap = kMaxSuggestDistance;
   for (const auto& [name, answer] : candidates) {
-    if (key.size() > name.size() + max_gap ||
-        name.size() > key.size() + max_gap) {
+    if (key.size() > name.size() + max_gap || name.size() > key.size() + max_gap) {
       continue;
     }
     int d = edit_distance(config::lower(key), config::lower(name));
@@ -90,34 +84,28 @@ std::string closest(const std::string& key,
   return best;
 }
 
-std::string unknown_key(const std::string& name,
-                        const std::vector<std::string>& extra) {
+std::string unknown_key(const std::string& name, const std::vector<std::string>& extra) {
   std::string guess = closest(name, extra);
   std::string msg = "unknown key " + config::quote_value(name);
-  return guess.empty() ? msg + " (--help lists the keys)"
-                       : msg + "; did you mean '" + guess + "'?";
+  return guess.empty() ? msg + " (--help lists the keys)" : msg + "; did you mean '" + guess + "'?";
 }
 
 // `text` as the user typed it (a flag, a raw value) when short; cut and
 // quoted by quote_value() when longer than a message may show.
 std::string shown(const std::string& text) {
-  return text.size() <= config::kMaxQuotedBytes ? text
-                                                : config::quote_value(text);
+  return text.size() <= config::kMaxQuotedBytes ? text : config::quote_value(text);
 }
 
 // Sets one key; records its source; notes aliases and ignored keys.
-void apply(const Setting& s,
-           const std::string& location,
-           HParams* hp,
+void apply(const Setting& s, const std::string& location, HParams* hp,
            std::vector<std::string>* warnings) {
   const KeySpec& spec = *s.spec;
   if (s.written != spec.name) {
-    warnings->push_back(location + ": '" + s.written + "' is an alias of '" +
-                        spec.name + "'; use the canonical name");
+    warnings->push_back(location + ": '" + s.written + "' is an alias of '" + spec.name +
+                        "'; use the canonical name");
   }
   std::string error = config::assign_value(spec, s.value, hp);
-  if (!error.empty())
-    throw ConfigError(location + ": " + error);
+  if (!error.empty()) throw ConfigError(location + ": " + error);
   hp->sources[spec.name] = location;
   if (spec.ignored() && !config::same_value(spec, *hp, HParams())) {
     warnings->push_back(location + ": '" + spec.name +
@@ -127,22 +115,17 @@ void apply(const Setting& s,
 
 // Splits a file line into key and raw value. Returns false for blank and
 // comment lines; throws for malformed ones.
-bool split_line(std::string_view line,
-                const std::string& location,
-                std::string* key,
+bool split_line(std::string_view line, const std::string& location, std::string* key,
                 std::string* value) {
   std::string_view t = config::trim(line);
-  if (t.empty() || t.front() == '#')
-    return false;
+  if (t.empty() || t.front() == '#') return false;
   size_t eq = t.find('=');
   if (eq == std::string_view::npos) {
     throw ConfigError(location + ": missing '=' (expected key=value)");
   }
   std::string_view k = config::trim(t.substr(0, eq));
-  if (k.substr(0, 2) == "--")
-    k.remove_prefix(2);
-  if (k.empty())
-    throw ConfigError(location + ": missing key before '='");
+  if (k.substr(0, 2) == "--") k.remove_prefix(2);
+  if (k.empty()) throw ConfigError(location + ": missing key before '='");
   *key = std::string(k);
   std::string_view v = config::trim(t.substr(eq + 1));
   if (!v.empty() && (v.front() == '\'' || v.front() == '"')) {
@@ -151,15 +134,14 @@ bool split_line(std::string_view line,
          i = v.find(v.front(), i + 1)) {
       std::string_view rest = v.substr(i + 1);
       std::string_view rest_trimmed = config::trim(rest);
-      if (rest.empty() ||
-          (rest.size() != rest_trimmed.size() &&
-           (rest_trimmed.empty() || rest_trimmed.front() == '#'))) {
+      if (rest.empty() || (rest.size() != rest_trimmed.size() &&
+                           (rest_trimmed.empty() || rest_trimmed.front() == '#'))) {
         *value = std::string(v.substr(0, i + 1));
         return true;
       }
     }
-    throw ConfigError(location + ": " + shown(*key) +
-                      ": unterminated quote in " + shown(std::string(v)));
+    throw ConfigError(location + ": " + shown(*key) + ": unterminated quote in " +
+                      shown(std::string(v)));
   }
   for (size_t i = 0; i < v.size(); ++i) {
     if (v[i] == '#' && (i == 0 || v[i - 1] == ' ' || v[i - 1] == '\t')) {
@@ -175,10 +157,7 @@ bool split_line(std::string_view line,
 // trailing '\r' is dropped); false at the end. A NUL byte, a line over
 // kMaxConfigLineBytes or a file over kMaxConfigFileBytes is a ConfigError
 // raised before the excess is read, so `--config /dev/zero` fails at once.
-bool read_config_line(std::istream& in,
-                      const std::string& path,
-                      int n,
-                      uint64_t* offset,
+bool read_config_line(std::istream& in, const std::string& path, int n, uint64_t* offset,
                       std::string* line) {
   line->clear();
   const std::string where = path + ":" + std::to_string(n);
@@ -186,66 +165,52 @@ bool read_config_line(std::istream& in,
   for (;;) {
     const int c = buf->sbumpc();
     if (c == std::char_traits<char>::eof()) {
-      if (line->empty())
-        return false;
+      if (line->empty()) return false;
       break;
     }
     if (++*offset > kMaxConfigFileBytes) {
-      throw ConfigError("config file " + config::quote_value(path) +
-                        " is over " + std::to_string(kMaxConfigFileBytes) +
-                        " bytes: not a key=value config");
+      throw ConfigError("config file " + config::quote_value(path) + " is over " +
+                        std::to_string(kMaxConfigFileBytes) + " bytes: not a key=value config");
     }
-    if (c == '\n')
-      break;
+    if (c == '\n') break;
     if (c == '\0') {
-      throw ConfigError(where + ": a NUL byte (at byte offset " +
-                        std::to_string(*offset - 1) +
+      throw ConfigError(where + ": a NUL byte (at byte offset " + std::to_string(*offset - 1) +
                         "): this is a binary file, not a key=value config");
     }
     if (line->size() == kMaxConfigLineBytes) {
-      throw ConfigError(where + ": the line is longer than " +
-                        std::to_string(kMaxConfigLineBytes) +
+      throw ConfigError(where + ": the line is longer than " + std::to_string(kMaxConfigLineBytes) +
                         " bytes: not a key=value config");
     }
     line->push_back(static_cast<char>(c));
   }
-  if (!line->empty() && line->back() == '\r')
-    line->pop_back();
+  if (!line->empty() && line->back() == '\r') line->pop_back();
   return true;
 }
 
-void load_file(const std::string& path,
-               HParams* hp,
-               std::vector<std::string>* warnings) {
+void load_file(const std::string& path, HParams* hp, std::vector<std::string>* warnings) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    throw ConfigError("cannot read config file " + config::quote_value(path) +
-                      ": it is a folder");
+    throw ConfigError("cannot read config file " + config::quote_value(path) + ": it is a folder");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw ConfigError("cannot read config file " + config::quote_value(path) +
-                      ": " + std::strerror(errno));
+    throw ConfigError("cannot read config file " + config::quote_value(path) + ": " +
+                      std::strerror(errno));
   }
   std::map<std::string, int> first_line;
   std::string line;
   uint64_t offset = 0;
   for (int n = 1; read_config_line(in, path, n, &offset, &line); ++n) {
     const std::string location = path + ":" + std::to_string(n);
-    if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0)
-      line.erase(0, 3);  // BOM
+    if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // BOM
     Setting s;
-    if (!split_line(line, location, &s.written, &s.value))
-      continue;
+    if (!split_line(line, location, &s.written, &s.value)) continue;
     s.spec = resolve(s.written);
-    if (!s.spec)
-      throw ConfigError(location + ": " + unknown_key(s.written, {}));
+    if (!s.spec) throw ConfigError(location + ": " + unknown_key(s.written, {}));
     auto [it, fresh] = first_line.emplace(s.spec->name, n);
     if (!fresh) {
-      warnings->push_back(location + ": '" + s.spec->name +
-                          "' is set again (first set on line " +
-                          std::to_string(it->second) +
-                          "); the last value wins");
+      warnings->push_back(location + ": '" + s.spec->name + "' is set again (first set on line " +
+                          std::to_string(it->second) + "); the last value wins");
     }
     apply(s, location, hp, warnings);
   }
@@ -257,17 +222,12 @@ void load_file(const std::string& path,
 }
 
 // Notes a key given again on the command line (the last value wins).
-void note_repeat(const std::string& key,
-                 const std::string& value,
-                 std::map<std::string, std::string>* seen,
-                 std::vector<std::string>* warnings) {
+void note_repeat(const std::string& key, const std::string& value,
+                 std::map<std::string, std::string>* seen, std::vector<std::string>* warnings) {
   auto [it, fresh] = seen->emplace(key, value);
-  if (fresh)
-    return;
-  warnings->push_back("command line: '" + key + "' is set again: " +
-                      config::quote_value(value) + " replaces " +
-                      config::quote_value(it->second) +
-                      " (the last value wins)");
+  if (fresh) return;
+  warnings->push_back("command line: '" + key + "' is set again: " + config::quote_value(value) +
+                      " replaces " + config::quote_value(it->second) + " (the last value wins)");
   it->second = value;
 }
 
@@ -276,8 +236,8 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 }
 
 bool is_help_or_version(const std::string& arg) {
-  return arg == "-h" || arg == "--help" || arg == "-help" ||
-         arg == "--version" || arg == "-version";
+  return arg == "-h" || arg == "--help" || arg == "-help" || arg == "--version" ||
+         arg == "-version";
 }
 
 std::string prefix(const HParams& hp, const std::string& key) {
@@ -296,17 +256,13 @@ std::string join_choices(const std::vector<std::string>& choices) {
 // "None (from the dataset; FastNN: 100)", "0.01", ...
 std::string default_text(const KeySpec& spec) {
   std::string text = config::format_value(spec, HParams());
-  if (spec.default_note)
-    text += std::string(" (") + spec.default_note + ")";
+  if (spec.default_note) text += std::string(" (") + spec.default_note + ")";
   return text;
 }
 
 // Word-wraps `text` to kHelpWidth; the first line is indented by `first`,
 // the others by `rest`.
-void append_wrapped(const std::string& text,
-                    size_t first,
-                    size_t rest,
-                    std::string* out) {
+void append_wrapped(const std::string& text, size_t first, size_t rest, std::string* out) {
   std::istringstream words(text);
   std::string word;
   std::string line(first, ' ');
@@ -329,8 +285,7 @@ std::string long_help(const KeySpec& spec) {
     text += " One of: " + join_choices(spec.choices) + ".";
   }
   std::string bound = spec.range.describe();
-  if (!bound.empty())
-    text += " Must be " + bound + ".";
+  if (!bound.empty()) text += " Must be " + bound + ".";
   return text;
 }
 
@@ -341,14 +296,12 @@ std::string HParams::where(const std::string& key) const {
   return it == sources.end() ? "default" : it->second;
 }
 
-LoadResult load_hparams(int argc,
-                        const char* const* argv,
+LoadResult load_hparams(int argc, const char* const* argv,
                         const std::vector<std::string>& extra_keys) {
   LoadResult result;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (!is_help_or_version(arg))
-      continue;
+    if (!is_help_or_version(arg)) continue;
     if (arg.find("version") != std::string::npos) {
       result.version = true;
     } else {
@@ -359,12 +312,12 @@ LoadResult load_hparams(int argc,
   const std::string kCli = "command line";
   std::vector<Setting> settings;
   std::map<std::string, std::string> given;  // key -> its latest value
-  std::vector<std::string> repeats;           // after the file's warnings
+  std::vector<std::string> repeats;          // after the file's warnings
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.size() < 2 || arg[0] != '-') {
-      throw ConfigError(kCli + ": unexpected argument " +
-                        config::quote_value(arg) + " (expected --KEY=VALUE)");
+      throw ConfigError(kCli + ": unexpected argument " + config::quote_value(arg) +
+                        " (expected --KEY=VALUE)");
     }
     std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
     std::string value;
@@ -385,8 +338,7 @@ LoadResult load_hparams(int argc,
     if (name == "dry_run" || name == "print_cluster") {
       bool on = true;
       if (has_value && !config::parse_bool(config::trim(value), &on)) {
-        throw ConfigError(kCli + ": " + shown(arg) + ": " +
-                          config::quote_value(value) +
+        throw ConfigError(kCli + ": " + shown(arg) + ": " + config::quote_value(value) +
                           " is not a boolean (expected True or False)");
       }
       (name == "dry_run" ? result.dry_run : result.print_cluster) = on;
@@ -403,8 +355,7 @@ LoadResult load_hparams(int argc,
       continue;
     }
     if (contains(extra_keys, name)) {
-      if (!has_value && !take_next())
-        value = "True";
+      if (!has_value && !take_next()) value = "True";
       note_repeat(name, value, &given, &repeats);
       result.extras[name] = value;
       continue;
@@ -423,8 +374,7 @@ LoadResult load_hparams(int argc,
       }
     }
     if (!s.spec) {
-      throw ConfigError(kCli + ": " + shown(arg) + ": " +
-                        unknown_key(name, extra_keys));
+      throw ConfigError(kCli + ": " + shown(arg) + ": " + unknown_key(name, extra_keys));
     }
     if (!has_value) {
       if (std::holds_alternative<bool HParams::*>(s.spec->field)) {
@@ -432,8 +382,7 @@ LoadResult load_hparams(int argc,
       } else if (take_next()) {
         s.value = value;
       } else {
-        throw ConfigError(kCli + ": " + shown(arg) +
-                          ": missing value (expected " + shown(arg) +
+        throw ConfigError(kCli + ": " + shown(arg) + ": missing value (expected " + shown(arg) +
                           "=VALUE)");
       }
     }
@@ -456,51 +405,44 @@ void validate(const HParams& hp) {
     const std::string head = prefix(hp, spec.name) + spec.name + ": ";
     const std::string* text = config::string_value(spec, hp);
     if (text && !config::unwritable_reason(*text).empty()) {
-      throw ConfigError(head + config::quote_value(*text) + " " +
-                        config::unwritable_reason(*text) +
+      throw ConfigError(head + config::quote_value(*text) + " " + config::unwritable_reason(*text) +
                         ", which no line of a config file (train_dir/config.cfg) "
                         "can hold");
     }
     if (text && !spec.choices.empty() && !contains(spec.choices, *text)) {
       throw ConfigError(head + config::quote_value(*text) +
-                        " is not valid; valid values: " +
-                        join_choices(spec.choices));
+                        " is not valid; valid values: " + join_choices(spec.choices));
     }
     std::optional<double> v = config::numeric_value(spec, hp);
     if (v && !spec.range.contains(*v)) {
-      throw ConfigError(head + config::format_value(spec, hp) +
-                        " is out of range (must be " + spec.range.describe() +
-                        ")");
+      throw ConfigError(head + config::format_value(spec, hp) + " is out of range (must be " +
+                        spec.range.describe() + ")");
     }
   }
   int64_t hosts = 0;
   for (std::string_view rest = hp.worker_hosts; !rest.empty();) {
     size_t comma = rest.find(',');
-    if (!config::trim(rest.substr(0, comma)).empty())
-      ++hosts;
+    if (!config::trim(rest.substr(0, comma)).empty()) ++hosts;
     rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
   }
   if (hosts > 0 && hp.task_index >= hosts) {
-    throw ConfigError(prefix(hp, "task_index") +
-                      "task_index: " + std::to_string(hp.task_index) +
+    throw ConfigError(prefix(hp, "task_index") + "task_index: " + std::to_string(hp.task_index) +
                       " is out of range (must be < " + std::to_string(hosts) +
                       ", the number of worker_hosts)");
   }
   if (hp.warmup_epochs && hp.warmup_steps > 0) {
-    throw ConfigError(prefix(hp, "warmup_epochs") +
-                      "warmup_epochs: cannot be combined with warmup_steps " +
-                      std::to_string(hp.warmup_steps) + " (" +
-                      hp.where("warmup_steps") + "); set one of them");
+    throw ConfigError(
+        prefix(hp, "warmup_epochs") + "warmup_epochs: cannot be combined with warmup_steps " +
+        std::to_string(hp.warmup_steps) + " (" + hp.where("warmup_steps") + "); set one of them");
   }
   // A horizon derived from num_epochs is known once the dataset is (the
   // trainer checks it then, optim::schedule_from_hparams).
   if (hp.learning_rate_decay_type == "cosine" && !stop_from_num_epochs(hp) &&
       hp.stop_at_step <= hp.warmup_steps) {
-    throw ConfigError(
-        prefix(hp, "learning_rate_decay_type") +
-        "learning_rate_decay_type: 'cosine' needs stop_at_step (" +
-        std::to_string(hp.stop_at_step) + ") > warmup_steps (" +
-        std::to_string(hp.warmup_steps) + ")");
+    throw ConfigError(prefix(hp, "learning_rate_decay_type") +
+                      "learning_rate_decay_type: 'cosine' needs stop_at_step (" +
+                      std::to_string(hp.stop_at_step) + ") > warmup_steps (" +
+                      std::to_string(hp.warmup_steps) + ")");
   }
   if (hp.synthetic_device_inputs && hp.dataset_name != "mock") {
     throw ConfigError(prefix(hp, "synthetic_device_inputs") +
@@ -508,8 +450,7 @@ void validate(const HParams& hp) {
                       "input pipeline with random images), not " +
                       config::quote_value(hp.dataset_name));
   }
-  if (hp.task_type == "finetune" && hp.model_dir.empty() &&
-      hp.checkpoint_path.empty()) {
+  if (hp.task_type == "finetune" && hp.model_dir.empty() && hp.checkpoint_path.empty()) {
     throw ConfigError(prefix(hp, "task_type") +
                       "task_type: 'finetune' needs model_dir (with "
                       "ckpt_file_name) or checkpoint_path");
@@ -530,8 +471,7 @@ void validate(const HParams& hp) {
     throw ConfigError(prefix(hp, "num_epochs_per_decay") +
                       "num_epochs_per_decay: cannot be combined with "
                       "decay_scheme " +
-                      config::quote_value(hp.decay_scheme) +
-                      "; set one of them");
+                      config::quote_value(hp.decay_scheme) + "; set one of them");
   }
 }
 
@@ -542,9 +482,7 @@ std::string format_help(const std::string& program, const std::string& usage) {
       "comments) and from --KEY=VALUE flags; the command line wins. Values "
       "are Python-style: True/False, None, numbers, strings (quotes "
       "optional), comma-separated lists. See docs/hyperparameters.md.",
-      0,
-      0,
-      &out);
+      0, 0, &out);
   out +=
       "\nGeneral flags:\n"
       "  --config FILE     hyperparameter file\n"
@@ -557,13 +495,10 @@ std::string format_help(const std::string& program, const std::string& usage) {
   for (config::Group g : config::all_groups()) {
     out += std::string("\n") + config::group_title(g) + ":\n";
     for (const KeySpec& spec : config::key_table()) {
-      if (spec.group != g)
-        continue;
-      std::string head = "--" + std::string(spec.name) + " (" +
-                         config::type_name(spec) +
+      if (spec.group != g) continue;
+      std::string head = "--" + std::string(spec.name) + " (" + config::type_name(spec) +
                          "; default: " + default_text(spec) + ")";
-      if (spec.ignored())
-        head += " (ignored)";
+      if (spec.ignored()) head += " (ignored)";
       append_wrapped(head, 2, 6, &out);
       append_wrapped(long_help(spec), 6, 6, &out);
     }
@@ -585,13 +520,10 @@ std::string format_hparams(const HParams& hp) {
   for (config::Group g : config::all_groups()) {
     out += std::string("\n# --- ") + config::group_title(g) + " ---\n";
     for (const KeySpec& spec : config::key_table()) {
-      if (spec.group != g)
-        continue;
-      std::string line =
-          std::string(spec.name) + "=" + config::format_value(spec, hp);
+      if (spec.group != g) continue;
+      std::string line = std::string(spec.name) + "=" + config::format_value(spec, hp);
       std::string note;
-      if (spec.ignored())
-        note = "(ignored)";
+      if (spec.ignored()) note = "(ignored)";
       if (!config::same_value(spec, hp, defaults)) {
         note += (note.empty() ? "" : " ") + std::string("default: ") +
                 config::format_value(spec, defaults);
@@ -608,16 +540,13 @@ std::string format_hparams_markdown() {
     out += std::string("### ") + config::group_title(g) + "\n\n" +
            "| key | type | default | meaning |\n|---|---|---|---|\n";
     for (const KeySpec& spec : config::key_table()) {
-      if (spec.group != g)
-        continue;
+      if (spec.group != g) continue;
       std::string value = config::format_value(spec, HParams());
       std::string def = "`" + value + "`";
-      if (spec.default_note)
-        def += std::string(" (") + spec.default_note + ")";
-      std::string meaning =
-          (spec.ignored() ? "**Ignored.** " : "") + long_help(spec);
-      out += "| `" + std::string(spec.name) + "` | " + config::type_name(spec) +
-             " | " + def + " | " + meaning + " |\n";
+      if (spec.default_note) def += std::string(" (") + spec.default_note + ")";
+      std::string meaning = (spec.ignored() ? "**Ignored.** " : "") + long_help(spec);
+      out += "| `" + std::string(spec.name) + "` | " + config::type_name(spec) + " | " + def +
+             " | " + meaning + " |\n";
     }
     out += "\n";
   }
@@ -628,9 +557,7 @@ std::string format_hparams_markdown() {
   return out;
 }
 
-std::string closest_key(const std::string& key) {
-  return closest(key, {});
-}
+std::string closest_key(const std::string& key) { return closest(key, {}); }
 
 bool stop_from_num_epochs(const HParams& hp) {
   return hp.sources.count("num_epochs") && !hp.sources.count("stop_at_step");
@@ -642,8 +569,7 @@ std::vector<std::string> split_list(const std::string& list) {
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
     if (comma == std::string::npos) comma = list.size();
-    std::string_view item =
-        config::trim(std::string_view(list).substr(start, comma - start));
+    std::string_view item = config::trim(std::string_view(list).substr(start, comma - start));
     if (!item.empty()) items.emplace_back(item);
     start = comma + 1;
   }

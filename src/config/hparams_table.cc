@@ -496,15 +496,9 @@ std::string fmt_bound(double v) {
 }  // namespace
 
 const std::vector<Group>& all_groups() {
-  static const std::vector<Group> kGroups = {G::kDataset,
-                                             G::kPreprocessing,
-                                             G::kModel,
-                                             G::kLearningRate,
-                                             G::kOptimizer,
-                                             G::kLog,
-                                             G::kPerformance,
-                                             G::kCluster,
-                                             G::kIO};
+  static const std::vector<Group> kGroups = {G::kDataset,      G::kPreprocessing, G::kModel,
+                                             G::kLearningRate, G::kOptimizer,     G::kLog,
+                                             G::kPerformance,  G::kCluster,       G::kIO};
   return kGroups;
 }
 
@@ -533,36 +527,26 @@ const char* group_title(Group g) {
 }
 
 bool Range::contains(double v) const {
-  if (lo && (lo_open ? !(v > *lo) : !(v >= *lo)))
-    return false;
-  if (hi && (hi_open ? !(v < *hi) : !(v <= *hi)))
-    return false;
+  if (lo && (lo_open ? !(v > *lo) : !(v >= *lo))) return false;
+  if (hi && (hi_open ? !(v < *hi) : !(v <= *hi))) return false;
   return true;
 }
 
 std::string Range::describe() const {
   if (lo && hi) {
-    return std::string("in ") + (lo_open ? "(" : "[") + fmt_bound(*lo) + ", " +
-           fmt_bound(*hi) + (hi_open ? ")" : "]");
+    return std::string("in ") + (lo_open ? "(" : "[") + fmt_bound(*lo) + ", " + fmt_bound(*hi) +
+           (hi_open ? ")" : "]");
   }
-  if (lo)
-    return (lo_open ? "> " : ">= ") + fmt_bound(*lo);
-  if (hi)
-    return (hi_open ? "< " : "<= ") + fmt_bound(*hi);
+  if (lo) return (lo_open ? "> " : ">= ") + fmt_bound(*lo);
+  if (hi) return (hi_open ? "< " : "<= ") + fmt_bound(*hi);
   return "";
 }
 
-Range at_least(double lo) {
-  return Range{lo, std::nullopt};
-}
+Range at_least(double lo) { return Range{lo, std::nullopt}; }
 
-Range above(double lo) {
-  return Range{lo, std::nullopt, true};
-}
+Range above(double lo) { return Range{lo, std::nullopt, true}; }
 
-Range at_most(double hi) {
-  return Range{std::nullopt, hi};
-}
+Range at_most(double hi) { return Range{std::nullopt, hi}; }
 
 Range between(double lo, double hi, bool lo_open, bool hi_open) {
   return Range{lo, hi, lo_open, hi_open};
@@ -575,17 +559,16 @@ const std::vector<KeySpec>& key_table() {
 
 const KeySpec* find_key(std::string_view name) {
   for (const KeySpec& spec : key_table()) {
-    if (name == spec.name)
-      return &spec;
+    if (name == spec.name) return &spec;
   }
   return nullptr;
 }
 
 const std::vector<Alias>& alias_table() {
   static const std::vector<Alias> kAliases = {
-      {"enable_paisora", "enable_paisoar"},     // FastNN README spelling
-      {"checkpointDir", "train_dir"},           // FastNN's flag
-      {"max_number_of_steps", "stop_at_step"},  // TF-slim's flag
+      {"enable_paisora", "enable_paisoar"},             // FastNN README spelling
+      {"checkpointDir", "train_dir"},                   // FastNN's flag
+      {"max_number_of_steps", "stop_at_step"},          // TF-slim's flag
       {"log_every_n_steps", "log_loss_every_n_iters"},  // TF-slim's flag
   };
   return kAliases;
@@ -593,8 +576,7 @@ const std::vector<Alias>& alias_table() {
 
 const char* resolve_alias(std::string_view name) {
   for (const Alias& a : alias_table()) {
-    if (name == a.alias)
-      return a.canonical;
+    if (name == a.alias) return a.canonical;
   }
   return nullptr;
 }
@@ -603,14 +585,10 @@ std::string type_name(const KeySpec& spec) {
   return std::visit(
       [](auto member) -> std::string {
         using M = decltype(member);
-        if constexpr (std::is_same_v<M, int64_t HParams::*>)
-          return "int";
-        if constexpr (std::is_same_v<M, double HParams::*>)
-          return "float";
-        if constexpr (std::is_same_v<M, bool HParams::*>)
-          return "bool";
-        if constexpr (std::is_same_v<M, std::string HParams::*>)
-          return "str";
+        if constexpr (std::is_same_v<M, int64_t HParams::*>) return "int";
+        if constexpr (std::is_same_v<M, double HParams::*>) return "float";
+        if constexpr (std::is_same_v<M, bool HParams::*>) return "bool";
+        if constexpr (std::is_same_v<M, std::string HParams::*>) return "str";
         if constexpr (std::is_same_v<M, std::optional<int64_t> HParams::*>) {
           return "int or None";
         }
@@ -619,9 +597,7 @@ std::string type_name(const KeySpec& spec) {
       spec.field);
 }
 
-std::string assign_value(const KeySpec& spec,
-                         std::string_view text,
-                         HParams* hp) {
+std::string assign_value(const KeySpec& spec, std::string_view text, HParams* hp) {
   text = trim(text);
   const bool none = text == "None";  // 'None' in quotes is the string None
   const std::string raw(strip_quotes(text));
@@ -636,19 +612,15 @@ std::string assign_value(const KeySpec& spec,
           slot = none ? std::string() : raw;
           return "";
         } else if constexpr (std::is_same_v<M, bool HParams::*>) {
-          if (!none && parse_bool(raw, &slot))
-            return "";
+          if (!none && parse_bool(raw, &slot)) return "";
           return head + shown + " is not a boolean (expected True or False)";
         } else {
-          constexpr bool kOptional =
-              std::is_same_v<M, std::optional<int64_t> HParams::*> ||
-              std::is_same_v<M, std::optional<double> HParams::*>;
-          constexpr bool kInt =
-              std::is_same_v<M, int64_t HParams::*> ||
-              std::is_same_v<M, std::optional<int64_t> HParams::*>;
-          const std::string expected =
-              std::string(kInt ? "an integer" : "a float") +
-              (kOptional ? " or None" : ", e.g. " + example);
+          constexpr bool kOptional = std::is_same_v<M, std::optional<int64_t> HParams::*> ||
+                                     std::is_same_v<M, std::optional<double> HParams::*>;
+          constexpr bool kInt = std::is_same_v<M, int64_t HParams::*> ||
+                                std::is_same_v<M, std::optional<int64_t> HParams::*>;
+          const std::string expected = std::string(kInt ? "an integer" : "a float") +
+                                       (kOptional ? " or None" : ", e.g. " + example);
           if (none) {
             if constexpr (kOptional) {
               slot.reset();
@@ -660,23 +632,19 @@ std::string assign_value(const KeySpec& spec,
           if constexpr (kInt) {
             int64_t v = 0;
             status = parse_int(raw, &v);
-            if (status == NumberStatus::kOk)
-              slot = v;
+            if (status == NumberStatus::kOk) slot = v;
           } else {
             double v = 0;
             status = parse_double(raw, &v);
-            if (status == NumberStatus::kOk)
-              slot = v;
+            if (status == NumberStatus::kOk) slot = v;
           }
-          if (status == NumberStatus::kOk)
-            return "";
+          if (status == NumberStatus::kOk) return "";
           if (status == NumberStatus::kOutOfRange) {
             return head + shown + " is out of range (expected " +
                    (kInt ? "a 64-bit integer" : "a finite float") + ")";
           }
-          return head + shown +
-                 (kInt ? " is not an integer" : " is not a number") +
-                 " (expected " + expected + ")";
+          return head + shown + (kInt ? " is not an integer" : " is not a number") + " (expected " +
+                 expected + ")";
         }
       },
       spec.field);
@@ -695,12 +663,9 @@ std::string format_value(const KeySpec& spec, const HParams& hp) {
           return format_bool(v);
         } else if constexpr (std::is_same_v<M, std::string HParams::*>) {
           bool empty_is_choice =
-              std::find(spec.choices.begin(), spec.choices.end(), "") !=
-              spec.choices.end();
+              std::find(spec.choices.begin(), spec.choices.end(), "") != spec.choices.end();
           return v.empty() && !empty_is_choice ? "None" : quote_if_needed(v);
-        } else if constexpr (std::is_same_v<
-                                 M,
-                                 std::optional<int64_t> HParams::*>) {
+        } else if constexpr (std::is_same_v<M, std::optional<int64_t> HParams::*>) {
           return v ? std::to_string(*v) : "None";
         } else {
           return v ? format_double(*v) : "None";
@@ -717,13 +682,9 @@ std::optional<double> numeric_value(const KeySpec& spec, const HParams& hp) {
         if constexpr (std::is_same_v<M, int64_t HParams::*> ||
                       std::is_same_v<M, double HParams::*>) {
           return static_cast<double>(v);
-        } else if constexpr (std::is_same_v<
-                                 M,
-                                 std::optional<int64_t> HParams::*> ||
-                             std::is_same_v<M,
-                                            std::optional<double> HParams::*>) {
-          if (!v)
-            return std::nullopt;
+        } else if constexpr (std::is_same_v<M, std::optional<int64_t> HParams::*> ||
+                             std::is_same_v<M, std::optional<double> HParams::*>) {
+          if (!v) return std::nullopt;
           return static_cast<double>(*v);
         } else {
           return std::nullopt;
@@ -738,8 +699,7 @@ const std::string* string_value(const KeySpec& spec, const HParams& hp) {
 }
 
 bool same_value(const KeySpec& spec, const HParams& a, const HParams& b) {
-  return std::visit([&](auto member) { return a.*member == b.*member; },
-                    spec.field);
+  return std::visit([&](auto member) { return a.*member == b.*member; }, spec.field);
 }
 
 }  // namespace fastnn::config

@@ -34,12 +34,9 @@ const std::vector<Group>& all_groups();
 const char* group_title(Group g);
 
 /// A pointer to the HParams field that holds a key.
-using Field = std::variant<int64_t HParams::*,
-                           double HParams::*,
-                           bool HParams::*,
-                           std::string HParams::*,
-                           std::optional<int64_t> HParams::*,
-                           std::optional<double> HParams::*>;
+using Field =
+    std::variant<int64_t HParams::*, double HParams::*, bool HParams::*, std::string HParams::*,
+                 std::optional<int64_t> HParams::*, std::optional<double> HParams::*>;
 
 /// Allowed numeric interval; a missing bound is unbounded.
 struct Range {
@@ -76,9 +73,7 @@ struct KeySpec {
   const char* default_note = nullptr;  // shown as "DEFAULT (note)"
 
   /// True for rows flagged kIgnored.
-  bool ignored() const {
-    return (flags & kIgnored) != 0;
-  }
+  bool ignored() const { return (flags & kIgnored) != 0; }
 };
 
 /// Every key, in display order within each group.
@@ -105,9 +100,7 @@ std::string type_name(const KeySpec& spec);
 /// Parses `text` (a raw token, quotes allowed) into the key's field.
 /// Returns "" on success, else the reason without location, e.g.
 /// "learning_rate: 'abc' is not a number (expected a float, e.g. 0.01)".
-std::string assign_value(const KeySpec& spec,
-                         std::string_view text,
-                         HParams* hp);
+std::string assign_value(const KeySpec& spec, std::string_view text, HParams* hp);
 
 /// The key's value as a token that assign_value reads back exactly.
 std::string format_value(const KeySpec& spec, const HParams& hp);

@@ -17,8 +17,7 @@ std::map<std::string, std::string> lines_of(const std::string& text) {
     const size_t end = std::min(text.find('\n', start), text.size());
     const std::string line = text.substr(start, end - start);
     const size_t eq = line.find('=');
-    if (eq != std::string::npos)
-      out[line.substr(0, eq)] = line.substr(eq + 1);
+    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
     start = end + 1;
   }
   return out;
@@ -29,8 +28,8 @@ std::map<std::string, std::string> lines_of(const std::string& text) {
 const std::vector<std::string>& per_rank_keys() {
   static const std::vector<std::string> kKeys = {
       // where this worker sits in the cluster and how it reaches the chief
-      "job_name", "task_index", "taskId", "worker_hosts", "coordinator_address",
-      "job_token_file", "tls_cert_file", "tls_key_file", "tls_ca_file",
+      "job_name", "task_index", "taskId", "worker_hosts", "coordinator_address", "job_token_file",
+      "tls_cert_file", "tls_key_file", "tls_ca_file",
       // its device and threads
       "device", "num_preprocessing_threads", "intra_op_parallelism_threads",
       "inter_op_parallelism_threads",
@@ -44,8 +43,7 @@ std::string job_settings(const HParams& hp) {
   const auto& skip = per_rank_keys();
   std::string out;
   for (const KeySpec& spec : key_table()) {
-    if (spec.ignored() || std::find(skip.begin(), skip.end(), spec.name) != skip.end())
-      continue;
+    if (spec.ignored() || std::find(skip.begin(), skip.end(), spec.name) != skip.end()) continue;
     out += std::string(spec.name) + "=" + format_value(spec, hp) + "\n";
   }
   return out;
@@ -61,8 +59,7 @@ std::string describe_differences(const std::string& mine, const std::string& chi
       diff[k] = {v, it == b.end() ? "(not a key)" : quote_value(it->second)};
   }
   for (const auto& [k, v] : b) {
-    if (!a.count(k))
-      diff[k] = {"", quote_value(v)};
+    if (!a.count(k)) diff[k] = {"", quote_value(v)};
   }
   std::string out;
   size_t shown = 0;
@@ -71,8 +68,8 @@ std::string describe_differences(const std::string& mine, const std::string& chi
       out += " and " + std::to_string(diff.size() - shown) + " more";
       break;
     }
-    out += (shown++ ? ", " : "") + k + "=" +
-           (a.count(k) ? quote_value(v.first) : "(not a key)") + " (rank 0: " + v.second + ")";
+    out += (shown++ ? ", " : "") + k + "=" + (a.count(k) ? quote_value(v.first) : "(not a key)") +
+           " (rank 0: " + v.second + ")";
   }
   return out;
 }

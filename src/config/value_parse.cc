@@ -8,9 +8,7 @@
 namespace fastnn::config {
 namespace {
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 // Drops one leading '+' (from_chars does not accept it); "+-1" stays junk.
 std::string_view drop_plus(std::string_view s) {
@@ -23,22 +21,18 @@ std::string_view drop_plus(std::string_view s) {
 }  // namespace
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front()))
-    s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back()))
-    s.remove_suffix(1);
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
 }
 
 std::string lower(std::string s) {
-  for (char& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
 bool is_quoted(std::string_view s) {
-  return s.size() >= 2 && (s.front() == '\'' || s.front() == '"') &&
-         s.back() == s.front();
+  return s.size() >= 2 && (s.front() == '\'' || s.front() == '"') && s.back() == s.front();
 }
 
 std::string_view strip_quotes(std::string_view s) {
@@ -59,42 +53,31 @@ bool parse_bool(std::string_view s, bool* out) {
 
 NumberStatus parse_int(std::string_view s, int64_t* out) {
   s = drop_plus(s);
-  if (s.empty())
-    return NumberStatus::kNotANumber;
+  if (s.empty()) return NumberStatus::kNotANumber;
   int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
-  if (end != s.data() + s.size())
-    return NumberStatus::kNotANumber;
-  if (ec == std::errc::result_out_of_range)
-    return NumberStatus::kOutOfRange;
-  if (ec != std::errc())
-    return NumberStatus::kNotANumber;
+  if (end != s.data() + s.size()) return NumberStatus::kNotANumber;
+  if (ec == std::errc::result_out_of_range) return NumberStatus::kOutOfRange;
+  if (ec != std::errc()) return NumberStatus::kNotANumber;
   *out = v;
   return NumberStatus::kOk;
 }
 
 NumberStatus parse_double(std::string_view s, double* out) {
   s = drop_plus(s);
-  if (s.empty())
-    return NumberStatus::kNotANumber;
+  if (s.empty()) return NumberStatus::kNotANumber;
   // from_chars accepts "inf", "nan" and "infinity"; Python-style files write
   // finite decimals only, so any letter other than an exponent is junk.
   for (char c : s) {
-    bool ok = (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' ||
-              c == 'e' || c == 'E';
-    if (!ok)
-      return NumberStatus::kNotANumber;
+    bool ok = (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
+    if (!ok) return NumberStatus::kNotANumber;
   }
   double v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (end != s.data() + s.size())
-    return NumberStatus::kNotANumber;
-  if (ec == std::errc::result_out_of_range)
-    return NumberStatus::kOutOfRange;
-  if (ec != std::errc())
-    return NumberStatus::kNotANumber;
-  if (!std::isfinite(v))
-    return NumberStatus::kOutOfRange;
+  if (end != s.data() + s.size()) return NumberStatus::kNotANumber;
+  if (ec == std::errc::result_out_of_range) return NumberStatus::kOutOfRange;
+  if (ec != std::errc()) return NumberStatus::kNotANumber;
+  if (!std::isfinite(v)) return NumberStatus::kOutOfRange;
   *out = v;
   return NumberStatus::kOk;
 }
@@ -103,14 +86,11 @@ std::string format_double(double v) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
   std::string s(buf, ec == std::errc() ? end : buf);
-  if (s.find_first_of(".eEn") == std::string::npos)
-    s += ".0";
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;
 }
 
-std::string format_bool(bool v) {
-  return v ? "True" : "False";
-}
+std::string format_bool(bool v) { return v ? "True" : "False"; }
 
 namespace {
 
@@ -119,10 +99,8 @@ namespace {
 bool closes_early(const std::string& s, char q) {
   for (size_t j = s.find(q); j != std::string::npos; j = s.find(q, j + 1)) {
     size_t k = j + 1;
-    while (k < s.size() && is_space(s[k]))
-      ++k;
-    if (k > j + 1 && k < s.size() && s[k] == '#')
-      return true;
+    while (k < s.size() && is_space(s[k])) ++k;
+    if (k > j + 1 && k < s.size() && s[k] == '#') return true;
   }
   return false;
 }
@@ -130,10 +108,8 @@ bool closes_early(const std::string& s, char q) {
 }  // namespace
 
 std::string unwritable_reason(const std::string& s) {
-  if (s.find('\n') != std::string::npos)
-    return "holds a line feed";
-  if (s.find('\0') != std::string::npos)
-    return "holds a NUL byte";
+  if (s.find('\n') != std::string::npos) return "holds a line feed";
+  if (s.find('\0') != std::string::npos) return "holds a NUL byte";
   if (closes_early(s, '\'') && closes_early(s, '"'))
     return "holds both ' and \" followed by whitespace and '#'";
   if (s.size() > kMaxValueBytes)
@@ -142,10 +118,9 @@ std::string unwritable_reason(const std::string& s) {
 }
 
 std::string quote_if_needed(const std::string& s) {
-  bool needs = s.empty() || s == "None" || s.find('#') != std::string::npos ||
-               s.front() == '\'' || s.front() == '"' || trim(s) != s;
-  if (!needs)
-    return s;
+  bool needs = s.empty() || s == "None" || s.find('#') != std::string::npos || s.front() == '\'' ||
+               s.front() == '"' || trim(s) != s;
+  if (!needs) return s;
   const char q = closes_early(s, '\'') ? '"' : '\'';
   return q + s + q;
 }

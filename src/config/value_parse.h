@@ -70,8 +70,7 @@ inline std::string quote_value(std::string_view s) {
   size_t cut = s.size();
   if (s.size() > kMaxQuotedBytes) {
     cut = kMaxQuotedBytes;
-    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80)
-      --cut;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
   }
   std::string out = "'";
   for (char c : s.substr(0, cut)) {
@@ -80,15 +79,14 @@ inline std::string quote_value(std::string_view s) {
       out += c;
     } else {
       const char* hex = "0123456789abcdef";
-      out += c == '\n' ? std::string("\\n")
+      out += c == '\n'   ? std::string("\\n")
              : c == '\r' ? std::string("\\r")
              : c == '\t' ? std::string("\\t")
                          : std::string("\\x") + hex[b >> 4] + hex[b & 15];
     }
   }
   out += "'";
-  if (cut < s.size())
-    out += "... (" + std::to_string(s.size()) + " bytes)";
+  if (cut < s.size()) out += "... (" + std::to_string(s.size()) + " bytes)";
   return out;
 }
 

@@ -3,9 +3,9 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 #include <torch/torch.h>
@@ -166,9 +166,8 @@ class PrefetchingFeed : public train::DeviceFeed {
   static void log_budget(size_t bytes) {
     static std::atomic<size_t> last_logged{0};
     if (last_logged.exchange(bytes) == bytes) return;
-    log::chief() << "input: pinned host memory " << kPinnedStagingBatches
-                 << " staging batches x " << megabytes(bytes) << " = "
-                 << megabytes(kPinnedStagingBatches * bytes)
+    log::chief() << "input: pinned host memory " << kPinnedStagingBatches << " staging batches x "
+                 << megabytes(bytes) << " = " << megabytes(kPinnedStagingBatches * bytes)
                  << " for this feed; the prefetched batches (prefetch_buffer_size) stay in "
                     "pageable memory";
   }
@@ -186,9 +185,7 @@ class PrefetchingFeed : public train::DeviceFeed {
 
 }  // namespace
 
-void set_device(const torch::Device& device) {
-  c10::cuda::set_device(device.index());
-}
+void set_device(const torch::Device& device) { c10::cuda::set_device(device.index()); }
 
 bool has_bfloat16(const torch::Device& device) {
   return at::cuda::getDeviceProperties(device.index())->major >= 8;

@@ -23,8 +23,7 @@ bool overloaded(const grpc::Status& status) {
          status.error_message().find("Threadpool Exhausted") != std::string::npos;
 }
 
-CoordinatorClient::CoordinatorClient(const ClientOptions& options)
-    : options_(options) {
+CoordinatorClient::CoordinatorClient(const ClientOptions& options) : options_(options) {
   grpc::ChannelArguments args;
   // gRPC's reconnect backoff grows to 2 minutes by default; a worker that
   // starts before the chief must see it within the rendezvous deadline.
@@ -35,8 +34,7 @@ CoordinatorClient::CoordinatorClient(const ClientOptions& options)
   // A failed connection asks for re-resolution, which the DNS resolver
   // otherwise holds back for 30 s.
   args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 500);
-  std::shared_ptr<grpc::ChannelCredentials> creds =
-      grpc::InsecureChannelCredentials();
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (!options.tls_ca_file.empty()) {
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = read_text_file(options.tls_ca_file, "tls_ca_file");
@@ -49,8 +47,8 @@ CoordinatorClient::CoordinatorClient(const ClientOptions& options)
   stub_ = proto::Coordinator::NewStub(channel_);
 }
 
-std::unique_ptr<grpc::ClientContext> CoordinatorClient::context(
-    std::chrono::milliseconds timeout, bool wait_for_ready) const {
+std::unique_ptr<grpc::ClientContext> CoordinatorClient::context(std::chrono::milliseconds timeout,
+                                                                bool wait_for_ready) const {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_wait_for_ready(wait_for_ready);
   ctx->AddMetadata("authorization", "Bearer " + options_.token);
@@ -58,8 +56,7 @@ std::unique_ptr<grpc::ClientContext> CoordinatorClient::context(
   return ctx;
 }
 
-std::string CoordinatorClient::explain(const grpc::Status& status,
-                                       const std::string& what) const {
+std::string CoordinatorClient::explain(const grpc::Status& status, const std::string& what) const {
   const std::string head = "coordinator " + options_.address + ": " + what;
   switch (status.error_code()) {
     case grpc::UNAUTHENTICATED:

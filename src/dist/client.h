@@ -41,26 +41,19 @@ class CoordinatorClient {
   /// Throws ConfigError when tls_ca_file cannot be read.
   explicit CoordinatorClient(const ClientOptions& options);
 
-  proto::Coordinator::Stub& stub() {
-    return *stub_;
-  }
-  const std::shared_ptr<grpc::Channel>& channel() const {
-    return channel_;
-  }
-  const std::string& address() const {
-    return options_.address;
-  }
+  proto::Coordinator::Stub& stub() { return *stub_; }
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+  const std::string& address() const { return options_.address; }
 
   /// A call context carrying the token, with a deadline `timeout` from now.
   /// `wait_for_ready`: a call made while the channel is (re)connecting waits
   /// for it, up to the deadline, instead of failing at once.
-  std::unique_ptr<grpc::ClientContext> context(
-      std::chrono::milliseconds timeout, bool wait_for_ready = true) const;
+  std::unique_ptr<grpc::ClientContext> context(std::chrono::milliseconds timeout,
+                                               bool wait_for_ready = true) const;
 
   /// "coordinator HOST:PORT refused <what>: ..." for a failed call; names
   /// FASTNN_JOB_TOKEN / job_token_file when the token was refused.
-  std::string explain(const grpc::Status& status,
-                      const std::string& what) const;
+  std::string explain(const grpc::Status& status, const std::string& what) const;
 
  private:
   ClientOptions options_;

@@ -22,47 +22,41 @@ constexpr int kDefaultPort = 29500;
 
 std::optional<std::string> get(const Environment& env, const std::string& k) {
   auto it = env.find(k);
-  if (it == env.end() || it->second.empty())
-    return std::nullopt;
+  if (it == env.end() || it->second.empty()) return std::nullopt;
   return it->second;
 }
 
-bool present(const Environment& env, const std::string& k) {
-  return env.count(k) > 0;
-}
+bool present(const Environment& env, const std::string& k) { return env.count(k) > 0; }
 
 /// `text` as a whole number: decimal digits only (no sign, space or junk;
 /// not empty), INT64_MAX when longer than any int. nullopt when not digits.
 std::optional<int64_t> digits_value(const std::string& text) {
   bool digits = !text.empty();
-  for (char c : text)
-    digits = digits && c >= '0' && c <= '9';
-  if (!digits)
-    return std::nullopt;
+  for (char c : text) digits = digits && c >= '0' && c <= '9';
+  if (!digits) return std::nullopt;
   const size_t first = std::min(text.find_first_not_of('0'), text.size());
-  if (text.size() - first > 10)
-    return INT64_MAX;
+  if (text.size() - first > 10) return INT64_MAX;
   return first < text.size() ? std::stoll(text.substr(first)) : 0;
 }
 
 /// `text` as a count or index in [lo, hi], read without truncation.
 /// ConfigError naming `what` and the value otherwise.
 int bounded_int(const std::string& text, const std::string& what, int lo, int hi) {
-  const std::string expected = "expected an integer in " + std::to_string(lo) + ".." +
-                               std::to_string(hi);
+  const std::string expected =
+      "expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi);
   const std::optional<int64_t> v = digits_value(text);
   if (!v) {
     throw ConfigError(what + "=" + config::quote_value(text) +
                       (text.empty() ? " is empty (" : " is not an integer (") + expected + ")");
   }
   if (*v < lo || *v > hi)
-    throw ConfigError(what + "=" + config::quote_value(text) + " is out of range (" + expected + ")");
+    throw ConfigError(what + "=" + config::quote_value(text) + " is out of range (" + expected +
+                      ")");
   return static_cast<int>(*v);
 }
 
 /// Variable `k` (set, maybe empty) as a count or index in [lo, hi].
-int env_int(const Environment& env, const std::string& k, int lo = 0,
-            int hi = kMaxWorldSize) {
+int env_int(const Environment& env, const std::string& k, int lo = 0, int hi = kMaxWorldSize) {
   return bounded_int(env.at(k), k, lo, hi);
 }
 
@@ -71,15 +65,12 @@ std::vector<std::string> split_commas(const std::string& list) {
   std::stringstream ss(list);
   for (std::string item; std::getline(ss, item, ',');) {
     item = std::string(config::trim(item));
-    if (!item.empty())
-      out.push_back(item);
+    if (!item.empty()) out.push_back(item);
   }
   return out;
 }
 
-std::string host_of(const std::string& address) {
-  return split_host_port(address, "host").first;
-}
+std::string host_of(const std::string& address) { return split_host_port(address, "host").first; }
 
 /// Local rank and size from the entries on this worker's host; the first
 /// entry is the coordinator.
@@ -88,14 +79,11 @@ void set_from_hosts(ClusterSpec& spec) {
   spec.local_rank = 0;
   spec.local_world_size = 0;
   for (int i = 0; i < spec.world_size; ++i) {
-    if (host_of(spec.hosts[i]) != me)
-      continue;
-    if (i < spec.rank)
-      ++spec.local_rank;
+    if (host_of(spec.hosts[i]) != me) continue;
+    if (i < spec.rank) ++spec.local_rank;
     ++spec.local_world_size;
   }
-  if (spec.world_size > 1)
-    spec.coordinator = spec.hosts[0];
+  if (spec.world_size > 1) spec.coordinator = spec.hosts[0];
 }
 
 /// MASTER_PORT when set; ConfigError when it is not a port (1-65535).
@@ -106,18 +94,15 @@ std::optional<int> master_port(const Environment& env) {
 
 /// The source's coordinator from MASTER_ADDR and MASTER_PORT (torch's
 /// default port when only the address is set).
-std::string master_address(const Environment& env,
-                           ClusterSpec& spec,
+std::string master_address(const Environment& env, ClusterSpec& spec,
                            const std::string& missing_hint) {
   auto addr = get(env, "MASTER_ADDR");
   if (!addr) {
-    if (spec.world_size > 1)
-      throw ConfigError(missing_hint);
+    if (spec.world_size > 1) throw ConfigError(missing_hint);
     return "";
   }
   int port = kDefaultPort;
-  std::string origin =
-      "MASTER_ADDR, default port " + std::to_string(kDefaultPort);
+  std::string origin = "MASTER_ADDR, default port " + std::to_string(kDefaultPort);
   if (auto p = master_port(env)) {
     port = *p;
     origin = "MASTER_ADDR, MASTER_PORT";
@@ -130,18 +115,18 @@ ClusterSpec from_flags(const HParams& hp) {
   ClusterSpec spec;
   spec.source = ClusterSource::kFlags;
   spec.hosts = split_commas(hp.worker_hosts);
-  for (const auto& h : spec.hosts)
-    split_host_port(h, "worker_hosts");
+  for (const auto& h : spec.hosts) split_host_port(h, "worker_hosts");
   if (hp.job_name == "chief" && hp.task_index != 0) {
     throw ConfigError("task_index: " + std::to_string(hp.task_index) +
                       " contradicts job_name=chief (the chief is task 0)");
   }
   if (hp.task_index < 0 || hp.task_index >= static_cast<int64_t>(spec.hosts.size())) {
     throw ConfigError("task_index: " + std::to_string(hp.task_index) +
-                      " is out of range (worker_hosts lists " +
-                      std::to_string(spec.hosts.size()) + ")");
+                      " is out of range (worker_hosts lists " + std::to_string(spec.hosts.size()) +
+                      ")");
   }
-  spec.world_size = static_cast<int>(std::min<size_t>(spec.hosts.size(), kMaxWorldSize + size_t{1}));
+  spec.world_size =
+      static_cast<int>(std::min<size_t>(spec.hosts.size(), kMaxWorldSize + size_t{1}));
   spec.rank = static_cast<int>(hp.task_index);
   set_from_hosts(spec);
   const std::string where = "worker_hosts (" + hp.where("worker_hosts") + ")";
@@ -161,44 +146,35 @@ ClusterSpec from_tf_config(const std::string& text) {
   } catch (const std::exception& e) {
     throw ConfigError(std::string("TF_CONFIG is not valid JSON: ") + e.what());
   }
-  auto fail = [](const std::string& why) {
-    throw ConfigError("TF_CONFIG: " + why);
-  };
+  auto fail = [](const std::string& why) { throw ConfigError("TF_CONFIG: " + why); };
   if (!j.is_object() || !j.contains("cluster") || !j["cluster"].is_object()) {
     fail("no \"cluster\" object");
   }
   auto list = [&](const char* role) {
     std::vector<std::string> out;
-    if (!j["cluster"].contains(role))
-      return out;
+    if (!j["cluster"].contains(role)) return out;
     const auto& v = j["cluster"][role];
-    if (!v.is_array())
-      fail(std::string("cluster.") + role + " is not a list");
+    if (!v.is_array()) fail(std::string("cluster.") + role + " is not a list");
     for (const auto& h : v) {
-      if (!h.is_string())
-        fail(std::string("cluster.") + role + " holds a non-string");
-      split_host_port(h.get<std::string>(),
-                      std::string("TF_CONFIG cluster.") + role);
+      if (!h.is_string()) fail(std::string("cluster.") + role + " holds a non-string");
+      split_host_port(h.get<std::string>(), std::string("TF_CONFIG cluster.") + role);
       out.push_back(h.get<std::string>());
     }
     return out;
   };
-  std::vector<std::string> chief = list("chief"), master = list("master"),
-                           worker = list("worker");
+  std::vector<std::string> chief = list("chief"), master = list("master"), worker = list("worker");
   chief.insert(chief.end(), master.begin(), master.end());
-  if (chief.size() > 1)
-    fail("more than one chief/master task");
+  if (chief.size() > 1) fail("more than one chief/master task");
   if (!j.contains("task") || !j["task"].is_object() ||
       !j["task"].value("type", nlohmann::json()).is_string()) {
     fail("no \"task\" object with a \"type\"");
   }
   const std::string type = j["task"]["type"].get<std::string>();
   const auto& index_json = j["task"].value("index", nlohmann::json(0));
-  if (!index_json.is_number_integer())
-    fail("task.index is not an integer");
-  if (index_json.is_number_unsigned() ? index_json.get<uint64_t>() > kMaxWorldSize
-                                      : index_json.get<int64_t>() < 0 ||
-                                            index_json.get<int64_t>() > kMaxWorldSize) {
+  if (!index_json.is_number_integer()) fail("task.index is not an integer");
+  if (index_json.is_number_unsigned()
+          ? index_json.get<uint64_t>() > kMaxWorldSize
+          : index_json.get<int64_t>() < 0 || index_json.get<int64_t>() > kMaxWorldSize) {
     fail("task.index " + index_json.dump() + " is out of range (expected 0.." +
          std::to_string(kMaxWorldSize) + ")");
   }
@@ -226,9 +202,8 @@ ClusterSpec from_tf_config(const std::string& text) {
     fail("more than " + std::to_string(kMaxWorldSize) + " tasks");
   spec.world_size = static_cast<int>(spec.hosts.size());
   set_from_hosts(spec);
-  spec.provenance = {{"rank",
-                      "TF_CONFIG task " + type + ":" + std::to_string(index) +
-                          " (chief first, then workers)"},
+  spec.provenance = {{"rank", "TF_CONFIG task " + type + ":" + std::to_string(index) +
+                                  " (chief first, then workers)"},
                      {"world_size", "TF_CONFIG cluster (chief + worker)"},
                      {"local_rank", "TF_CONFIG tasks on this host"},
                      {"local_world_size", "TF_CONFIG tasks on this host"},
@@ -243,27 +218,23 @@ ClusterSpec from_torchrun(const Environment& env, bool launcher) {
   spec.source = launcher ? ClusterSource::kLauncher : ClusterSource::kTorchrun;
   for (const char* k : {"RANK", "WORLD_SIZE"}) {
     if (!present(env, k)) {
-      throw ConfigError(std::string("LOCAL_RANK is set (") + source_name(spec.source) +
-                        ") but " + k + " is not");
+      throw ConfigError(std::string("LOCAL_RANK is set (") + source_name(spec.source) + ") but " +
+                        k + " is not");
     }
   }
   spec.rank = env_int(env, "RANK");
   spec.world_size = env_int(env, "WORLD_SIZE");
   spec.local_rank = env_int(env, "LOCAL_RANK");
-  spec.provenance = {{"rank", "RANK"},
-                     {"world_size", "WORLD_SIZE"},
-                     {"local_rank", "LOCAL_RANK"}};
+  spec.provenance = {{"rank", "RANK"}, {"world_size", "WORLD_SIZE"}, {"local_rank", "LOCAL_RANK"}};
   if (present(env, "LOCAL_WORLD_SIZE")) {
     spec.local_world_size = env_int(env, "LOCAL_WORLD_SIZE");
     spec.provenance.emplace_back("local_world_size", "LOCAL_WORLD_SIZE");
   } else {
     spec.local_world_size = spec.world_size;
-    spec.provenance.emplace_back("local_world_size",
-                                 "WORLD_SIZE (LOCAL_WORLD_SIZE not set)");
+    spec.provenance.emplace_back("local_world_size", "WORLD_SIZE (LOCAL_WORLD_SIZE not set)");
   }
   spec.coordinator =
-      master_address(env,
-                     spec,
+      master_address(env, spec,
                      std::string("MASTER_ADDR is not set (") + source_name(spec.source) +
                          " variables RANK/WORLD_SIZE/LOCAL_RANK are)");
   return spec;
@@ -291,21 +262,16 @@ ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
   }
   const int nodes = env_int(env, "WORLD_SIZE");
   const int node = env_int(env, "RANK");
-  if (nodes < 1)
-    throw ConfigError("WORLD_SIZE=" + std::to_string(nodes) + " must be >= 1");
+  if (nodes < 1) throw ConfigError("WORLD_SIZE=" + std::to_string(nodes) + " must be >= 1");
   if (node < 0 || node >= nodes) {
     throw ConfigError("RANK=" + std::to_string(node) +
-                      " is out of range (WORLD_SIZE=" + std::to_string(nodes) +
-                      " nodes)");
+                      " is out of range (WORLD_SIZE=" + std::to_string(nodes) + " nodes)");
   }
   int nproc = nproc_per_node(hp);
-  std::string nproc_from =
-      "nproc_per_node (" + hp.where("nproc_per_node") + ")";
+  std::string nproc_from = "nproc_per_node (" + hp.where("nproc_per_node") + ")";
   if (present(env, "NPROC_PER_NODE")) {
     const int e = env_int(env, "NPROC_PER_NODE");
-    if (e < 1)
-      throw ConfigError("NPROC_PER_NODE=" + std::to_string(e) +
-                        " must be >= 1");
+    if (e < 1) throw ConfigError("NPROC_PER_NODE=" + std::to_string(e) + " must be >= 1");
     if (hp.sources.count("nproc_per_node") && e != nproc) {
       throw ConfigError("nproc_per_node=" + std::to_string(nproc) + " (" +
                         hp.where("nproc_per_node") +
@@ -327,31 +293,25 @@ ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
   spec.local_world_size = nproc;
   spec.launch_workers = nproc > 1 ? nproc : 0;
   spec.provenance = {
-      {"rank",
-       "RANK (node index) x " + nproc_from +
-           (nproc > 1 ? " + local rank" : "")},
+      {"rank", "RANK (node index) x " + nproc_from + (nproc > 1 ? " + local rank" : "")},
       {"world_size", "WORLD_SIZE (nodes) x " + nproc_from},
       {"local_rank",
-       nproc > 1 ? "the launcher assigns 0.." + std::to_string(nproc - 1)
-                 : "one process per node"},
+       nproc > 1 ? "the launcher assigns 0.." + std::to_string(nproc - 1) : "one process per node"},
       {"local_world_size", nproc_from}};
   if (nodes == 1 && !get(env, "MASTER_ADDR")) {
     // One node: the launcher's own coordinator on this machine.
     const auto port = master_port(env);
     spec.coordinator = "127.0.0.1:" + std::to_string(port.value_or(0));
-    spec.provenance.emplace_back("coordinator",
-                                 "127.0.0.1 (one node, MASTER_ADDR not set)");
+    spec.provenance.emplace_back("coordinator", "127.0.0.1 (one node, MASTER_ADDR not set)");
     return spec;
   }
-  spec.coordinator = master_address(
-      env, spec, "MASTER_ADDR is not set (WORLD_SIZE and RANK are)");
+  spec.coordinator = master_address(env, spec, "MASTER_ADDR is not set (WORLD_SIZE and RANK are)");
   return spec;
 }
 
 /// "2(x3),1" -> 2 2 2 1 (Slurm's SLURM_TASKS_PER_NODE): counts of 1 to
 /// kMaxWorldSize, at most kMaxWorldSize entries, no spaces.
-std::vector<int> expand_tasks_per_node(const std::string& text,
-                                       const std::string& what) {
+std::vector<int> expand_tasks_per_node(const std::string& text, const std::string& what) {
   auto bad = [&](const std::string& why) {
     return ConfigError(what + "=" + config::quote_value(text) + " " + why);
   };
@@ -368,8 +328,7 @@ std::vector<int> expand_tasks_per_node(const std::string& text,
     const auto times = paren == std::string::npos
                            ? std::optional<int64_t>(1)
                            : digits_value(item.substr(paren + 2, item.size() - paren - 3));
-    if (!n || !times)
-      throw bad("is malformed (expected counts like 2(x3),1)");
+    if (!n || !times) throw bad("is malformed (expected counts like 2(x3),1)");
     if (*n < 1 || *n > kMaxWorldSize || *times < 1 ||
         *times > kMaxWorldSize - static_cast<int64_t>(out.size())) {
       throw bad("is out of range (counts 1.." + std::to_string(kMaxWorldSize) + ", at most " +
@@ -383,8 +342,7 @@ std::vector<int> expand_tasks_per_node(const std::string& text,
 ClusterSpec from_slurm(const Environment& env) {
   ClusterSpec spec;
   spec.source = ClusterSource::kSlurm;
-  const char* ntasks =
-      present(env, "SLURM_NTASKS") ? "SLURM_NTASKS" : "SLURM_NPROCS";
+  const char* ntasks = present(env, "SLURM_NTASKS") ? "SLURM_NTASKS" : "SLURM_NPROCS";
   if (!present(env, ntasks)) {
     throw ConfigError("SLURM_PROCID is set but SLURM_NTASKS is not");
   }
@@ -396,25 +354,20 @@ ClusterSpec from_slurm(const Environment& env) {
     spec.provenance.emplace_back("local_rank", "SLURM_LOCALID");
   }
   if (present(env, "SLURM_NTASKS_PER_NODE")) {
-    auto v = expand_tasks_per_node(env.at("SLURM_NTASKS_PER_NODE"),
-                                   "SLURM_NTASKS_PER_NODE");
+    auto v = expand_tasks_per_node(env.at("SLURM_NTASKS_PER_NODE"), "SLURM_NTASKS_PER_NODE");
     spec.local_world_size = v[0];
     spec.provenance.emplace_back("local_world_size", "SLURM_NTASKS_PER_NODE");
   } else if (present(env, "SLURM_TASKS_PER_NODE")) {
-    auto v = expand_tasks_per_node(env.at("SLURM_TASKS_PER_NODE"),
-                                   "SLURM_TASKS_PER_NODE");
-    const int node =
-        present(env, "SLURM_NODEID") ? env_int(env, "SLURM_NODEID") : 0;
+    auto v = expand_tasks_per_node(env.at("SLURM_TASKS_PER_NODE"), "SLURM_TASKS_PER_NODE");
+    const int node = present(env, "SLURM_NODEID") ? env_int(env, "SLURM_NODEID") : 0;
     if (node < 0 || node >= static_cast<int>(v.size())) {
       throw ConfigError("SLURM_NODEID=" + std::to_string(node) +
                         " is out of range of SLURM_TASKS_PER_NODE");
     }
     spec.local_world_size = v[node];
-    spec.provenance.emplace_back("local_world_size",
-                                 "SLURM_TASKS_PER_NODE[SLURM_NODEID]");
+    spec.provenance.emplace_back("local_world_size", "SLURM_TASKS_PER_NODE[SLURM_NODEID]");
   }
-  for (const char* k :
-       {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+  for (const char* k : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
     if (auto list = get(env, k)) {
       spec.hosts = expand_nodelist(*list, k);
       spec.provenance.emplace_back("hosts", k);
@@ -425,8 +378,7 @@ ClusterSpec from_slurm(const Environment& env) {
     spec.coordinator = master_address(env, spec, "");
   } else if (!spec.hosts.empty()) {
     int port = kDefaultPort;
-    std::string origin =
-        "first Slurm node, default port " + std::to_string(kDefaultPort);
+    std::string origin = "first Slurm node, default port " + std::to_string(kDefaultPort);
     if (auto p = master_port(env)) {
       port = *p;
       origin = "first Slurm node, MASTER_PORT";
@@ -464,12 +416,13 @@ int open_mpi_port(const Environment& env, ClusterSpec& spec) {
     for (unsigned char c : *id) h = (h ^ c) * 16777619u;
     spec.provenance.emplace_back("coordinator",
                                  std::string("127.0.0.1 (every Open MPI rank on this host), "
-                                             "port from ") + key);
+                                             "port from ") +
+                                     key);
     return 20000 + static_cast<int>(h % 12000);
   }
   spec.provenance.emplace_back(
-      "coordinator", "127.0.0.1 (every Open MPI rank on this host), default port " +
-                         std::to_string(kDefaultPort));
+      "coordinator",
+      "127.0.0.1 (every Open MPI rank on this host), default port " + std::to_string(kDefaultPort));
   return kDefaultPort;
 }
 
@@ -477,21 +430,18 @@ ClusterSpec from_open_mpi(const Environment& env) {
   ClusterSpec spec;
   spec.source = ClusterSource::kOpenMpi;
   if (!present(env, "OMPI_COMM_WORLD_SIZE")) {
-    throw ConfigError(
-        "OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not");
+    throw ConfigError("OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not");
   }
   spec.rank = env_int(env, "OMPI_COMM_WORLD_RANK");
   spec.world_size = env_int(env, "OMPI_COMM_WORLD_SIZE");
-  spec.provenance = {{"rank", "OMPI_COMM_WORLD_RANK"},
-                     {"world_size", "OMPI_COMM_WORLD_SIZE"}};
+  spec.provenance = {{"rank", "OMPI_COMM_WORLD_RANK"}, {"world_size", "OMPI_COMM_WORLD_SIZE"}};
   if (present(env, "OMPI_COMM_WORLD_LOCAL_RANK")) {
     spec.local_rank = env_int(env, "OMPI_COMM_WORLD_LOCAL_RANK");
     spec.provenance.emplace_back("local_rank", "OMPI_COMM_WORLD_LOCAL_RANK");
   }
   if (present(env, "OMPI_COMM_WORLD_LOCAL_SIZE")) {
     spec.local_world_size = env_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE");
-    spec.provenance.emplace_back("local_world_size",
-                                 "OMPI_COMM_WORLD_LOCAL_SIZE");
+    spec.provenance.emplace_back("local_world_size", "OMPI_COMM_WORLD_LOCAL_SIZE");
   }
   // Open MPI names no hosts: MASTER_ADDR or coordinator_address must, unless
   // every rank runs on this host (mpirun -np N on one machine).
@@ -507,31 +457,26 @@ ClusterSpec from_open_mpi(const Environment& env) {
 void check_ranges(const ClusterSpec& spec) {
   auto origin = [&](const std::string& field) {
     for (const auto& [k, v] : spec.provenance) {
-      if (k == field)
-        return v;
+      if (k == field) return v;
     }
     return field;
   };
   if (spec.world_size < 1 || spec.world_size > kMaxWorldSize) {
-    throw ConfigError(origin("world_size") + ": world size " +
-                      std::to_string(spec.world_size) + " must be in [1, " +
-                      std::to_string(kMaxWorldSize) + "]");
+    throw ConfigError(origin("world_size") + ": world size " + std::to_string(spec.world_size) +
+                      " must be in [1, " + std::to_string(kMaxWorldSize) + "]");
   }
   if (spec.rank < 0 || spec.rank >= spec.world_size) {
     throw ConfigError(origin("rank") + ": rank " + std::to_string(spec.rank) +
-                      " is out of range (world size " +
-                      std::to_string(spec.world_size) + " from " +
+                      " is out of range (world size " + std::to_string(spec.world_size) + " from " +
                       origin("world_size") + ")");
   }
   if (spec.local_world_size < 1 || spec.local_world_size > spec.world_size) {
     throw ConfigError(origin("local_world_size") + ": local world size " +
-                      std::to_string(spec.local_world_size) +
-                      " must be in [1, world size " +
+                      std::to_string(spec.local_world_size) + " must be in [1, world size " +
                       std::to_string(spec.world_size) + "]");
   }
   if (spec.local_rank < 0 || spec.local_rank >= spec.local_world_size) {
-    throw ConfigError(origin("local_rank") + ": local rank " +
-                      std::to_string(spec.local_rank) +
+    throw ConfigError(origin("local_rank") + ": local rank " + std::to_string(spec.local_rank) +
                       " is out of range (local world size " +
                       std::to_string(spec.local_world_size) + ")");
   }
@@ -544,24 +489,19 @@ Environment process_environment() {
   for (char** e = environ; e && *e; ++e) {
     std::string kv(*e);
     const size_t eq = kv.find('=');
-    if (eq != std::string::npos)
-      env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   return env;
 }
 
-std::pair<std::string, int> split_host_port(const std::string& address,
-                                            const std::string& what) {
+std::pair<std::string, int> split_host_port(const std::string& address, const std::string& what) {
   const size_t colon = address.rfind(':');
   const bool bracketed = !address.empty() && address[0] == '[';
-  if (colon == std::string::npos || colon == 0 ||
-      (bracketed && address[colon - 1] != ']')) {
-    throw ConfigError(what + ": " + config::quote_value(address) +
-                      " is not host:port");
+  if (colon == std::string::npos || colon == 0 || (bracketed && address[colon - 1] != ']')) {
+    throw ConfigError(what + ": " + config::quote_value(address) + " is not host:port");
   }
   std::string host = address.substr(0, colon);
-  if (bracketed)
-    host = host.substr(1, host.size() - 2);
+  if (bracketed) host = host.substr(1, host.size() - 2);
   const std::string port_text = address.substr(colon + 1);
   int port = -1;
   try {
@@ -575,33 +515,26 @@ std::pair<std::string, int> split_host_port(const std::string& address,
   return {host, port};
 }
 
-std::vector<std::string> expand_nodelist(const std::string& list,
-                                         const std::string& what) {
+std::vector<std::string> expand_nodelist(const std::string& list, const std::string& what) {
   auto bad = [&]() {
-    return ConfigError(what + "=" + config::quote_value(list) +
-                       " is not a Slurm host list");
+    return ConfigError(what + "=" + config::quote_value(list) + " is not a Slurm host list");
   };
   // Split at commas outside brackets.
   std::vector<std::string> items;
   std::string cur;
   int depth = 0;
   for (char c : list) {
-    if (c == '[')
-      ++depth;
-    if (c == ']' && --depth < 0)
-      throw bad();
+    if (c == '[') ++depth;
+    if (c == ']' && --depth < 0) throw bad();
     if (c == ',' && depth == 0) {
-      if (!cur.empty())
-        items.push_back(cur);
+      if (!cur.empty()) items.push_back(cur);
       cur.clear();
     } else {
       cur += c;
     }
   }
-  if (depth != 0)
-    throw bad();
-  if (!cur.empty())
-    items.push_back(cur);
+  if (depth != 0) throw bad();
+  if (!cur.empty()) items.push_back(cur);
   std::vector<std::string> out;
   for (const std::string& item : items) {
     const size_t open = item.find('[');
@@ -611,15 +544,13 @@ std::vector<std::string> expand_nodelist(const std::string& list,
     }
     const size_t close = item.find(']', open);
     const std::string prefix = item.substr(0, open);
-    const std::vector<std::string> rest =
-        close + 1 < item.size() ? expand_nodelist(item.substr(close + 1), what)
-                                : std::vector<std::string>{""};
-    for (const std::string& range :
-         split_commas(item.substr(open + 1, close - open - 1))) {
+    const std::vector<std::string> rest = close + 1 < item.size()
+                                              ? expand_nodelist(item.substr(close + 1), what)
+                                              : std::vector<std::string>{""};
+    for (const std::string& range : split_commas(item.substr(open + 1, close - open - 1))) {
       const size_t dash = range.find('-');
       const std::string lo_text = range.substr(0, dash);
-      const std::string hi_text =
-          dash == std::string::npos ? lo_text : range.substr(dash + 1);
+      const std::string hi_text = dash == std::string::npos ? lo_text : range.substr(dash + 1);
       int64_t lo, hi;
       try {
         lo = bounded_int(lo_text, what, 0, INT_MAX);
@@ -627,20 +558,17 @@ std::vector<std::string> expand_nodelist(const std::string& list,
       } catch (const ConfigError&) {
         throw bad();
       }
-      if (lo < 0 || hi < lo || hi - lo > 100000)
-        throw bad();
+      if (lo < 0 || hi < lo || hi - lo > 100000) throw bad();
       for (int64_t n = lo; n <= hi; ++n) {
         std::string num = std::to_string(n);
         if (num.size() < lo_text.size()) {
           num.insert(0, lo_text.size() - num.size(), '0');
         }
-        for (const std::string& r : rest)
-          out.push_back(prefix + num + r);
+        for (const std::string& r : rest) out.push_back(prefix + num + r);
       }
     }
   }
-  if (out.empty())
-    throw bad();
+  if (out.empty()) throw bad();
   return out;
 }
 
@@ -662,8 +590,7 @@ Sources detect_sources(const HParams& hp, const Environment& env) {
   Sources s;
   s.launched = get(env, kLauncherMarker).has_value() && present(env, "LOCAL_RANK");
   s.flags = !split_commas(hp.worker_hosts).empty();
-  s.tf_config =
-      get(env, "TF_CONFIG").has_value() && config::trim(*get(env, "TF_CONFIG")) != "{}";
+  s.tf_config = get(env, "TF_CONFIG").has_value() && config::trim(*get(env, "TF_CONFIG")) != "{}";
   // Set, even to "": an empty rank or size is an error, not "unset".
   s.torchrun = present(env, "LOCAL_RANK");
   s.node_level = !s.torchrun && (present(env, "WORLD_SIZE") || present(env, "RANK"));
@@ -738,9 +665,8 @@ void check_task_index(const HParams& hp, const ClusterSpec& spec) {
   for (const auto& [k, v] : spec.provenance) {
     if (k == "rank") from = v;
   }
-  throw ConfigError("task_index=" + std::to_string(hp.task_index) + " (" +
-                    hp.where("task_index") + ") contradicts rank " + std::to_string(spec.rank) +
-                    " from " + from);
+  throw ConfigError("task_index=" + std::to_string(hp.task_index) + " (" + hp.where("task_index") +
+                    ") contradicts rank " + std::to_string(spec.rank) + " from " + from);
 }
 
 // This process becomes a launcher of `nproc` local workers.
@@ -829,14 +755,22 @@ void require_coordinator(ClusterSpec& spec) {
 
 const char* source_name(ClusterSource source) {
   switch (source) {
-    case ClusterSource::kSingleProcess: return "single process";
-    case ClusterSource::kFlags: return "flags";
-    case ClusterSource::kTfConfig: return "TF_CONFIG";
-    case ClusterSource::kTorchrun: return "torchrun";
-    case ClusterSource::kNodeLevel: return "PAI-DLC/Kubeflow";
-    case ClusterSource::kSlurm: return "Slurm";
-    case ClusterSource::kOpenMpi: return "Open MPI";
-    case ClusterSource::kLauncher: return "launcher";
+    case ClusterSource::kSingleProcess:
+      return "single process";
+    case ClusterSource::kFlags:
+      return "flags";
+    case ClusterSource::kTfConfig:
+      return "TF_CONFIG";
+    case ClusterSource::kTorchrun:
+      return "torchrun";
+    case ClusterSource::kNodeLevel:
+      return "PAI-DLC/Kubeflow";
+    case ClusterSource::kSlurm:
+      return "Slurm";
+    case ClusterSource::kOpenMpi:
+      return "Open MPI";
+    case ClusterSource::kLauncher:
+      return "launcher";
   }
   return "?";
 }
@@ -863,20 +797,16 @@ std::string describe(const ClusterSpec& spec) {
   std::ostringstream os;
   auto origin = [&](const std::string& field) -> std::string {
     for (const auto& [k, v] : spec.provenance) {
-      if (k == field)
-        return "  (" + v + ")";
+      if (k == field) return "  (" + v + ")";
     }
     return "  (default)";
   };
   os << "source = " << source_name(spec.source) << "\n"
-     << "rank = " << spec.rank << (spec.is_chief() ? " (chief)" : "")
-     << origin("rank") << "\n"
+     << "rank = " << spec.rank << (spec.is_chief() ? " (chief)" : "") << origin("rank") << "\n"
      << "world_size = " << spec.world_size << origin("world_size") << "\n"
      << "local_rank = " << spec.local_rank << origin("local_rank") << "\n"
-     << "local_world_size = " << spec.local_world_size
-     << origin("local_world_size") << "\n"
-     << "coordinator = "
-     << (spec.coordinator.empty() ? "None" : spec.coordinator)
+     << "local_world_size = " << spec.local_world_size << origin("local_world_size") << "\n"
+     << "coordinator = " << (spec.coordinator.empty() ? "None" : spec.coordinator)
      << (spec.coordinator.empty() ? "" : origin("coordinator")) << "\n";
   if (!spec.hosts.empty()) {
     os << "hosts = ";
@@ -886,16 +816,13 @@ std::string describe(const ClusterSpec& spec) {
     os << origin("hosts") << "\n";
   }
   if (spec.launch_workers > 0) {
-    os << "launcher = starts " << spec.launch_workers
-       << " local workers, ranks " << spec.rank << ".."
-       << spec.rank + spec.launch_workers - 1 << "\n";
+    os << "launcher = starts " << spec.launch_workers << " local workers, ranks " << spec.rank
+       << ".." << spec.rank + spec.launch_workers - 1 << "\n";
   }
   for (const auto& [k, v] : spec.provenance) {
-    if (k == "ignored")
-      os << "ignored sources = " << v << "\n";
+    if (k == "ignored") os << "ignored sources = " << v << "\n";
   }
-  if (!spec.distributed())
-    os << "mode = single process\n";
+  if (!spec.distributed()) os << "mode = single process\n";
   return os.str();
 }
 

@@ -1,6 +1,6 @@
 // Where this process sits in the job: rank, world size, local rank, the
-// coordinator's address, and where each value came from (docs/design.md, "Distributed control plane").
-// No LibTorch here.
+// coordinator's address, and where each value came from (docs/design.md, "Distributed control
+// plane"). No LibTorch here.
 #pragma once
 
 #include <functional>
@@ -22,13 +22,13 @@ inline constexpr int kMaxWorldSize = 1 << 20;
 /// Where a job's layout came from (docs/design.md's order; docs/cluster.md).
 enum class ClusterSource {
   kSingleProcess,
-  kFlags,        // worker_hosts / task_index
-  kTfConfig,     // TF_CONFIG
-  kTorchrun,     // LOCAL_RANK, RANK, WORLD_SIZE, ...
-  kNodeLevel,    // PAI-DLC / Kubeflow: WORLD_SIZE and RANK count nodes
-  kSlurm,        // SLURM_PROCID, ...
-  kOpenMpi,      // OMPI_COMM_WORLD_RANK, ...
-  kLauncher,     // this project's launcher (nproc_per_node), or its workers
+  kFlags,      // worker_hosts / task_index
+  kTfConfig,   // TF_CONFIG
+  kTorchrun,   // LOCAL_RANK, RANK, WORLD_SIZE, ...
+  kNodeLevel,  // PAI-DLC / Kubeflow: WORLD_SIZE and RANK count nodes
+  kSlurm,      // SLURM_PROCID, ...
+  kOpenMpi,    // OMPI_COMM_WORLD_RANK, ...
+  kLauncher,   // this project's launcher (nproc_per_node), or its workers
 };
 
 /// The name --print_cluster and messages use: "single process", "flags",
@@ -87,12 +87,10 @@ inline constexpr const char* kLauncherMarker = "FASTNN_LAUNCHER";
 
 /// "host:port" -> {host, port}; "[v6]:port" keeps the brackets off the host.
 /// Throws ConfigError naming `what` when the port is missing or not 0-65535.
-std::pair<std::string, int> split_host_port(const std::string& address,
-                                            const std::string& what);
+std::pair<std::string, int> split_host_port(const std::string& address, const std::string& what);
 
 /// Expands a Slurm host list: "node[01-03,7],gpu-a" -> node01 node02 node03
 /// node7 gpu-a (zero padding kept). Throws ConfigError naming `what`.
-std::vector<std::string> expand_nodelist(const std::string& list,
-                                         const std::string& what);
+std::vector<std::string> expand_nodelist(const std::string& list, const std::string& what);
 
 }  // namespace fastnn::dist

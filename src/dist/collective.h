@@ -1,9 +1,8 @@
 // The collectives replicated-variables training needs, independent of the
 // engine that carries them: c10d's Gloo group for CPU tensors, its NCCL
-// group for CUDA tensors (ProcessGroupCollective, process_group.h). Collectives must be called in the same order on
-// every rank. Every call is bounded by the engine's timeout; a timeout or a
-// lost peer throws DistributedError (exit 5) naming the operation and the
-// global step.
+// group for CUDA tensors (ProcessGroupCollective, process_group.h). Collectives must be called in
+// the same order on every rank. Every call is bounded by the engine's timeout; a timeout or a lost
+// peer throws DistributedError (exit 5) naming the operation and the global step.
 #pragma once
 
 #include <torch/types.h>
@@ -36,8 +35,7 @@ class Collective {
 
   /// Overwrites `tensors` on every rank with rank 0's values. `what` names
   /// the payload in errors.
-  virtual void broadcast(const std::vector<torch::Tensor>& tensors,
-                         const std::string& what) = 0;
+  virtual void broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what) = 0;
   /// In-place sum over ranks of each tensor.
   virtual void all_reduce_sum(const std::vector<torch::Tensor>& tensors,
                               const std::string& what) = 0;

@@ -47,27 +47,22 @@ constexpr size_t kServerMemoryBytes = size_t{256} << 20;
 /// every worker's heartbeat, join and store calls, tools, and a flood's
 /// short-lived calls; beyond it a call is refused unrun ("Threadpool
 /// Exhausted"), which workers retry (client.h, overloaded()).
-int max_server_threads(int world_size) {
-  return 256 + 8 * world_size;
-}
+int max_server_threads(int world_size) { return 256 + 8 * world_size; }
 
 }  // namespace
 
 int pick_free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    throw DistributedError("pick_free_port: socket() failed");
+  if (fd < 0) throw DistributedError("pick_free_port: socket() failed");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
   addr.sin_port = 0;
   socklen_t len = sizeof addr;
-  const bool ok =
-      bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   close(fd);
-  if (!ok)
-    throw DistributedError("pick_free_port: no free port");
+  if (!ok) throw DistributedError("pick_free_port: no free port");
   return ntohs(addr.sin_port);
 }
 
@@ -76,17 +71,14 @@ std::string listen_host_for(const std::string& host) {
   in6_addr v6{};
   const bool loopback =
       host == "localhost" ||
-      (inet_pton(AF_INET, host.c_str(), &v4) == 1 &&
-       (ntohl(v4.s_addr) >> 24) == 127) ||
-      (inet_pton(AF_INET6, host.c_str(), &v6) == 1 &&
-       IN6_IS_ADDR_LOOPBACK(&v6));
+      (inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127) ||
+      (inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6));
   return loopback ? host : "0.0.0.0";
 }
 
 std::string read_text_file(const std::string& path, const std::string& key) {
   std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw ConfigError(key + ": cannot read " + config::quote_value(path));
+  if (!in) throw ConfigError(key + ": cannot read " + config::quote_value(path));
   std::ostringstream os;
   os << in.rdbuf();
   return os.str();
@@ -109,13 +101,11 @@ CoordinatorServer::CoordinatorServer(const CoordinatorOptions& options)
   if (options.token.empty()) {
     throw ConfigError("coordinator: the job token is empty");
   }
-  std::shared_ptr<grpc::ServerCredentials> creds =
-      grpc::InsecureServerCredentials();
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
     grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back(
-        {read_text_file(options.tls_key_file, "tls_key_file"),
-         read_text_file(options.tls_cert_file, "tls_cert_file")});
+    ssl.pem_key_cert_pairs.push_back({read_text_file(options.tls_key_file, "tls_key_file"),
+                                      read_text_file(options.tls_cert_file, "tls_cert_file")});
     creds = grpc::SslServerCredentials(ssl);
   }
   impl_->service = std::make_unique<Service>(options);
@@ -130,16 +120,14 @@ CoordinatorServer::CoordinatorServer(const CoordinatorOptions& options)
   quota.Resize(kServerMemoryBytes);
   quota.SetMaxThreads(max_server_threads(options.world_size));
   builder.SetResourceQuota(quota);
-  impl_->host = options.host.find(':') == std::string::npos
-                    ? options.host
-                    : "[" + options.host + "]";
+  impl_->host =
+      options.host.find(':') == std::string::npos ? options.host : "[" + options.host + "]";
   const std::string listen = impl_->host + ":" + std::to_string(options.port);
   builder.AddListeningPort(listen, creds, &impl_->port);
   builder.RegisterService(impl_->service.get());
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || impl_->port == 0) {
-    throw DistributedError("coordinator: cannot listen on " + listen +
-                           " (in use, or not allowed)");
+    throw DistributedError("coordinator: cannot listen on " + listen + " (in use, or not allowed)");
   }
   if (auto* health = impl_->server->GetHealthCheckService()) {
     health->SetServingStatus(kServiceName, true);
@@ -147,30 +135,21 @@ CoordinatorServer::CoordinatorServer(const CoordinatorOptions& options)
   impl_->monitor = std::thread([s = impl_->service.get()] { s->monitor(); });
 }
 
-CoordinatorServer::~CoordinatorServer() {
-  shutdown();
-}
+CoordinatorServer::~CoordinatorServer() { shutdown(); }
 
-int CoordinatorServer::port() const {
-  return impl_->port;
-}
+int CoordinatorServer::port() const { return impl_->port; }
 
 std::string CoordinatorServer::address() const {
   return impl_->host + ":" + std::to_string(impl_->port);
 }
 
 std::string CoordinatorServer::local_address() const {
-  return impl_->host == "0.0.0.0" ? "127.0.0.1:" + std::to_string(impl_->port)
-                                  : address();
+  return impl_->host == "0.0.0.0" ? "127.0.0.1:" + std::to_string(impl_->port) : address();
 }
 
-void CoordinatorServer::drain(std::chrono::milliseconds timeout) {
-  impl_->service->drain(timeout);
-}
+void CoordinatorServer::drain(std::chrono::milliseconds timeout) { impl_->service->drain(timeout); }
 
-void CoordinatorServer::abort(const std::string& message) {
-  impl_->service->abort(message);
-}
+void CoordinatorServer::abort(const std::string& message) { impl_->service->abort(message); }
 
 void CoordinatorServer::shutdown() {
   std::call_once(impl_->stopped, [this] {
@@ -178,11 +157,9 @@ void CoordinatorServer::shutdown() {
       health->SetServingStatus(false);
     }
     impl_->service->begin_shutdown();
-    impl_->server->Shutdown(std::chrono::system_clock::now() +
-                            std::chrono::seconds(1));
+    impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     impl_->server->Wait();
-    if (impl_->monitor.joinable())
-      impl_->monitor.join();
+    if (impl_->monitor.joinable()) impl_->monitor.join();
     if (const int64_t refused = impl_->service->refused_calls(); refused > 0) {
       log::warning() << "coordinator: refused " << refused
                      << " call(s) without the right job token";

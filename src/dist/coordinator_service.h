@@ -45,8 +45,7 @@ struct Worker {
 };
 
 inline std::string seconds_text(milliseconds d) {
-  if (d.count() % 1000 == 0)
-    return std::to_string(d.count() / 1000) + " s";
+  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + " s";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f s", d.count() / 1000.0);
   return buf;
@@ -54,8 +53,7 @@ inline std::string seconds_text(milliseconds d) {
 
 /// Compares without an early exit (the token's length is not secret).
 inline bool same_secret(const std::string& a, const std::string& b) {
-  if (a.size() != b.size())
-    return false;
+  if (a.size() != b.size()) return false;
   unsigned char diff = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     diff |= static_cast<unsigned char>(a[i] ^ b[i]);
@@ -71,35 +69,28 @@ class Service final : public pb::Coordinator::Service {
   explicit Service(const CoordinatorOptions& o)
       : opts_(o), workers_(o.world_size), start_(Clock::now()) {}
 
-  grpc::Status Join(grpc::ServerContext* ctx,
-                      const pb::JoinRequest* req,
-                      pb::JoinResponse* resp) override {
-    if (auto s = admit(ctx); !s.ok())
-      return s;
+  grpc::Status Join(grpc::ServerContext* ctx, const pb::JoinRequest* req,
+                    pb::JoinResponse* resp) override {
+    if (auto s = admit(ctx); !s.ok()) return s;
     return join(req, resp, [ctx] { return ctx->IsCancelled(); });
   }
 
   /// Join after admission; `cancelled` tells when the caller has gone.
-  grpc::Status join(const pb::JoinRequest* req,
-                      pb::JoinResponse* resp,
-                      [[maybe_unused]] const Cancelled& cancelled) {
+  grpc::Status join(const pb::JoinRequest* req, pb::JoinResponse* resp,
+                    [[maybe_unused]] const Cancelled& cancelled) {
     if (req->world_size() != opts_.world_size) {
-      return grpc::Status(
-          grpc::FAILED_PRECONDITION,
-          "rank " + std::to_string(req->rank()) + " expects world size " +
-              std::to_string(req->world_size()) + ", the coordinator " +
-              std::to_string(opts_.world_size));
+      return grpc::Status(grpc::FAILED_PRECONDITION,
+                          "rank " + std::to_string(req->rank()) + " expects world size " +
+                              std::to_string(req->world_size()) + ", the coordinator " +
+                              std::to_string(opts_.world_size));
     }
-    if (auto s = check_rank(req->rank()); !s.ok())
-      return s;
+    if (auto s = check_rank(req->rank()); !s.ok()) return s;
     std::unique_lock<std::mutex> lock(mu_);
     Worker& w = workers_[req->rank()];
-    if (w.joined && rendezvous_done_ &&
-        (w.pid != req->pid() || w.host != req->host())) {
-      return grpc::Status(grpc::FAILED_PRECONDITION,
-                          "rank " + std::to_string(req->rank()) +
-                              " already joined as " + w.host + ":" +
-                              std::to_string(w.pid));
+    if (w.joined && rendezvous_done_ && (w.pid != req->pid() || w.host != req->host())) {
+      return grpc::Status(grpc::FAILED_PRECONDITION, "rank " + std::to_string(req->rank()) +
+                                                         " already joined as " + w.host + ":" +
+                                                         std::to_string(w.pid));
     }
     // Before completion a restarted process simply replaces the old one.
     w.joined = true;
@@ -108,10 +99,8 @@ class Service final : public pb::Coordinator::Service {
     w.last_seen = Clock::now();
     if (!rendezvous_done_ && joined_locked() == opts_.world_size) {
       rendezvous_done_ = true;
-      if (state_ == pb::RENDEZVOUS)
-        state_ = pb::RUNNING;
-      for (auto& x : workers_)
-        x.last_seen = Clock::now();
+      if (state_ == pb::RENDEZVOUS) state_ = pb::RUNNING;
+      for (auto& x : workers_) x.last_seen = Clock::now();
       cv_.notify_all();
     }
     const auto deadline = Clock::now() + wait_of(req->wait_ms());
@@ -120,39 +109,31 @@ class Service final : public pb::Coordinator::Service {
     while (!done() && Clock::now() < deadline && !cancelled()) {
       cv_.wait_until(lock, std::min(deadline, Clock::now() + kPollSlice), done);
     }
-    if (!failure_.empty())
-      return grpc::Status(grpc::ABORTED, failure_);
-    if (shutting_down_)
-      return shutting_down_status();
+    if (!failure_.empty()) return grpc::Status(grpc::ABORTED, failure_);
+    if (shutting_down_) return shutting_down_status();
     resp->set_complete(rendezvous_done_);
     resp->set_joined(joined_locked());
     for (int r = 0; r < opts_.world_size && resp->missing_size() < kMaxListedRanks; ++r) {
-      if (!workers_[r].joined)
-        resp->add_missing(r);
+      if (!workers_[r].joined) resp->add_missing(r);
     }
     return grpc::Status::OK;
   }
 
-  grpc::Status Heartbeat(grpc::ServerContext* ctx,
-                      const pb::HeartbeatRequest* req,
-                      pb::HeartbeatResponse* resp) override {
-    if (auto s = admit(ctx); !s.ok())
-      return s;
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const pb::HeartbeatRequest* req,
+                         pb::HeartbeatResponse* resp) override {
+    if (auto s = admit(ctx); !s.ok()) return s;
     return heartbeat(req, resp, [ctx] { return ctx->IsCancelled(); });
   }
 
   /// Heartbeat after admission; `cancelled` tells when the caller has gone.
-  grpc::Status heartbeat(const pb::HeartbeatRequest* req,
-                      pb::HeartbeatResponse* resp,
-                      [[maybe_unused]] const Cancelled& cancelled) {
-    if (auto s = check_rank(req->rank()); !s.ok())
-      return s;
+  grpc::Status heartbeat(const pb::HeartbeatRequest* req, pb::HeartbeatResponse* resp,
+                         [[maybe_unused]] const Cancelled& cancelled) {
+    if (auto s = check_rank(req->rank()); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     Worker& w = workers_[req->rank()];
     if (!w.joined) {
-      return grpc::Status(
-          grpc::FAILED_PRECONDITION,
-          "rank " + std::to_string(req->rank()) + " has not joined");
+      return grpc::Status(grpc::FAILED_PRECONDITION,
+                          "rank " + std::to_string(req->rank()) + " has not joined");
     }
     w.last_seen = Clock::now();
     w.report = req->report();
@@ -172,67 +153,54 @@ class Service final : public pb::Coordinator::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Finish(grpc::ServerContext* ctx,
-                      const pb::FinishRequest* req,
+  grpc::Status Finish(grpc::ServerContext* ctx, const pb::FinishRequest* req,
                       pb::FinishResponse* resp) override {
-    if (auto s = admit(ctx); !s.ok())
-      return s;
+    if (auto s = admit(ctx); !s.ok()) return s;
     return finish(req, resp, [ctx] { return ctx->IsCancelled(); });
   }
 
   /// Finish after admission; `cancelled` tells when the caller has gone.
-  grpc::Status finish(const pb::FinishRequest* req,
-                      pb::FinishResponse* resp,
+  grpc::Status finish(const pb::FinishRequest* req, pb::FinishResponse* resp,
                       [[maybe_unused]] const Cancelled& cancelled) {
-    if (auto s = check_rank(req->rank()); !s.ok())
-      return s;
+    if (auto s = check_rank(req->rank()); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     Worker& w = workers_[req->rank()];
     w.finished = true;
     w.exit_code = req->exit_code();
     w.report.set_step(std::max(w.report.step(), req->step()));
     if (w.exit_code != 0 && failure_.empty()) {
-      fail_locked(name_locked(req->rank()) + " exited with code " +
-                  std::to_string(w.exit_code) + " at step " +
-                  std::to_string(w.report.step()));
+      fail_locked(name_locked(req->rank()) + " exited with code " + std::to_string(w.exit_code) +
+                  " at step " + std::to_string(w.report.step()));
     }
     bool all = true;
-    for (const auto& x : workers_)
-      all = all && x.finished;
-    if (all && failure_.empty())
-      state_ = pb::FINISHED;
+    for (const auto& x : workers_) all = all && x.finished;
+    if (all && failure_.empty()) state_ = pb::FINISHED;
     cv_.notify_all();
     return grpc::Status::OK;
   }
 
-  grpc::Status Store(grpc::ServerContext* ctx,
-                      const pb::StoreRequest* req,
-                      pb::StoreResponse* resp) override {
-    if (auto s = admit(ctx); !s.ok())
-      return s;
+  grpc::Status Store(grpc::ServerContext* ctx, const pb::StoreRequest* req,
+                     pb::StoreResponse* resp) override {
+    if (auto s = admit(ctx); !s.ok()) return s;
     return store(req, resp, [ctx] { return ctx->IsCancelled(); });
   }
 
   /// Store after admission; `cancelled` tells when the caller has gone.
-  grpc::Status store(const pb::StoreRequest* req,
-                      pb::StoreResponse* resp,
-                      [[maybe_unused]] const Cancelled& cancelled) {
+  grpc::Status store(const pb::StoreRequest* req, pb::StoreResponse* resp,
+                     [[maybe_unused]] const Cancelled& cancelled) {
     const auto& keys = req->keys();
     const bool one_key = keys.size() == 1;
-    auto bad = [](const char* what) {
-      return grpc::Status(grpc::INVALID_ARGUMENT, what);
-    };
+    auto bad = [](const char* what) { return grpc::Status(grpc::INVALID_ARGUMENT, what); };
     auto abort = [this, &cancelled] {
       return failed_.load() || shutting_down_.load() || cancelled();
     };
     switch (req->op()) {
       case pb::StoreRequest::SET:
-        if (!one_key)
-          return bad("SET takes one key");
+        if (!one_key) return bad("SET takes one key");
         if (!kv_.set(keys[0], {req->value().begin(), req->value().end()}, kMaxStoreBytes)) {
-          return grpc::Status(grpc::RESOURCE_EXHAUSTED,
-                              "the store is full (" + std::to_string(kMaxStoreBytes) +
-                                  " bytes of keys and values)");
+          return grpc::Status(grpc::RESOURCE_EXHAUSTED, "the store is full (" +
+                                                            std::to_string(kMaxStoreBytes) +
+                                                            " bytes of keys and values)");
         }
         resp->set_ok(true);
         return grpc::Status::OK;
@@ -242,27 +210,21 @@ class Service final : public pb::Coordinator::Service {
           return bad("GET takes one key");
         }
         const std::vector<std::string> want(keys.begin(), keys.end());
-        const auto missing = kv_.wait(
-            want,
-            Clock::now() + wait_of(req->wait_ms()),
-            abort);
+        const auto missing = kv_.wait(want, Clock::now() + wait_of(req->wait_ms()), abort);
         if (!missing.empty() && abort()) {
           if (cancelled()) return grpc::Status(grpc::CANCELLED, "the caller has gone");
           return abort_status();
         }
         resp->set_ok(missing.empty());
-        for (const auto& k : missing)
-          resp->add_missing(k);
+        for (const auto& k : missing) resp->add_missing(k);
         if (missing.empty() && req->op() == pb::StoreRequest::GET) {
           auto v = kv_.get(keys[0]);
-          if (v)
-            resp->set_value(std::string(v->begin(), v->end()));
+          if (v) resp->set_value(std::string(v->begin(), v->end()));
         }
         return grpc::Status::OK;
       }
       case pb::StoreRequest::ADD:
-        if (!one_key)
-          return bad("ADD takes one key");
+        if (!one_key) return bad("ADD takes one key");
         try {
           resp->set_number(kv_.add(keys[0], req->delta()));
         } catch (const std::invalid_argument& e) {
@@ -274,8 +236,7 @@ class Service final : public pb::Coordinator::Service {
         resp->set_ok(kv_.check({keys.begin(), keys.end()}));
         return grpc::Status::OK;
       case pb::StoreRequest::REMOVE:
-        if (!one_key)
-          return bad("REMOVE takes one key");
+        if (!one_key) return bad("REMOVE takes one key");
         resp->set_ok(kv_.remove(keys[0]));
         return grpc::Status::OK;
       case pb::StoreRequest::NUM_KEYS:
@@ -287,17 +248,14 @@ class Service final : public pb::Coordinator::Service {
     }
   }
 
-  grpc::Status Status(grpc::ServerContext* ctx,
-                      const pb::StatusRequest* req,
+  grpc::Status Status(grpc::ServerContext* ctx, const pb::StatusRequest* req,
                       pb::JobStatus* resp) override {
-    if (auto s = admit(ctx); !s.ok())
-      return s;
+    if (auto s = admit(ctx); !s.ok()) return s;
     return status(req, resp, [ctx] { return ctx->IsCancelled(); });
   }
 
   /// Status after admission; `cancelled` tells when the caller has gone.
-  grpc::Status status(const pb::StatusRequest* req,
-                      pb::JobStatus* resp,
+  grpc::Status status(const pb::StatusRequest* req, pb::JobStatus* resp,
                       [[maybe_unused]] const Cancelled& cancelled) {
     std::lock_guard<std::mutex> lock(mu_);
     const auto now = Clock::now();
@@ -321,28 +279,23 @@ class Service final : public pb::Coordinator::Service {
       *out->mutable_report() = w.report;
       out->set_exit_code(w.exit_code);
       if (w.joined) {
-        out->set_last_heartbeat_secs(
-            std::chrono::duration<double>(now - w.last_seen).count());
+        out->set_last_heartbeat_secs(std::chrono::duration<double>(now - w.last_seen).count());
       }
     }
     return grpc::Status::OK;
   }
 
-  grpc::Status Stop(grpc::ServerContext* ctx,
-                      const pb::StopRequest* req,
-                      pb::StopResponse* resp) override {
-    if (auto s = admit(ctx); !s.ok())
-      return s;
+  grpc::Status Stop(grpc::ServerContext* ctx, const pb::StopRequest* req,
+                    pb::StopResponse* resp) override {
+    if (auto s = admit(ctx); !s.ok()) return s;
     return stop(req, resp, [ctx] { return ctx->IsCancelled(); });
   }
 
   /// Stop after admission; `cancelled` tells when the caller has gone.
-  grpc::Status stop(const pb::StopRequest* req,
-                      pb::StopResponse* resp,
-                      [[maybe_unused]] const Cancelled& cancelled) {
+  grpc::Status stop(const pb::StopRequest* req, pb::StopResponse* resp,
+                    [[maybe_unused]] const Cancelled& cancelled) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stop_reason_.empty())
-      stop_reason_ = req->reason().empty() ? "requested" : req->reason();
+    if (stop_reason_.empty()) stop_reason_ = req->reason().empty() ? "requested" : req->reason();
     request_stop_locked();
     resp->set_state(state_);
     return grpc::Status::OK;
@@ -350,22 +303,19 @@ class Service final : public pb::Coordinator::Service {
 
   /// Marks silent workers lost; runs until shutdown.
   void monitor() {
-    const milliseconds period = std::clamp(
-        opts_.worker_timeout / 10, milliseconds(20), milliseconds(500));
+    const milliseconds period =
+        std::clamp(opts_.worker_timeout / 10, milliseconds(20), milliseconds(500));
     std::unique_lock<std::mutex> lock(mu_);
     while (!shutting_down_) {
       cv_.wait_for(lock, period, [&] { return shutting_down_.load(); });
-      if (!rendezvous_done_ || !failure_.empty())
-        continue;
+      if (!rendezvous_done_ || !failure_.empty()) continue;
       const auto now = Clock::now();
       for (int r = 0; r < opts_.world_size; ++r) {
         Worker& w = workers_[r];
-        if (w.finished || w.lost || now - w.last_seen <= opts_.worker_timeout)
-          continue;
+        if (w.finished || w.lost || now - w.last_seen <= opts_.worker_timeout) continue;
         w.lost = true;
-        fail_locked(name_locked(r) + " lost at step " +
-                    std::to_string(w.report.step()) + ": no heartbeat for " +
-                    seconds_text(opts_.worker_timeout));
+        fail_locked(name_locked(r) + " lost at step " + std::to_string(w.report.step()) +
+                    ": no heartbeat for " + seconds_text(opts_.worker_timeout));
         break;
       }
     }
@@ -375,10 +325,8 @@ class Service final : public pb::Coordinator::Service {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, timeout, [&] {
       for (const auto& w : workers_) {
-        if (!w.joined || w.finished || w.lost)
-          continue;
-        if (failure_.empty() || !w.heard_failure)
-          return false;
+        if (!w.joined || w.finished || w.lost) continue;
+        if (failure_.empty() || !w.heard_failure) return false;
       }
       return true;
     });
@@ -386,8 +334,7 @@ class Service final : public pb::Coordinator::Service {
 
   void abort(const std::string& message) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (failure_.empty())
-      fail_locked(message);
+    if (failure_.empty()) fail_locked(message);
   }
 
   void begin_shutdown() {
@@ -400,9 +347,7 @@ class Service final : public pb::Coordinator::Service {
   }
 
   /// Calls refused for a missing or wrong token so far.
-  int64_t refused_calls() const {
-    return refused_calls_.load();
-  }
+  int64_t refused_calls() const { return refused_calls_.load(); }
 
  private:
   /// The token check. Refusing costs one constant-time comparison and no
@@ -419,8 +364,7 @@ class Service final : public pb::Coordinator::Service {
     const auto& md = ctx->client_metadata();
     auto it = md.find("authorization");
     if (it == md.end() ||
-        !same_secret(std::string(it->second.data(), it->second.size()),
-                     "Bearer " + opts_.token)) {
+        !same_secret(std::string(it->second.data(), it->second.size()), "Bearer " + opts_.token)) {
       return grpc::Status(grpc::UNAUTHENTICATED,
                           it == md.end() ? "no job token" : "wrong job token");
     }
@@ -435,10 +379,9 @@ class Service final : public pb::Coordinator::Service {
 
   grpc::Status check_rank(int rank) const {
     if (rank < 0 || rank >= opts_.world_size) {
-      return grpc::Status(grpc::INVALID_ARGUMENT,
-                          "rank " + std::to_string(rank) +
-                              " is out of range (world size " +
-                              std::to_string(opts_.world_size) + ")");
+      return grpc::Status(grpc::INVALID_ARGUMENT, "rank " + std::to_string(rank) +
+                                                      " is out of range (world size " +
+                                                      std::to_string(opts_.world_size) + ")");
     }
     return grpc::Status::OK;
   }
@@ -448,23 +391,19 @@ class Service final : public pb::Coordinator::Service {
   }
 
   grpc::Status abort_status() {
-    if (shutting_down_)
-      return shutting_down_status();
+    if (shutting_down_) return shutting_down_status();
     std::lock_guard<std::mutex> lock(mu_);
     return grpc::Status(grpc::ABORTED, failure_);
   }
 
   int joined_locked() const {
     return static_cast<int>(
-        std::count_if(workers_.begin(), workers_.end(), [](const Worker& w) {
-          return w.joined;
-        }));
+        std::count_if(workers_.begin(), workers_.end(), [](const Worker& w) { return w.joined; }));
   }
 
   std::string name_locked(int rank) const {
     const Worker& w = workers_[rank];
-    return "worker " + std::to_string(rank) + " (" + w.host + ":" +
-           std::to_string(w.pid) + ")";
+    return "worker " + std::to_string(rank) + " (" + w.host + ":" + std::to_string(w.pid) + ")";
   }
 
   void request_stop_locked() {

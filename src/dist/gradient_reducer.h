@@ -26,8 +26,7 @@ class GradientReducer {
   /// filled from the last parameter backwards (backward produces those
   /// first), each at most `bucket_cap_bytes` unless one tensor alone is
   /// larger. `comm` must outlive the reducer.
-  GradientReducer(Collective& comm, std::vector<torch::Tensor> params,
-                  int64_t bucket_cap_bytes);
+  GradientReducer(Collective& comm, std::vector<torch::Tensor> params, int64_t bucket_cap_bytes);
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;

@@ -27,8 +27,7 @@ bool KvCore::set(const std::string& key, const std::vector<uint8_t>& value, size
 std::optional<std::vector<uint8_t>> KvCore::get(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = data_.find(key);
-  if (it == data_.end())
-    return std::nullopt;
+  if (it == data_.end()) return std::nullopt;
   return it->second;
 }
 
@@ -51,8 +50,8 @@ int64_t KvCore::add(const std::string& key, int64_t delta) {
       }
     }
     if (__builtin_add_overflow(value, delta, &value)) {
-      throw std::invalid_argument("store key '" + key.substr(0, 100) + "': adding " + std::to_string(delta) +
-                                  " overflows a 64-bit integer");
+      throw std::invalid_argument("store key '" + key.substr(0, 100) + "': adding " +
+                                  std::to_string(delta) + " overflows a 64-bit integer");
     }
     const std::string text = std::to_string(value);
     const bool fresh = it == data_.end();
@@ -102,12 +101,10 @@ void KvCore::notify_all() {
   cv_.notify_all();
 }
 
-std::vector<std::string> KvCore::missing_locked(
-    const std::vector<std::string>& keys) const {
+std::vector<std::string> KvCore::missing_locked(const std::vector<std::string>& keys) const {
   std::vector<std::string> missing;
   for (const auto& k : keys) {
-    if (!data_.count(k))
-      missing.push_back(k);
+    if (!data_.count(k)) missing.push_back(k);
   }
   return missing;
 }

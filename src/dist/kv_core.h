@@ -33,8 +33,7 @@ class KvCore {
   /// Waits until every key exists, `deadline` passes, or `abort()` returns
   /// true (re-checked on notify_all() and every 200 ms); returns the keys
   /// still missing.
-  std::vector<std::string> wait(const std::vector<std::string>& keys,
-                                Clock::time_point deadline,
+  std::vector<std::string> wait(const std::vector<std::string>& keys, Clock::time_point deadline,
                                 const std::function<bool()>& abort);
   bool remove(const std::string& key);
   int64_t num_keys() const;
@@ -42,8 +41,7 @@ class KvCore {
   void notify_all();
 
  private:
-  std::vector<std::string> missing_locked(
-      const std::vector<std::string>& keys) const;
+  std::vector<std::string> missing_locked(const std::vector<std::string>& keys) const;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

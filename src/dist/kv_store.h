@@ -25,8 +25,7 @@ class KeyValueStore {
   /// True when every key exists; never blocks.
   virtual bool check(const std::vector<std::string>& keys) = 0;
   /// Blocks until every key exists or `timeout` passes (DistributedError).
-  virtual void wait(const std::vector<std::string>& keys,
-                    std::chrono::milliseconds timeout) = 0;
+  virtual void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) = 0;
   /// Removes `key`; false when it did not exist.
   virtual bool remove(const std::string& key) = 0;
   virtual int64_t num_keys() = 0;

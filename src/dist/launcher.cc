@@ -35,41 +35,33 @@ struct Child {
   bool alive = false;
 };
 
-
 void signal_all(std::vector<Child>& children, int sig) {
   for (const Child& c : children) {
-    if (c.alive)
-      kill(c.pid, sig);
+    if (c.alive) kill(c.pid, sig);
   }
 }
 
 /// Starts one worker; everything it needs is built before fork().
-pid_t spawn(const std::string& program,
-            const std::vector<std::string>& args,
+pid_t spawn(const std::string& program, const std::vector<std::string>& args,
             const Environment& env) {
   std::vector<std::string> argv_s = {program};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<std::string> env_s;
-  for (const auto& [k, v] : env)
-    env_s.push_back(k + "=" + v);
+  for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
   std::vector<char*> argv, envp;
-  for (auto& s : argv_s)
-    argv.push_back(s.data());
-  for (auto& s : env_s)
-    envp.push_back(s.data());
+  for (auto& s : argv_s) argv.push_back(s.data());
+  for (auto& s : env_s) envp.push_back(s.data());
   argv.push_back(nullptr);
   envp.push_back(nullptr);
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
-    throw DistributedError(std::string("launcher: fork failed: ") +
-                           std::strerror(errno));
+    throw DistributedError(std::string("launcher: fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
     // A worker must not outlive a launcher that was SIGKILLed.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent)
-      _exit(kExitDistributed);
+    if (getppid() != parent) _exit(kExitDistributed);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -88,11 +80,9 @@ std::vector<std::string> worker_args(int argc, const char* const* argv) {
   const std::string key = "--nproc_per_node";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a.rfind(key + "=", 0) == 0)
-      continue;
+    if (a.rfind(key + "=", 0) == 0) continue;
     if (a == key) {
-      if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0)
-        ++i;
+      if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) ++i;
       continue;
     }
     out.push_back(a);
@@ -101,11 +91,8 @@ std::vector<std::string> worker_args(int argc, const char* const* argv) {
   return out;
 }
 
-LaunchOptions launch_options(const ClusterSpec& spec,
-                             const HParams& hp,
-                             const Environment& env,
-                             int argc,
-                             const char* const* argv) {
+LaunchOptions launch_options(const ClusterSpec& spec, const HParams& hp, const Environment& env,
+                             int argc, const char* const* argv) {
   LaunchOptions o;
   char self[4096] = {};
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -118,8 +105,7 @@ LaunchOptions launch_options(const ClusterSpec& spec,
   o.master_addr = host;
   o.master_port = port;
   o.env = env;
-  const bool env_token =
-      env.count("FASTNN_JOB_TOKEN") && !env.at("FASTNN_JOB_TOKEN").empty();
+  const bool env_token = env.count("FASTNN_JOB_TOKEN") && !env.at("FASTNN_JOB_TOKEN").empty();
   if (hp.job_token_file.empty() && !env_token) {
     if (spec.world_size != spec.launch_workers) {
       throw ConfigError(
@@ -132,8 +118,7 @@ LaunchOptions launch_options(const ClusterSpec& spec,
 }
 
 int launch(const LaunchOptions& o) {
-  if (o.nproc < 1)
-    throw ConfigError("launcher: nproc must be >= 1");
+  if (o.nproc < 1) throw ConfigError("launcher: nproc must be >= 1");
   const int world = o.world_size > 0 ? o.world_size : o.nproc;
   const int port = o.master_port > 0 ? o.master_port : pick_free_port();
 
@@ -160,8 +145,7 @@ int launch(const LaunchOptions& o) {
       env["MASTER_ADDR"] = o.master_addr;
       env["MASTER_PORT"] = std::to_string(port);
       env[kLauncherMarker] = "1";
-      if (!o.token.empty())
-        env["FASTNN_JOB_TOKEN"] = o.token;
+      if (!o.token.empty()) env["FASTNN_JOB_TOKEN"] = o.token;
       children[i].rank = o.first_rank + i;
       children[i].pid = spawn(o.program, o.args, env);
       children[i].alive = true;
@@ -169,17 +153,15 @@ int launch(const LaunchOptions& o) {
   } catch (...) {
     signal_all(children, SIGKILL);
     for (Child& c : children) {
-      if (c.alive)
-        waitpid(c.pid, nullptr, 0);
+      if (c.alive) waitpid(c.pid, nullptr, 0);
     }
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     throw;
   }
-  std::cerr << "launcher: started " << o.nproc << " workers (ranks "
-            << o.first_rank << ".." << o.first_rank + o.nproc - 1 << " of "
-            << world << "), coordinator " << o.master_addr << ":" << port
-            << "\n";
+  std::cerr << "launcher: started " << o.nproc << " workers (ranks " << o.first_rank << ".."
+            << o.first_rank + o.nproc - 1 << " of " << world << "), coordinator " << o.master_addr
+            << ":" << port << "\n";
 
   int seen_signals = 0;
   for (;;) {
@@ -195,8 +177,7 @@ int launch(const LaunchOptions& o) {
     }
     bool any_alive = false;
     for (Child& c : children) {
-      if (!c.alive)
-        continue;
+      if (!c.alive) continue;
       int status = 0;
       const pid_t r = waitpid(c.pid, &status, WNOHANG);
       if (r == 0) {
@@ -210,16 +191,14 @@ int launch(const LaunchOptions& o) {
         code = WEXITSTATUS(status);
         how = "exited with code " + std::to_string(code);
       } else if (r > 0 && WIFSIGNALED(status)) {
-        how = std::string("was killed by signal ") +
-              std::to_string(WTERMSIG(status));
+        how = std::string("was killed by signal ") + std::to_string(WTERMSIG(status));
       } else {
         how = "was lost (waitpid failed)";
       }
       if (code != 0 && !failed) {
         failed = true;
         result = code;
-        std::cerr << "launcher: worker rank " << c.rank << " (pid " << c.pid
-                  << ") " << how
+        std::cerr << "launcher: worker rank " << c.rank << " (pid " << c.pid << ") " << how
                   << (forwarded ? "" : "; stopping the other workers") << "\n";
         if (!forwarded) {
           signal_all(children, SIGTERM);
@@ -228,8 +207,7 @@ int launch(const LaunchOptions& o) {
         }
       }
     }
-    if (!any_alive)
-      break;
+    if (!any_alive) break;
     if (kill_armed && !killed && Clock::now() >= kill_at) {
       std::cerr << "launcher: workers still running after the grace period, "
                    "killing them\n";

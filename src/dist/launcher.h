@@ -48,10 +48,7 @@ std::vector<std::string> worker_args(int argc, const char* const* argv);
 /// The launch for a spec with launch_workers > 0: this binary, the job's
 /// token (job_token_file, else FASTNN_JOB_TOKEN, else a random one when the
 /// job is on this machine only; ConfigError for a multi-node job without).
-LaunchOptions launch_options(const ClusterSpec& spec,
-                             const HParams& hp,
-                             const Environment& env,
-                             int argc,
-                             const char* const* argv);
+LaunchOptions launch_options(const ClusterSpec& spec, const HParams& hp, const Environment& env,
+                             int argc, const char* const* argv);
 
 }  // namespace fastnn::dist

@@ -14,11 +14,11 @@
 
 #if FASTNN_WITH_C10D_NCCL
 #include <c10/cuda/CUDAFunctions.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 #include <chrono>
 #include <future>
 #include <thread>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 #include "src/dist/process_group_collective.h"
 #endif
@@ -82,7 +82,7 @@ void bounded_abort(c10::intrusive_ptr<c10d::ProcessGroupNCCL> group, int rank,
   }).detach();
   if (finished.wait_for(deadline) == std::future_status::ready) return;
   log::warning() << "NCCL: aborting rank " << rank << "'s communicators took over "
-               << deadline.count() / 1000 << " s; exiting";
+                 << deadline.count() / 1000 << " s; exiting";
   std::_Exit(kExitDistributed);
 }
 
@@ -94,17 +94,16 @@ std::unique_ptr<Collective> connect_nccl(c10::intrusive_ptr<c10d::Store> store,
 #if FASTNN_WITH_C10D_NCCL
   const int devices = static_cast<int>(c10::cuda::device_count());
   if (options.cuda_device < 0 || options.cuda_device >= devices) {
-    throw ConfigError("NCCL: rank " + std::to_string(options.rank) + " asks for cuda:" +
-                      std::to_string(options.cuda_device) + ", and this process sees " +
-                      std::to_string(devices) + " CUDA device(s)");
+    throw ConfigError("NCCL: rank " + std::to_string(options.rank) +
+                      " asks for cuda:" + std::to_string(options.cuda_device) +
+                      ", and this process sees " + std::to_string(devices) + " CUDA device(s)");
   }
   apply_nccl_environment();
   auto o = c10d::ProcessGroupNCCL::Options::create();
   o->timeout = options.timeout;
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> group;
   try {
-    group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank,
-                                                        options.world_size, o);
+    group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.world_size, o);
   } catch (const std::exception& e) {
     throw DistributedError("NCCL process group of " + std::to_string(options.world_size) +
                            " workers (rank " + std::to_string(options.rank) +
@@ -114,8 +113,8 @@ std::unique_ptr<Collective> connect_nccl(c10::intrusive_ptr<c10d::Store> store,
   auto teardown = [group, rank = options.rank] {
     bounded_abort(group, rank, std::chrono::seconds(10));
   };
-  return std::make_unique<ProcessGroupCollective>("NCCL", std::move(store), group, options,
-                                                  device, std::move(teardown));
+  return std::make_unique<ProcessGroupCollective>("NCCL", std::move(store), group, options, device,
+                                                  std::move(teardown));
 #else
   (void)store;
   throw ConfigError("device=cuda with " + std::to_string(options.world_size) +

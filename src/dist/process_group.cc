@@ -1,8 +1,5 @@
 #include "src/dist/process_group.h"
 
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/Work.hpp>
-
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -14,6 +11,8 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <typeinfo>
 
 #include "fastnn/errors.h"
@@ -28,9 +27,9 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& host) 
     try {
       return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
     } catch (const std::exception& e) {
-      throw ConfigError("GLOO_SOCKET_IFNAME=" + config::quote_value(ifname) +
-                        " names no usable network interface: " +
-                        std::string(e.what()).substr(0, 200));
+      throw ConfigError(
+          "GLOO_SOCKET_IFNAME=" + config::quote_value(ifname) +
+          " names no usable network interface: " + std::string(e.what()).substr(0, 200));
     }
   }
   std::string address = host.empty() ? "" : local_address_toward(host);
@@ -38,8 +37,10 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& host) 
   try {
     return c10d::ProcessGroupGloo::createDeviceForHostname(address);
   } catch (const std::exception& e) {
-    throw DistributedError("Gloo cannot listen on " + address + " (the address toward the "
-                           "coordinator " + host + "): " + std::string(e.what()).substr(0, 200));
+    throw DistributedError("Gloo cannot listen on " + address +
+                           " (the address toward the "
+                           "coordinator " +
+                           host + "): " + std::string(e.what()).substr(0, 200));
   }
 }
 
@@ -65,7 +66,8 @@ torch::Tensor flatten(const std::vector<torch::Tensor>& tensors, const torch::De
 std::vector<int64_t> layout_of(const std::vector<torch::Tensor>& tensors) {
   uint64_t h = 14695981039346656037ull;
   auto mix = [&h](int64_t v) {
-    for (int i = 0; i < 8; ++i) h = (h ^ ((static_cast<uint64_t>(v) >> (8 * i)) & 255)) * 1099511628211ull;
+    for (int i = 0; i < 8; ++i)
+      h = (h ^ ((static_cast<uint64_t>(v) >> (8 * i)) & 255)) * 1099511628211ull;
   };
   int64_t elements = 0;
   for (const auto& t : tensors) {
@@ -153,8 +155,7 @@ std::unique_ptr<Collective> connect_gloo(c10::intrusive_ptr<c10d::Store> store,
   o->threads = 2;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
   try {
-    group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank,
-                                                        options.world_size, o);
+    group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size, o);
   } catch (const DistributedError&) {
     throw;
   } catch (const std::exception& e) {
@@ -182,11 +183,10 @@ ProcessGroupCollective::~ProcessGroupCollective() {
 }
 
 void ProcessGroupCollective::fail(const std::string& what, const std::string& cause) const {
-  throw DistributedError(what + " failed at global step " + std::to_string(step_) +
-                         " (rank " + std::to_string(options_.rank) + " of " +
-                         std::to_string(options_.world_size) +
-                         ", timeout " + std::to_string(options_.timeout.count() / 1000) +
-                         " s): " + cause.substr(0, 400));
+  throw DistributedError(
+      what + " failed at global step " + std::to_string(step_) + " (rank " +
+      std::to_string(options_.rank) + " of " + std::to_string(options_.world_size) + ", timeout " +
+      std::to_string(options_.timeout.count() / 1000) + " s): " + cause.substr(0, 400));
 }
 
 // c10d's Work, waited for within the communicator's timeout: on the host
@@ -222,7 +222,7 @@ std::unique_ptr<PendingCollective> ProcessGroupCollective::all_reduce_async(torc
 }
 
 void ProcessGroupCollective::check_same_layout(const std::vector<torch::Tensor>& tensors,
-                                         const std::string& what) {
+                                               const std::string& what) {
   const std::vector<int64_t> mine = layout_of(tensors);
   // One all-reduce of {layout, -layout} under MAX gives every rank both the
   // largest and the smallest value of each field.
@@ -247,13 +247,13 @@ void ProcessGroupCollective::check_same_layout(const std::vector<torch::Tensor>&
   fail(what, "the tensors' sizes differ across the workers (here " + std::to_string(mine[0]) +
                  " tensors of " + std::to_string(mine[1]) + " elements; " +
                  (v[1] == -v[4] ? "the same count but other shapes or dtypes elsewhere"
-                                : "from " + std::to_string(-v[4]) + " to " +
-                                      std::to_string(v[1]) + " elements across the ranks") +
+                                : "from " + std::to_string(-v[4]) + " to " + std::to_string(v[1]) +
+                                      " elements across the ranks") +
                  "): the workers build different models or states");
 }
 
 void ProcessGroupCollective::broadcast(const std::vector<torch::Tensor>& tensors,
-                             const std::string& what) {
+                                       const std::string& what) {
   if (options_.world_size == 1 || tensors.empty()) return;
   check_same_layout(tensors, "broadcast of " + what);
   for (const auto& [dtype, group] : by_dtype(tensors)) {
@@ -270,7 +270,7 @@ void ProcessGroupCollective::broadcast(const std::vector<torch::Tensor>& tensors
 }
 
 void ProcessGroupCollective::all_reduce_sum(const std::vector<torch::Tensor>& tensors,
-                                  const std::string& what) {
+                                            const std::string& what) {
   if (options_.world_size == 1 || tensors.empty()) return;
   for (const auto& [dtype, group] : by_dtype(tensors)) {
     torch::Tensor flat = flatten(group, device_);
@@ -294,8 +294,8 @@ void ProcessGroupCollective::barrier(const std::string& what) {
 }
 
 std::pair<torch::Tensor, torch::Tensor> pooled_moments(const torch::Tensor& sum_means,
-                                                        const torch::Tensor& sum_second,
-                                                        int64_t groups) {
+                                                       const torch::Tensor& sum_second,
+                                                       int64_t groups) {
   const auto mean = sum_means / static_cast<double>(groups);
   // Σ m_j/M [s_j² + (x_j - x_c)²] = mean of (s_j² + x_j²) - x_c² when the
   // counts are equal; callers pass float64 sums, so nothing cancels badly.

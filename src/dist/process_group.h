@@ -13,7 +13,6 @@
 // (exit 5) naming the operation, the rank and the global step.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/types.h>
 
 #include <chrono>
@@ -21,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <utility>
 #include <vector>
 
@@ -66,8 +66,8 @@ std::map<std::string, std::string> nccl_environment();
 /// variance = Σ m_j/M [s_j² + (x_j - x_c)²]), from the sums over groups of
 /// the means and of (variance + mean²). Returns {mean, variance}.
 std::pair<torch::Tensor, torch::Tensor> pooled_moments(const torch::Tensor& sum_means,
-                                                        const torch::Tensor& sum_second,
-                                                        int64_t groups);
+                                                       const torch::Tensor& sum_second,
+                                                       int64_t groups);
 
 /// The local address (numeric) a socket toward `host` leaves from; "" when
 /// `host` does not resolve.

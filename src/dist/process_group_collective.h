@@ -3,11 +3,11 @@
 // for general use: included by process_group.cc and nccl_group.cc only.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/types.h>
 
 #include <functional>
 #include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
 #include "src/compat/c10d_compat.h"
@@ -37,8 +37,7 @@ class ProcessGroupCollective : public Collective {
   void broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what) override;
   /// Fused per dtype; the result is waited for (on the host for Gloo, on
   /// the current stream for NCCL).
-  void all_reduce_sum(const std::vector<torch::Tensor>& tensors,
-                      const std::string& what) override;
+  void all_reduce_sum(const std::vector<torch::Tensor>& tensors, const std::string& what) override;
   std::unique_ptr<PendingCollective> all_reduce_async(torch::Tensor flat) override;
   void barrier(const std::string& what) override;
 

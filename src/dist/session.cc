@@ -5,14 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <atomic>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -37,15 +37,13 @@ constexpr milliseconds kCallSlack{5000};
 std::string seconds_text(milliseconds d) {
   const auto s = std::chrono::duration<double>(d).count();
   char buf[32];
-  std::snprintf(
-      buf, sizeof buf, s == static_cast<int64_t>(s) ? "%.0f s" : "%.1f s", s);
+  std::snprintf(buf, sizeof buf, s == static_cast<int64_t>(s) ? "%.0f s" : "%.1f s", s);
   return buf;
 }
 
 std::string join_keys(const std::vector<std::string>& keys) {
   std::string out;
-  for (const auto& k : keys)
-    out += (out.empty() ? "'" : ", '") + k + "'";
+  for (const auto& k : keys) out += (out.empty() ? "'" : ", '") + k + "'";
   return out;
 }
 
@@ -53,9 +51,7 @@ std::string join_keys(const std::vector<std::string>& keys) {
 class LocalStore final : public KeyValueStore {
  public:
   explicit LocalStore(milliseconds timeout) : timeout_(timeout) {}
-  void set(const std::string& key, const std::vector<uint8_t>& v) override {
-    core_.set(key, v);
-  }
+  void set(const std::string& key, const std::vector<uint8_t>& v) override { core_.set(key, v); }
   std::vector<uint8_t> get(const std::string& key) override {
     wait({key}, timeout_);
     return *core_.get(key);
@@ -67,26 +63,17 @@ class LocalStore final : public KeyValueStore {
       throw DistributedError(e.what());
     }
   }
-  bool check(const std::vector<std::string>& keys) override {
-    return core_.check(keys);
-  }
-  void wait(const std::vector<std::string>& keys,
-            milliseconds timeout) override {
+  bool check(const std::vector<std::string>& keys) override { return core_.check(keys); }
+  void wait(const std::vector<std::string>& keys, milliseconds timeout) override {
     auto missing = core_.wait(keys, Clock::now() + timeout, nullptr);
     if (!missing.empty()) {
-      throw DistributedError("store: " + join_keys(missing) +
-                             " not set within " + seconds_text(timeout));
+      throw DistributedError("store: " + join_keys(missing) + " not set within " +
+                             seconds_text(timeout));
     }
   }
-  bool remove(const std::string& key) override {
-    return core_.remove(key);
-  }
-  int64_t num_keys() override {
-    return core_.num_keys();
-  }
-  milliseconds timeout() const override {
-    return timeout_;
-  }
+  bool remove(const std::string& key) override { return core_.remove(key); }
+  int64_t num_keys() override { return core_.num_keys(); }
+  milliseconds timeout() const override { return timeout_; }
 
  private:
   KvCore core_;
@@ -97,8 +84,7 @@ class LocalStore final : public KeyValueStore {
 /// polls bounded by the caller's timeout, cut short when the job fails.
 class GrpcStore final : public KeyValueStore {
  public:
-  GrpcStore(CoordinatorClient& client, milliseconds timeout)
-      : client_(client), timeout_(timeout) {}
+  GrpcStore(CoordinatorClient& client, milliseconds timeout) : client_(client), timeout_(timeout) {}
 
   void set(const std::string& key, const std::vector<uint8_t>& v) override {
     pb::StoreRequest req;
@@ -114,8 +100,7 @@ class GrpcStore final : public KeyValueStore {
     req.set_wait_ms(timeout_.count());
     pb::StoreResponse resp = call(req, "store get('" + key + "')");
     if (!resp.ok()) {
-      throw DistributedError("store: '" + key + "' not set within " +
-                             seconds_text(timeout_));
+      throw DistributedError("store: '" + key + "' not set within " + seconds_text(timeout_));
     }
     return {resp.value().begin(), resp.value().end()};
   }
@@ -129,23 +114,18 @@ class GrpcStore final : public KeyValueStore {
   bool check(const std::vector<std::string>& keys) override {
     pb::StoreRequest req;
     req.set_op(pb::StoreRequest::CHECK);
-    for (const auto& k : keys)
-      req.add_keys(k);
+    for (const auto& k : keys) req.add_keys(k);
     return call(req, "store check").ok();
   }
-  void wait(const std::vector<std::string>& keys,
-            milliseconds timeout) override {
+  void wait(const std::vector<std::string>& keys, milliseconds timeout) override {
     pb::StoreRequest req;
     req.set_op(pb::StoreRequest::WAIT);
-    for (const auto& k : keys)
-      req.add_keys(k);
+    for (const auto& k : keys) req.add_keys(k);
     req.set_wait_ms(timeout.count());
     pb::StoreResponse resp = call(req, "store wait");
     if (!resp.ok()) {
-      throw DistributedError(
-          "store: " +
-          join_keys({resp.missing().begin(), resp.missing().end()}) +
-          " not set within " + seconds_text(timeout));
+      throw DistributedError("store: " + join_keys({resp.missing().begin(), resp.missing().end()}) +
+                             " not set within " + seconds_text(timeout));
     }
   }
   bool remove(const std::string& key) override {
@@ -159,15 +139,12 @@ class GrpcStore final : public KeyValueStore {
     req.set_op(pb::StoreRequest::NUM_KEYS);
     return call(req, "store num_keys").number();
   }
-  milliseconds timeout() const override {
-    return timeout_;
-  }
+  milliseconds timeout() const override { return timeout_; }
 
  private:
   pb::StoreResponse call(const pb::StoreRequest& req, const std::string& what) {
-    auto ctx = client_.context(
-        (req.wait_ms() > 0 ? milliseconds(req.wait_ms()) : timeout_) +
-        kCallSlack);
+    auto ctx =
+        client_.context((req.wait_ms() > 0 ? milliseconds(req.wait_ms()) : timeout_) + kCallSlack);
     pb::StoreResponse resp;
     grpc::Status s = client_.stub().Store(ctx.get(), req, &resp);
     // An overloaded server ran nothing: try again (a fresh context each
@@ -176,15 +153,14 @@ class GrpcStore final : public KeyValueStore {
     while (overloaded(s) && Clock::now() < until) {
       std::this_thread::sleep_for(milliseconds(50));
       resp.Clear();
-      auto retry = client_.context(
-          (req.wait_ms() > 0 ? milliseconds(req.wait_ms()) : timeout_) + kCallSlack);
+      auto retry = client_.context((req.wait_ms() > 0 ? milliseconds(req.wait_ms()) : timeout_) +
+                                   kCallSlack);
       s = client_.stub().Store(retry.get(), req, &resp);
     }
     if (s.error_code() == grpc::ABORTED) {
       throw DistributedError(what + " aborted: " + s.error_message());
     }
-    if (!s.ok())
-      throw DistributedError(client_.explain(s, what));
+    if (!s.ok()) throw DistributedError(client_.explain(s, what));
     return resp;
   }
 
@@ -194,8 +170,7 @@ class GrpcStore final : public KeyValueStore {
 
 std::string hostname() {
   char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0)
-    return "unknown";
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;
 }
 
@@ -235,13 +210,14 @@ std::string local_job_token_path(const ClusterSpec& spec) {
 std::string local_job_token(const ClusterSpec& spec, std::chrono::milliseconds timeout) {
   const std::string dir = local_job_token_dir();
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    throw DistributedError("cannot create " + dir + " for the job's token: " +
-                           std::strerror(errno));
+    throw DistributedError("cannot create " + dir +
+                           " for the job's token: " + std::strerror(errno));
   }
   struct stat st {};
   if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
       (st.st_mode & 077) != 0) {
-    throw DistributedError(dir + " must be a directory of this user's only (mode 0700) to "
+    throw DistributedError(dir +
+                           " must be a directory of this user's only (mode 0700) to "
                            "share the job's token; set FASTNN_JOB_TOKEN instead");
   }
   const std::string path = local_job_token_path(spec);
@@ -274,8 +250,7 @@ SessionOptions session_options(const HParams& hp, const Environment& env) {
   SessionOptions o;
   o.worker_timeout = std::chrono::seconds(hp.worker_timeout_secs);
   if (!hp.job_token_file.empty()) {
-    o.token = std::string(
-        config::trim(read_text_file(hp.job_token_file, "job_token_file")));
+    o.token = std::string(config::trim(read_text_file(hp.job_token_file, "job_token_file")));
     if (o.token.empty()) {
       throw ConfigError("job_token_file: '" + hp.job_token_file + "' is empty");
     }
@@ -287,11 +262,9 @@ SessionOptions session_options(const HParams& hp, const Environment& env) {
   o.tls_ca_file = hp.tls_ca_file;
   o.job_settings = config::job_settings(hp);
   if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
-    throw ConfigError(
-        std::string(o.tls_cert_file.empty() ? "tls_key_file"
-                                            : "tls_cert_file") +
-        " is set without " +
-        (o.tls_cert_file.empty() ? "tls_cert_file" : "tls_key_file"));
+    throw ConfigError(std::string(o.tls_cert_file.empty() ? "tls_key_file" : "tls_cert_file") +
+                      " is set without " +
+                      (o.tls_cert_file.empty() ? "tls_cert_file" : "tls_key_file"));
   }
   if (!o.tls_cert_file.empty() && o.tls_ca_file.empty()) {
     throw ConfigError(
@@ -325,12 +298,10 @@ struct WorkerSession::Impl {
     {
       std::lock_guard<std::mutex> lock(mu);
       stopping = true;
-      if (inflight)
-        inflight->TryCancel();
+      if (inflight) inflight->TryCancel();
     }
     cv.notify_all();
-    if (heartbeat.joinable())
-      heartbeat.join();
+    if (heartbeat.joinable()) heartbeat.join();
   }
 
   void rendezvous() {
@@ -339,8 +310,7 @@ struct WorkerSession::Impl {
     bool reached = false;
     pb::JoinResponse last;
     while (Clock::now() < deadline) {
-      const auto left =
-          std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
       const milliseconds wait = std::min(left, milliseconds(2000));
       pb::JoinRequest req;
       req.set_rank(spec.rank);
@@ -354,8 +324,7 @@ struct WorkerSession::Impl {
       if (s.ok()) {
         reached = true;
         last = resp;
-        if (resp.complete())
-          return;
+        if (resp.complete()) return;
         continue;
       }
       if (s.error_code() == grpc::ABORTED) {
@@ -367,13 +336,11 @@ struct WorkerSession::Impl {
       last_error = client->explain(s, "rendezvous");
       std::this_thread::sleep_for(std::min(
           milliseconds(200),
-          std::chrono::duration_cast<milliseconds>(deadline - Clock::now() +
-                                                   milliseconds(1))));
+          std::chrono::duration_cast<milliseconds>(deadline - Clock::now() + milliseconds(1))));
     }
     const std::string after = " after " + seconds_text(opts.worker_timeout);
     if (!reached) {
-      throw DistributedError("rendezvous failed" + after + ": coordinator " +
-                             spec.coordinator +
+      throw DistributedError("rendezvous failed" + after + ": coordinator " + spec.coordinator +
                              " unreachable (last error: " + last_error + ")");
     }
     // The reply lists the first few missing ranks; the rest are counted.
@@ -383,13 +350,10 @@ struct WorkerSession::Impl {
       missing += (missing.empty() ? "" : ", ") + std::to_string(last.missing(i));
     }
     const int64_t listed = std::min<int64_t>(last.missing_size(), kMaxListedRanks);
-    if (count > listed)
-      missing += " and " + std::to_string(count - listed) + " more";
-    throw DistributedError("rendezvous timed out" + after + ": " +
-                           std::to_string(last.joined()) + " of " +
-                           std::to_string(spec.world_size) +
-                           " workers joined; missing rank" +
-                           (count > 1 ? "s " : " ") + missing +
+    if (count > listed) missing += " and " + std::to_string(count - listed) + " more";
+    throw DistributedError("rendezvous timed out" + after + ": " + std::to_string(last.joined()) +
+                           " of " + std::to_string(spec.world_size) +
+                           " workers joined; missing rank" + (count > 1 ? "s " : " ") + missing +
                            " (coordinator " + spec.coordinator + ")");
   }
 
@@ -410,21 +374,19 @@ struct WorkerSession::Impl {
       kv.set(kHash, hash);
     } else if (kv.get(kHash) != hash) {
       const std::vector<uint8_t> chief = kv.get(kText);
-      const std::string diff = "rank " + std::to_string(spec.rank) + " differs from rank 0: " +
-                               config::describe_differences(
-                                   opts.job_settings, std::string(chief.begin(), chief.end()));
+      const std::string diff =
+          "rank " + std::to_string(spec.rank) + " differs from rank 0: " +
+          config::describe_differences(opts.job_settings, std::string(chief.begin(), chief.end()));
       kv.set(kDiff, {diff.begin(), diff.end()});
     }
     // A counter and a key its last increment sets: one wait per worker,
     // whatever the world size.
     auto all_reach = [&](const std::string& name) {
-      if (kv.add(name, 1) == spec.world_size)
-        kv.set(name + "/all", {1});
+      if (kv.add(name, 1) == spec.world_size) kv.set(name + "/all", {1});
       kv.wait({name + "/all"}, opts.worker_timeout);
     };
     all_reach("fastnn/settings/checked");
-    if (!kv.check({kDiff}))
-      return "";
+    if (!kv.check({kDiff})) return "";
     const std::vector<uint8_t> diff = kv.get(kDiff);
     // Nobody exits (which fails the job) before every worker has read it.
     all_reach("fastnn/settings/read");
@@ -433,17 +395,13 @@ struct WorkerSession::Impl {
 
   void heartbeat_loop() {
     const milliseconds call_timeout = std::min<milliseconds>(
-        std::max(opts.heartbeat_interval * 2, milliseconds(1000)),
-        opts.worker_timeout);
+        std::max(opts.heartbeat_interval * 2, milliseconds(1000)), opts.worker_timeout);
     auto last_ok = Clock::now();
     std::string last_error;
     std::unique_lock<std::mutex> lock(mu);
     while (!stopping) {
-      cv.wait_for(lock, opts.heartbeat_interval, [&] {
-        return stopping || stop_pending;
-      });
-      if (stopping)
-        break;
+      cv.wait_for(lock, opts.heartbeat_interval, [&] { return stopping || stop_pending; });
+      if (stopping) break;
       pb::HeartbeatRequest req;
       req.set_rank(spec.rank);
       req.mutable_report()->set_step(report.step);
@@ -458,33 +416,27 @@ struct WorkerSession::Impl {
       grpc::Status s = client->stub().Heartbeat(ctx.get(), req, &resp);
       lock.lock();
       inflight = nullptr;
-      if (stopping)
-        break;
+      if (stopping) break;
       const auto now = Clock::now();
       if (s.ok()) {
         last_ok = now;
-        if (req.request_stop())
-          stop_pending = false;
-        if (resp.stop_requested())
-          stop_requested = true;
-        if (!resp.failure().empty() && !failure)
-          failure = resp.failure();
+        if (req.request_stop()) stop_pending = false;
+        if (resp.stop_requested()) stop_requested = true;
+        if (!resp.failure().empty() && !failure) failure = resp.failure();
         continue;
       }
       last_error = client->explain(s, "heartbeat");
       if (!failure && !transient(s)) {
         failure = last_error;
       } else if (!failure && now - last_ok > opts.worker_timeout) {
-        failure = "coordinator " + spec.coordinator +
-                  " lost: no response for " +
+        failure = "coordinator " + spec.coordinator + " lost: no response for " +
                   seconds_text(opts.worker_timeout) + " (" + last_error + ")";
       }
     }
   }
 };
 
-WorkerSession::WorkerSession(const ClusterSpec& spec,
-                             const SessionOptions& given)
+WorkerSession::WorkerSession(const ClusterSpec& spec, const SessionOptions& given)
     : impl_(std::make_unique<Impl>()) {
   SessionOptions options = given;
   impl_->spec = spec;
@@ -521,68 +473,55 @@ WorkerSession::WorkerSession(const ClusterSpec& spec,
     impl_->server = std::make_unique<CoordinatorServer>(so);
     const std::string bound = std::to_string(impl_->server->port());
     impl_->spec.coordinator =
-        (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-        bound;
+        (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + bound;
     co.address = impl_->server->local_address();
     co.tls_target_name = host;
   }
   impl_->client = std::make_unique<CoordinatorClient>(co);
-  impl_->store =
-      std::make_unique<GrpcStore>(*impl_->client, options.worker_timeout);
+  impl_->store = std::make_unique<GrpcStore>(*impl_->client, options.worker_timeout);
   try {
     impl_->rendezvous();
   } catch (const DistributedError& e) {
     // Tell the workers still waiting why, before the server goes away.
-    if (impl_->server)
-      impl_->server->abort(e.what());
+    if (impl_->server) impl_->server->abort(e.what());
     throw;
   }
-  impl_->heartbeat =
-      std::thread([impl = impl_.get()] { impl->heartbeat_loop(); });
-  if (options.job_settings.empty())
-    return;
+  impl_->heartbeat = std::thread([impl = impl_.get()] { impl->heartbeat_loop(); });
+  if (options.job_settings.empty()) return;
   std::string differences;
   try {
     differences = impl_->compare_settings();
   } catch (const DistributedError& e) {
-    if (impl_->server)
-      impl_->server->abort(e.what());
+    if (impl_->server) impl_->server->abort(e.what());
     throw;
   }
   if (!differences.empty()) {
     finish(kExitUsage);
-    if (!impl_->token_file.empty())
-      std::remove(impl_->token_file.c_str());
-    throw ConfigError("the workers' settings differ (every key but per-rank ones such as "
-                      "task_index, device, train_dir, dataset_dir and thread counts must "
-                      "match): " + differences);
+    if (!impl_->token_file.empty()) std::remove(impl_->token_file.c_str());
+    throw ConfigError(
+        "the workers' settings differ (every key but per-rank ones such as "
+        "task_index, device, train_dir, dataset_dir and thread counts must "
+        "match): " +
+        differences);
   }
 }
 
 WorkerSession::~WorkerSession() {
-  if (!impl_)
-    return;
+  if (!impl_) return;
   finish(kExitInternal);
-  if (!impl_->token_file.empty())
-    std::remove(impl_->token_file.c_str());
+  if (!impl_->token_file.empty()) std::remove(impl_->token_file.c_str());
 }
 
-const ClusterSpec& WorkerSession::spec() const {
-  return impl_->spec;
-}
+const ClusterSpec& WorkerSession::spec() const { return impl_->spec; }
 
-KeyValueStore& WorkerSession::store() {
-  return *impl_->store;
-}
+KeyValueStore& WorkerSession::store() { return *impl_->store; }
 
 void WorkerSession::report(const WorkerReport& r) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->report = r;
 }
 
-bool WorkerSession::stop_requested() const {
-  return impl_->stop_requested;
-}
+bool WorkerSession::stop_requested() const { return impl_->stop_requested; }
 
 std::optional<std::string> WorkerSession::failure() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -607,21 +546,17 @@ void WorkerSession::finish(int exit_code) {
   bool coordinator_lost = false, job_failed = false;
   {
     std::lock_guard<std::mutex> lock(m.mu);
-    if (m.finished)
-      return;
+    if (m.finished) return;
     m.finished = true;
     m.stopping = true;
-    if (m.inflight)
-      m.inflight->TryCancel();  // do not wait out an unanswered heartbeat
+    if (m.inflight) m.inflight->TryCancel();  // do not wait out an unanswered heartbeat
     step = m.report.step;
     coordinator_lost = m.failure && m.failure->rfind("coordinator ", 0) == 0;
     job_failed = m.failure.has_value();
   }
   m.cv.notify_all();
-  if (m.heartbeat.joinable())
-    m.heartbeat.join();
-  if (!m.client)
-    return;
+  if (m.heartbeat.joinable()) m.heartbeat.join();
+  if (!m.client) return;
   if (!coordinator_lost) {
     pb::FinishRequest req;
     req.set_rank(m.spec.rank);
@@ -638,8 +573,7 @@ void WorkerSession::finish(int exit_code) {
       auto ctx = m.client->context(milliseconds(1000),
                                    /*wait_for_ready=*/false);
       grpc::Status st = m.client->stub().Finish(ctx.get(), req, &resp);
-      if (st.error_code() != grpc::UNAVAILABLE || Clock::now() >= until)
-        break;
+      if (st.error_code() != grpc::UNAVAILABLE || Clock::now() >= until) break;
       std::this_thread::sleep_for(milliseconds(100));
     }
   }

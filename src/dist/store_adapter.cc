@@ -2,11 +2,9 @@
 
 namespace fastnn::dist {
 
-StoreAdapter::StoreAdapter(KeyValueStore& store)
-    : c10d::Store(store.timeout()), store_(store) {}
+StoreAdapter::StoreAdapter(KeyValueStore& store) : c10d::Store(store.timeout()), store_(store) {}
 
-void StoreAdapter::set(const std::string& key,
-                       const std::vector<uint8_t>& value) {
+void StoreAdapter::set(const std::string& key, const std::vector<uint8_t>& value) {
   store_.set(key, value);
 }
 
@@ -17,25 +15,15 @@ std::vector<uint8_t> StoreAdapter::get(const std::string& key) {
   return store_.get(key);
 }
 
-int64_t StoreAdapter::add(const std::string& key, int64_t value) {
-  return store_.add(key, value);
-}
+int64_t StoreAdapter::add(const std::string& key, int64_t value) { return store_.add(key, value); }
 
-bool StoreAdapter::deleteKey(const std::string& key) {
-  return store_.remove(key);
-}
+bool StoreAdapter::deleteKey(const std::string& key) { return store_.remove(key); }
 
-bool StoreAdapter::check(const std::vector<std::string>& keys) {
-  return store_.check(keys);
-}
+bool StoreAdapter::check(const std::vector<std::string>& keys) { return store_.check(keys); }
 
-int64_t StoreAdapter::getNumKeys() {
-  return store_.num_keys();
-}
+int64_t StoreAdapter::getNumKeys() { return store_.num_keys(); }
 
-void StoreAdapter::wait(const std::vector<std::string>& keys) {
-  store_.wait(keys, timeout_);
-}
+void StoreAdapter::wait(const std::vector<std::string>& keys) { store_.wait(keys, timeout_); }
 
 void StoreAdapter::wait(const std::vector<std::string>& keys,
                         const std::chrono::milliseconds& timeout) {

@@ -2,10 +2,9 @@
 // NCCL unique id) travel through the coordinator like every other key.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
-
 #include <chrono>
 #include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
 #include "src/dist/kv_store.h"

@@ -1,5 +1,6 @@
 #include "src/export/onnx_export.h"
 
+#include <ATen/PadNd.h>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <torch/csrc/jit/frontend/tracer.h>
@@ -7,7 +8,6 @@
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
-#include <ATen/PadNd.h>
 #include <torch/torch.h>
 
 #include <functional>
@@ -44,9 +44,7 @@ class Converter {
     }
   }
 
-  void set_name(const Value* v, const std::string& name) {
-    names_[v] = name;
-  }
+  void set_name(const Value* v, const std::string& name) { names_[v] = name; }
 
   void convert(Node* n) {
     const std::string kind = n->kind().toQualString();
@@ -72,15 +70,11 @@ class Converter {
     if (!iv) unmapped(user->kind().toQualString(), "an argument that is not a constant");
     return *iv;
   }
-  int64_t int_arg(const Node* n, size_t i) const {
-    return constant(n->input(i), n).toInt();
-  }
+  int64_t int_arg(const Node* n, size_t i) const { return constant(n->input(i), n).toInt(); }
   double double_arg(const Node* n, size_t i) const {
     return constant(n->input(i), n).toScalar().toDouble();
   }
-  bool bool_arg(const Node* n, size_t i) const {
-    return constant(n->input(i), n).toBool();
-  }
+  bool bool_arg(const Node* n, size_t i) const { return constant(n->input(i), n).toBool(); }
   bool is_none(const Node* n, size_t i) const {
     auto iv = torch::jit::toIValue(n->input(i));
     return iv && iv->isNone();
@@ -100,9 +94,7 @@ class Converter {
     return static_cast<int64_t>(s.size());
   }
 
-  std::string fresh(const std::string& stem) {
-    return stem + "_" + std::to_string(counter_++);
-  }
+  std::string fresh(const std::string& stem) { return stem + "_" + std::to_string(counter_++); }
 
   // The ONNX name of a tensor input: a value computed by an earlier node,
   // or a constant (a weight, or a number) written as an initializer.
@@ -114,7 +106,8 @@ class Converter {
     if (iv.isTensor()) {
       name = tensor_initializer(iv.toTensor());
     } else if (iv.isDouble() || iv.isInt()) {
-      name = initializer(fresh("scalar"), torch::tensor(static_cast<float>(iv.toScalar().toDouble())));
+      name =
+          initializer(fresh("scalar"), torch::tensor(static_cast<float>(iv.toScalar().toDouble())));
     } else {
       unmapped(user->kind().toQualString(), "an input of type " + iv.tagKind());
     }
@@ -351,7 +344,8 @@ class Converter {
     const int64_t end = is_none(n, 3) ? std::numeric_limits<int64_t>::max() : int_arg(n, 3);
     node("Slice",
          {input(n, 0), ints_initializer({start}), ints_initializer({end}),
-          ints_initializer({axis(n, int_arg(n, 1), n->input(0))}), ints_initializer({int_arg(n, 4)})},
+          ints_initializer({axis(n, int_arg(n, 1), n->input(0))}),
+          ints_initializer({int_arg(n, 4)})},
          n->output());
   }
 
@@ -399,7 +393,8 @@ class Converter {
         // F::pad's enum form (local_response_norm): at::padding_mode.
         {"aten::_pad_enum",
          [](Converter& c, Node* n) {
-           if (c.int_arg(n, 2) != static_cast<int64_t>(at::padding_mode::constant)) c.unmapped("aten::_pad_enum", "a mode other than constant");
+           if (c.int_arg(n, 2) != static_cast<int64_t>(at::padding_mode::constant))
+             c.unmapped("aten::_pad_enum", "a mode other than constant");
            c.pad(n, c.is_none(n, 3) ? 0.0 : c.double_arg(n, 3));
          }},
         {"aten::add", [](Converter& c, Node* n) { c.binary(n, "Add"); }},
@@ -449,8 +444,8 @@ class Converter {
   std::set<std::string> used_names_;
 };
 
-void tensor_type(onnx::ValueInfoProto* v, const std::string& name,
-                 const std::vector<int64_t>& dims, bool dynamic_batch) {
+void tensor_type(onnx::ValueInfoProto* v, const std::string& name, const std::vector<int64_t>& dims,
+                 bool dynamic_batch) {
   v->set_name(name);
   auto* t = v->mutable_type()->mutable_tensor_type();
   t->set_elem_type(onnx::TensorProto::FLOAT);

@@ -37,21 +37,17 @@ void sync_dir(const std::string& dir, const std::string& path) {
   int err = errno;
   ::close(fd);
   if (rc != 0 && err != EINVAL && err != EROFS) {
-    throw DataError("cannot sync directory of '" + path +
-                    "': " + std::strerror(err));
+    throw DataError("cannot sync directory of '" + path + "': " + std::strerror(err));
   }
 }
 
 }  // namespace
 
 AtomicFileWriter::AtomicFileWriter(std::string path)
-    : path_(std::move(path)),
-      tmp_path_(path_ + ".tmp-" + std::to_string(::getpid())) {
-  fd_ =
-      ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    : path_(std::move(path)), tmp_path_(path_ + ".tmp-" + std::to_string(::getpid())) {
+  fd_ = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd_ < 0) {
-    throw DataError("cannot create '" + tmp_path_ +
-                    "': " + std::strerror(errno));
+    throw DataError("cannot create '" + tmp_path_ + "': " + std::strerror(errno));
   }
   buffer_.reserve(kWriteBufferBytes);
 }
@@ -66,8 +62,7 @@ AtomicFileWriter::~AtomicFileWriter() {
 }
 
 void AtomicFileWriter::fail(const char* what, int err) const {
-  throw DataError(std::string("cannot ") + what + " '" + path_ +
-                  "': " + std::strerror(err));
+  throw DataError(std::string("cannot ") + what + " '" + path_ + "': " + std::strerror(err));
 }
 
 void AtomicFileWriter::write_all(const char* data, size_t n) {

@@ -28,9 +28,7 @@ class AtomicFileWriter {
   void commit();
 
   /// The final path.
-  const std::string& path() const {
-    return path_;
-  }
+  const std::string& path() const { return path_; }
 
  private:
   void write_all(const char* data, size_t n);

@@ -19,9 +19,7 @@ class FileSource : public ByteSource {
  public:
   FileSource(int fd, std::string path)
       : fd_(fd), path_(std::move(path)), buffer_(kFileBufferBytes) {}
-  ~FileSource() override {
-    ::close(fd_);
-  }
+  ~FileSource() override { ::close(fd_); }
   FileSource(const FileSource&) = delete;
   FileSource& operator=(const FileSource&) = delete;
 
@@ -46,9 +44,7 @@ class FileSource : public ByteSource {
     return k;
   }
 
-  const std::string& name() const override {
-    return path_;
-  }
+  const std::string& name() const override { return path_; }
 
  private:
   size_t read_some(void* dst, size_t n) {
@@ -85,9 +81,7 @@ class MemorySource : public ByteSource {
     return k;
   }
 
-  const std::string& name() const override {
-    return name_;
-  }
+  const std::string& name() const override { return name_; }
 
  private:
   std::string bytes_;

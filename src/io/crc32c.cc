@@ -63,9 +63,8 @@ uint32_t crc32c_extend_portable(uint32_t crc, const void* data, size_t n) {
   uint32_t c = ~crc;
   while (n >= 8) {
     uint64_t v = load_le64(p) ^ c;
-    c = kTables[7][v & 0xFF] ^ kTables[6][(v >> 8) & 0xFF] ^
-        kTables[5][(v >> 16) & 0xFF] ^ kTables[4][(v >> 24) & 0xFF] ^
-        kTables[3][(v >> 32) & 0xFF] ^ kTables[2][(v >> 40) & 0xFF] ^
+    c = kTables[7][v & 0xFF] ^ kTables[6][(v >> 8) & 0xFF] ^ kTables[5][(v >> 16) & 0xFF] ^
+        kTables[4][(v >> 24) & 0xFF] ^ kTables[3][(v >> 32) & 0xFF] ^ kTables[2][(v >> 40) & 0xFF] ^
         kTables[1][(v >> 48) & 0xFF] ^ kTables[0][v >> 56];
     p += 8;
     n -= 8;
@@ -78,12 +77,9 @@ uint32_t crc32c_extend_portable(uint32_t crc, const void* data, size_t n) {
 
 #ifdef FASTNN_CRC32C_X86
 
-bool crc32c_sse42_available() {
-  return __builtin_cpu_supports("sse4.2");
-}
+bool crc32c_sse42_available() { return __builtin_cpu_supports("sse4.2"); }
 
-__attribute__((target("sse4.2"))) uint32_t crc32c_extend_sse42(uint32_t crc,
-                                                               const void* data,
+__attribute__((target("sse4.2"))) uint32_t crc32c_extend_sse42(uint32_t crc, const void* data,
                                                                size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
   uint32_t c = ~crc;
@@ -117,9 +113,7 @@ __attribute__((target("sse4.2"))) uint32_t crc32c_extend_sse42(uint32_t crc,
 
 #else
 
-bool crc32c_sse42_available() {
-  return false;
-}
+bool crc32c_sse42_available() { return false; }
 
 uint32_t crc32c_extend_sse42(uint32_t crc, const void* data, size_t n) {
   return crc32c_extend_portable(crc, data, n);
@@ -134,13 +128,9 @@ uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n) {
   return extend(crc, data, n);
 }
 
-uint32_t crc32c(const void* data, size_t n) {
-  return crc32c_extend(0, data, n);
-}
+uint32_t crc32c(const void* data, size_t n) { return crc32c_extend(0, data, n); }
 
-uint32_t mask_crc(uint32_t crc) {
-  return ((crc >> 15) | (crc << 17)) + kMaskDelta;
-}
+uint32_t mask_crc(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + kMaskDelta; }
 
 uint32_t unmask_crc(uint32_t masked) {
   uint32_t rot = masked - kMaskDelta;

@@ -26,13 +26,12 @@ EventWriter::EventWriter(const std::string& dir) {
   char host[256] = "localhost";
   gethostname(host, sizeof(host) - 1);
   const auto secs = static_cast<long long>(wall_time());
-  path_ = (std::filesystem::path(dir) /
-           ("events.out.tfevents." + std::to_string(secs) + "." + host))
-              .string();
+  path_ =
+      (std::filesystem::path(dir) / ("events.out.tfevents." + std::to_string(secs) + "." + host))
+          .string();
   file_ = std::fopen(path_.c_str(), "ab");
   if (!file_) {
-    throw DataError("cannot create event file '" + path_ + "': " +
-                    std::strerror(errno));
+    throw DataError("cannot create event file '" + path_ + "': " + std::strerror(errno));
   }
   tfproto::Event header;
   header.set_wall_time(wall_time());
@@ -48,13 +47,12 @@ EventWriter::~EventWriter() {
 void EventWriter::write_event(const std::string& serialized) {
   const std::string framed = frame_record(serialized);
   if (std::fwrite(framed.data(), 1, framed.size(), file_) != framed.size()) {
-    throw DataError("cannot write event file '" + path_ + "': " +
-                    std::strerror(errno));
+    throw DataError("cannot write event file '" + path_ + "': " + std::strerror(errno));
   }
 }
 
-void EventWriter::add_scalars(
-    int64_t step, const std::vector<std::pair<std::string, double>>& values) {
+void EventWriter::add_scalars(int64_t step,
+                              const std::vector<std::pair<std::string, double>>& values) {
   tfproto::Event event;
   event.set_wall_time(wall_time());
   event.set_step(step);
@@ -67,8 +65,6 @@ void EventWriter::add_scalars(
   write_event(event.SerializeAsString());
 }
 
-void EventWriter::flush() {
-  std::fflush(file_);
-}
+void EventWriter::flush() { std::fflush(file_); }
 
 }  // namespace fastnn::io

@@ -20,12 +20,9 @@ class EventWriter {
   EventWriter& operator=(const EventWriter&) = delete;
 
   /// One Event at `step` holding every (tag, value) as a simple_value.
-  void add_scalars(int64_t step,
-                   const std::vector<std::pair<std::string, double>>& values);
+  void add_scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values);
   void flush();
-  const std::string& path() const {
-    return path_;
-  }
+  const std::string& path() const { return path_; }
 
  private:
   void write_event(const std::string& serialized);

@@ -33,9 +33,7 @@ const char* kind_name(Feature::KindCase kind) {
 
 // Returns the feature under key checked to hold exactly one value of the
 // wanted kind, or nullptr when it is absent and optional.
-Feature* find_single(FeatureMap& features,
-                     const std::string& key,
-                     Feature::KindCase want,
+Feature* find_single(FeatureMap& features, const std::string& key, Feature::KindCase want,
                      bool required) {
   auto it = features.find(key);
   if (it == features.end()) {
@@ -46,14 +44,12 @@ Feature* find_single(FeatureMap& features,
   }
   Feature& f = it->second;
   if (f.kind_case() != want) {
-    throw DataError("feature '" + key + "' is " + kind_name(f.kind_case()) +
-                    ", expected " + kind_name(want));
+    throw DataError("feature '" + key + "' is " + kind_name(f.kind_case()) + ", expected " +
+                    kind_name(want));
   }
-  int n = want == Feature::kBytesList ? f.bytes_list().value_size()
-                                      : f.int64_list().value_size();
+  int n = want == Feature::kBytesList ? f.bytes_list().value_size() : f.int64_list().value_size();
   if (n != 1) {
-    throw DataError("feature '" + key + "' has " + std::to_string(n) +
-                    " values, expected 1");
+    throw DataError("feature '" + key + "' has " + std::to_string(n) + " values, expected 1");
   }
   return &f;
 }
@@ -63,9 +59,7 @@ int64_t get_int64(FeatureMap& features, const std::string& key, bool required) {
   return f ? f->int64_list().value(0) : 0;
 }
 
-void put_bytes(FeatureMap& features,
-               const std::string& key,
-               const std::string& value) {
+void put_bytes(FeatureMap& features, const std::string& key, const std::string& value) {
   features[key].mutable_bytes_list()->add_value(value);
 }
 
@@ -95,8 +89,7 @@ std::string encode_image_example(const ImageRecord& r) {
   return out;
 }
 
-ImageRecord decode_image_example(std::string_view bytes,
-                                 const ExampleKeys& keys) {
+ImageRecord decode_image_example(std::string_view bytes, const ExampleKeys& keys) {
   Example example;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !example.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
@@ -104,11 +97,9 @@ ImageRecord decode_image_example(std::string_view bytes,
   }
   FeatureMap& features = *example.mutable_features()->mutable_feature();
   ImageRecord r;
-  Feature* encoded =
-      find_single(features, keys.encoded, Feature::kBytesList, true);
+  Feature* encoded = find_single(features, keys.encoded, Feature::kBytesList, true);
   r.encoded = std::move(*encoded->mutable_bytes_list()->mutable_value(0));
-  if (Feature* format =
-          find_single(features, keys.format, Feature::kBytesList, false)) {
+  if (Feature* format = find_single(features, keys.format, Feature::kBytesList, false)) {
     r.format = std::move(*format->mutable_bytes_list()->mutable_value(0));
   }
   r.label = get_int64(features, keys.label, true);

@@ -21,8 +21,7 @@ namespace {
 // Upper bound on decoded pixels, so a forged header cannot demand gigabytes.
 constexpr uint64_t kMaxPixels = uint64_t{1} << 28;
 
-constexpr unsigned char kPngMagic[] = {
-    0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+constexpr unsigned char kPngMagic[] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
 constexpr unsigned char kJpegMagic[] = {0xFF, 0xD8, 0xFF};
 
 bool starts_with(std::string_view bytes, const unsigned char* magic, size_t n) {
@@ -34,8 +33,7 @@ bool size_ok(uint64_t width, uint64_t height) {
 }
 
 std::string size_error(uint64_t width, uint64_t height) {
-  return "size " + std::to_string(width) + "x" + std::to_string(height) +
-         " is empty or too large";
+  return "size " + std::to_string(width) + "x" + std::to_string(height) + " is empty or too large";
 }
 
 // Removes every (stride)th byte (the alpha channel) in place.
@@ -53,9 +51,7 @@ void drop_alpha(std::vector<uint8_t>* pixels, int color_channels) {
 
 struct PngImageFree {
   png_image* image;
-  ~PngImageFree() {
-    png_image_free(image);
-  }
+  ~PngImageFree() { png_image_free(image); }
 };
 
 Image decode_png(std::string_view bytes, int channels) {
@@ -67,8 +63,7 @@ Image decode_png(std::string_view bytes, int channels) {
     throw DataError(std::string("undecodable PNG: ") + image.message);
   }
   if (!size_ok(image.width, image.height)) {
-    throw DataError("undecodable PNG: " +
-                    size_error(image.width, image.height));
+    throw DataError("undecodable PNG: " + size_error(image.width, image.height));
   }
   image.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
   const bool alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
@@ -79,10 +74,9 @@ Image decode_png(std::string_view bytes, int channels) {
   if (channels == 0) {
     out.channels = (image.format & PNG_FORMAT_FLAG_COLOR) != 0 ? 3 : 1;
   }
-  image.format = (out.channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY) |
-                 (alpha ? PNG_FORMAT_FLAG_ALPHA : 0);
-  out.pixels.resize(size_t{image.width} * image.height *
-                    (out.channels + (alpha ? 1 : 0)));
+  image.format =
+      (out.channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY) | (alpha ? PNG_FORMAT_FLAG_ALPHA : 0);
+  out.pixels.resize(size_t{image.width} * image.height * (out.channels + (alpha ? 1 : 0)));
   if (!png_image_finish_read(&image, nullptr, out.pixels.data(), 0, nullptr)) {
     throw DataError(std::string("undecodable PNG: ") + image.message);
   }
@@ -130,8 +124,7 @@ uint8_t cmyk_channel(int c, int k, bool inverted) {
 }
 
 // Converts one row of CMYK (as libjpeg returns it) to gray or RGB.
-void cmyk_row(
-    const uint8_t* in, int width, int channels, bool adobe, uint8_t* out) {
+void cmyk_row(const uint8_t* in, int width, int channels, bool adobe, uint8_t* out) {
   for (int x = 0; x < width; ++x, in += 4) {
     uint8_t r = cmyk_channel(in[0], in[3], adobe);
     uint8_t g = cmyk_channel(in[1], in[3], adobe);
@@ -153,13 +146,9 @@ struct ScaledPlan {
   JDIMENSION top = 0, left = 0, bottom = 0, right = 0;
 };
 
-JDIMENSION scaled_floor(int64_t v, int num) {
-  return static_cast<JDIMENSION>(v * num / 8);
-}
+JDIMENSION scaled_floor(int64_t v, int num) { return static_cast<JDIMENSION>(v * num / 8); }
 
-JDIMENSION scaled_ceil(int64_t v, int num) {
-  return static_cast<JDIMENSION>((v * num + 7) / 8);
-}
+JDIMENSION scaled_ceil(int64_t v, int num) { return static_cast<JDIMENSION>((v * num + 7) / 8); }
 
 ScaledPlan plan_region(const DecodeOptions& o, int height, int width) {
   const bool crop = o.crop_height > 0 && o.crop_width > 0;
@@ -172,8 +161,7 @@ ScaledPlan plan_region(const DecodeOptions& o, int height, int width) {
     // 8/8), while 3/8, 5/8, 3/4, 7/8 use plain C IDCTs (10x10 .. 14x14 for
     // 4:2:0 chroma) that decode slower than full size.
     for (int n : {1, 2, 4, 8}) {
-      if (h * n >= int64_t{o.min_height} * 8 &&
-          w * n >= int64_t{o.min_width} * 8) {
+      if (h * n >= int64_t{o.min_height} * 8 && w * n >= int64_t{o.min_width} * 8) {
         p.scale_num = n;
         break;
       }
@@ -184,10 +172,8 @@ ScaledPlan plan_region(const DecodeOptions& o, int height, int width) {
   // level or two; the margin keeps those outside the requested region.
   p.top = scaled_floor(top, p.scale_num);
   p.left = scaled_floor(std::max<int64_t>(left - 1, 0), p.scale_num);
-  p.bottom = std::min(scaled_ceil(top + h, p.scale_num),
-                      scaled_ceil(height, p.scale_num));
-  p.right = std::min(scaled_ceil(left + w + 1, p.scale_num),
-                     scaled_ceil(width, p.scale_num));
+  p.bottom = std::min(scaled_ceil(top + h, p.scale_num), scaled_ceil(height, p.scale_num));
+  p.right = std::min(scaled_ceil(left + w + 1, p.scale_num), scaled_ceil(width, p.scale_num));
   p.top = std::min(p.top, p.bottom);
   p.left = std::min(p.left, p.right);
   return p;
@@ -198,9 +184,7 @@ ScaledPlan plan_region(const DecodeOptions& o, int height, int width) {
 // when libjpeg reports an error or the data ends early. Rows below the
 // region are never decoded (jpeg_abort_decompress): a file cut short there is
 // caught by its missing EOI marker, a cut scan followed by EOI is not.
-bool decode_jpeg_into(std::string_view bytes,
-                      const DecodeOptions& o,
-                      DecodedRegion* region,
+bool decode_jpeg_into(std::string_view bytes, const DecodeOptions& o, DecodedRegion* region,
                       char* message) {
   jpeg_decompress_struct cinfo;
   JpegError err;
@@ -213,23 +197,19 @@ bool decode_jpeg_into(std::string_view bytes,
     return false;
   }
   jpeg_create_decompress(&cinfo);
-  jpeg_mem_src(&cinfo,
-               reinterpret_cast<const unsigned char*>(bytes.data()),
+  jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(bytes.data()),
                static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&cinfo, TRUE);
   // The header reader stops at the first scan's data.
   const size_t scan_start = bytes.size() - cinfo.src->bytes_in_buffer;
   if (!size_ok(cinfo.image_width, cinfo.image_height)) {
-    std::snprintf(message,
-                  JMSG_LENGTH_MAX,
-                  "%s",
+    std::snprintf(message, JMSG_LENGTH_MAX, "%s",
                   size_error(cinfo.image_width, cinfo.image_height).c_str());
     jpeg_destroy_decompress(&cinfo);
     return false;
   }
-  const ScaledPlan plan = plan_region(o,
-                                      static_cast<int>(cinfo.image_height),
-                                      static_cast<int>(cinfo.image_width));
+  const ScaledPlan plan =
+      plan_region(o, static_cast<int>(cinfo.image_height), static_cast<int>(cinfo.image_width));
   if (plan.top == plan.bottom || plan.left == plan.right) {
     std::snprintf(message, JMSG_LENGTH_MAX, "region outside the image");
     jpeg_destroy_decompress(&cinfo);
@@ -239,8 +219,7 @@ bool decode_jpeg_into(std::string_view bytes,
   cinfo.scale_denom = 8;
   const J_COLOR_SPACE stored = cinfo.jpeg_color_space;
   const bool cmyk = stored == JCS_CMYK || stored == JCS_YCCK;
-  const int out_channels =
-      o.channels != 0 ? o.channels : (stored == JCS_GRAYSCALE ? 1 : 3);
+  const int out_channels = o.channels != 0 ? o.channels : (stored == JCS_GRAYSCALE ? 1 : 3);
   if (cmyk) {
     cinfo.out_color_space = JCS_CMYK;
   } else {
@@ -270,21 +249,14 @@ bool decode_jpeg_into(std::string_view bytes,
   }
   if (top > 0) jpeg_skip_scanlines(&cinfo, top);
   const size_t stride = size_t{cinfo.output_width} * out_channels;
-  JSAMPARRAY cmyk_buffer =
-      cmyk ? (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo),
-                                        JPOOL_IMAGE,
-                                        cinfo.output_width * 4,
-                                        1)
-           : nullptr;
+  JSAMPARRAY cmyk_buffer = cmyk ? (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo),
+                                                             JPOOL_IMAGE, cinfo.output_width * 4, 1)
+                                : nullptr;
   for (JDIMENSION y = 0; y < rows; ++y) {
     uint8_t* row = out->pixels.data() + y * stride;
     if (cmyk) {
       jpeg_read_scanlines(&cinfo, cmyk_buffer, 1);
-      cmyk_row(cmyk_buffer[0],
-               out->width,
-               out_channels,
-               cinfo.saw_Adobe_marker != 0,
-               row);
+      cmyk_row(cmyk_buffer[0], out->width, out_channels, cinfo.saw_Adobe_marker != 0, row);
     } else {
       JSAMPROW dst[1] = {row};
       jpeg_read_scanlines(&cinfo, dst, 1);
@@ -293,8 +265,7 @@ bool decode_jpeg_into(std::string_view bytes,
   if (cinfo.output_scanline == cinfo.output_height) {
     jpeg_finish_decompress(&cinfo);
   } else if (!has_eoi_after(bytes, scan_start)) {
-    std::snprintf(message,
-                  JMSG_LENGTH_MAX,
+    std::snprintf(message, JMSG_LENGTH_MAX,
                   "Premature end of JPEG file (no EOI marker after the scan)");
     jpeg_destroy_decompress(&cinfo);
     return false;
@@ -320,8 +291,7 @@ uint32_t be32(std::string_view b, size_t at) {
 }
 
 uint32_t be16(std::string_view b, size_t at) {
-  return (uint32_t(static_cast<uint8_t>(b[at])) << 8) |
-         static_cast<uint8_t>(b[at + 1]);
+  return (uint32_t(static_cast<uint8_t>(b[at])) << 8) | static_cast<uint8_t>(b[at + 1]);
 }
 
 ImageInfo png_info(std::string_view b) {
@@ -334,8 +304,7 @@ ImageInfo png_info(std::string_view b) {
     throw DataError("undecodable PNG: " + size_error(be32(b, 16), be32(b, 20)));
   }
   const int color_type = static_cast<uint8_t>(b[25]);
-  return {ImageFormat::kPng, static_cast<int>(be32(b, 20)),
-          static_cast<int>(be32(b, 16)),
+  return {ImageFormat::kPng, static_cast<int>(be32(b, 20)), static_cast<int>(be32(b, 16)),
           color_type == 0 || color_type == 4 ? 1 : 3};
 }
 
@@ -354,14 +323,12 @@ ImageInfo jpeg_info(std::string_view b) {
     }
     if (m == 0xD9 || m == 0xDA) break;  // EOI or scan data before any frame
     const size_t len = be16(b, i + 2);
-    const bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 &&
-                     m != 0xCC;
+    const bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
     if (sof) {
       // Length (2), precision (1), height (2), width (2), components (1).
       if (len < 8 || i + 10 > b.size()) break;
       ImageInfo info{ImageFormat::kJpeg, static_cast<int>(be16(b, i + 5)),
-                     static_cast<int>(be16(b, i + 7)),
-                     static_cast<uint8_t>(b[i + 9]) == 1 ? 1 : 3};
+                     static_cast<int>(be16(b, i + 7)), static_cast<uint8_t>(b[i + 9]) == 1 ? 1 : 3};
       if (info.height == 0 || info.width == 0) break;
       return info;
     }
@@ -373,8 +340,7 @@ ImageInfo jpeg_info(std::string_view b) {
 
 void check_channels(int channels, const char* fn) {
   if (channels != 0 && channels != 1 && channels != 3) {
-    throw std::invalid_argument(std::string(fn) +
-                                ": channels must be 0, 1 or 3, got " +
+    throw std::invalid_argument(std::string(fn) + ": channels must be 0, 1 or 3, got " +
                                 std::to_string(channels));
   }
 }
@@ -386,9 +352,8 @@ void check_channels(int channels, const char* fn) {
     std::snprintf(hex, sizeof(hex), " %02x", static_cast<uint8_t>(bytes[i]));
     head += hex;
   }
-  throw DataError("undecodable image: neither PNG nor JPEG (" +
-                  std::to_string(bytes.size()) + " bytes" +
-                  (head.empty() ? "" : ", starting" + head) + ")");
+  throw DataError("undecodable image: neither PNG nor JPEG (" + std::to_string(bytes.size()) +
+                  " bytes" + (head.empty() ? "" : ", starting" + head) + ")");
 }
 
 }  // namespace
@@ -439,10 +404,8 @@ DecodedRegion decode_region(std::string_view bytes, const DecodeOptions& o) {
 }
 
 std::string encode_png(const Image& img) {
-  if ((img.channels != 1 && img.channels != 3) || img.height <= 0 ||
-      img.width <= 0 ||
-      img.pixels.size() !=
-          size_t(img.height) * size_t(img.width) * size_t(img.channels)) {
+  if ((img.channels != 1 && img.channels != 3) || img.height <= 0 || img.width <= 0 ||
+      img.pixels.size() != size_t(img.height) * size_t(img.width) * size_t(img.channels)) {
     throw std::invalid_argument(
         "encode_png: need a non-empty 1- or 3-channel image with "
         "height*width*channels pixels");
@@ -455,8 +418,7 @@ std::string encode_png(const Image& img) {
   image.format = img.channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
   png_alloc_size_t size = PNG_IMAGE_PNG_SIZE_MAX(image);
   std::string out(size, '\0');
-  if (!png_image_write_to_memory(
-          &image, out.data(), &size, 0, img.pixels.data(), 0, nullptr)) {
+  if (!png_image_write_to_memory(&image, out.data(), &size, 0, img.pixels.data(), 0, nullptr)) {
     std::string reason = image.message;
     png_image_free(&image);
     throw DataError("cannot encode PNG: " + reason);
@@ -468,8 +430,8 @@ std::string encode_png(const Image& img) {
 namespace {
 
 // C-style for the same reason as decode_jpeg_into.
-bool encode_jpeg_into(const Image& img, int quality, unsigned char** buffer,
-                      unsigned long* size, char* message) {
+bool encode_jpeg_into(const Image& img, int quality, unsigned char** buffer, unsigned long* size,
+                      char* message) {
   jpeg_compress_struct cinfo;
   JpegError err;
   cinfo.err = jpeg_std_error(&err.mgr);
@@ -490,8 +452,7 @@ bool encode_jpeg_into(const Image& img, int quality, unsigned char** buffer,
   jpeg_start_compress(&cinfo, TRUE);
   const size_t stride = size_t(img.width) * img.channels;
   while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW row = const_cast<uint8_t*>(img.pixels.data()) +
-                   cinfo.next_scanline * stride;
+    JSAMPROW row = const_cast<uint8_t*>(img.pixels.data()) + cinfo.next_scanline * stride;
     jpeg_write_scanlines(&cinfo, &row, 1);
   }
   jpeg_finish_compress(&cinfo);
@@ -502,10 +463,9 @@ bool encode_jpeg_into(const Image& img, int quality, unsigned char** buffer,
 }  // namespace
 
 std::string encode_jpeg(const Image& img, int quality) {
-  if ((img.channels != 1 && img.channels != 3) || img.height <= 0 ||
-      img.width <= 0 || quality < 1 || quality > 100 ||
-      img.pixels.size() !=
-          size_t(img.height) * size_t(img.width) * size_t(img.channels)) {
+  if ((img.channels != 1 && img.channels != 3) || img.height <= 0 || img.width <= 0 ||
+      quality < 1 || quality > 100 ||
+      img.pixels.size() != size_t(img.height) * size_t(img.width) * size_t(img.channels)) {
     throw std::invalid_argument(
         "encode_jpeg: need a non-empty 1- or 3-channel image with "
         "height*width*channels pixels and quality in [1, 100]");
@@ -514,8 +474,7 @@ std::string encode_jpeg(const Image& img, int quality) {
   unsigned long size = 0;
   char message[JMSG_LENGTH_MAX];
   const bool ok = encode_jpeg_into(img, quality, &buffer, &size, message);
-  std::string out = ok ? std::string(reinterpret_cast<char*>(buffer), size)
-                       : std::string();
+  std::string out = ok ? std::string(reinterpret_cast<char*>(buffer), size) : std::string();
   std::free(buffer);
   if (!ok) throw DataError(std::string("cannot encode JPEG: ") + message);
   return out;

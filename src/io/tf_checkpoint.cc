@@ -74,7 +74,8 @@ struct Table {
 };
 
 // Reads n bytes at offset; false when the file holds fewer.
-bool read_exact(const leveldb::RandomAccessFile& file, uint64_t offset, size_t n, std::string* out) {
+bool read_exact(const leveldb::RandomAccessFile& file, uint64_t offset, size_t n,
+                std::string* out) {
   out->resize(n);
   leveldb::Slice got;
   if (!file.Read(offset, n, &got, out->data()).ok() || got.size() != n) return false;
@@ -178,8 +179,8 @@ Table open_table(std::unique_ptr<leveldb::RandomAccessFile> file, uint64_t size,
   leveldb::Table* table = nullptr;
   const leveldb::Status s = leveldb::Table::Open(options, t.file.get(), size, &table);
   if (!s.ok()) {
-    throw DataError(in_quotes(shown) + " is not a readable TensorFlow checkpoint table: " +
-                    s.ToString());
+    throw DataError(in_quotes(shown) +
+                    " is not a readable TensorFlow checkpoint table: " + s.ToString());
   }
   t.table.reset(table);
   return t;
@@ -299,18 +300,39 @@ void v1_values(const tfckpt::TensorProto& p, const TfTensorInfo& info, const std
     out->bytes = p.tensor_content();
   } else {
     switch (info.dtype) {
-      case kTfFloat: append_values<decltype(p.float_val()), float>(p.float_val(), &out->bytes); break;
-      case kTfDouble: append_values<decltype(p.double_val()), double>(p.double_val(), &out->bytes); break;
-      case kTfInt32: append_values<decltype(p.int_val()), int32_t>(p.int_val(), &out->bytes); break;
-      case kTfInt16: append_values<decltype(p.int_val()), int16_t>(p.int_val(), &out->bytes); break;
-      case kTfUInt16: append_values<decltype(p.int_val()), uint16_t>(p.int_val(), &out->bytes); break;
-      case kTfInt8: append_values<decltype(p.int_val()), int8_t>(p.int_val(), &out->bytes); break;
-      case kTfUInt8: append_values<decltype(p.int_val()), uint8_t>(p.int_val(), &out->bytes); break;
-      case kTfInt64: append_values<decltype(p.int64_val()), int64_t>(p.int64_val(), &out->bytes); break;
-      case kTfBool: append_values<decltype(p.bool_val()), uint8_t>(p.bool_val(), &out->bytes); break;
+      case kTfFloat:
+        append_values<decltype(p.float_val()), float>(p.float_val(), &out->bytes);
+        break;
+      case kTfDouble:
+        append_values<decltype(p.double_val()), double>(p.double_val(), &out->bytes);
+        break;
+      case kTfInt32:
+        append_values<decltype(p.int_val()), int32_t>(p.int_val(), &out->bytes);
+        break;
+      case kTfInt16:
+        append_values<decltype(p.int_val()), int16_t>(p.int_val(), &out->bytes);
+        break;
+      case kTfUInt16:
+        append_values<decltype(p.int_val()), uint16_t>(p.int_val(), &out->bytes);
+        break;
+      case kTfInt8:
+        append_values<decltype(p.int_val()), int8_t>(p.int_val(), &out->bytes);
+        break;
+      case kTfUInt8:
+        append_values<decltype(p.int_val()), uint8_t>(p.int_val(), &out->bytes);
+        break;
+      case kTfInt64:
+        append_values<decltype(p.int64_val()), int64_t>(p.int64_val(), &out->bytes);
+        break;
+      case kTfBool:
+        append_values<decltype(p.bool_val()), uint8_t>(p.bool_val(), &out->bytes);
+        break;
       case kTfHalf:
-      case kTfBFloat16: append_values<decltype(p.half_val()), uint16_t>(p.half_val(), &out->bytes); break;
-      default: break;
+      case kTfBFloat16:
+        append_values<decltype(p.half_val()), uint16_t>(p.half_val(), &out->bytes);
+        break;
+      default:
+        break;
     }
   }
   if (out->bytes.size() != n * width) {
@@ -326,8 +348,9 @@ void v1_values(const tfckpt::TensorProto& p, const TfTensorInfo& info, const std
 void v2_strings(const std::string& data, const TfTensorInfo& info, const std::string& where,
                 TfTensor* out) {
   const auto n = static_cast<uint64_t>(info.num_elements);
-  if (n > data.size()) throw DataError(where + ": " + std::to_string(n) + " strings in " +
-                                       std::to_string(data.size()) + " bytes");
+  if (n > data.size())
+    throw DataError(where + ": " + std::to_string(n) + " strings in " +
+                    std::to_string(data.size()) + " bytes");
   std::vector<uint64_t> lengths;
   lengths.reserve(n);
   size_t pos = 0;
@@ -343,8 +366,9 @@ void v2_strings(const std::string& data, const TfTensorInfo& info, const std::st
       shift += 7;
       if (!(b & 0x80)) break;
     }
-    if (v > data.size()) throw DataError(where + ": a string of " + std::to_string(v) +
-                                         " bytes in " + std::to_string(data.size()));
+    if (v > data.size())
+      throw DataError(where + ": a string of " + std::to_string(v) + " bytes in " +
+                      std::to_string(data.size()));
     total += v;
     if (v <= std::numeric_limits<uint32_t>::max()) {
       const auto v32 = static_cast<uint32_t>(v);
@@ -391,7 +415,8 @@ std::string read_range(const std::string& path, int64_t offset, int64_t size,
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool is_regular(const std::string& p) {
@@ -453,28 +478,44 @@ std::string from_checkpoint_state(const std::string& dir) {
     const fs::path named = line.substr(a + 1, b - a - 1);
     return (named.is_absolute() ? named : fs::path(dir) / named).string();
   }
-  throw DataError(in_quotes(dir) + " is a directory without a 'checkpoint' file naming a checkpoint");
+  throw DataError(in_quotes(dir) +
+                  " is a directory without a 'checkpoint' file naming a checkpoint");
 }
 
 }  // namespace
 
 std::string tf_dtype_name(int dtype) {
   switch (dtype) {
-    case kTfFloat: return "float32";
-    case kTfDouble: return "float64";
-    case kTfInt32: return "int32";
-    case kTfUInt8: return "uint8";
-    case kTfInt16: return "int16";
-    case kTfInt8: return "int8";
-    case kTfString: return "string";
-    case kTfInt64: return "int64";
-    case kTfBool: return "bool";
-    case kTfBFloat16: return "bfloat16";
-    case kTfUInt16: return "uint16";
-    case kTfHalf: return "float16";
-    case kTfUInt32: return "uint32";
-    case kTfUInt64: return "uint64";
-    default: return "DT_" + std::to_string(dtype);
+    case kTfFloat:
+      return "float32";
+    case kTfDouble:
+      return "float64";
+    case kTfInt32:
+      return "int32";
+    case kTfUInt8:
+      return "uint8";
+    case kTfInt16:
+      return "int16";
+    case kTfInt8:
+      return "int8";
+    case kTfString:
+      return "string";
+    case kTfInt64:
+      return "int64";
+    case kTfBool:
+      return "bool";
+    case kTfBFloat16:
+      return "bfloat16";
+    case kTfUInt16:
+      return "uint16";
+    case kTfHalf:
+      return "float16";
+    case kTfUInt32:
+      return "uint32";
+    case kTfUInt64:
+      return "uint64";
+    default:
+      return "DT_" + std::to_string(dtype);
   }
 }
 
@@ -482,18 +523,23 @@ size_t tf_dtype_bytes(int dtype) {
   switch (dtype) {
     case kTfDouble:
     case kTfInt64:
-    case kTfUInt64: return 8;
+    case kTfUInt64:
+      return 8;
     case kTfFloat:
     case kTfInt32:
-    case kTfUInt32: return 4;
+    case kTfUInt32:
+      return 4;
     case kTfInt16:
     case kTfUInt16:
     case kTfHalf:
-    case kTfBFloat16: return 2;
+    case kTfBFloat16:
+      return 2;
     case kTfUInt8:
     case kTfInt8:
-    case kTfBool: return 1;
-    default: return 0;
+    case kTfBool:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -525,8 +571,8 @@ void TfCheckpoint::Impl::add_table(Table table) {
     throw DataError(in_quotes(shown) + " has no header entry: not a TensorFlow checkpoint");
   }
   tfckpt::SavedTensorSlices v1;
-  const bool is_v1 = v1.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) &&
-                     v1.has_meta();
+  const bool is_v1 =
+      v1.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) && v1.has_meta();
   if (!tables.empty() && is_v1 != (format == TfCheckpointFormat::kV1)) {
     throw DataError(in_quotes(shown) + " mixes V1 and V2 checkpoint files");
   }
@@ -570,8 +616,8 @@ void TfCheckpoint::Impl::add_table(Table table) {
       throw DataError(in_quotes(shown) + " was written on a big-endian machine: not supported");
     }
     if (header.version().min_consumer() > kBundleVersion ||
-        std::count(header.version().bad_consumers().begin(),
-                   header.version().bad_consumers().end(), kBundleVersion)) {
+        std::count(header.version().bad_consumers().begin(), header.version().bad_consumers().end(),
+                   kBundleVersion)) {
       throw DataError(in_quotes(shown) + " needs a newer reader (bundle version: producer " +
                       std::to_string(header.version().producer()) + ", min_consumer " +
                       std::to_string(header.version().min_consumer()) + ")");
@@ -596,7 +642,8 @@ void TfCheckpoint::Impl::add_v2_entry(const std::string& name, const std::string
                                       const std::string& shown) {
   const std::string where = in_quotes(shown) + ", tensor " + in_quotes(name);
   tfckpt::BundleEntryProto entry;
-  if (!entry.ParseFromString(value)) throw DataError(where + ": the entry is not a BundleEntryProto");
+  if (!entry.ParseFromString(value))
+    throw DataError(where + ": the entry is not a BundleEntryProto");
   TfTensorInfo info;
   info.name = name;
   info.dtype = entry.dtype();
@@ -617,9 +664,9 @@ void TfCheckpoint::Impl::add_v2_entry(const std::string& name, const std::string
                       std::to_string(info.size));
     }
     const size_t width = tf_dtype_bytes(info.dtype);
-    if (width != 0 && (info.num_elements > info.size ||
-                       static_cast<uint64_t>(info.num_elements) * width !=
-                           static_cast<uint64_t>(info.size))) {
+    if (width != 0 &&
+        (info.num_elements > info.size ||
+         static_cast<uint64_t>(info.num_elements) * width != static_cast<uint64_t>(info.size))) {
       throw DataError(where + ": " + std::to_string(info.size) + " bytes for a " +
                       tf_dtype_name(info.dtype) + shape_text(info.shape) + " tensor");
     }
@@ -632,7 +679,8 @@ void TfCheckpoint::Impl::finish() {
             [](const TfTensorInfo& a, const TfTensorInfo& b) { return a.name < b.name; });
   for (size_t i = 1; i < tensors.size(); ++i) {
     if (tensors[i].name == tensors[i - 1].name) {
-      throw DataError(in_quotes(path) + " lists the tensor " + in_quotes(tensors[i].name) + " twice");
+      throw DataError(in_quotes(path) + " lists the tensor " + in_quotes(tensors[i].name) +
+                      " twice");
     }
   }
 }
@@ -700,8 +748,9 @@ const std::vector<TfTensorInfo>& TfCheckpoint::tensors() const { return impl_->t
 
 const TfTensorInfo* TfCheckpoint::find(const std::string& name) const {
   const auto& t = impl_->tensors;
-  auto it = std::lower_bound(t.begin(), t.end(), name,
-                             [](const TfTensorInfo& a, const std::string& n) { return a.name < n; });
+  auto it =
+      std::lower_bound(t.begin(), t.end(), name,
+                       [](const TfTensorInfo& a, const std::string& n) { return a.name < n; });
   return it != t.end() && it->name == name ? &*it : nullptr;
 }
 
@@ -721,8 +770,8 @@ TfTensor TfCheckpoint::read(const std::string& name) const {
   out.dtype = info->dtype;
   out.shape = info->shape;
   if (impl_->format == TfCheckpointFormat::kV2) {
-    const std::string data = read_range(impl_->shard_path(info->shard_id), info->offset,
-                                        info->size, where);
+    const std::string data =
+        read_range(impl_->shard_path(info->shard_id), info->offset, info->size, where);
     if (info->dtype == kTfString) {
       v2_strings(data, *info, where, &out);
     } else {
@@ -739,8 +788,8 @@ TfTensor TfCheckpoint::read(const std::string& name) const {
   auto it = table.iterator();
   it->Seek(info->key);
   if (!it->Valid() || it->key().ToString() != info->key) {
-    throw DataError(where + ": " + (it->status().ok() ? "its values are gone"
-                                                       : it->status().ToString()));
+    throw DataError(where + ": " +
+                    (it->status().ok() ? "its values are gone" : it->status().ToString()));
   }
   tfckpt::SavedTensorSlices slices;
   if (!slices.ParseFromArray(it->value().data(), static_cast<int>(it->value().size())) ||

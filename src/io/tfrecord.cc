@@ -1,7 +1,5 @@
 #include "fastnn/tfrecord.h"
 
-#include "src/io/atomic_file.h"
-
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -9,8 +7,9 @@
 #include <limits>
 #include <stdexcept>
 
-#include "src/io/crc32c.h"
 #include "fastnn/errors.h"
+#include "src/io/atomic_file.h"
+#include "src/io/crc32c.h"
 
 namespace fastnn::io {
 namespace {
@@ -39,8 +38,7 @@ void put_le64(uint64_t v, char* out) {
 }
 
 uint32_t get_le32(const unsigned char* p) {
-  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 |
-         uint32_t{p[3]} << 24;
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
 }
 
 uint64_t get_le64(const unsigned char* p) {
@@ -58,25 +56,19 @@ void encode_footer(std::string_view data, char* out) {
 
 std::string crc_mismatch(const char* what, uint32_t stored, uint32_t computed) {
   char buf[96];
-  std::snprintf(buf,
-                sizeof(buf),
-                "%s CRC mismatch (stored 0x%08" PRIx32 ", computed 0x%08" PRIx32
-                ")",
-                what,
-                stored,
+  std::snprintf(buf, sizeof(buf),
+                "%s CRC mismatch (stored 0x%08" PRIx32 ", computed 0x%08" PRIx32 ")", what, stored,
                 computed);
   return buf;
 }
 
 }  // namespace
 
-TFRecordReader::TFRecordReader(std::unique_ptr<ByteSource> src,
-                               TFRecordReaderOptions options)
+TFRecordReader::TFRecordReader(std::unique_ptr<ByteSource> src, TFRecordReaderOptions options)
     : src_(std::move(src)), options_(options) {
   if (!(options_.max_skipped_share >= 0 && options_.max_skipped_share <= 1)) {
-    throw std::invalid_argument(
-        "TFRecordReader: max_skipped_share must be in [0, 1], got " +
-        std::to_string(options_.max_skipped_share));
+    throw std::invalid_argument("TFRecordReader: max_skipped_share must be in [0, 1], got " +
+                                std::to_string(options_.max_skipped_share));
   }
 }
 
@@ -133,8 +125,7 @@ bool TFRecordReader::fill(size_t n) {
     const size_t have = lookahead_.size();
     // At least a scan chunk, at most doubling: a false length costs no more
     // memory than the source holds.
-    const size_t want = std::clamp(
-        n - have, kScanChunkBytes, std::max(kScanChunkBytes, have));
+    const size_t want = std::clamp(n - have, kScanChunkBytes, std::max(kScanChunkBytes, have));
     lookahead_.resize(have + want);
     size_t got = 0;
     while (got < want) {
@@ -151,8 +142,7 @@ bool TFRecordReader::fill(size_t n) {
 }
 
 const unsigned char* TFRecordReader::ahead(size_t pos) const {
-  return reinterpret_cast<const unsigned char*>(lookahead_.data()) +
-         lookahead_pos_ + pos;
+  return reinterpret_cast<const unsigned char*>(lookahead_.data()) + lookahead_pos_ + pos;
 }
 
 // Whether a record whose length CRC and data CRC both check out starts pos
@@ -163,10 +153,8 @@ bool TFRecordReader::valid_record_at(size_t pos) {
     return false;
   }
   const uint64_t length = get_le64(header);
-  const size_t room = std::numeric_limits<size_t>::max() - pos -
-                      kHeaderBytes - kFooterBytes;
-  if (length > room ||
-      !fill(pos + kHeaderBytes + static_cast<size_t>(length) + kFooterBytes)) {
+  const size_t room = std::numeric_limits<size_t>::max() - pos - kHeaderBytes - kFooterBytes;
+  if (length > room || !fill(pos + kHeaderBytes + static_cast<size_t>(length) + kFooterBytes)) {
     return false;
   }
   const unsigned char* data = ahead(pos + kHeaderBytes);  // fill may move it
@@ -207,25 +195,20 @@ void TFRecordReader::finish() {
   if (skipped == 0) {
     return;
   }
-  const double share =
-      static_cast<double>(skipped) / static_cast<double>(offset_);
+  const double share = static_cast<double>(skipped) / static_cast<double>(offset_);
   if (share <= options_.max_skipped_share) {
     return;
   }
   char detail[160];
-  std::snprintf(detail,
-                sizeof(detail),
+  std::snprintf(detail, sizeof(detail),
                 " bytes (%.1f %%) skipped as corrupt, more than "
                 "max_skipped_share = %g allows (1 accepts any loss)",
-                100 * share,
-                options_.max_skipped_share);
-  throw DataError(src_->name() + ": " + std::to_string(skipped) + " of " +
-                  std::to_string(offset_) + detail +
-                  "; first fault: " + skip_reasons_.front());
+                100 * share, options_.max_skipped_share);
+  throw DataError(src_->name() + ": " + std::to_string(skipped) + " of " + std::to_string(offset_) +
+                  detail + "; first fault: " + skip_reasons_.front());
 }
 
-std::string TFRecordReader::describe(uint64_t index,
-                                     uint64_t offset,
+std::string TFRecordReader::describe(uint64_t index, uint64_t offset,
                                      const std::string& reason) const {
   return src_->name() + ": record " + std::to_string(index) + " at offset " +
          std::to_string(offset) + ": " + reason;
@@ -235,19 +218,15 @@ void TFRecordReader::skip(std::string message, uint64_t bytes) {
   ++stats_.skipped;
   stats_.skipped_bytes += bytes;
   if (skip_reasons_.size() < kMaxSkipReasons) {
-    skip_reasons_.push_back(std::move(message) + "; " +
-                            std::to_string(bytes) + " bytes skipped");
+    skip_reasons_.push_back(std::move(message) + "; " + std::to_string(bytes) + " bytes skipped");
   }
 }
 
 // A framing fault of the record at offset, of which header + data + footer
 // were consumed: throws under the fail policy, else resynchronises from
 // offset + 1 and counts one skip.
-void TFRecordReader::fault(uint64_t index,
-                           uint64_t offset,
-                           const std::string& reason,
-                           std::string_view header,
-                           std::string_view data,
+void TFRecordReader::fault(uint64_t index, uint64_t offset, const std::string& reason,
+                           std::string_view header, std::string_view data,
                            std::string_view footer) {
   std::string message = describe(index, offset, reason);
   if (!options_.skip_corrupt) {
@@ -282,10 +261,9 @@ bool TFRecordReader::next(std::string* record) {
     }
     ++index_;
     if (got < kHeaderBytes) {
-      fault(index,
-            offset,
-            "truncated header (" + std::to_string(got) + " of " +
-                std::to_string(kHeaderBytes) + " bytes)",
+      fault(index, offset,
+            "truncated header (" + std::to_string(got) + " of " + std::to_string(kHeaderBytes) +
+                " bytes)",
             header);
       continue;
     }
@@ -293,8 +271,7 @@ bool TFRecordReader::next(std::string* record) {
     const uint32_t stored_length_crc = get_le32(h + 8);
     const uint32_t length_crc = mask_crc(crc32c(h, 8));
     if (stored_length_crc != length_crc) {
-      std::string reason =
-          crc_mismatch("length", stored_length_crc, length_crc);
+      std::string reason = crc_mismatch("length", stored_length_crc, length_crc);
       if (offset == 0 && h[0] == 0x1f && h[1] == 0x8b) {
         reason += "; the file looks gzip-compressed, which is not supported";
       }
@@ -303,40 +280,30 @@ bool TFRecordReader::next(std::string* record) {
     }
     const uint64_t length = get_le64(h);
     if (options_.max_record_bytes > 0 && length > options_.max_record_bytes) {
-      fault(index,
-            offset,
-            "record of " + std::to_string(length) +
-                " bytes is over the limit of " +
-                std::to_string(options_.max_record_bytes) +
-                kOversizedMark,
+      fault(index, offset,
+            "record of " + std::to_string(length) + " bytes is over the limit of " +
+                std::to_string(options_.max_record_bytes) + kOversizedMark,
             header);
       continue;
     }
     if (!read_data(length, record)) {
-      fault(index,
-            offset,
-            "truncated record (header says " + std::to_string(length) +
-                " bytes, file ends after " + std::to_string(record->size()) +
-                ")",
-            header,
-            *record);
+      fault(index, offset,
+            "truncated record (header says " + std::to_string(length) + " bytes, file ends after " +
+                std::to_string(record->size()) + ")",
+            header, *record);
       continue;
     }
     char footer_bytes[kFooterBytes];
     got = read_full(footer_bytes, kFooterBytes);
     const std::string_view footer(footer_bytes, got);
     if (got < kFooterBytes) {
-      fault(index,
-            offset,
+      fault(index, offset,
             "truncated record (data CRC: " + std::to_string(got) + " of " +
                 std::to_string(kFooterBytes) + " bytes)",
-            header,
-            *record,
-            footer);
+            header, *record, footer);
       continue;
     }
-    const uint32_t stored_data_crc =
-        get_le32(reinterpret_cast<const unsigned char*>(footer_bytes));
+    const uint32_t stored_data_crc = get_le32(reinterpret_cast<const unsigned char*>(footer_bytes));
     const uint32_t data_crc = mask_crc(crc32c(record->data(), record->size()));
     if (stored_data_crc != data_crc) {
       std::string reason = crc_mismatch("data", stored_data_crc, data_crc);

@@ -28,16 +28,10 @@ Line::~Line() {
   std::fflush(f);
 }
 
-Line info() {
-  return Line(Line::Sink::kStdout, "");
-}
+Line info() { return Line(Line::Sink::kStdout, ""); }
 
-Line chief() {
-  return Line(g_rank == 0 ? Line::Sink::kStdout : Line::Sink::kNone, "");
-}
+Line chief() { return Line(g_rank == 0 ? Line::Sink::kStdout : Line::Sink::kNone, ""); }
 
-Line warning() {
-  return Line(Line::Sink::kStderr, "warning: ");
-}
+Line warning() { return Line(Line::Sink::kStderr, "warning: "); }
 
 }  // namespace fastnn::log

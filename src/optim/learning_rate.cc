@@ -27,13 +27,11 @@ double decayed(const ScheduleOptions& o, int64_t step, bool warming) {
   if (o.decay_steps <= 0 || step < o.decay_start) return base;
   const int64_t since = step - o.decay_start;
   if (o.type == "exponential") {
-    return base * std::pow(o.decay_factor,
-                           std::floor(static_cast<double>(since) /
-                                      static_cast<double>(o.decay_steps)));
+    return base * std::pow(o.decay_factor, std::floor(static_cast<double>(since) /
+                                                      static_cast<double>(o.decay_steps)));
   }
-  const double frac =
-      1.0 - static_cast<double>(std::min(since, o.decay_steps)) /
-                static_cast<double>(o.decay_steps);
+  const double frac = 1.0 - static_cast<double>(std::min(since, o.decay_steps)) /
+                                static_cast<double>(o.decay_steps);
   return (base - o.end_learning_rate) * frac + o.end_learning_rate;
 }
 
@@ -57,8 +55,8 @@ int64_t epochs_to_steps(double epochs, int64_t samples_per_epoch, int64_t batch)
 
 int64_t resolve_stop_at_step(const HParams& hp, int64_t samples_per_worker) {
   if (!stop_from_num_epochs(hp)) return hp.stop_at_step;
-  const int64_t steps = epochs_to_steps(static_cast<double>(hp.num_epochs),
-                                        samples_per_worker, hp.images_per_step());
+  const int64_t steps =
+      epochs_to_steps(static_cast<double>(hp.num_epochs), samples_per_worker, hp.images_per_step());
   if (steps <= 0) {
     throw ConfigError(hp.where("num_epochs") + ": num_epochs: " + std::to_string(hp.num_epochs) +
                       " epochs of " + std::to_string(samples_per_worker) +
@@ -68,8 +66,7 @@ int64_t resolve_stop_at_step(const HParams& hp, int64_t samples_per_worker) {
   return steps;
 }
 
-ScheduleOptions schedule_from_hparams(const HParams& hp,
-                                      int64_t samples_per_epoch,
+ScheduleOptions schedule_from_hparams(const HParams& hp, int64_t samples_per_epoch,
                                       int64_t num_workers) {
   ScheduleOptions o;
   o.type = hp.learning_rate_decay_type;

@@ -61,8 +61,7 @@ int64_t resolve_stop_at_step(const HParams& hp, int64_t samples_per_worker);
 /// samples_per_epoch, images_per_step * num_workers) applies from step 0.
 /// warmup_epochs converts the same way. ConfigError when cosine's horizon is
 /// not beyond the warmup.
-ScheduleOptions schedule_from_hparams(const HParams& hp,
-                                      int64_t samples_per_epoch,
+ScheduleOptions schedule_from_hparams(const HParams& hp, int64_t samples_per_epoch,
                                       int64_t num_workers);
 
 }  // namespace fastnn::optim

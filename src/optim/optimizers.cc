@@ -115,9 +115,7 @@ void Momentum::step(double lr) {
   }
 }
 
-std::vector<Slot> Momentum::slots() {
-  return named(accum_, "Momentum");
-}
+std::vector<Slot> Momentum::slots() { return named(accum_, "Momentum"); }
 
 RMSProp::RMSProp(std::vector<Variable> vars, const RMSPropOptions& options)
     : Optimizer(std::move(vars)), options_(options) {
@@ -209,9 +207,7 @@ void Adadelta::step(double lr) {
     const auto& g = vars_[i].var.grad();
     if (!g.defined()) continue;
     accum_[i].mul_(rho).addcmul_(g, g, 1.0 - rho);
-    auto update = (accum_update_[i] + epsilon).sqrt_()
-                      .div_((accum_[i] + epsilon).sqrt_())
-                      .mul_(g);
+    auto update = (accum_update_[i] + epsilon).sqrt_().div_((accum_[i] + epsilon).sqrt_()).mul_(g);
     vars_[i].var.add_(update, -lr);
     accum_update_[i].mul_(rho).addcmul_(update, update, 1.0 - rho);
   }
@@ -245,9 +241,7 @@ void Adagrad::step(double lr) {
   }
 }
 
-std::vector<Slot> Adagrad::slots() {
-  return named(accum_, "Adagrad");
-}
+std::vector<Slot> Adagrad::slots() { return named(accum_, "Adagrad"); }
 
 Adam::Adam(std::vector<Variable> vars, const AdamOptions& options)
     : Optimizer(std::move(vars)), options_(options) {
@@ -332,8 +326,7 @@ std::vector<Slot> Ftrl::slots() {
   return out;
 }
 
-AdamWeightDecay::AdamWeightDecay(std::vector<Variable> vars,
-                                 const AdamWeightDecayOptions& options)
+AdamWeightDecay::AdamWeightDecay(std::vector<Variable> vars, const AdamWeightDecayOptions& options)
     : Optimizer(std::move(vars)), options_(options) {
   m_ = make_slots(0.0);
   v_ = make_slots(0.0);
@@ -467,14 +460,12 @@ std::vector<std::string> optimizer_names() {
   return out;
 }
 
-std::unique_ptr<Optimizer> create_optimizer(const HParams& hp,
-                                            std::vector<Variable> vars) {
+std::unique_ptr<Optimizer> create_optimizer(const HParams& hp, std::vector<Variable> vars) {
   for (const OptimizerRow& row : kOptimizers) {
     if (hp.optimizer == row.name) return row.make(hp, std::move(vars));
   }
   throw ConfigError(hp.where("optimizer") + ": optimizer: '" + hp.optimizer +
-                    "' is not valid; valid values: " +
-                    join_list(optimizer_names()));
+                    "' is not valid; valid values: " + join_list(optimizer_names()));
 }
 
 std::string format_optimizers_markdown() {
@@ -485,8 +476,7 @@ std::string format_optimizers_markdown() {
       "| `optimizer` | TensorFlow 1 optimizer |\n|---|---|\n";
   const HParams defaults;
   for (const OptimizerRow& row : kOptimizers) {
-    out += "| `" + std::string(row.name) + "` | " +
-           row.make(defaults, {})->name() + " |\n";
+    out += "| `" + std::string(row.name) + "` | " + row.make(defaults, {})->name() + " |\n";
   }
   return out;
 }

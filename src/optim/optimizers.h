@@ -47,16 +47,13 @@ class Optimizer {
   /// an optimizer that keeps host copies of slot values reads them again.
   virtual void slots_written() {}
 
-  const std::vector<Variable>& variables() const {
-    return vars_;
-  }
+  const std::vector<Variable>& variables() const { return vars_; }
 
  protected:
   /// Allocates one slot per variable, filled with `init`.
   std::vector<torch::Tensor> make_slots(double init) const;
   /// Names "<var>/<suffix>" for a slot vector.
-  std::vector<Slot> named(const std::vector<torch::Tensor>& s,
-                          const std::string& suffix) const;
+  std::vector<Slot> named(const std::vector<torch::Tensor>& s, const std::string& suffix) const;
 
   std::vector<Variable> vars_;
 };
@@ -66,12 +63,8 @@ class GradientDescent : public Optimizer {
  public:
   using Optimizer::Optimizer;
   void step(double lr) override;
-  std::vector<Slot> slots() override {
-    return {};
-  }
-  std::string name() const override {
-    return "GradientDescent";
-  }
+  std::vector<Slot> slots() override { return {}; }
+  std::string name() const override { return "GradientDescent"; }
 };
 
 /// TF1 MomentumOptimizer (use_nesterov=False).
@@ -85,13 +78,10 @@ struct MomentumOptions {
 /// `accum = momentum * accum + g; var -= lr * accum` (not Nesterov).
 class Momentum : public Optimizer {
  public:
-  explicit Momentum(std::vector<Variable> vars,
-                    const MomentumOptions& options = {});
+  explicit Momentum(std::vector<Variable> vars, const MomentumOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
-  std::string name() const override {
-    return "Momentum";
-  }
+  std::string name() const override { return "Momentum"; }
 
  private:
   MomentumOptions options_;
@@ -126,13 +116,10 @@ struct RMSPropOptions {
 /// Slots "RMSProp" (ms), ["RMSProp_1" (mg),] then the momentum slot.
 class RMSProp : public Optimizer {
  public:
-  explicit RMSProp(std::vector<Variable> vars,
-                   const RMSPropOptions& options = {});
+  explicit RMSProp(std::vector<Variable> vars, const RMSPropOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
-  std::string name() const override {
-    return "RMSProp";
-  }
+  std::string name() const override { return "RMSProp"; }
 
  private:
   RMSPropOptions options_;
@@ -157,13 +144,10 @@ struct AdadeltaOptions {
 /// accum_update = rho*accum_update + (1-rho)*upd^2`.
 class Adadelta : public Optimizer {
  public:
-  explicit Adadelta(std::vector<Variable> vars,
-                    const AdadeltaOptions& options = {});
+  explicit Adadelta(std::vector<Variable> vars, const AdadeltaOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
-  std::string name() const override {
-    return "Adadelta";
-  }
+  std::string name() const override { return "Adadelta"; }
 
  private:
   AdadeltaOptions options_;
@@ -182,13 +166,10 @@ struct AdagradOptions {
 /// `accum += g^2; var -= lr*g/sqrt(accum)` (no epsilon).
 class Adagrad : public Optimizer {
  public:
-  explicit Adagrad(std::vector<Variable> vars,
-                   const AdagradOptions& options = {});
+  explicit Adagrad(std::vector<Variable> vars, const AdagradOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
-  std::string name() const override {
-    return "Adagrad";
-  }
+  std::string name() const override { return "Adagrad"; }
 
  private:
   AdagradOptions options_;
@@ -220,9 +201,7 @@ class Adam : public Optimizer {
   explicit Adam(std::vector<Variable> vars, const AdamOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
-  std::string name() const override {
-    return "Adam";
-  }
+  std::string name() const override { return "Adam"; }
   void slots_written() override;
 
  private:
@@ -267,9 +246,7 @@ class Ftrl : public Optimizer {
   explicit Ftrl(std::vector<Variable> vars, const FtrlOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
-  std::string name() const override {
-    return "Ftrl";
-  }
+  std::string name() const override { return "Ftrl"; }
 
  private:
   FtrlOptions options_;
@@ -302,13 +279,10 @@ struct AdamWeightDecayOptions {
 /// "adam_m", "adam_v".
 class AdamWeightDecay : public Optimizer {
  public:
-  explicit AdamWeightDecay(std::vector<Variable> vars,
-                           const AdamWeightDecayOptions& options = {});
+  explicit AdamWeightDecay(std::vector<Variable> vars, const AdamWeightDecayOptions& options = {});
   void step(double lr) override;
   std::vector<Slot> slots() override;
-  std::string name() const override {
-    return "AdamWeightDecay";
-  }
+  std::string name() const override { return "AdamWeightDecay"; }
 
  private:
   AdamWeightDecayOptions options_;
@@ -320,8 +294,7 @@ class AdamWeightDecay : public Optimizer {
 /// keys. Throws ConfigError "<where>: optimizer: 'X' is not valid; valid
 /// values: ..." (where = hp.where("optimizer"), e.g. "flowers.cfg:3") for a
 /// name not in the table; the config loader does not check this key.
-std::unique_ptr<Optimizer> create_optimizer(const HParams& hp,
-                                            std::vector<Variable> vars);
+std::unique_ptr<Optimizer> create_optimizer(const HParams& hp, std::vector<Variable> vars);
 
 /// The valid values of `optimizer`, in table order. The only list of them.
 std::vector<std::string> optimizer_names();

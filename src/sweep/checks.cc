@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "fastnn/errors.h"
@@ -23,13 +22,13 @@ const std::string kCommandLine = "command line: ";
 
 void check_name(const std::string& name, const std::string& source) {
   if (name == "train_dir") {
-    throw ConfigError(source + ": 'train_dir' cannot be a parameter: the sweep gives each trial "
+    throw ConfigError(source +
+                      ": 'train_dir' cannot be a parameter: the sweep gives each trial "
                       "its own (trial-NNN/train)");
   }
   if (config::find_key(name) || config::resolve_alias(name)) return;
   const std::string guess = closest_key(name);
-  throw ConfigError(source + ": " + config::quote_value(name) +
-                    " is not a hyperparameter key" +
+  throw ConfigError(source + ": " + config::quote_value(name) + " is not a hyperparameter key" +
                     (guess.empty() ? " (train_image_classifier --help lists them)"
                                    : "; did you mean '" + guess + "'?"));
 }
@@ -99,7 +98,8 @@ void check_setup(const SweepOptions& o, const std::vector<Assignment>& trials,
   for (const auto& t : trials) {
     for (const auto& [name, value] : t) check_name(name, source);
     if (o.halving.min_steps > 0 && t.count("stop_at_step")) {
-      throw ConfigError(source + ": successive halving sets stop_at_step itself; take it out of "
+      throw ConfigError(source +
+                        ": successive halving sets stop_at_step itself; take it out of "
                         "the search space or trials");
     }
   }
@@ -130,16 +130,16 @@ void check_sweep_args(const SweepOptions& o) {
     std::string why;
     const auto now_args = now.at("args").get<std::vector<std::string>>();
     if (then_args != now_args) {
-      const std::string a = missing_from(then_args, now_args), b = missing_from(now_args, then_args);
-      why = a == b ? "the same arguments in another order"
-                   : "then " + a + ", now " + b;
+      const std::string a = missing_from(then_args, now_args),
+                        b = missing_from(now_args, then_args);
+      why = a == b ? "the same arguments in another order" : "then " + a + ", now " + b;
     } else {
       why = "the base config " + config::quote_value(o.base_config) + " changed since";
     }
-    throw ConfigError("--out " + config::quote_value(o.out_dir) +
-                      " holds a sweep run with other trial arguments (" + file.string() + "): " +
-                      why + "; rerun it with the same --config and arguments after --, or use " +
-                      "another --out");
+    throw ConfigError(
+        "--out " + config::quote_value(o.out_dir) +
+        " holds a sweep run with other trial arguments (" + file.string() + "): " + why +
+        "; rerun it with the same --config and arguments after --, or use " + "another --out");
   }
   io::write_file_atomic(file.string(), now.dump(2) + "\n");
 }
@@ -148,8 +148,8 @@ int sweep_exit_code(const SweepOutcome& outcome, const std::string& metric, int 
                     std::string* message) {
   const auto& results = outcome.results;
   if (signal != 0 || outcome.stopped > 0) {
-    *message = (signal != 0 ? std::string("interrupted") :
-                std::to_string(outcome.stopped) + " trial(s) stopped by a signal") +
+    *message = (signal != 0 ? std::string("interrupted")
+                            : std::to_string(outcome.stopped) + " trial(s) stopped by a signal") +
                "; " + std::to_string(results.size()) +
                " trials have a result: run the same command again to finish the rest (a " +
                "stopped trial resumes from its checkpoint)";

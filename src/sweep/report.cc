@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
 #include <sstream>
-#include <cstdlib>
 
 #include "fastnn/byte_source.h"
-#include "fastnn/tfrecord.h"
 #include "fastnn/event.pb.h"
+#include "fastnn/tfrecord.h"
 
 namespace fastnn::sweep {
 namespace fs = std::filesystem;
@@ -22,11 +22,20 @@ std::string esc(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -98,8 +107,8 @@ Axis axis_for(const std::string& name, const std::vector<TrialResult>& results) 
   Axis a;
   std::vector<double> values;
   std::vector<std::string> seen;
-  const bool any_metric =
-      std::any_of(results.begin(), results.end(), [](const TrialResult& r) { return r.has_metric; });
+  const bool any_metric = std::any_of(results.begin(), results.end(),
+                                      [](const TrialResult& r) { return r.has_metric; });
   for (const auto& r : results) {
     if (any_metric && !r.has_metric) continue;
     auto it = r.params.find(name);
@@ -133,8 +142,8 @@ std::vector<std::string> param_names(const std::vector<TrialResult>& results) {
 }
 
 // The metric against one parameter.
-std::string scatter(const std::string& name, const std::vector<TrialResult>& results,
-                    double mlo, double mhi, const std::string& metric) {
+std::string scatter(const std::string& name, const std::vector<TrialResult>& results, double mlo,
+                    double mhi, const std::string& metric) {
   const Axis axis = axis_for(name, results);
   const double W = 300, H = 200, L = 48, B = 36, T = 12, R = 12;
   const double pw = W - L - R, ph = H - T - B;
@@ -172,9 +181,8 @@ std::string scatter(const std::string& name, const std::vector<TrialResult>& res
     const double x = axis.numeric ? L + pw * *t : L + 10 + (pw - 20) * *t;
     if (r.has_metric) {
       const double y = T + ph * (1 - (mhi > mlo ? (r.metric - mlo) / (mhi - mlo) : 0.5));
-      s << "<circle cx='" << x << "' cy='" << y << "' r='4' fill='"
-        << colour(r.metric, mlo, mhi) << "'><title>" << trial_name(r.index) << ": "
-        << num(r.metric) << "</title></circle>";
+      s << "<circle cx='" << x << "' cy='" << y << "' r='4' fill='" << colour(r.metric, mlo, mhi)
+        << "'><title>" << trial_name(r.index) << ": " << num(r.metric) << "</title></circle>";
     } else {
       const double y = T + ph + 6;
       s << "<text x='" << x << "' y='" << y + 4 << "' class='fail' text-anchor='middle'>×<title>"
@@ -255,8 +263,8 @@ std::string curves_chart(const std::string& tag, const std::vector<const TrialRe
   std::ostringstream s;
   s << "<figure><svg viewBox='0 0 " << W << " " << H << "' width='" << W << "' height='" << H
     << "' role='img'><title>" << esc(tag) << " of the best trials</title>";
-  s << "<rect x='" << L << "' y='" << T << "' width='" << W - L - R << "' height='"
-    << H - T - B << "' class='plot'/>";
+  s << "<rect x='" << L << "' y='" << T << "' width='" << W - L - R << "' height='" << H - T - B
+    << "' class='plot'/>";
   if (!(vhi >= vlo)) {
     s << "<text x='" << W / 2 << "' y='" << H / 2 << "' text-anchor='middle' class='label'>"
       << "no " << esc(tag) << " summaries</text></svg></figure>";
@@ -282,14 +290,14 @@ std::string curves_chart(const std::string& tag, const std::vector<const TrialRe
     s << "<text x='" << L + 6 << "' y='" << T + 14 + 13 * k << "' class='tick' fill='"
       << palette[k % 5] << "'>" << trial_name(top[k]->index) << "</text>";
   }
-  s << "<text x='" << L - 4 << "' y='" << T + 8 << "' class='tick' text-anchor='end'>"
-    << num(vhi) << "</text><text x='" << L - 4 << "' y='" << H - B
-    << "' class='tick' text-anchor='end'>" << num(vlo) << "</text>";
-  s << "<text x='" << W - R << "' y='" << H - B + 14 << "' class='tick' text-anchor='end'>"
-    << smax << "</text>";
+  s << "<text x='" << L - 4 << "' y='" << T + 8 << "' class='tick' text-anchor='end'>" << num(vhi)
+    << "</text><text x='" << L - 4 << "' y='" << H - B << "' class='tick' text-anchor='end'>"
+    << num(vlo) << "</text>";
+  s << "<text x='" << W - R << "' y='" << H - B + 14 << "' class='tick' text-anchor='end'>" << smax
+    << "</text>";
   s << "<text x='" << L + (W - L - R) / 2 << "' y='" << H - 4
-    << "' class='label' text-anchor='middle'>" << esc(tag) << " by step"
-    << (log ? " (log)" : "") << "</text>";
+    << "' class='label' text-anchor='middle'>" << esc(tag) << " by step" << (log ? " (log)" : "")
+    << "</text>";
   s << "</svg></figure>";
   return s.str();
 }
@@ -383,8 +391,7 @@ std::string report_html(const std::vector<TrialResult>& results, const std::stri
       h << curves_chart(tag, top, curves);
     }
   }
-  h << "<h2>Every trial</h2><table><tr><th>trial</th><th>status</th><th>" << esc(metric)
-    << "</th>";
+  h << "<h2>Every trial</h2><table><tr><th>trial</th><th>status</th><th>" << esc(metric) << "</th>";
   for (const auto& n : names) h << "<th>" << esc(n) << "</th>";
   h << "<th>steps</th><th>wall s</th><th>exit</th></tr>";
   for (const auto& r : results) {
@@ -395,8 +402,8 @@ std::string report_html(const std::vector<TrialResult>& results, const std::stri
       auto it = r.params.find(n);
       h << "<td>" << (it == r.params.end() ? "" : esc(it->second)) << "</td>";
     }
-    h << "<td>" << r.final_step << "</td><td>" << fixed(r.wall_secs) << "</td><td>"
-      << r.exit_code << "</td></tr>";
+    h << "<td>" << r.final_step << "</td><td>" << fixed(r.wall_secs) << "</td><td>" << r.exit_code
+      << "</td></tr>";
   }
   h << "</table></body></html>\n";
   return h.str();

@@ -15,12 +15,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "fastnn/errors.h"
 #include "src/io/atomic_file.h"
@@ -52,7 +51,6 @@ std::string slurp(const fs::path& p) {
   ss << in.rdbuf();
   return ss.str();
 }
-
 
 std::string args_text(const Assignment& a) {
   std::string s;
@@ -187,8 +185,8 @@ pid_t start_trial(const SweepOptions& o, const std::vector<std::string>& argv,
 }
 
 // Reads the trial's metrics.json and decides its status.
-TrialResult collect(const SweepOptions& o, int index, const Assignment& params,
-                    const fs::path& dir, int exit_code, double wall) {
+TrialResult collect(const SweepOptions& o, int index, const Assignment& params, const fs::path& dir,
+                    int exit_code, double wall) {
   TrialResult r;
   r.index = index;
   r.params = params;
@@ -226,8 +224,10 @@ TrialResult collect(const SweepOptions& o, int index, const Assignment& params,
 }
 
 nlohmann::json to_json(const TrialResult& r, const std::string& metric) {
-  nlohmann::json j = {{"status", r.status},     {"exit_code", r.exit_code},
-                      {"metric", metric},       {"final_step", r.final_step},
+  nlohmann::json j = {{"status", r.status},
+                      {"exit_code", r.exit_code},
+                      {"metric", metric},
+                      {"final_step", r.final_step},
                       {"wall_secs", r.wall_secs}};
   if (r.has_metric) j["value"] = r.metric;
   if (!r.reported.empty()) j["reported"] = r.reported;
@@ -292,8 +292,7 @@ std::string result_file(int64_t steps) {
 
 // Starts trial i to `steps` (0: its own end); a promoted trial resumes from
 // its own checkpoint in train/.
-Running launch(const SweepOptions& o, const std::vector<Assignment>& trials, int i,
-               int64_t steps) {
+Running launch(const SweepOptions& o, const std::vector<Assignment>& trials, int i, int64_t steps) {
   const fs::path dir = fs::path(o.out_dir) / trial_name(i);
   fs::create_directories(dir);
   io::write_file_atomic((dir / "trial.args").string(), args_text(trials[i]));
@@ -401,8 +400,8 @@ std::map<int, TrialResult> run_rung(const SweepOptions& o, const std::vector<Ass
   }
   if (o.progress) {
     std::cerr << "sweep: " << (steps > 0 ? "rung of " + std::to_string(steps) + " steps: " : "")
-              << members.size() << " trials, " << members.size() - todo.size()
-              << " done earlier, " << todo.size() << " to run, " << o.parallel << " at a time\n";
+              << members.size() << " trials, " << members.size() - todo.size() << " done earlier, "
+              << todo.size() << " to run, " << o.parallel << " at a time\n";
   }
   std::vector<Running> running;
   int failed = 0;
@@ -424,8 +423,8 @@ std::map<int, TrialResult> run_rung(const SweepOptions& o, const std::vector<Ass
     }
     const size_t left = members.size() - results.size();
     if (left > 0 && finished_this_run > 0) {
-      const double eta = wall_this_run / finished_this_run *
-                         std::ceil(static_cast<double>(left) / o.parallel);
+      const double eta =
+          wall_this_run / finished_this_run * std::ceil(static_cast<double>(left) / o.parallel);
       std::cerr << " | ETA " << static_cast<long long>(eta) << " s";
     }
     std::cerr << "\n";
@@ -472,8 +471,8 @@ std::map<int, TrialResult> run_asha(const SweepOptions& o, const std::vector<Ass
   for (size_t k = 0; k < rungs.size(); ++k) {
     for (size_t i = 0; i < n; ++i) {
       const fs::path dir = fs::path(o.out_dir) / trial_name(static_cast<int>(i));
-      if (auto r = load_result(dir / result_file(rungs[k]), static_cast<int>(i), trials[i],
-                               o.metric)) {
+      if (auto r =
+              load_result(dir / result_file(rungs[k]), static_cast<int>(i), trials[i], o.metric)) {
         results[k][static_cast<int>(i)] = *r;
         started[k].insert(static_cast<int>(i));
         ++earlier;
@@ -483,8 +482,7 @@ std::map<int, TrialResult> run_asha(const SweepOptions& o, const std::vector<Ass
   if (o.progress) {
     std::cerr << "sweep: asynchronous successive halving over " << n << " trials, rungs of";
     for (int64_t r : rungs) std::cerr << " " << r;
-    std::cerr << " steps; " << earlier << " rung results earlier, " << o.parallel
-              << " at a time\n";
+    std::cerr << " steps; " << earlier << " rung results earlier, " << o.parallel << " at a time\n";
   }
   // The next (trial, rung) to start, if any.
   auto next_job = [&]() -> std::optional<std::pair<int, size_t>> {
@@ -513,8 +511,8 @@ std::map<int, TrialResult> run_asha(const SweepOptions& o, const std::vector<Ass
       if (!job) break;
       started[job->second].insert(job->first);
       if (o.progress && job->second > 0) {
-        std::cerr << "sweep: promoting " << trial_name(job->first) << " to "
-                  << rungs[job->second] << " steps\n";
+        std::cerr << "sweep: promoting " << trial_name(job->first) << " to " << rungs[job->second]
+                  << " steps\n";
       }
       running.push_back(launch(o, trials, job->first, rungs[job->second]));
     }
@@ -599,8 +597,8 @@ SweepOutcome run_sweep(const SweepOptions& o, const std::vector<Assignment>& tri
     }
     std::sort(members.begin(), members.end());
     if (o.progress && !members.empty()) {
-      std::cerr << "sweep: promoting " << members.size() << " of " << ranked.size()
-                << " trials to " << rungs[k + 1] << " steps\n";
+      std::cerr << "sweep: promoting " << members.size() << " of " << ranked.size() << " trials to "
+                << rungs[k + 1] << " steps\n";
     }
   }
   std::vector<TrialResult>& out = outcome.results;
@@ -613,11 +611,10 @@ SweepOutcome run_sweep(const SweepOptions& o, const std::vector<Assignment>& tri
     if (halving && a.final_step != b.final_step) return a.final_step > b.final_step;
     return better(a, b);
   });
-  io::write_file_atomic((fs::path(o.out_dir) / "results.csv").string(),
-                        results_csv(out, o.metric));
-  io::write_file_atomic((fs::path(o.out_dir) / "report.html").string(),
-                        report_html(out, o.metric,
-                                    "Sweep report: " + fs::path(o.out_dir).filename().string()));
+  io::write_file_atomic((fs::path(o.out_dir) / "results.csv").string(), results_csv(out, o.metric));
+  io::write_file_atomic(
+      (fs::path(o.out_dir) / "report.html").string(),
+      report_html(out, o.metric, "Sweep report: " + fs::path(o.out_dir).filename().string()));
   return outcome;
 }
 

@@ -139,8 +139,7 @@ SearchSpace parse_pcs(const std::string& text, const std::string& source) {
         if (c.empty()) fail(where, "'" + p.name + "': an empty choice");
       }
     } else {
-      fail(where, "'" + p.name + "': unknown type '" + kind +
-                      "' (real, integer or categorical)");
+      fail(where, "'" + p.name + "': unknown type '" + kind + "' (real, integer or categorical)");
     }
     if (take_group(line, pos, '[', ']', def)) p.default_value = std::string(config::trim(def));
     const std::string tail(config::trim(std::string_view(line).substr(std::min(pos, line.size()))));
@@ -239,8 +238,7 @@ Assignment active_only(const SearchSpace& space, Assignment a) {
       if (!a.count(c.child)) continue;
       auto parent = a.find(c.parent);
       const bool on = parent != a.end() &&
-                      std::find(c.values.begin(), c.values.end(), parent->second) !=
-                          c.values.end();
+                      std::find(c.values.begin(), c.values.end(), parent->second) != c.values.end();
       if (!on) {
         a.erase(c.child);
         changed = true;
@@ -260,13 +258,13 @@ std::vector<Assignment> random_trials(const SearchSpace& space, int n, uint64_t 
       const double u = unit(rng);  // one draw per parameter, active or not
       switch (p.kind) {
         case Param::Kind::kCategorical:
-          a[p.name] = p.choices[std::min(p.choices.size() - 1,
-                                         static_cast<size_t>(u * p.choices.size()))];
+          a[p.name] =
+              p.choices[std::min(p.choices.size() - 1, static_cast<size_t>(u * p.choices.size()))];
           break;
         case Param::Kind::kReal:
-          a[p.name] = format_real(p.log ? std::exp(std::log(p.lo) +
-                                                   u * (std::log(p.hi) - std::log(p.lo)))
-                                        : p.lo + u * (p.hi - p.lo));
+          a[p.name] =
+              format_real(p.log ? std::exp(std::log(p.lo) + u * (std::log(p.hi) - std::log(p.lo)))
+                                : p.lo + u * (p.hi - p.lo));
           break;
         case Param::Kind::kInteger: {
           double v;

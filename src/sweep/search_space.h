@@ -24,8 +24,8 @@ struct Param {
   enum class Kind { kReal, kInteger, kCategorical };
   std::string name;
   Kind kind = Kind::kReal;
-  double lo = 0, hi = 0;  // real / integer
-  bool log = false;       // sample log-uniformly
+  double lo = 0, hi = 0;             // real / integer
+  bool log = false;                  // sample log-uniformly
   std::vector<std::string> choices;  // categorical
   std::string default_value;
 };

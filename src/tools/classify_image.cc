@@ -34,8 +34,8 @@
 #include "preprocessing/preprocessing_factory.h"
 #include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
-#include "src/train/inference_model.h"
 #include "src/tools/tool_main.h"
+#include "src/train/inference_model.h"
 
 namespace {
 using namespace fastnn;

@@ -1,6 +1,5 @@
 // convert_dataset: raw data -> TF-slim-layout TFRecords + labels.txt.
 #include <CLI/CLI.hpp>
-
 #include <csignal>
 #include <iostream>
 #include <thread>
@@ -30,8 +29,7 @@ int main(int argc, char** argv) {
   app.add_option("--dataset_dir", out, "output folder")->required();
   app.add_flag("--overwrite", opt.overwrite,
                "replace existing outputs (otherwise they are an error, exit 2)");
-  app.add_option("--num_threads", opt.num_threads,
-                 "encoding threads (default: the cores)")
+  app.add_option("--num_threads", opt.num_threads, "encoding threads (default: the cores)")
       ->check(CLI::Range(1, 256));
   app.add_option("--num_shards", opt.num_shards,
                  "files per split, equal sizes +-1 (default: 1; image_folder: 5)")
@@ -84,14 +82,13 @@ int main(int argc, char** argv) {
     } else if (name == "image_folder") {
       splits = datasets::convert_image_folder(opt);
     } else {
-      opt.class_names = name == "mnist" ? datasets::mnist_class_names()
-                                        : datasets::fashion_mnist_class_names();
+      opt.class_names =
+          name == "mnist" ? datasets::mnist_class_names() : datasets::fashion_mnist_class_names();
       splits = datasets::convert_mnist(opt);
     }
     for (const auto& s : splits) {
-      std::cout << s.split << ": " << s.examples << " examples in "
-                << s.paths.size() << " file(s): " << s.paths.front()
-                << (s.paths.size() > 1 ? " ..." : "") << "\n";
+      std::cout << s.split << ": " << s.examples << " examples in " << s.paths.size()
+                << " file(s): " << s.paths.front() << (s.paths.size() > 1 ? " ..." : "") << "\n";
     }
   } catch (const ConfigError& e) {
     std::cerr << "convert_dataset: " << e.what() << "\n";

@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "fastnn/errors.h"
-#include "src/train/evaluator.h"
 #include "src/tools/tool_main.h"
+#include "src/train/evaluator.h"
 
 namespace {
 
@@ -14,8 +14,8 @@ void print_result(const fastnn::train::EvalResult& r) {
               static_cast<long long>(r.samples), static_cast<long long>(r.global_step),
               r.moving_averages ? ", moving-average weights" : "");
   std::printf("Accuracy = %.4f (%lld/%lld)\nRecall_5 = %.4f\nLoss = %.4f\n", r.top1,
-              static_cast<long long>(r.top1_correct), static_cast<long long>(r.samples),
-              r.top5, r.loss);
+              static_cast<long long>(r.top1_correct), static_cast<long long>(r.samples), r.top5,
+              r.loss);
   for (size_t c = 0; c < r.class_total.size(); ++c) {
     if (r.class_total[c] == 0) continue;
     const std::string name = c < r.class_names.size() ? r.class_names[c] : "";
@@ -39,15 +39,15 @@ int main(int argc, char** argv) {
         const auto& hp = args.hp;
         std::string path = hp.checkpoint_path.empty() ? hp.train_dir : hp.checkpoint_path;
         if (path.empty()) {
-          throw fastnn::ConfigError(
-              "checkpoint_path: not set (a checkpoint file or a train_dir)");
+          throw fastnn::ConfigError("checkpoint_path: not set (a checkpoint file or a train_dir)");
         }
         if (hp.eval_interval_secs > 0) {
           // The train_dir may not exist yet: the loop waits for it.
           if (std::filesystem::is_regular_file(path)) {
             throw fastnn::ConfigError(
                 "eval_interval_secs: the evaluation loop needs a train_dir, not the "
-                "file '" + path + "'");
+                "file '" +
+                path + "'");
           }
           return fastnn::train::evaluation_loop(hp, path, print_result);
         }

@@ -31,8 +31,8 @@
 #include "src/config/value_parse.h"
 #include "src/export/onnx_export.h"
 #include "src/io/atomic_file.h"
-#include "src/train/inference_model.h"
 #include "src/tools/tool_main.h"
+#include "src/train/inference_model.h"
 
 namespace {
 using namespace fastnn;
@@ -76,15 +76,14 @@ int export_graph(LoadResult& args, const std::string& batch_size) {
   io::AtomicFileWriter out(output->second);
   out.append(bytes);
   out.commit();
-  std::printf("export_inference_graph: wrote %s (%s, %s images [%s, %lld, %lld, %lld], %lld "
-              "classes, %.1f MB%s)\n",
-              output->second.c_str(), hp.model_name.c_str(),
-              batch ? "fixed batch" : "dynamic batch",
-              batch ? std::to_string(batch).c_str() : "N",
-              static_cast<long long>(o.channels), static_cast<long long>(o.image_size),
-              static_cast<long long>(o.image_size),
-              static_cast<long long>(loaded.options.num_classes), bytes.size() / 1e6,
-              loaded.moving_averages ? ", moving-average weights" : "");
+  std::printf(
+      "export_inference_graph: wrote %s (%s, %s images [%s, %lld, %lld, %lld], %lld "
+      "classes, %.1f MB%s)\n",
+      output->second.c_str(), hp.model_name.c_str(), batch ? "fixed batch" : "dynamic batch",
+      batch ? std::to_string(batch).c_str() : "N", static_cast<long long>(o.channels),
+      static_cast<long long>(o.image_size), static_cast<long long>(o.image_size),
+      static_cast<long long>(loaded.options.num_classes), bytes.size() / 1e6,
+      loaded.moving_averages ? ", moving-average weights" : "");
   return 0;
 }
 

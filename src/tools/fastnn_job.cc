@@ -18,8 +18,7 @@ namespace dist = fastnn::dist;
 namespace pb = fastnn::dist::proto;
 
 std::string duration_text(double secs) {
-  if (secs < 0)
-    return "-";
+  if (secs < 0) return "-";
   const long s = static_cast<long>(secs + 0.5);
   char buf[32];
   if (s >= 3600) {
@@ -33,81 +32,53 @@ std::string duration_text(double secs) {
 }
 
 void print_status(const pb::JobStatus& st) {
-  std::printf("job %s: %d workers, up %s%s\n",
-              pb::JobState_Name(st.state()).c_str(),
-              st.world_size(),
-              duration_text(st.uptime_secs()).c_str(),
-              st.stop_requested()
-                  ? (", stop requested (" + st.stop_reason() + ")").c_str()
-                  : "");
-  if (!st.failure().empty())
-    std::printf("failure: %s\n", st.failure().c_str());
-  std::printf("%-5s %-9s %-28s %10s %10s %12s %9s %10s\n",
-              "rank",
-              "state",
-              "host:pid",
-              "step",
-              "loss",
-              "images/sec",
-              "ETA",
-              "heartbeat");
+  std::printf("job %s: %d workers, up %s%s\n", pb::JobState_Name(st.state()).c_str(),
+              st.world_size(), duration_text(st.uptime_secs()).c_str(),
+              st.stop_requested() ? (", stop requested (" + st.stop_reason() + ")").c_str() : "");
+  if (!st.failure().empty()) std::printf("failure: %s\n", st.failure().c_str());
+  std::printf("%-5s %-9s %-28s %10s %10s %12s %9s %10s\n", "rank", "state", "host:pid", "step",
+              "loss", "images/sec", "ETA", "heartbeat");
   for (const auto& w : st.workers()) {
-    const std::string who =
-        w.host().empty() ? "-" : w.host() + ":" + std::to_string(w.pid());
+    const std::string who = w.host().empty() ? "-" : w.host() + ":" + std::to_string(w.pid());
     std::string state = w.state();
-    if (state == "finished")
-      state += "(" + std::to_string(w.exit_code()) + ")";
+    if (state == "finished") state += "(" + std::to_string(w.exit_code()) + ")";
     char beat[32] = "-";
     if (w.state() != "missing") {
       std::snprintf(beat, sizeof beat, "%.1fs ago", w.last_heartbeat_secs());
     }
-    std::printf("%-5d %-9s %-28s %10lld %10.4f %12.1f %9s %10s\n",
-                w.rank(),
-                state.c_str(),
-                who.c_str(),
-                static_cast<long long>(w.report().step()),
-                w.report().loss(),
-                w.report().images_per_sec(),
-                duration_text(w.report().eta_secs()).c_str(),
-                beat);
+    std::printf("%-5d %-9s %-28s %10lld %10.4f %12.1f %9s %10s\n", w.rank(), state.c_str(),
+                who.c_str(), static_cast<long long>(w.report().step()), w.report().loss(),
+                w.report().images_per_sec(), duration_text(w.report().eta_secs()).c_str(), beat);
   }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Status, graceful stop and health of a running FastNN job.",
-               "fastnn_job"};
-  app.set_version_flag("--version",
-                       std::string("fastnn_job ") + FASTNN_VERSION);
+  CLI::App app{"Status, graceful stop and health of a running FastNN job.", "fastnn_job"};
+  app.set_version_flag("--version", std::string("fastnn_job ") + FASTNN_VERSION);
   app.require_subcommand(1);
   std::string address, token_file, ca_file, reason = "fastnn_job stop";
   int timeout_secs = 10;
   auto common = [&](CLI::App* sub) {
-    sub->add_option("--coordinator",
-                    address,
+    sub->add_option("--coordinator", address,
                     "host:port of the chief's coordinator (MASTER_ADDR:"
                     "MASTER_PORT)")
         ->required();
-    sub->add_option("--token_file",
-                    token_file,
+    sub->add_option("--token_file", token_file,
                     "file holding the job token; default: FASTNN_JOB_TOKEN");
-    sub->add_option("--tls_ca_file",
-                    ca_file,
-                    "PEM CA bundle when the coordinator serves TLS");
-    sub->add_option("--timeout_secs", timeout_secs, "call deadline")
-        ->check(CLI::PositiveNumber);
+    sub->add_option("--tls_ca_file", ca_file, "PEM CA bundle when the coordinator serves TLS");
+    sub->add_option("--timeout_secs", timeout_secs, "call deadline")->check(CLI::PositiveNumber);
   };
-  CLI::App* status = app.add_subcommand(
-      "status", "each worker's step, loss, images/sec, ETA and the job state");
-  CLI::App* stop = app.add_subcommand(
-      "stop",
-      "request a graceful stop: every worker stops at the same step, "
-      "checkpoints and exits 0");
-  CLI::App* health = app.add_subcommand(
-      "health", "grpc.health.v1 check (no token); exit 0 when SERVING");
-  for (CLI::App* sub : {status, stop, health})
-    common(sub);
+  CLI::App* status =
+      app.add_subcommand("status", "each worker's step, loss, images/sec, ETA and the job state");
+  CLI::App* stop =
+      app.add_subcommand("stop",
+                         "request a graceful stop: every worker stops at the same step, "
+                         "checkpoints and exits 0");
+  CLI::App* health =
+      app.add_subcommand("health", "grpc.health.v1 check (no token); exit 0 when SERVING");
+  for (CLI::App* sub : {status, stop, health}) common(sub);
   stop->add_option("--reason", reason, "shown by fastnn_job status");
   try {
     app.parse(argc, argv);
@@ -128,8 +99,7 @@ int main(int argc, char** argv) {
       co.token = t;
     }
     if (co.token.empty() && !health->parsed()) {
-      throw fastnn::ConfigError(
-          "no job token: set FASTNN_JOB_TOKEN or pass --token_file");
+      throw fastnn::ConfigError("no job token: set FASTNN_JOB_TOKEN or pass --token_file");
     }
     dist::CoordinatorClient client(co);
     const auto deadline = std::chrono::seconds(timeout_secs);
@@ -139,12 +109,9 @@ int main(int argc, char** argv) {
       ctx.set_deadline(std::chrono::system_clock::now() + deadline);
       grpc::health::v1::HealthCheckResponse resp;
       grpc::Status s = stub->Check(&ctx, {}, &resp);
-      if (!s.ok())
-        throw fastnn::DistributedError(client.explain(s, "health"));
+      if (!s.ok()) throw fastnn::DistributedError(client.explain(s, "health"));
       std::printf("%s\n",
-                  grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
-                      resp.status())
-                      .c_str());
+                  grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status()).c_str());
       return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING
                  ? fastnn::kExitOk
                  : fastnn::kExitDistributed;
@@ -153,8 +120,7 @@ int main(int argc, char** argv) {
       pb::JobStatus st;
       auto ctx = client.context(deadline, /*wait_for_ready=*/false);
       grpc::Status s = client.stub().Status(ctx.get(), {}, &st);
-      if (!s.ok())
-        throw fastnn::DistributedError(client.explain(s, "status"));
+      if (!s.ok()) throw fastnn::DistributedError(client.explain(s, "status"));
       print_status(st);
       return fastnn::kExitOk;
     }
@@ -163,10 +129,8 @@ int main(int argc, char** argv) {
     pb::StopResponse resp;
     auto ctx = client.context(deadline, /*wait_for_ready=*/false);
     grpc::Status s = client.stub().Stop(ctx.get(), req, &resp);
-    if (!s.ok())
-      throw fastnn::DistributedError(client.explain(s, "stop"));
-    std::printf("stop requested; job %s\n",
-                pb::JobState_Name(resp.state()).c_str());
+    if (!s.ok()) throw fastnn::DistributedError(client.explain(s, "stop"));
+    std::printf("stop requested; job %s\n", pb::JobState_Name(resp.state()).c_str());
     return fastnn::kExitOk;
   } catch (const fastnn::ConfigError& e) {
     std::cerr << "fastnn_job: error: " << e.what() << "\n";

@@ -13,7 +13,6 @@
 // Exit: 0 listed (whether or not the network matches; the last line says),
 // 2 bad arguments, 3 no readable checkpoint there.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <exception>
 #include <map>
@@ -25,9 +24,9 @@
 #include "models/model_factory.h"
 #include "src/io/atomic_file.h"
 #include "src/io/tf_checkpoint.h"
+#include "src/tools/tool_main.h"
 #include "src/train/checkpoint.h"
 #include "src/train/checkpoint_format.h"
-#include "src/tools/tool_main.h"
 
 namespace {
 using namespace fastnn;
@@ -47,13 +46,20 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 const char* own_dtype_name(train::DTypeCode c) {
   switch (c) {
-    case train::DTypeCode::kFloat32: return "float32";
-    case train::DTypeCode::kFloat64: return "float64";
-    case train::DTypeCode::kInt64: return "int64";
-    case train::DTypeCode::kUInt8: return "uint8";
-    case train::DTypeCode::kInt32: return "int32";
-    case train::DTypeCode::kBFloat16: return "bfloat16";
-    case train::DTypeCode::kFloat16: return "float16";
+    case train::DTypeCode::kFloat32:
+      return "float32";
+    case train::DTypeCode::kFloat64:
+      return "float64";
+    case train::DTypeCode::kInt64:
+      return "int64";
+    case train::DTypeCode::kUInt8:
+      return "uint8";
+    case train::DTypeCode::kInt32:
+      return "int32";
+    case train::DTypeCode::kBFloat16:
+      return "bfloat16";
+    case train::DTypeCode::kFloat16:
+      return "float16";
   }
   return "?";
 }
@@ -76,11 +82,11 @@ Listing list_checkpoint(const std::string& path) {
       const int64_t bytes = c.format() == io::TfCheckpointFormat::kV2 ? t.size
                             : width ? t.num_elements * static_cast<int64_t>(width)
                                     : -1;
-      l.rows.push_back({t.name, io::tf_dtype_name(t.dtype) +
-                                    (t.num_slices ? " (" + std::to_string(t.num_slices) +
-                                                        " slices)"
-                                                  : std::string()),
-                        t.shape, bytes});
+      l.rows.push_back(
+          {t.name,
+           io::tf_dtype_name(t.dtype) +
+               (t.num_slices ? " (" + std::to_string(t.num_slices) + " slices)" : std::string()),
+           t.shape, bytes});
       const bool floating = t.dtype == io::kTfFloat || t.dtype == io::kTfHalf ||
                             t.dtype == io::kTfBFloat16 || t.dtype == io::kTfDouble;
       if (floating) l.variables[t.name] = train::port_shape_of_tf(t.name, t.shape);
@@ -90,7 +96,8 @@ Listing list_checkpoint(const std::string& path) {
   l.format = "FastNN-C++";
   const std::string bytes = io::read_file(path);
   for (const train::CheckpointEntry& e : train::parse_checkpoint(bytes, path)) {
-    l.rows.push_back({e.name, own_dtype_name(e.dtype), e.dims, static_cast<int64_t>(e.data.size())});
+    l.rows.push_back(
+        {e.name, own_dtype_name(e.dtype), e.dims, static_cast<int64_t>(e.data.size())});
     if (e.name.rfind("model/", 0) == 0) l.variables[e.name.substr(6)] = e.dims;
   }
   return l;
@@ -165,21 +172,23 @@ void print_diff(const Listing& l, const std::string& model_name, const models::M
     std::printf("compatible: every variable of the network is in the checkpoint, shapes equal%s\n",
                 unexpected.empty() ? "" : " (some checkpoint variables are unused)");
   } else {
-    std::printf("differences: %zu missing, %zu unexpected, %zu of another shape\n",
-                missing.size(), unexpected.size(), mismatched.size());
+    std::printf("differences: %zu missing, %zu unexpected, %zu of another shape\n", missing.size(),
+                unexpected.size(), mismatched.size());
   }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"inspect_checkpoint: the tensors of a checkpoint (this project's or "
-               "TensorFlow's), and its differences from a network"};
+  CLI::App app{
+      "inspect_checkpoint: the tensors of a checkpoint (this project's or "
+      "TensorFlow's), and its differences from a network"};
   std::string path, model_name;
   models::ModelOptions o;
   bool grayscale = false;
   app.add_option("checkpoint,--checkpoint_path", path,
-                 "A checkpoint file, a TensorFlow prefix, or a directory")->required();
+                 "A checkpoint file, a TensorFlow prefix, or a directory")
+      ->required();
   app.add_option("--model_name", model_name, "Compare with this network");
   app.add_option("--num_classes", o.num_classes, "The network's classes (with --model_name)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));

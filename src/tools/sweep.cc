@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -159,7 +158,8 @@ int main(int argc, char** argv) {
     }
     std::string why;
     const int code = sweep::sweep_exit_code(outcome, o.metric, g_interruption.signal, &why);
-    if (code != kExitOk) std::cerr << "sweep: " << (code == kExitUsage ? "error: " : "") << why << "\n";
+    if (code != kExitOk)
+      std::cerr << "sweep: " << (code == kExitUsage ? "error: " : "") << why << "\n";
     return code;
   } catch (const ConfigError& e) {
     std::cerr << "sweep: error: " << e.what() << "\n";

@@ -23,16 +23,12 @@ namespace {
 void one_blas_thread(int, char**, char**) {
   ::setenv("OPENBLAS_NUM_THREADS", "1", /*overwrite=*/1);
 }
-__attribute__((section(".preinit_array"), used)) void (*const kOneBlasThread)(int, char**,
-                                                                               char**) =
-    one_blas_thread;
+__attribute__((section(".preinit_array"),
+               used)) void (*const kOneBlasThread)(int, char**, char**) = one_blas_thread;
 
 }  // namespace
 
-int tool_main(int argc,
-              char** argv,
-              const std::string& program,
-              const std::string& usage,
+int tool_main(int argc, char** argv, const std::string& program, const std::string& usage,
               const std::function<int(LoadResult&)>& body,
               const std::vector<std::string>& extra_keys) {
   io::route_protobuf_log();
@@ -70,8 +66,9 @@ int tool_main(int argc,
       return kExitInternal;
     }
     std::cerr << program << ": error: "
-              << io::thread_limit_message("", "lower num_preprocessing_threads and "
-                                              "intra_op_parallelism_threads, or raise the limit")
+              << io::thread_limit_message("",
+                                          "lower num_preprocessing_threads and "
+                                          "intra_op_parallelism_threads, or raise the limit")
               << "\n";
     return kExitUsage;
   } catch (const OutOfMemoryError& e) {
@@ -83,8 +80,7 @@ int tool_main(int argc,
               << e.what_without_backtrace() << "\n";
     return kExitOutOfMemory;
   } catch (const c10::Error& e) {
-    std::cerr << program << ": internal error (LibTorch): "
-              << e.what_without_backtrace() << "\n";
+    std::cerr << program << ": internal error (LibTorch): " << e.what_without_backtrace() << "\n";
     return kExitInternal;
   } catch (const std::exception& e) {
     std::cerr << program << ": internal error: " << e.what() << "\n";

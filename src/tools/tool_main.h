@@ -13,10 +13,7 @@ namespace fastnn::train {
 
 /// Runs `body` with the loaded hyperparameters; returns the exit code.
 /// `extra_keys`: the tool's own --KEY=VALUE flags (LoadResult::extras).
-int tool_main(int argc,
-              char** argv,
-              const std::string& program,
-              const std::string& usage,
+int tool_main(int argc, char** argv, const std::string& program, const std::string& usage,
               const std::function<int(LoadResult&)>& body,
               const std::vector<std::string>& extra_keys = {});
 

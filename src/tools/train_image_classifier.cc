@@ -8,25 +8,22 @@
 #include "fastnn/trainer.h"
 #include "src/dist/cluster.h"
 #include "src/dist/launcher.h"
+#include "src/tools/tool_main.h"
 #include "src/train/builder.h"
 #include "src/train/run_hooks.h"
-#include "src/tools/tool_main.h"
 
 int main(int argc, char** argv) {
   return fastnn::train::tool_main(
-      argc,
-      argv,
-      "train_image_classifier",
-      "--config FILE [--KEY=VALUE ...] [--dry_run]",
+      argc, argv, "train_image_classifier", "--config FILE [--KEY=VALUE ...] [--dry_run]",
       [argc, argv](fastnn::LoadResult& args) {
         namespace dist = fastnn::dist;
         const dist::Environment env = dist::process_environment();
         // One process on a machine with several GPUs, nproc_per_node not
         // given: one worker per GPU, as torchrun users expect (the GPUs are
         // counted only then).
-        const dist::ClusterSpec cluster = dist::resolve_cluster(
-            args.hp, env, [&args] { return fastnn::train::default_workers_per_machine(
-                          fastnn::train::device_options(args.hp)); });
+        const dist::ClusterSpec cluster = dist::resolve_cluster(args.hp, env, [&args] {
+          return fastnn::train::default_workers_per_machine(fastnn::train::device_options(args.hp));
+        });
         if (const int gpus = cluster.workers_from_gpus) {
           std::cerr << "train_image_classifier: " << gpus
                     << " GPUs: starting one worker per GPU (nproc_per_node=" << gpus
@@ -38,8 +35,7 @@ int main(int argc, char** argv) {
           return 0;
         }
         if (cluster.launch_workers > 0 && !args.dry_run) {
-          return dist::launch(
-              dist::launch_options(cluster, args.hp, env, argc, argv));
+          return dist::launch(dist::launch_options(cluster, args.hp, env, argc, argv));
         }
         if (args.dry_run) {
           fastnn::train::Trainer trainer(args.hp, cluster, env);
@@ -52,7 +48,8 @@ int main(int argc, char** argv) {
         auto unsat = [&](int code) {
           fastnn::train::RunResult r;
           r.exit_code = code;
-          r.wall_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          r.wall_secs =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           r.seed = args.hp.seed;
           r.train_loss = std::nan("");
           if (cluster.rank == 0) fastnn::train::print_result(args.hp, r);

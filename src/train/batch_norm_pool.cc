@@ -124,9 +124,7 @@ void BatchNormPool::measure_counts(const std::function<void(const torch::Tensor&
   }
 }
 
-torch::Tensor BatchNormPool::gather() const {
-  return torch::cat(buffers_).to(torch::kFloat64);
-}
+torch::Tensor BatchNormPool::gather() const { return torch::cat(buffers_).to(torch::kFloat64); }
 
 void BatchNormPool::prepare_factors(int64_t batch_size, int world) {
   if (batch_size == factors_batch_ && world == factors_world_) return;
@@ -140,8 +138,7 @@ void BatchNormPool::prepare_factors(int64_t batch_size, int world) {
     biased.insert(biased.end(), c,
                   n > 1 ? static_cast<double>(n - 1) / static_cast<double>(n) : 1.0);
     unbiased.insert(unbiased.end(), c,
-                    total > 1 ? static_cast<double>(total) / static_cast<double>(total - 1)
-                              : 1.0);
+                    total > 1 ? static_cast<double>(total) / static_cast<double>(total - 1) : 1.0);
   }
   const auto device = layers_.front().mean.device();
   auto to_device = [&](const std::vector<double>& v) {
@@ -167,8 +164,8 @@ torch::Tensor BatchNormPool::local_moments(int64_t batch_size) {
   const auto current = gather();
   // moving = (1-m)·prev + m·batch  =>  batch = (moving - (1-m)·prev) / m.
   const auto mean = (current.narrow(0, 0, c) - keep_ * prev_.narrow(0, 0, c)) / momentum_;
-  const auto var = (current.narrow(0, c, c) - keep_ * prev_.narrow(0, c, c)) / momentum_ *
-                   to_biased_;
+  const auto var =
+      (current.narrow(0, c, c) - keep_ * prev_.narrow(0, c, c)) / momentum_ * to_biased_;
   return torch::cat({mean, var + mean * mean});
 }
 
@@ -189,8 +186,7 @@ torch::Tensor BatchNormPool::step_moments(int64_t batch_size) {
   return all;
 }
 
-void BatchNormPool::apply(const torch::Tensor& summed_anywhere, int world,
-                          int64_t batch_size) {
+void BatchNormPool::apply(const torch::Tensor& summed_anywhere, int world, int64_t batch_size) {
   torch::NoGradGuard no_grad;
   if (layers_.empty()) return;
   prepare_factors(batch_size, world);

@@ -1,10 +1,9 @@
 #include "src/train/best_checkpoints.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "src/io/atomic_file.h"
 #include "src/log/log.h"
@@ -21,8 +20,8 @@ EvalHistory::EvalHistory(std::string dir, int64_t keep, std::string metric)
   try {
     const auto j = nlohmann::json::parse(in);
     if (j.value("metric", std::string()) != metric_) {
-      log::warning() << path.string() << " ranks by "
-                     << j.value("metric", std::string("?")) << ", this run by " << metric_
+      log::warning() << path.string() << " ranks by " << j.value("metric", std::string("?"))
+                     << ", this run by " << metric_
                      << ": its history is not continued (its best.ckpt-* files stay)";
       return;
     }
@@ -72,8 +71,7 @@ void EvalHistory::resume_at(int64_t step) {
   write();
 }
 
-bool EvalHistory::add(int64_t step, double accuracy,
-                      const std::function<TensorMap()>& tensors) {
+bool EvalHistory::add(int64_t step, double accuracy, const std::function<TensorMap()>& tensors) {
   evaluations_.erase(std::remove_if(evaluations_.begin(), evaluations_.end(),
                                     [step](const auto& e) { return e.first >= step; }),
                      evaluations_.end());
@@ -82,15 +80,14 @@ bool EvalHistory::add(int64_t step, double accuracy,
               best_.end());
   const bool improved = evaluations_.empty() || accuracy > best_accuracy();
   evaluations_.emplace_back(step, accuracy);
-  const bool kept = keep_ > 0 && (static_cast<int64_t>(best_.size()) < keep_ ||
-                                  accuracy > best_.back().accuracy);
+  const bool kept =
+      keep_ > 0 && (static_cast<int64_t>(best_.size()) < keep_ || accuracy > best_.back().accuracy);
   if (kept) {
     BestCheckpoint b{step, accuracy, "best.ckpt-" + std::to_string(step)};
     if (!dir_.empty()) save_tensors((fs::path(dir_) / b.file).string(), tensors());
     // After every equal accuracy: the earlier step ranks first.
-    const auto at = std::find_if(best_.begin(), best_.end(), [&](const BestCheckpoint& k) {
-      return k.accuracy < accuracy;
-    });
+    const auto at = std::find_if(best_.begin(), best_.end(),
+                                 [&](const BestCheckpoint& k) { return k.accuracy < accuracy; });
     best_.insert(at, std::move(b));
     if (static_cast<int64_t>(best_.size()) > keep_) {
       std::error_code ec;

@@ -1,8 +1,7 @@
 #include "src/train/builder.h"
 
-#include <torch/torch.h>
-
 #include <dlfcn.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <limits>
@@ -34,16 +33,14 @@ ModelAndData build(const HParams& hp, const std::string& split, bool create_mode
   if (b.dataset.num_classes > 0 && dataset_classes < 1 && !b.dataset.synthetic) {
     throw ConfigError(hp.where("labels_offset") + ": labels_offset: " +
                       std::to_string(hp.labels_offset) + " leaves none of " + b.dataset.name +
-                      "'s " + std::to_string(b.dataset.num_classes) +
-                      " classes (labels are 0.." + std::to_string(b.dataset.num_classes - 1) +
-                      " before the offset)");
+                      "'s " + std::to_string(b.dataset.num_classes) + " classes (labels are 0.." +
+                      std::to_string(b.dataset.num_classes - 1) + " before the offset)");
   }
   if (hp.num_classes) {
     if (*hp.num_classes < dataset_classes && !b.dataset.synthetic) {
       throw ConfigError(hp.where("num_classes") + ": num_classes: " +
-                        std::to_string(*hp.num_classes) + " is smaller than " +
-                        b.dataset.name + "'s " + std::to_string(dataset_classes) +
-                        " classes (after labels_offset)");
+                        std::to_string(*hp.num_classes) + " is smaller than " + b.dataset.name +
+                        "'s " + std::to_string(dataset_classes) + " classes (after labels_offset)");
     }
     b.num_classes = *hp.num_classes;
   } else {
@@ -82,12 +79,11 @@ ModelAndData build(const HParams& hp, const std::string& split, bool create_mode
   try {
     b.model = b.spec->create(mo);
   } catch (const std::bad_alloc&) {
-    throw ConfigError(hp.where("num_classes") + ": num_classes: " +
-                      std::to_string(b.num_classes) + ": the model does not fit in memory");
+    throw ConfigError(hp.where("num_classes") + ": num_classes: " + std::to_string(b.num_classes) +
+                      ": the model does not fit in memory");
   } catch (const c10::Error& e) {
     if (std::string(e.what()).find("allocate") == std::string::npos) throw;
-    throw ConfigError(hp.where("num_classes") + ": num_classes: " +
-                      std::to_string(b.num_classes) +
+    throw ConfigError(hp.where("num_classes") + ": num_classes: " + std::to_string(b.num_classes) +
                       ": the model does not fit in memory (" +
                       std::string(e.what_without_backtrace()).substr(0, 200) + ")");
   }
@@ -141,11 +137,10 @@ datasets::PipelineOptions pipeline_options(const HParams& hp, const ModelAndData
   po.augment.randaugment_num_ops = static_cast<int>(hp.randaugment_num_ops);
   po.augment.randaugment_magnitude = static_cast<int>(hp.randaugment_magnitude);
   po.augment.random_erasing_prob = hp.random_erasing_prob;
-  o.preprocess = preprocessing::get_preprocessing(b.preprocessing_name, b.shape,
-                                                  is_training, po);
+  o.preprocess = preprocessing::get_preprocessing(b.preprocessing_name, b.shape, is_training, po);
   if (o.cache) {
-    o.preprocess_decoded = preprocessing::get_decoded_preprocessing(
-        b.preprocessing_name, b.shape, is_training, po);
+    o.preprocess_decoded =
+        preprocessing::get_decoded_preprocessing(b.preprocessing_name, b.shape, is_training, po);
   }
   if (is_training) {
     o.shard_index = shard.index;
@@ -159,8 +154,7 @@ int configure_threads(const HParams& hp, int pipelines) {
   // 0 means "LibTorch's default", which is one thread on some builds; use
   // every core instead.
   const int64_t asked = hp.intra_op_parallelism_threads;
-  const int want_intra =
-      static_cast<int>(asked <= 0 ? cores : std::min<int64_t>(asked, cores));
+  const int want_intra = static_cast<int>(asked <= 0 ? cores : std::min<int64_t>(asked, cores));
   const int want_decoders =
       static_cast<int>(std::clamp<int64_t>(hp.num_preprocessing_threads, 1, 1 << 16));
   // Asked again with the same counts (the evaluation loop, once a
@@ -195,7 +189,8 @@ int configure_threads(const HParams& hp, int pipelines) {
     auto line = log::warning();
     line << "only " << room << " more threads can start (ulimit -u, or the container's pids "
          << "limit): lowered";
-    if (intra < want_intra) line << " intra_op_parallelism_threads " << want_intra << " -> " << intra;
+    if (intra < want_intra)
+      line << " intra_op_parallelism_threads " << want_intra << " -> " << intra;
     if (decoders < want_decoders) {
       line << " num_preprocessing_threads " << want_decoders << " -> " << decoders;
     }
@@ -208,8 +203,7 @@ int configure_threads(const HParams& hp, int pipelines) {
   // threads each call on its own oversubscribes the cores (measured: half
   // the throughput and a third of the time in the kernel on 2 cores).
   using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(
-          dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
     set(1);
   } else {
     static bool warned = false;

@@ -1,9 +1,8 @@
 #include "src/train/checkpoint.h"
 
-#include <torch/torch.h>
-
 #include <fcntl.h>
 #include <sys/file.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,11 +16,11 @@
 #include <sstream>
 #include <thread>
 
+#include "fastnn/errors.h"
+#include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
 #include "src/io/dir_lock.h"
 #include "src/io/tf_checkpoint.h"
-#include "fastnn/errors.h"
-#include "src/config/value_parse.h"
 #include "src/log/log.h"
 #include "src/train/checkpoint_format.h"
 
@@ -31,9 +30,9 @@ namespace {
 
 const std::vector<std::pair<torch::ScalarType, DTypeCode>>& dtype_codes() {
   static const std::vector<std::pair<torch::ScalarType, DTypeCode>> kCodes = {
-      {torch::kFloat32, DTypeCode::kFloat32},   {torch::kFloat64, DTypeCode::kFloat64},
-      {torch::kInt64, DTypeCode::kInt64},       {torch::kUInt8, DTypeCode::kUInt8},
-      {torch::kInt32, DTypeCode::kInt32},       {torch::kBFloat16, DTypeCode::kBFloat16},
+      {torch::kFloat32, DTypeCode::kFloat32}, {torch::kFloat64, DTypeCode::kFloat64},
+      {torch::kInt64, DTypeCode::kInt64},     {torch::kUInt8, DTypeCode::kUInt8},
+      {torch::kInt32, DTypeCode::kInt32},     {torch::kBFloat16, DTypeCode::kBFloat16},
       {torch::kFloat16, DTypeCode::kFloat16}};
   return kCodes;
 }
@@ -42,8 +41,7 @@ const std::vector<std::pair<torch::ScalarType, DTypeCode>>& dtype_codes() {
 // ".../depthwise_weights" or ".../depthwise_weights/<slot>".
 bool is_depthwise_kernel(const std::string& tf_name) {
   const size_t at = tf_name.find("/depthwise_weights");
-  return at != std::string::npos &&
-         (at + 18 == tf_name.size() || tf_name[at + 18] == '/');
+  return at != std::string::npos && (at + 18 == tf_name.size() || tf_name[at + 18] == '/');
 }
 
 // A TensorFlow checkpoint's variables under this port's keys and layouts:
@@ -88,8 +86,7 @@ bool is_own_checkpoint(const std::string& path) {
 
 }  // namespace
 
-std::vector<int64_t> port_shape_of_tf(const std::string& tf_name,
-                                      const std::vector<int64_t>& s) {
+std::vector<int64_t> port_shape_of_tf(const std::string& tf_name, const std::vector<int64_t>& s) {
   if (s.size() == 4 && is_depthwise_kernel(tf_name)) return {s[2] * s[3], 1, s[0], s[1]};
   if (s.size() == 4) return {s[3], s[2], s[0], s[1]};
   if (s.size() == 2) return {s[1], s[0]};
@@ -158,9 +155,8 @@ std::optional<LatestCheckpoint> find_latest_checkpoint(const std::string& dir) {
     const std::string key = "model_checkpoint_path: \"";
     while (std::getline(in, line)) {
       if (line.rfind(key, 0) == 0 && line.size() > key.size() + 1) {
-        indexed = fs::path(line.substr(key.size(), line.size() - key.size() - 1))
-                      .filename()
-                      .string();
+        indexed =
+            fs::path(line.substr(key.size(), line.size() - key.size() - 1)).filename().string();
         break;
       }
     }
@@ -173,9 +169,9 @@ std::optional<LatestCheckpoint> find_latest_checkpoint(const std::string& dir) {
       if (!problems.empty() || indexed != name) {
         log::warning() << "resuming from " << path << ", the newest readable checkpoint"
                        << (indexed.empty() ? " (the 'checkpoint' index is missing or unreadable)"
-                           : indexed == name ? ""
-                                             : " (the 'checkpoint' index names '" +
-                                                   indexed.substr(0, 100) + "')")
+                           : indexed == name
+                               ? ""
+                               : " (the 'checkpoint' index names '" + indexed.substr(0, 100) + "')")
                        << problems;
       }
       return latest;

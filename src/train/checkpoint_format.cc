@@ -38,9 +38,7 @@ class Cursor {
     pos_ += static_cast<size_t>(n);
     return p;
   }
-  uint64_t left() const {
-    return body_.size() - pos_;
-  }
+  uint64_t left() const { return body_.size() - pos_; }
 
  private:
   std::string_view body_;
@@ -83,8 +81,7 @@ std::vector<CheckpointEntry> parse_checkpoint(std::string_view bytes, const std:
   // refused before reserving anything for it.
   if (count > cur.left() / 14) {
     throw DataError("checkpoint '" + path + "' declares " + std::to_string(count) +
-                    " tensors, more than its " + std::to_string(bytes.size()) +
-                    " bytes can hold");
+                    " tensors, more than its " + std::to_string(bytes.size()) + " bytes can hold");
   }
   std::vector<CheckpointEntry> out;
   out.reserve(count);
@@ -112,8 +109,7 @@ std::vector<CheckpointEntry> parse_checkpoint(std::string_view bytes, const std:
     }
     const uint64_t nbytes = cur.get<uint64_t>();
     if (overflow || numel > UINT64_MAX / elem || numel * elem != nbytes) {
-      throw DataError(what + "its shape does not match its " + std::to_string(nbytes) +
-                      " bytes");
+      throw DataError(what + "its shape does not match its " + std::to_string(nbytes) + " bytes");
     }
     e.data = std::string_view(cur.take(nbytes), static_cast<size_t>(nbytes));
     out.push_back(std::move(e));
@@ -134,11 +130,8 @@ std::string checkpoint_header(uint32_t count) {
   return out;
 }
 
-void append_checkpoint_entry(std::string* out,
-                             const std::string& name,
-                             DTypeCode dtype,
-                             const std::vector<int64_t>& dims,
-                             std::string_view data) {
+void append_checkpoint_entry(std::string* out, const std::string& name, DTypeCode dtype,
+                             const std::vector<int64_t>& dims, std::string_view data) {
   put<uint32_t>(out, static_cast<uint32_t>(name.size()));
   out->append(name);
   put<uint8_t>(out, static_cast<uint8_t>(dtype));

@@ -46,11 +46,8 @@ struct CheckpointEntry {
 std::vector<CheckpointEntry> parse_checkpoint(std::string_view bytes, const std::string& path);
 
 /// Appends one entry in the file's layout (the writer's half).
-void append_checkpoint_entry(std::string* out,
-                             const std::string& name,
-                             DTypeCode dtype,
-                             const std::vector<int64_t>& dims,
-                             std::string_view data);
+void append_checkpoint_entry(std::string* out, const std::string& name, DTypeCode dtype,
+                             const std::vector<int64_t>& dims, std::string_view data);
 
 /// The header: magic and count.
 std::string checkpoint_header(uint32_t count);

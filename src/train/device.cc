@@ -51,11 +51,13 @@ torch::Device choose_device(const DeviceOptions& o, int local_rank) {
   if (gpus == 0) {
     if (o.device == "auto") return torch::Device(torch::kCPU);
 #if FASTNN_WITH_CUDA
-    const std::string why = "this machine has no usable CUDA device (no GPU, no driver, or "
-                            "CUDA_VISIBLE_DEVICES hides them)";
+    const std::string why =
+        "this machine has no usable CUDA device (no GPU, no driver, or "
+        "CUDA_VISIBLE_DEVICES hides them)";
 #else
-    const std::string why = "this build's LibTorch has no CUDA (configure with a CUDA "
-                            "LibTorch: scripts/setup.sh --torch DIR)";
+    const std::string why =
+        "this build's LibTorch has no CUDA (configure with a CUDA "
+        "LibTorch: scripts/setup.sh --torch DIR)";
 #endif
     throw ConfigError(o.device_where + ": device=cuda but " + why);
   }
@@ -112,9 +114,11 @@ Autocast choose_autocast(const DeviceOptions& o, const torch::Device& device) {
     if (o.mixed_precision != "bf16") return Autocast::kCudaFloat16;
 #if FASTNN_WITH_CUDA
     if (!cuda::has_bfloat16(device)) {
-      throw ConfigError(o.mixed_precision_where + ": mixed_precision=bf16 needs a GPU with "
-                        "bfloat16 (compute capability 8.0 or newer); " + device.str() + " is " +
-                        cuda::describe(device) + ": use mixed_precision=fp16");
+      throw ConfigError(o.mixed_precision_where +
+                        ": mixed_precision=bf16 needs a GPU with "
+                        "bfloat16 (compute capability 8.0 or newer); " +
+                        device.str() + " is " + cuda::describe(device) +
+                        ": use mixed_precision=fp16");
     }
 #endif
     return Autocast::kCudaBFloat16;
@@ -188,8 +192,6 @@ std::unique_ptr<DeviceFeed> make_synthetic_feed(int64_t batch, std::vector<int64
   return std::make_unique<SyntheticFeed>(std::move(b));
 }
 
-bool host_reads_synchronise(const torch::Device& device) {
-  return device.is_cuda();
-}
+bool host_reads_synchronise(const torch::Device& device) { return device.is_cuda(); }
 
 }  // namespace fastnn::train

@@ -1,19 +1,17 @@
 #include "src/train/distributed_step.h"
 
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-
 #include <csignal>
 #include <cstdlib>
 #include <thread>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "fastnn/errors.h"
-#include "src/dist/process_group.h"
 #include "src/dist/gradient_reducer.h"
+#include "src/dist/process_group.h"
 #include "src/dist/session.h"
 #include "src/dist/store_adapter.h"
 #include "src/log/log.h"
 #include "src/train/batch_norm_pool.h"
-
 
 namespace fastnn::train {
 namespace {
@@ -76,9 +74,8 @@ struct DistributedStep::Impl {
 };
 
 DistributedStep::DistributedStep(const HParams& hp, const dist::ClusterSpec& spec,
-                                 const dist::SessionOptions& options,
-                                 const torch::Device& device, torch::nn::Module& model,
-                                 std::vector<torch::Tensor> trainable)
+                                 const dist::SessionOptions& options, const torch::Device& device,
+                                 torch::nn::Module& model, std::vector<torch::Tensor> trainable)
     : spec_(spec),
       batch_size_(hp.batch_size),
       accumulation_steps_(hp.gradient_accumulation_steps),
@@ -94,23 +91,19 @@ DistributedStep::DistributedStep(const HParams& hp, const dist::ClusterSpec& spe
   impl_->batch_norm = std::make_unique<BatchNormPool>(model);
   log::info() << "distributed: rank " << spec.rank << " of " << spec.world_size << " ("
               << dist::source_name(spec.source) << "), " << impl_->comm->backend() << ", "
-              << impl_->reducer->buckets().size()
-              << " gradient buckets of at most " << hp.tensor_fusion_max_bytes << " bytes, "
-              << impl_->batch_norm->size() << " BatchNorm layers pooled";
+              << impl_->reducer->buckets().size() << " gradient buckets of at most "
+              << hp.tensor_fusion_max_bytes << " bytes, " << impl_->batch_norm->size()
+              << " BatchNorm layers pooled";
 }
 
 DistributedStep::~DistributedStep() = default;
 
-int DistributedStep::rank() const {
-  return spec_.rank;
-}
+int DistributedStep::rank() const { return spec_.rank; }
 
-int DistributedStep::world_size() const {
-  return spec_.world_size;
-}
+int DistributedStep::world_size() const { return spec_.world_size; }
 
-void DistributedStep::measure_batch_norm(
-    const std::function<void(const torch::Tensor&)>& forward, std::vector<int64_t> image_chw) {
+void DistributedStep::measure_batch_norm(const std::function<void(const torch::Tensor&)>& forward,
+                                         std::vector<int64_t> image_chw) {
   impl_->batch_norm->measure_counts(forward, std::move(image_chw));
 }
 
@@ -210,12 +203,8 @@ void DistributedStep::report(const CombinedStep& c) {
   impl_->session->report(r);
 }
 
-void DistributedStep::finish(int exit_code) {
-  impl_->session->finish(exit_code);
-}
+void DistributedStep::finish(int exit_code) { impl_->session->finish(exit_code); }
 
-void DistributedStep::barrier(const std::string& what) {
-  impl_->comm->barrier(what);
-}
+void DistributedStep::barrier(const std::string& what) { impl_->comm->barrier(what); }
 
 }  // namespace fastnn::train

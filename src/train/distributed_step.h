@@ -86,8 +86,7 @@ class DistributedStep {
                           std::vector<int64_t> image_chw);
   /// Overwrites `state` with rank 0's values everywhere (weights, BN
   /// statistics, optimizer slots, EMA; `counters` e.g. global step).
-  void broadcast_from_chief(const std::vector<torch::Tensor>& state,
-                            const std::string& what);
+  void broadcast_from_chief(const std::vector<torch::Tensor>& state, const std::string& what);
 
   /// After the forward of a micro-batch that is not its step's last
   /// (gradient accumulation): keeps its BatchNorm moments for reduce().
@@ -99,8 +98,8 @@ class DistributedStep {
   /// then `head` (StepHead's first kStopRequested slots, filled by the
   /// step) with this worker's stop flags and its BatchNorm moments (each
   /// micro-batch's) summed over the workers in one all-reduce, and the
-  /// pooled BatchNorm statistics applied (micro-batch after micro-batch). Returns the summed head (kStepHeadSize values, on
-  /// the training device).
+  /// pooled BatchNorm statistics applied (micro-batch after micro-batch). Returns the summed head
+  /// (kStepHeadSize values, on the training device).
   torch::Tensor reduce(const torch::Tensor& head, const LocalStop& stop);
   /// What the workers agreed on, from the host's copy of the summed head,
   /// or (nullptr: a step that read nothing) the samples and the last loss

@@ -1,12 +1,9 @@
 #include "src/train/evaluator.h"
 
 #include <c10/util/Exception.h>
-#include <torch/torch.h>
-
-#include <nlohmann/json.hpp>
-
 #include <fcntl.h>
 #include <sys/file.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,19 +13,20 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <thread>
 
 #include "fastnn/errors.h"
 #include "src/io/event_writer.h"
+#include "src/log/log.h"
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
 #include "src/train/device.h"
 #include "src/train/out_of_memory.h"
-#include "src/train/train_state.h"
-#include "src/log/log.h"
 #include "src/train/signals.h"
+#include "src/train/train_state.h"
 
 namespace fastnn::train {
 
@@ -152,16 +150,15 @@ EvalResult evaluate_batches(const HParams& hp, const ModelAndData& b, EvalCache*
     r.top5 = static_cast<double>(r.top5_correct) / r.samples;
     r.loss = loss_sum / r.samples;
   }
-  r.wall_secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.wall_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
 }  // namespace
 
 int64_t default_eval_cache_budget() {
-  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
-                        static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const double memory =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   return memory > 0 ? static_cast<int64_t>(memory / 8) : 0;
 }
 
@@ -262,16 +259,15 @@ class EvalSummaries {
     const fs::path dir = train_dir_ / ("eval_" + r.split);
     try {
       if (!events_) events_ = std::make_unique<io::EventWriter>(dir.string());
-      events_->add_scalars(r.global_step, {{"eval/accuracy", r.top1},
-                                           {"eval/recall_5", r.top5},
-                                           {"eval/loss", r.loss}});
+      events_->add_scalars(
+          r.global_step,
+          {{"eval/accuracy", r.top1}, {"eval/recall_5", r.top5}, {"eval/loss", r.loss}});
       events_->flush();
     } catch (const std::exception& e) {
       failed_ = true;
       events_.reset();
-      log::warning() << "evaluation loop: cannot write TensorBoard summaries into "
-                     << dir.string() << " (" << e.what()
-                     << "); evaluating on without them";
+      log::warning() << "evaluation loop: cannot write TensorBoard summaries into " << dir.string()
+                     << " (" << e.what() << "); evaluating on without them";
     }
   }
 
@@ -362,8 +358,7 @@ int evaluation_loop(const HParams& hp, const std::string& train_dir,
       auto line = log::info();
       line << "evaluation loop: waiting for a checkpoint ";
       if (last_step >= 0) line << "newer than global_step " << last_step << " ";
-      line << "(model.ckpt-*) in " << train_dir << ", checking every " << interval.count()
-           << " s";
+      line << "(model.ckpt-*) in " << train_dir << ", checking every " << interval.count() << " s";
       if (hp.eval_timeout_secs > 0) line << " for up to eval_timeout_secs=" << hp.eval_timeout_secs;
       if (idle >= 1) line << " (" << static_cast<int64_t>(idle) << " s so far)";
       next_said = Clock::now() + kWaitReport;
@@ -378,13 +373,17 @@ int evaluation_loop(const HParams& hp, const std::string& train_dir,
 }
 
 std::string eval_result_json(const EvalResult& r) {
-  nlohmann::json j = {{"checkpoint", r.checkpoint},   {"split", r.split},
-                      {"global_step", r.global_step}, {"samples", r.samples},
+  nlohmann::json j = {{"checkpoint", r.checkpoint},
+                      {"split", r.split},
+                      {"global_step", r.global_step},
+                      {"samples", r.samples},
                       {"moving_averages", r.moving_averages},
                       {"top1_correct", r.top1_correct},
                       {"top5_correct", r.top5_correct},
-                      {"accuracy", r.top1},           {"recall_5", r.top5},
-                      {"loss", r.loss},               {"wall_secs", r.wall_secs},
+                      {"accuracy", r.top1},
+                      {"recall_5", r.top5},
+                      {"loss", r.loss},
+                      {"wall_secs", r.wall_secs},
                       {"class_correct", r.class_correct},
                       {"class_total", r.class_total}};
   return j.dump();

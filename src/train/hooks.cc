@@ -1,23 +1,23 @@
 #include "fastnn/hooks.h"
 
+#include <torch/csrc/autograd/profiler_legacy.h>
+
 #include <algorithm>
-#include <cmath>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-#include <torch/csrc/autograd/profiler_legacy.h>
-
-#include "src/io/atomic_file.h"
 #include "fastnn/errors.h"
-#include "src/io/event_writer.h"
 #include "fastnn/hparams.h"
 #include "src/config/value_parse.h"
+#include "src/io/atomic_file.h"
+#include "src/io/event_writer.h"
 #include "src/log/log.h"
 
 namespace fastnn::train {
@@ -32,19 +32,14 @@ double secs_since(Clock::time_point t) {
 /// Requests a stop once the global step reaches stop_at_step (absolute).
 class StopAtStepHook : public Hook {
  public:
-  void begin(TrainControl& c) override {
-    check(c, c.global_step());
-  }
-  void after_step(TrainControl& c, const StepStats& s) override {
-    check(c, s.global_step);
-  }
+  void begin(TrainControl& c) override { check(c, c.global_step()); }
+  void after_step(TrainControl& c, const StepStats& s) override { check(c, s.global_step); }
   bool needs_metrics(const TrainControl&, int64_t) const override { return false; }
 
  private:
   void check(TrainControl& c, int64_t step) {
     if (step >= c.hparams().stop_at_step) {
-      c.request_stop("reached stop_at_step=" +
-                     std::to_string(c.hparams().stop_at_step));
+      c.request_stop("reached stop_at_step=" + std::to_string(c.hparams().stop_at_step));
     }
   }
 };
@@ -185,8 +180,8 @@ class ProfilerHook : public Hook {
     const auto& hp = c.hparams();
     std::string dir = c.writes_train_dir() ? hp.train_dir : hp.output_dir;
     std::filesystem::create_directories(dir);
-    const auto path = std::filesystem::path(dir) /
-                      ("timeline-" + std::to_string(s.global_step) + ".json");
+    const auto path =
+        std::filesystem::path(dir) / ("timeline-" + std::to_string(s.global_step) + ".json");
     const auto& t = s.spans;
     const struct {
       const char* name;
@@ -197,18 +192,23 @@ class ProfilerHook : public Hook {
                   {"optimizer", t.backward_end, t.optimizer_end}};
     const int pid = c.rank();
     nlohmann::json events = nlohmann::json::array();
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid},
-                      {"tid", 0}, {"args", {{"name", "step phases"}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", pid},
+                      {"tid", 0},
+                      {"args", {{"name", "step phases"}}}});
     for (const auto& p : phases) {
-      events.push_back({{"name", p.name}, {"ph", "X"}, {"pid", pid},
-                        {"tid", 0}, {"ts", p.begin * 1e6},
+      events.push_back({{"name", p.name},
+                        {"ph", "X"},
+                        {"pid", pid},
+                        {"tid", 0},
+                        {"ts", p.begin * 1e6},
                         {"dur", (p.end - p.begin) * 1e6},
                         {"args", {{"global_step", s.global_step}}}});
     }
     add_operators(trace_->str(), started_, pid, events);
     trace_.reset();
-    io::write_file_atomic(path.string(),
-                          nlohmann::json{{"traceEvents", events}}.dump(1) + "\n");
+    io::write_file_atomic(path.string(), nlohmann::json{{"traceEvents", events}}.dump(1) + "\n");
   }
 
  private:
@@ -219,13 +219,19 @@ class ProfilerHook : public Hook {
                             nlohmann::json& events) {
     nlohmann::json ops = nlohmann::json::parse(trace, nullptr, false);
     if (!ops.is_array()) return;
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid},
-                      {"tid", 1}, {"args", {{"name", "LibTorch operators"}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", pid},
+                      {"tid", 1},
+                      {"args", {{"name", "LibTorch operators"}}}});
     const double shift = started * 1e6;
     for (auto& e : ops) {
       if (!e.is_object() || e.value("ph", "") != "X") continue;
-      events.push_back({{"name", e.value("name", "?")}, {"ph", "X"}, {"pid", pid},
-                        {"tid", 1}, {"ts", e.value("ts", 0.0) + shift},
+      events.push_back({{"name", e.value("name", "?")},
+                        {"ph", "X"},
+                        {"pid", pid},
+                        {"tid", 1},
+                        {"ts", e.value("ts", 0.0) + shift},
                         {"dur", e.value("dur", 0.0)}});
     }
   }
@@ -266,14 +272,13 @@ class SummarySaverHook : public Hook {
   void write(const StepStats& s) {
     const double elapsed = std::max(secs_since(last_time_), 1e-9);
     const int64_t steps = s.global_step - last_step_;
-    writer_->add_scalars(s.global_step,
-                         {{"loss", s.loss},
-                          {"accuracy", s.accuracy},
-                          {"learning_rate", s.learning_rate},
-                          {"images_per_sec", samples_ / elapsed},
-                          {"global_step/sec", steps / elapsed},
-                          {"gradient_norm", s.gradient_norm},
-                          {"loss_scale", s.loss_scale}});
+    writer_->add_scalars(s.global_step, {{"loss", s.loss},
+                                         {"accuracy", s.accuracy},
+                                         {"learning_rate", s.learning_rate},
+                                         {"images_per_sec", samples_ / elapsed},
+                                         {"global_step/sec", steps / elapsed},
+                                         {"gradient_norm", s.gradient_norm},
+                                         {"loss_scale", s.loss_scale}});
     writer_->flush();
     written_ = true;
     samples_ = 0;

@@ -10,8 +10,7 @@
 
 namespace fastnn::train {
 
-torch::Tensor classification_loss(const torch::Tensor& logits,
-                                  const torch::Tensor& labels,
+torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& labels,
                                   double smoothing) {
   if (smoothing <= 0) return torch::nn::functional::cross_entropy(logits, labels);
   auto logp = torch::log_softmax(logits, 1);
@@ -20,8 +19,7 @@ torch::Tensor classification_loss(const torch::Tensor& logits,
   return ((1.0 - smoothing) * nll + smoothing * uniform).mean();
 }
 
-double apply_l2_regularization(const std::vector<torch::Tensor>& weights,
-                               double decay) {
+double apply_l2_regularization(const std::vector<torch::Tensor>& weights, double decay) {
   const auto sums = read_scalars(add_l2_regularization_gradients(weights, decay));
   return l2_regularization_value(sums.data(), sums.size(), decay);
 }
@@ -116,9 +114,7 @@ std::vector<double> read_scalars(const std::vector<torch::Tensor>& values) {
   return std::vector<double>(p, p + host.numel());
 }
 
-int64_t host_reads() {
-  return reads_made.load();
-}
+int64_t host_reads() { return reads_made.load(); }
 
 void scale_gradients(const std::vector<optim::Variable>& vars, double factor) {
   torch::NoGradGuard no_grad;
@@ -131,8 +127,7 @@ void scale_gradients(const std::vector<optim::Variable>& vars, double factor) {
   for (const auto& g : grads) g.mul_(factor);
 }
 
-void clip_to_global_norm(const std::vector<optim::Variable>& vars, double norm,
-                         double clip) {
+void clip_to_global_norm(const std::vector<optim::Variable>& vars, double norm, double clip) {
   if (norm > clip) scale_gradients(vars, clip / norm);
 }
 

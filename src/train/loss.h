@@ -13,8 +13,7 @@ namespace fastnn::train {
 
 /// Mean sparse softmax cross-entropy; with smoothing > 0 the targets are
 /// TF's onehot * (1 - smoothing) + smoothing / num_classes.
-torch::Tensor classification_loss(const torch::Tensor& logits,
-                                  const torch::Tensor& labels,
+torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& labels,
                                   double smoothing);
 
 /// TF-slim's L2 regularizer over `weights`, applied after backward: adds
@@ -22,8 +21,7 @@ torch::Tensor classification_loss(const torch::Tensor& logits,
 /// gradient for a trainable weight that has none) and returns its value
 /// decay * sum(w^2) / 2 for the logged total loss. Same result as adding
 /// the term to the loss, without growing the autograd graph.
-double apply_l2_regularization(const std::vector<torch::Tensor>& weights,
-                               double decay);
+double apply_l2_regularization(const std::vector<torch::Tensor>& weights, double decay);
 
 /// apply_l2_regularization without reading the device: adds the
 /// gradients and returns each weight's sum(w^2), not yet read (on the
@@ -55,8 +53,7 @@ int64_t host_reads();
 void scale_gradients(const std::vector<optim::Variable>& vars, double factor);
 
 /// The scaling half of clip_by_global_norm, with the norm already known.
-void clip_to_global_norm(const std::vector<optim::Variable>& vars, double norm,
-                         double clip);
+void clip_to_global_norm(const std::vector<optim::Variable>& vars, double norm, double clip);
 /// The same with the norm still on the device (a 0-d tensor), without
 /// reading it: every gradient times clip / max(norm, clip), the factor
 /// being exactly 1 when the norm is within the bound.

@@ -71,8 +71,7 @@ torch::Tensor mixed_classification_loss(const torch::Tensor& logits, const torch
                                         const MixParams& p, double smoothing) {
   const auto own = classification_loss(logits, labels, smoothing);
   if (!p.mixes()) return own;
-  return own * p.lambda +
-         classification_loss(logits, labels.flip(0), smoothing) * (1.0 - p.lambda);
+  return own * p.lambda + classification_loss(logits, labels.flip(0), smoothing) * (1.0 - p.lambda);
 }
 
 torch::Tensor dominant_labels(const torch::Tensor& labels, const MixParams& p) {

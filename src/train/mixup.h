@@ -27,9 +27,7 @@ struct MixupOptions {
   uint64_t seed = 0;
   int rank = 0;
 
-  bool enabled() const {
-    return mixup_alpha > 0 || cutmix_alpha > 0;
-  }
+  bool enabled() const { return mixup_alpha > 0 || cutmix_alpha > 0; }
 };
 
 /// One batch's draw: lambda, and for cutmix the box [y0, y1) x [x0, x1)
@@ -41,9 +39,7 @@ struct MixParams {
   int64_t y0 = 0, y1 = 0, x0 = 0, x1 = 0;
 
   /// lambda == 1: the batch and its targets stay as they are.
-  bool mixes() const {
-    return lambda != 1.0;
-  }
+  bool mixes() const { return lambda != 1.0; }
 };
 
 /// timm's Mixup._params_per_batch and cutmix_bbox_and_lam for batch

@@ -17,8 +17,7 @@ namespace {
 std::string describe_device(const torch::Device& device) {
 #if FASTNN_WITH_CUDA
   if (device.is_cuda()) {
-    return device.str() + " (" + cuda::describe(device) + "; " + cuda::allocator_use(device) +
-           ")";
+    return device.str() + " (" + cuda::describe(device) + "; " + cuda::allocator_use(device) + ")";
   }
 #endif
   return device.str();
@@ -39,8 +38,9 @@ OutOfMemoryError out_of_memory_error(const c10::OutOfMemoryError& e, const torch
                                      const std::string& doing, const std::string& batch_key) {
   std::string hint = "lower " + batch_key;
   if (device.is_cuda()) {
-    hint += ", or use less memory per image: use_fp16=True (float16, or bfloat16 with "
-            "mixed_precision=bf16) and data_format=NHWC (channels-last)";
+    hint +=
+        ", or use less memory per image: use_fp16=True (float16, or bfloat16 with "
+        "mixed_precision=bf16) and data_format=NHWC (channels-last)";
   }
   return OutOfMemoryError("out of memory on " + describe_device(device) + " " + doing + ": " +
                           hint + ". LibTorch: " + first_line(e));
@@ -56,7 +56,8 @@ std::optional<int64_t> out_of_memory_fault_from_env() {
 void throw_out_of_memory_fault(int64_t step) {
   C10_THROW_ERROR(OutOfMemoryError,
                   "CUDA out of memory. Tried to allocate 2.00 GiB (injected by "
-                  "FASTNN_FAULT_OOM_AT_STEP at global step " + std::to_string(step) + ")");
+                  "FASTNN_FAULT_OOM_AT_STEP at global step " +
+                      std::to_string(step) + ")");
 }
 
 }  // namespace fastnn::train

@@ -2,19 +2,18 @@
 
 #include <torch/torch.h>
 
-#include <nlohmann/json.hpp>
-
 #include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 #include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "datasets/dataset_factory.h"
 #include "fastnn/errors.h"
-#include "src/io/atomic_file.h"
 #include "fastnn/hparams.h"
+#include "src/io/atomic_file.h"
 #include "src/log/log.h"
 
 namespace fastnn::train {
@@ -108,13 +107,13 @@ void add_evaluation_outcome(const HParams& hp, const EvaluationHook& eval, const
     j["best_checkpoints"] = {{"metric", h->metric()}, {"kept", best}};
   }
   if (hp.early_stopping_patience > 0) {
-    j["early_stopping"] = {{"patience", hp.early_stopping_patience},
-                           {"metric", h->metric()},
-                           {"stopped", eval.early_stopped()},
-                           {"evaluations_without_improvement",
-                            h->evaluations_without_improvement()},
-                           {"best_step", h->best_step()},
-                           {"best_accuracy", h->best_accuracy()}};
+    j["early_stopping"] = {
+        {"patience", hp.early_stopping_patience},
+        {"metric", h->metric()},
+        {"stopped", eval.early_stopped()},
+        {"evaluations_without_improvement", h->evaluations_without_improvement()},
+        {"best_step", h->best_step()},
+        {"best_accuracy", h->best_accuracy()}};
   }
 }
 
@@ -127,29 +126,28 @@ class MetricsHook : public Hook {
   void after_run(TrainControl& c, const RunSummary& r) override {
     const auto stats = stats_();
     const double ips = r.wall_secs > 0 ? r.samples / r.wall_secs : 0;
-    nlohmann::json j = {
-        {"final_step", r.final_step},
-        {"steps_this_run", r.final_step - r.start_step},
-        {"loss", r.loss},
-        {"train_accuracy", r.accuracy},
-        {"images_per_sec", ips},
-        {"wall_secs", r.wall_secs},
-        {"data_wait_secs", r.data_wait_secs},
-        {"records_skipped", stats.records_skipped},
-        {"bytes_skipped", stats.bytes_skipped},
-        {"loss_scale", scaler_.scale()},
-        {"steps_skipped_overflow", scaler_.skipped_steps()},
-        {"records_skipped_by_kind",
-         {{"crc_mismatch", stats.skipped_crc_mismatch},
-          {"truncated", stats.skipped_truncated},
-          {"oversized", stats.skipped_oversized},
-          {"bad_example", stats.skipped_bad_example},
-          {"bad_image", stats.skipped_bad_image},
-          {"bad_label", stats.skipped_bad_label}}},
-        {"stop_reason", r.stop_reason},
-        {"eval_accuracy", nlohmann::json()},
-        {"eval_recall_5", nlohmann::json()},
-        {"exit_status", r.exit_code}};
+    nlohmann::json j = {{"final_step", r.final_step},
+                        {"steps_this_run", r.final_step - r.start_step},
+                        {"loss", r.loss},
+                        {"train_accuracy", r.accuracy},
+                        {"images_per_sec", ips},
+                        {"wall_secs", r.wall_secs},
+                        {"data_wait_secs", r.data_wait_secs},
+                        {"records_skipped", stats.records_skipped},
+                        {"bytes_skipped", stats.bytes_skipped},
+                        {"loss_scale", scaler_.scale()},
+                        {"steps_skipped_overflow", scaler_.skipped_steps()},
+                        {"records_skipped_by_kind",
+                         {{"crc_mismatch", stats.skipped_crc_mismatch},
+                          {"truncated", stats.skipped_truncated},
+                          {"oversized", stats.skipped_oversized},
+                          {"bad_example", stats.skipped_bad_example},
+                          {"bad_image", stats.skipped_bad_image},
+                          {"bad_label", stats.skipped_bad_label}}},
+                        {"stop_reason", r.stop_reason},
+                        {"eval_accuracy", nlohmann::json()},
+                        {"eval_recall_5", nlohmann::json()},
+                        {"exit_status", r.exit_code}};
     const HParams& hp = c.hparams();
     RunResult result;
     result.exit_code = r.exit_code;
@@ -286,8 +284,8 @@ void EvaluationHook::judge(TrainControl& c, int64_t step, bool ending) {
       std::snprintf(text, sizeof text,
                     "reached stop_at_accuracy=%g: %s accuracy %.4f at global_step %lld after "
                     "%.1f s of training",
-                    *hp_.stop_at_accuracy, r.split.c_str(), r.top1,
-                    static_cast<long long>(step), train_secs);
+                    *hp_.stop_at_accuracy, r.split.c_str(), r.top1, static_cast<long long>(step),
+                    train_secs);
       log::chief() << text;
       if (!ending) c.request_job_stop(text);
       break;
@@ -318,8 +316,7 @@ std::vector<std::string> evaluation_splits(const HParams& hp) {
       (hp.eval_every_n_iters > 0 || datasets::has_split(hp, hp.eval_split_name))) {
     splits.push_back(hp.eval_split_name);
   }
-  if (hp.result_format == "smac" &&
-      (splits.empty() || splits.front() != "validation")) {
+  if (hp.result_format == "smac" && (splits.empty() || splits.front() != "validation")) {
     throw ConfigError(hp.where("result_format") +
                       ": result_format=smac reports 1 - validation accuracy, and dataset " +
                       hp.dataset_name +
@@ -338,18 +335,16 @@ std::string format_result(const std::string& format, const RunResult& r) {
   char buf[512];
   if (format == "smac") {
     const double quality = ok && validation ? 1 - validation->top1 : 1.0;
-    std::snprintf(buf, sizeof buf,
-                  "Result of this algorithm run: %s, %.3f, %lld, %.6f, %lld\n",
-                  ok ? "SAT" : "UNSAT", r.wall_secs, static_cast<long long>(r.final_step),
-                  quality, static_cast<long long>(r.seed));
+    std::snprintf(buf, sizeof buf, "Result of this algorithm run: %s, %.3f, %lld, %.6f, %lld\n",
+                  ok ? "SAT" : "UNSAT", r.wall_secs, static_cast<long long>(r.final_step), quality,
+                  static_cast<long long>(r.seed));
     return buf;
   }
   if (format != "tsv") return "";
-  const char* status = ok                                 ? "ok"
-                       : r.exit_code == kExitDiverged     ? "diverged"
-                       : r.exit_code == kExitSigint ||
-                               r.exit_code == kExitSigterm ? "stopped"
-                                                           : "failed";
+  const char* status = ok                                                          ? "ok"
+                       : r.exit_code == kExitDiverged                              ? "diverged"
+                       : r.exit_code == kExitSigint || r.exit_code == kExitSigterm ? "stopped"
+                                                                                   : "failed";
   std::string out;
   auto row = [&](const std::string& name, const std::string& value) {
     out += name + "\t" + value + "\n";

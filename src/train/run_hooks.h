@@ -57,8 +57,7 @@ class EvaluationHook : public Hook {
   /// eval_image_classifier evaluates them. `state` (may be empty without
   /// keep_best_checkpoints) is the training state as a checkpoint holds it.
   EvaluationHook(const HParams& hp, std::vector<ModelAndData> evals,
-                 std::function<bool()> swap_averages = {},
-                 std::function<TensorMap()> state = {});
+                 std::function<bool()> swap_averages = {}, std::function<TensorMap()> state = {});
   void begin(TrainControl& c) override;
   /// Evaluation steps read the step's numbers first: an Inf/NaN stops
   /// the run before the weights are evaluated.

@@ -29,16 +29,10 @@ void install_stop_signals() {
   std::signal(SIGTERM, on_stop_signal);
 }
 
-int stop_signal() {
-  return g_signal;
-}
+int stop_signal() { return g_signal; }
 
-void mark_state_saved() {
-  g_saved = 1;
-}
+void mark_state_saved() { g_saved = 1; }
 
-void clear_stop_signal() {
-  g_signal = 0;
-}
+void clear_stop_signal() { g_signal = 0; }
 
 }  // namespace fastnn::train

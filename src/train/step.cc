@@ -110,8 +110,8 @@ bool Step::reads(int64_t next, bool metrics_wanted) const {
 // The step's phases; the numbers they leave on the device are read (once)
 // only on the steps that read.
 CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
-                       const std::function<double()>& now, StepStats& s,
-                       bool metrics_wanted, const NextMicroBatch& more) {
+                       const std::function<double()>& now, StepStats& s, bool metrics_wanted,
+                       const NextMicroBatch& more) {
   s.learning_rate = learning_rate;
   DeviceScalars d;
   // None, not zeros: backward's result becomes .grad without a zeroing
@@ -171,20 +171,17 @@ torch::Tensor Step::forward_loss(const datasets::Batch& batch, int64_t batch_num
   auto loss = mixed_classification_loss(logits, batch.labels, mix, options_.label_smoothing);
   if (out.aux_logits.defined()) {
     loss = loss + options_.aux_loss_weight *
-                      mixed_classification_loss(out.aux_logits.to(torch::kFloat32),
-                                                batch.labels, mix, options_.label_smoothing);
+                      mixed_classification_loss(out.aux_logits.to(torch::kFloat32), batch.labels,
+                                                mix, options_.label_smoothing);
   }
   torch::NoGradGuard no_grad;
   const int64_t samples = batch.labels.size(0);
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(logits.device());
   const double n = static_cast<double>(samples);
-  auto head = torch::stack({loss.detach().to(torch::kFloat64) * n,
-                            logits.detach()
-                                .argmax(1)
-                                .eq(dominant_labels(batch.labels, mix))
-                                .sum()
-                                .to(torch::kFloat64),
-                            torch::full({}, n, f64)});
+  auto head = torch::stack(
+      {loss.detach().to(torch::kFloat64) * n,
+       logits.detach().argmax(1).eq(dominant_labels(batch.labels, mix)).sum().to(torch::kFloat64),
+       torch::full({}, n, f64)});
   d.head = d.head.defined() ? d.head + head : head;
   d.samples += samples;
   return loss;
@@ -274,12 +271,12 @@ CombinedStep Step::keep_unread(DeviceScalars d, StepStats& s) {
                        .logical_and(torch::isfinite(d.gradient_norm))
                        .logical_not();
   if (!first_nonfinite_.defined()) {
-    first_nonfinite_ = torch::full(
-        {}, -1, torch::TensorOptions().dtype(torch::kInt64).device(d.head.device()));
+    first_nonfinite_ =
+        torch::full({}, -1, torch::TensorOptions().dtype(torch::kInt64).device(d.head.device()));
   }
-  first_nonfinite_ = torch::where(bad.logical_and(first_nonfinite_.lt(0)),
-                                  torch::full_like(first_nonfinite_, state_.step + 1),
-                                  first_nonfinite_);
+  first_nonfinite_ =
+      torch::where(bad.logical_and(first_nonfinite_.lt(0)),
+                   torch::full_like(first_nonfinite_, state_.step + 1), first_nonfinite_);
   s.metrics_read = false;
   s.batch_samples = d.samples;
   unread_ = std::move(d);

@@ -86,8 +86,7 @@ struct LastStepMetrics {
 
 /// Test-only fault: runs after the gradients are final, before the loss
 /// scaler looks at them (FASTNN_FAULT_INF_GRAD_STEPS).
-using GradientFault =
-    std::function<void(int64_t step, const std::vector<optim::Variable>& vars)>;
+using GradientFault = std::function<void(int64_t step, const std::vector<optim::Variable>& vars)>;
 
 /// FASTNN_FAULT_INF_GRAD_STEPS=s1,s2,...: fills the first variable's
 /// gradient with Inf at those steps. Empty (no fault) when unset.
@@ -116,8 +115,7 @@ class Step {
  public:
   /// Every reference must outlive the step; `dist` is null on one process.
   Step(StepOptions options, models::ClassifierImpl& model, optim::Optimizer& optimizer,
-       LossScaler& scaler, TrainState& state, DistributedStep* dist,
-       GradientFault fault = {});
+       LossScaler& scaler, TrainState& state, DistributedStep* dist, GradientFault fault = {});
 
   /// One update from `batch` (and, with accumulation_steps = K > 1, the
   /// K - 1 micro-batches `more` returns) at `learning_rate`; state.step
@@ -130,8 +128,8 @@ class Step {
   /// StepOptions::read_every_step). Throws DivergedError when an earlier
   /// step that did not read them had Inf/NaN.
   CombinedStep run(const datasets::Batch& batch, double learning_rate,
-                   const std::function<double()>& now, StepStats& s,
-                   bool metrics_wanted = true, const NextMicroBatch& more = {});
+                   const std::function<double()>& now, StepStats& s, bool metrics_wanted = true,
+                   const NextMicroBatch& more = {});
 
   /// After the last step: reads what the steps since the last read left on
   /// the device. Throws DivergedError when one of them had Inf/NaN.
@@ -147,8 +145,7 @@ class Step {
   /// Phases of run(), in order. forward_loss adds the batch's numbers to
   /// `d`; accumulate runs a micro-batch's backward with no reduction.
   /// `batch_number`: the micro-batch's input position (seeds mixup).
-  torch::Tensor forward_loss(const datasets::Batch& batch, int64_t batch_number,
-                             DeviceScalars& d);
+  torch::Tensor forward_loss(const datasets::Batch& batch, int64_t batch_number, DeviceScalars& d);
   void accumulate(const torch::Tensor& loss);
   /// backward of `loss` (÷ accumulation_steps) × the loss scale.
   void backward(const torch::Tensor& loss, double loss_scale);
@@ -159,8 +156,7 @@ class Step {
   bool should_apply(StepStats& s);
   /// Clipping (by `read_norm` when read, else on the device by `norm`),
   /// the optimizer's update and the moving averages: their one call site.
-  void apply_update(double learning_rate, const torch::Tensor& norm, double read_norm,
-                    bool read);
+  void apply_update(double learning_rate, const torch::Tensor& norm, double read_norm, bool read);
   /// The host's copy of `d` (one read) into `s`; the combined result.
   CombinedStep read_numbers(const DeviceScalars& d, StepStats& s, bool agreement);
   /// Remembers `d` unread, with an Inf/NaN flag kept on the device.

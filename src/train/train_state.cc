@@ -12,16 +12,14 @@
 
 namespace fastnn::train {
 
-std::string model_key(const std::string& tf_name) {
-  return "model/" + tf_name;
-}
+std::string model_key(const std::string& tf_name) { return "model/" + tf_name; }
 
 std::string ema_key(const std::string& tf_name) {
   return model_key(tf_name) + "/ExponentialMovingAverage";
 }
 
-int restore_model(models::ClassifierImpl& model, const TensorMap& ckpt,
-                  const std::string& path, const RestoreOptions& options) {
+int restore_model(models::ClassifierImpl& model, const TensorMap& ckpt, const std::string& path,
+                  const RestoreOptions& options) {
   std::string problems;
   int restored = 0;
   torch::NoGradGuard no_grad;
@@ -39,8 +37,8 @@ int restore_model(models::ClassifierImpl& model, const TensorMap& ckpt,
       if (!options.ignore_missing) problems += "\n  missing: " + v.name;
     } else if (it->second.sizes() != v.tensor.sizes()) {
       std::ostringstream os;
-      os << "\n  shape mismatch: " << v.name << " is " << v.tensor.sizes()
-         << " in the model, " << it->second.sizes() << " in the checkpoint";
+      os << "\n  shape mismatch: " << v.name << " is " << v.tensor.sizes() << " in the model, "
+         << it->second.sizes() << " in the checkpoint";
       problems += os.str();
     } else {
       v.tensor.copy_(it->second);
@@ -77,12 +75,13 @@ std::vector<StateEntry> TrainState::entries() const {
   for (const auto& s : optimizer_.slots()) {
     out.push_back({"optimizer/" + s.name, s.value, Kind::kSlot});
   }
-  for (const auto& [v, shadow] : ema_) out.push_back({ema_key(v.name), shadow, Kind::kMovingAverage});
+  for (const auto& [v, shadow] : ema_)
+    out.push_back({ema_key(v.name), shadow, Kind::kMovingAverage});
   out.push_back({"global_step", torch::tensor(step, torch::kInt64), Kind::kCounter});
-  out.push_back({"input/batches_consumed", torch::tensor(batches_consumed, torch::kInt64),
-                 Kind::kCounter});
-  out.push_back({"loss_scale/scale", torch::tensor(scaler_.scale(), torch::kFloat64),
-                 Kind::kLossScale});
+  out.push_back(
+      {"input/batches_consumed", torch::tensor(batches_consumed, torch::kInt64), Kind::kCounter});
+  out.push_back(
+      {"loss_scale/scale", torch::tensor(scaler_.scale(), torch::kFloat64), Kind::kLossScale});
   out.push_back({"loss_scale/good_steps", torch::tensor(scaler_.good_steps(), torch::kInt64),
                  Kind::kLossScale});
   out.push_back({"rng/torch_cpu", generator_state(torch::Device(torch::kCPU)), Kind::kRng});

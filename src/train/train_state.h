@@ -51,8 +51,8 @@ struct RestoreOptions {
 /// Copies the "model/..." tensors of a checkpoint into `model`; returns the
 /// number restored. Throws ConfigError naming every missing or mis-shaped
 /// variable (with a hint about checkpoint_exclude_scopes).
-int restore_model(models::ClassifierImpl& model, const TensorMap& ckpt,
-                  const std::string& path, const RestoreOptions& options = {});
+int restore_model(models::ClassifierImpl& model, const TensorMap& ckpt, const std::string& path,
+                  const RestoreOptions& options = {});
 
 /// One part of a replica's state, keyed as in a checkpoint.
 struct StateEntry {

@@ -11,11 +11,11 @@
 #include <optional>
 #include <sstream>
 
-#include "src/io/atomic_file.h"
 #include "fastnn/errors.h"
 #include "fastnn/hooks.h"
 #include "src/config/value_parse.h"
 #include "src/dist/cluster.h"
+#include "src/io/atomic_file.h"
 #include "src/log/log.h"
 #include "src/optim/learning_rate.h"
 #include "src/optim/optimizers.h"
@@ -81,9 +81,7 @@ struct Trainer::Impl : TrainControl {
   const HParams& hparams() const override { return hp; }
   int rank() const override { return cluster.rank; }
   bool writes_train_dir() const override { return checkpoints != nullptr; }
-  double now() const override {
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-  }
+  double now() const override { return std::chrono::duration<double>(Clock::now() - t0).count(); }
   int64_t global_step() const override { return state ? state->step : 0; }
   int64_t final_step() const override {
     if (epochs_final_step > 0) return std::min(hp.stop_at_step, epochs_final_step);
@@ -171,8 +169,7 @@ void Trainer::Impl::prepare() {
   }
   const auto latest = checkpoints ? checkpoints->latest() : std::nullopt;
   if (!latest) init_from_checkpoint();
-  state = std::make_unique<TrainState>(*built.model, *optimizer, *scaler,
-                                       hp.moving_average_decay);
+  state = std::make_unique<TrainState>(*built.model, *optimizer, *scaler, hp.moving_average_decay);
   if (latest) {
     if (!hp.checkpoint_path.empty() || hp.task_type == "finetune") {
       log::info() << "train_dir has a checkpoint: resuming from it; the "
@@ -204,12 +201,11 @@ void Trainer::Impl::prepare() {
   install_stop_signals();
   if (hp.synthetic_device_inputs) {
     // No pipeline: one random batch on the device, every step (benchmarks).
-    log::chief() << "synthetic_device_inputs: one random batch of " << hp.batch_size
-                 << " made on " << device.str() << " and reused every step; no input pipeline";
+    log::chief() << "synthetic_device_inputs: one random batch of " << hp.batch_size << " made on "
+                 << device.str() << " and reused every step; no input pipeline";
     feed = make_synthetic_feed(hp.batch_size,
                                {built.shape.channels, built.shape.height, built.shape.width},
-                               built.num_classes, device,
-                               static_cast<uint64_t>(cluster.rank) + 1);
+                               built.num_classes, device, static_cast<uint64_t>(cluster.rank) + 1);
     built.model->train();
     return;
   }
@@ -282,9 +278,8 @@ void Trainer::Impl::report_failure(RunSummary& r, int exit_code, const std::stri
 OutOfMemoryError Trainer::Impl::out_of_memory(const c10::OutOfMemoryError& e) const {
   const std::string at_step =
       state ? " (global step " + std::to_string(state->step + 1) + ")" : " (before step 1)";
-  return out_of_memory_error(e, device, "training at batch_size=" + std::to_string(hp.batch_size) +
-                                            at_step,
-                             "batch_size");
+  return out_of_memory_error(
+      e, device, "training at batch_size=" + std::to_string(hp.batch_size) + at_step, "batch_size");
 }
 
 Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
@@ -315,9 +310,9 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
     }
   }
   if (vars.empty()) {
-    throw ConfigError(h.where("trainable_scopes") + ": trainable_scopes: " +
-                      config::quote_value(h.trainable_scopes) + " matches no variable of " +
-                      m.built.model->scope());
+    throw ConfigError(h.where("trainable_scopes") +
+                      ": trainable_scopes: " + config::quote_value(h.trainable_scopes) +
+                      " matches no variable of " + m.built.model->scope());
   }
   m.optimizer = optim::create_optimizer(h, std::move(vars));
   // A batch larger than this worker's part of the split never fills: a
@@ -364,10 +359,10 @@ std::string Trainer::describe() const {
   std::ostringstream os;
   os << format_hparams(m.hp) << "\n";
   os << "# dataset: " << m.built.dataset.name << " split " << m.built.dataset.split << ", "
-     << m.built.dataset.num_samples << " samples, " << m.built.dataset.files.size()
-     << " file(s), " << m.built.num_classes << " classes\n";
-  os << "# preprocessing: " << m.built.preprocessing_name << " " << m.built.shape.channels
-     << "x" << m.built.shape.height << "x" << m.built.shape.width << "\n";
+     << m.built.dataset.num_samples << " samples, " << m.built.dataset.files.size() << " file(s), "
+     << m.built.num_classes << " classes\n";
+  os << "# preprocessing: " << m.built.preprocessing_name << " " << m.built.shape.channels << "x"
+     << m.built.shape.height << "x" << m.built.shape.width << "\n";
   os << "# model: " << models::describe_model(*m.built.model) << "\n";
   if (m.hp.print_model_statistics) os << models::model_statistics_table(*m.built.model);
   os << "# optimizer: " << m.optimizer->name() << ", " << m.optimizer->slots().size()
@@ -474,11 +469,12 @@ void Trainer::Impl::loop(Step& step, RunSummary& r) {
     for (const auto& hook : hooks) wanted = wanted || hook->needs_metrics(*this, next);
     CombinedStep combined;
     try {
-      combined = step.run(*batch, optim::learning_rate_at(schedule, state->step), clock, s,
-                          wanted, more);
+      combined =
+          step.run(*batch, optim::learning_rate_at(schedule, state->step), clock, s, wanted, more);
     } catch (const InputEndedInsideStep& e) {
       request_stop("input exhausted after num_epochs=" + std::to_string(hp.num_epochs) + " (" +
-                   std::to_string(e.micro_batches) + " micro-batch(es) of the last step, fewer "
+                   std::to_string(e.micro_batches) +
+                   " micro-batch(es) of the last step, fewer "
                    "than gradient_accumulation_steps=" +
                    std::to_string(hp.gradient_accumulation_steps) + ", not applied)");
       break;

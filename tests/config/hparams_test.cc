@@ -2,7 +2,6 @@
 #include "fastnn/hparams.h"
 
 #include <gtest/gtest.h>
-
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -112,9 +111,7 @@ class HParamsTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
   }
-  void TearDown() override {
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { fs::remove_all(dir_); }
 
   // Writes `text` to dir_/name and returns the path.
   std::string write(const std::string& name, const std::string& text) {
@@ -126,8 +123,7 @@ class HParamsTest : public ::testing::Test {
   static LoadResult load(std::vector<std::string> args,
                          const std::vector<std::string>& extra = {}) {
     std::vector<const char*> argv = {"prog"};
-    for (const std::string& a : args)
-      argv.push_back(a.c_str());
+    for (const std::string& a : args) argv.push_back(a.c_str());
     return load_hparams(static_cast<int>(argv.size()), argv.data(), extra);
   }
 
@@ -174,8 +170,7 @@ TEST(ValueParseTest, Int) {
   for (const char* t : {"1.5", "abc", "", "1e3", "0x10", "12abc", "+-1"}) {
     EXPECT_EQ(config::parse_int(t, &v), NumberStatus::kNotANumber) << t;
   }
-  EXPECT_EQ(config::parse_int("99999999999999999999", &v),
-            NumberStatus::kOutOfRange);
+  EXPECT_EQ(config::parse_int("99999999999999999999", &v), NumberStatus::kOutOfRange);
 }
 
 TEST(ValueParseTest, Double) {
@@ -187,8 +182,7 @@ TEST(ValueParseTest, Double) {
   EXPECT_DOUBLE_EQ(v, 3.0);
   EXPECT_EQ(config::parse_double(".5", &v), NumberStatus::kOk);
   EXPECT_DOUBLE_EQ(v, 0.5);
-  for (const char* t :
-       {"nan", "inf", "-inf", "abc", "", "0.1x", "0x1p3", "1,5", "."}) {
+  for (const char* t : {"nan", "inf", "-inf", "abc", "", "0.1x", "0x1p3", "1,5", "."}) {
     EXPECT_NE(config::parse_double(t, &v), NumberStatus::kOk) << t;
   }
   EXPECT_EQ(config::parse_double("1e999", &v), NumberStatus::kOutOfRange);
@@ -200,8 +194,7 @@ TEST(ValueParseTest, FormatDoubleRoundTrips) {
   EXPECT_EQ(config::format_double(4e-5), "4e-05");
   for (double d : {0.1, 1.0 / 3, 123456789.125, -2.5e-300, 0.94}) {
     double back = 0;
-    ASSERT_EQ(config::parse_double(config::format_double(d), &back),
-              config::NumberStatus::kOk);
+    ASSERT_EQ(config::parse_double(config::format_double(d), &back), config::NumberStatus::kOk);
     EXPECT_EQ(back, d);
   }
 }
@@ -222,12 +215,10 @@ TEST(ValueParseTest, QuoteValueShowsAtMost100Bytes) {
   const std::string hundred(100, 'a');
   EXPECT_EQ(config::quote_value(hundred), "'" + hundred + "'");
   const std::string big(10 << 20, 'x');
-  EXPECT_EQ(config::quote_value(big),
-            "'" + std::string(100, 'x') + "'... (10485760 bytes)");
+  EXPECT_EQ(config::quote_value(big), "'" + std::string(100, 'x') + "'... (10485760 bytes)");
   // The cut never splits a UTF-8 character: 99 bytes, then a 2-byte one.
   const std::string accented = std::string(99, 'a') + "\xC3\xA9" + "bcd";
-  EXPECT_EQ(config::quote_value(accented),
-            "'" + std::string(99, 'a') + "'... (104 bytes)");
+  EXPECT_EQ(config::quote_value(accented), "'" + std::string(99, 'a') + "'... (104 bytes)");
 }
 
 TEST_F(HParamsTest, DefaultsAreFastNNs) {
@@ -298,15 +289,11 @@ TEST_F(HParamsTest, FileErrors) {
   // An unknown optimizer name is the optimizer table's error (optim_test).
   EXPECT_EQ(load_error("warmup_scheme=cosine\n"),
             p + ":1: warmup_scheme: 'cosine' is not valid; valid values: t2t, linear, none, ''");
-  EXPECT_EQ(load_error("a=1\nbatch_size 3\n"),
-            p + ":1: unknown key 'a' (--help lists the keys)");
-  EXPECT_EQ(load_error("batch_size 3\n"),
-            p + ":1: missing '=' (expected key=value)");
-  EXPECT_EQ(load_error("learing_rate=0.1\n"),
-            p + ":1: unknown key 'learing_rate'; did you mean "
-                "'learning_rate'?");
-  EXPECT_EQ(load_error("batch_size=0\n"),
-            p + ":1: batch_size: 0 is out of range (must be >= 1)");
+  EXPECT_EQ(load_error("a=1\nbatch_size 3\n"), p + ":1: unknown key 'a' (--help lists the keys)");
+  EXPECT_EQ(load_error("batch_size 3\n"), p + ":1: missing '=' (expected key=value)");
+  EXPECT_EQ(load_error("learing_rate=0.1\n"), p + ":1: unknown key 'learing_rate'; did you mean "
+                                                  "'learning_rate'?");
+  EXPECT_EQ(load_error("batch_size=0\n"), p + ":1: batch_size: 0 is out of range (must be >= 1)");
   EXPECT_EQ(load_error("label_smoothing=1\n"),
             p + ":1: label_smoothing: 1.0 is out of range (must be in [0, 1))");
   EXPECT_EQ(load_error("batch_size=None\n"),
@@ -324,14 +311,12 @@ TEST_F(HParamsTest, FileErrors) {
   EXPECT_EQ(load_error("stop_at_step=99999999999999999999\n"),
             p + ":1: stop_at_step: '99999999999999999999' is out of range "
                 "(expected a 64-bit integer)");
-  EXPECT_EQ(load_error("model_dir='abc\n"),
-            p + ":1: model_dir: unterminated quote in 'abc");
+  EXPECT_EQ(load_error("model_dir='abc\n"), p + ":1: model_dir: unterminated quote in 'abc");
   EXPECT_EQ(load_error("=3\n"), p + ":1: missing key before '='");
   EXPECT_EQ(error_of([&] {
               load({"--config", dir_ + "/x.cfg"});
             }),
-            "cannot read config file '" + dir_ +
-                "/x.cfg': No such file or directory");
+            "cannot read config file '" + dir_ + "/x.cfg': No such file or directory");
 }
 
 // Untrusted config files (issue 12): a binary file, a 10 MB line, a huge
@@ -347,9 +332,11 @@ TEST_F(HParamsTest, BinaryAndHugeConfigFilesAreRefused) {
   std::string many;
   while (many.size() <= (4u << 20))
     many += "# a comment line that is not short at all, to fill the file\n";
-  EXPECT_EQ(load_error(many), "config file '" + p +
-                                  "' is over 4194304 bytes: not a key=value config");
-  EXPECT_EQ(error_of([&] { load({"--config", "/dev/zero"}); }),
+  EXPECT_EQ(load_error(many),
+            "config file '" + p + "' is over 4194304 bytes: not a key=value config");
+  EXPECT_EQ(error_of([&] {
+              load({"--config", "/dev/zero"});
+            }),
             "/dev/zero:1: a NUL byte (at byte offset 0): this is a binary "
             "file, not a key=value config");
   // Windows line ends still load.
@@ -359,14 +346,8 @@ TEST_F(HParamsTest, BinaryAndHugeConfigFilesAreRefused) {
 }
 
 TEST_F(HParamsTest, CommandLineForms) {
-  LoadResult r = load({"--learning_rate=0.5",
-                       "--batch_size",
-                       "8",
-                       "--datasets_use_caching",
-                       "--nouse_fp16",
-                       "--end_learning_rate",
-                       "-0",
-                       "-seed=3"});
+  LoadResult r = load({"--learning_rate=0.5", "--batch_size", "8", "--datasets_use_caching",
+                       "--nouse_fp16", "--end_learning_rate", "-0", "-seed=3"});
   EXPECT_EQ(r.hp.learning_rate, 0.5);
   EXPECT_EQ(r.hp.batch_size, 8);
   EXPECT_TRUE(r.hp.datasets_use_caching);
@@ -389,8 +370,9 @@ TEST_F(HParamsTest, CommandLineErrors) {
   EXPECT_EQ(error_of([] { load({"--learning_rate=abc"}); }),
             "command line: learning_rate: 'abc' is not a number (expected a "
             "float, e.g. 0.01)");
-  EXPECT_EQ(error_of([] { load({"--warmup_scheme=cosine"}); }),
-            "command line: warmup_scheme: 'cosine' is not valid; valid values: t2t, linear, none, ''");
+  EXPECT_EQ(
+      error_of([] { load({"--warmup_scheme=cosine"}); }),
+      "command line: warmup_scheme: 'cosine' is not valid; valid values: t2t, linear, none, ''");
   EXPECT_EQ(error_of([] { load({"--batch_size=0"}); }),
             "command line: batch_size: 0 is out of range (must be >= 1)");
   EXPECT_EQ(error_of([] { load({"--batch_size"}); }),
@@ -402,10 +384,8 @@ TEST_F(HParamsTest, CommandLineErrors) {
   EXPECT_EQ(error_of([] { load({"False"}); }),
             "command line: unexpected argument 'False' (expected "
             "--KEY=VALUE)");
-  EXPECT_EQ(error_of([] { load({"--config"}); }),
-            "command line: --config: missing file name");
-  EXPECT_EQ(error_of([] { load({"--config="}); }),
-            "command line: --config: missing file name");
+  EXPECT_EQ(error_of([] { load({"--config"}); }), "command line: --config: missing file name");
+  EXPECT_EQ(error_of([] { load({"--config="}); }), "command line: --config: missing file name");
   EXPECT_EQ(error_of([] { load({"--dry_run=maybe"}); }),
             "command line: --dry_run=maybe: 'maybe' is not a boolean "
             "(expected True or False)");
@@ -424,11 +404,11 @@ TEST_F(HParamsTest, AugmentationAndMixupKeysRefuseBadValues) {
   EXPECT_NE(error_of([] { load({"--cutmix_alpha=-1"}); }), "");
   EXPECT_NE(error_of([] { load({"--mixup_prob=2"}); }), "");
   EXPECT_NE(error_of([] { load({"--mixup_switch_prob=-0.1"}); }), "");
-  const HParams hp = load({"--augment_policy=randaugment", "--randaugment_num_ops=3",
-                           "--randaugment_magnitude=30", "--random_erasing_prob=0.25",
-                           "--mixup_alpha=0.8", "--cutmix_alpha=1.0", "--mixup_prob=0.5",
-                           "--mixup_switch_prob=1"})
-                          .hp;
+  const HParams hp =
+      load({"--augment_policy=randaugment", "--randaugment_num_ops=3", "--randaugment_magnitude=30",
+            "--random_erasing_prob=0.25", "--mixup_alpha=0.8", "--cutmix_alpha=1.0",
+            "--mixup_prob=0.5", "--mixup_switch_prob=1"})
+          .hp;
   EXPECT_EQ(hp.augment_policy, "randaugment");
   EXPECT_EQ(hp.randaugment_num_ops, 3);
   EXPECT_EQ(hp.randaugment_magnitude, 30);
@@ -458,20 +438,15 @@ TEST_F(HParamsTest, AliasesWarnAndSetTheCanonicalKey) {
   std::string path = write("flowers.cfg",
                            "# c\n\n\nenable_paisora=False\n"
                            "checkpointDir=/tmp/run\n");
-  LoadResult r = load({"--config",
-                       path,
-                       "--max_number_of_steps=7",
-                       "--log_every_n_steps",
-                       "3"});
+  LoadResult r = load({"--config", path, "--max_number_of_steps=7", "--log_every_n_steps", "3"});
   EXPECT_FALSE(r.hp.enable_paisoar);
   EXPECT_EQ(r.hp.train_dir, "/tmp/run");
   EXPECT_EQ(r.hp.stop_at_step, 7);
   EXPECT_EQ(r.hp.log_loss_every_n_iters, 3);
   ASSERT_EQ(r.warnings.size(), 4u);
-  EXPECT_EQ(r.warnings[0],
-            path +
-                ":4: 'enable_paisora' is an alias of "
-                "'enable_paisoar'; use the canonical name");
+  EXPECT_EQ(r.warnings[0], path +
+                               ":4: 'enable_paisora' is an alias of "
+                               "'enable_paisoar'; use the canonical name");
   EXPECT_EQ(r.warnings[2],
             "command line: 'max_number_of_steps' is an alias "
             "of 'stop_at_step'; use the canonical name");
@@ -485,34 +460,28 @@ TEST_F(HParamsTest, IgnoredKeysAreAcceptedWithANote) {
   LoadResult r = load({"--config", path});
   EXPECT_EQ(r.hp.ps_hosts, "h1:2222");
   ASSERT_EQ(r.warnings.size(), 2u);  // protocol=grpc is the default: silent
-  EXPECT_EQ(r.warnings[0],
-            path + ":1: 'ps_hosts' has no effect in FastNN-C++ (ignored key)");
-  EXPECT_NE(r.warnings[1].find("inter_op_parallelism_threads"),
-            std::string::npos);
+  EXPECT_EQ(r.warnings[0], path + ":1: 'ps_hosts' has no effect in FastNN-C++ (ignored key)");
+  EXPECT_NE(r.warnings[1].find("inter_op_parallelism_threads"), std::string::npos);
 }
 
 TEST_F(HParamsTest, DuplicateKeyLastWinsWithWarning) {
-  std::string path =
-      write("a.cfg", "batch_size=8\nlearning_rate=0.1\nbatch_size=16\n");
+  std::string path = write("a.cfg", "batch_size=8\nlearning_rate=0.1\nbatch_size=16\n");
   LoadResult r = load({"--config", path});
   EXPECT_EQ(r.hp.batch_size, 16);
   ASSERT_EQ(r.warnings.size(), 1u);
-  EXPECT_EQ(r.warnings[0],
-            path +
-                ":3: 'batch_size' is set again (first set "
-                "on line 1); the last value wins");
+  EXPECT_EQ(r.warnings[0], path +
+                               ":3: 'batch_size' is set again (first set "
+                               "on line 1); the last value wins");
 }
 
 TEST_F(HParamsTest, RepeatedCommandLineKeyWarnsAndTheLastWins) {
   LoadResult r = load({"--learning_rate=0.1", "--learning_rate=0.2"});
   EXPECT_EQ(r.hp.learning_rate, 0.2);
   EXPECT_EQ(r.warnings,
-            (std::vector<std::string>{
-                "command line: 'learning_rate' is set again: '0.2' replaces "
-                "'0.1' (the last value wins)"}));
+            (std::vector<std::string>{"command line: 'learning_rate' is set again: '0.2' replaces "
+                                      "'0.1' (the last value wins)"}));
   // Other spellings of the same key count: --KEY VALUE, --noKEY, aliases.
-  r = load({"--batch_size", "8", "--use_fp16", "--batch_size=4",
-            "--nouse_fp16"});
+  r = load({"--batch_size", "8", "--use_fp16", "--batch_size=4", "--nouse_fp16"});
   EXPECT_EQ(r.hp.batch_size, 4);
   EXPECT_FALSE(r.hp.use_fp16);
   ASSERT_EQ(r.warnings.size(), 2u);
@@ -533,8 +502,7 @@ TEST_F(HParamsTest, RepeatedCommandLineKeyWarnsAndTheLastWins) {
   r = load({"--input=/a", "--input", "/b"}, {"input"});
   EXPECT_EQ(r.extras.at("input"), "/b");
   ASSERT_EQ(r.warnings.size(), 1u);
-  EXPECT_NE(r.warnings[0].find("'input' is set again: '/b' replaces '/a'"),
-            std::string::npos);
+  EXPECT_NE(r.warnings[0].find("'input' is set again: '/b' replaces '/a'"), std::string::npos);
   const std::string path = write("a.cfg", "batch_size=8\n");
   EXPECT_TRUE(load({"--config", path, "--batch_size=4"}).warnings.empty());
 }
@@ -545,16 +513,15 @@ TEST_F(HParamsTest, EmptyConfigFileWarns) {
     LoadResult r = load({"--config", path, "--batch_size=4"});
     EXPECT_EQ(r.hp.batch_size, 4);
     EXPECT_EQ(r.warnings,
-              (std::vector<std::string>{
-                  path + ": the config file sets no key (it is empty or "
-                         "holds only comments and blank lines)"}))
+              (std::vector<std::string>{path + ": the config file sets no key (it is empty or "
+                                               "holds only comments and blank lines)"}))
         << "text: " << text;
   }
-  EXPECT_TRUE(
-      load({"--config", write("one.cfg", "# c\nbatch_size=8\n")})
-          .warnings.empty());
+  EXPECT_TRUE(load({"--config", write("one.cfg", "# c\nbatch_size=8\n")}).warnings.empty());
   // A folder is not an empty file.
-  EXPECT_EQ(error_of([&] { load({"--config", dir_}); }),
+  EXPECT_EQ(error_of([&] {
+              load({"--config", dir_});
+            }),
             "cannot read config file '" + dir_ + "': it is a folder");
 }
 
@@ -564,8 +531,7 @@ TEST_F(HParamsTest, EmptyConfigFileWarns) {
       msg.find(" bytes)") != std::string::npos) {
     return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionFailure()
-         << msg.size() << " bytes: " << msg.substr(0, 400);
+  return ::testing::AssertionFailure() << msg.size() << " bytes: " << msg.substr(0, 400);
 }
 
 TEST_F(HParamsTest, ErrorsShowAtMost100BytesOfAValue) {
@@ -600,8 +566,7 @@ TEST_F(HParamsTest, ValueErrorsShowAtMost100BytesOfAValue) {
 }
 
 TEST_F(HParamsTest, ExtraKeys) {
-  LoadResult r = load({"--input", "/raw", "--dataset_name=mnist", "--force"},
-                      {"input", "force"});
+  LoadResult r = load({"--input", "/raw", "--dataset_name=mnist", "--force"}, {"input", "force"});
   EXPECT_EQ(r.extras.at("input"), "/raw");
   EXPECT_EQ(r.extras.at("force"), "True");
   EXPECT_EQ(r.hp.dataset_name, "mnist");
@@ -649,8 +614,7 @@ TEST_F(HParamsTest, CrossKeyValidation) {
   hp.decay_scheme = "";
   EXPECT_NO_THROW(validate(hp));
   hp.opt_epsilon = 0;
-  EXPECT_EQ(error_of([&] { validate(hp); }),
-            "opt_epsilon: 0.0 is out of range (must be > 0)");
+  EXPECT_EQ(error_of([&] { validate(hp); }), "opt_epsilon: 0.0 is out of range (must be > 0)");
   hp = HParams();
   hp.synthetic_device_inputs = true;
   hp.dataset_name = "mock";
@@ -703,18 +667,72 @@ TEST_F(HParamsTest, FormatHparamsRoundTrips) {
 // naming the key. Only values with a line feed or a NUL byte, or with both
 // quote characters each closing early, may be refused.
 TEST_F(HParamsTest, EveryStringValueRoundTripsThroughConfigCfgOrIsRefused) {
-  std::vector<std::string> values = {
-      "/runs/qa' #b", "/runs/qa\" #b", "a' #b\" #c", "x'\t#", "'", "\"", "''",
-      "'a'", "\"a\"", "'a\"", "#", " #", "# a", "a#b", "a #b", "=", "a=b", "==",
-      "\\", "a\\'", "\\n", " lead", "trail ", "\t", " ", "\r", "a\r", "\rb",
-      "a\rb", "a\n", "\n", "a\nbatch_size=1", std::string("a\0b", 3),
-      "caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC", "\xEF\xBB\xBF", "\xEF\xBB\xBFx",
-      "None", "'None'", "True", "1", "-", "--x", "a' # b' # c", "' #'", "\" #\"",
-      "\xFF\xFE", "a'  \t  #", "a'\r#b", "a' \n#b", ""};
+  std::vector<std::string> values = {"/runs/qa' #b",
+                                     "/runs/qa\" #b",
+                                     "a' #b\" #c",
+                                     "x'\t#",
+                                     "'",
+                                     "\"",
+                                     "''",
+                                     "'a'",
+                                     "\"a\"",
+                                     "'a\"",
+                                     "#",
+                                     " #",
+                                     "# a",
+                                     "a#b",
+                                     "a #b",
+                                     "=",
+                                     "a=b",
+                                     "==",
+                                     "\\",
+                                     "a\\'",
+                                     "\\n",
+                                     " lead",
+                                     "trail ",
+                                     "\t",
+                                     " ",
+                                     "\r",
+                                     "a\r",
+                                     "\rb",
+                                     "a\rb",
+                                     "a\n",
+                                     "\n",
+                                     "a\nbatch_size=1",
+                                     std::string("a\0b", 3),
+                                     "caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC",
+                                     "\xEF\xBB\xBF",
+                                     "\xEF\xBB\xBFx",
+                                     "None",
+                                     "'None'",
+                                     "True",
+                                     "1",
+                                     "-",
+                                     "--x",
+                                     "a' # b' # c",
+                                     "' #'",
+                                     "\" #\"",
+                                     "\xFF\xFE",
+                                     "a'  \t  #",
+                                     "a'\r#b",
+                                     "a' \n#b",
+                                     ""};
   std::mt19937 rng(23);
-  const std::vector<std::string> alphabet = {
-      "'", "\"", "#", "\\", "=", " ", "\t", "\r", "\n", std::string(1, '\0'),
-      "a", "\xC3\xA9", "\xEF\xBB\xBF", "None", "/"};
+  const std::vector<std::string> alphabet = {"'",
+                                             "\"",
+                                             "#",
+                                             "\\",
+                                             "=",
+                                             " ",
+                                             "\t",
+                                             "\r",
+                                             "\n",
+                                             std::string(1, '\0'),
+                                             "a",
+                                             "\xC3\xA9",
+                                             "\xEF\xBB\xBF",
+                                             "None",
+                                             "/"};
   for (int i = 0; i < 3000; ++i) {
     std::string v;
     for (int n = rng() % 9; n > 0; --n) v += alphabet[rng() % alphabet.size()];
@@ -736,11 +754,10 @@ TEST_F(HParamsTest, EveryStringValueRoundTripsThroughConfigCfgOrIsRefused) {
       validate(hp);
     } catch (const ConfigError& e) {
       ++refused;
-      const bool must = v.find('\n') != std::string::npos ||
-                        v.find('\0') != std::string::npos ||
+      const bool must = v.find('\n') != std::string::npos || v.find('\0') != std::string::npos ||
                         (closes_early(v, '\'') && closes_early(v, '"'));
-      EXPECT_TRUE(must) << "refused a writable value " << ::testing::PrintToString(v)
-                        << ": " << e.what();
+      EXPECT_TRUE(must) << "refused a writable value " << ::testing::PrintToString(v) << ": "
+                        << e.what();
       const std::string msg = e.what();
       EXPECT_NE(msg.find("checkpoint_exclude_scopes: '"), std::string::npos) << msg;
       EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
@@ -768,8 +785,7 @@ TEST_F(HParamsTest, EveryStringValueRoundTripsThroughConfigCfgOrIsRefused) {
   hp.train_dir.resize(config::kMaxValueBytes);
   hp.train_dir.back() = '#';
   validate(hp);
-  EXPECT_EQ(load({"--config", write("long.cfg", format_hparams(hp))}).hp.train_dir,
-            hp.train_dir);
+  EXPECT_EQ(load({"--config", write("long.cfg", format_hparams(hp))}).hp.train_dir, hp.train_dir);
   const std::string token = config::quote_if_needed(hp.train_dir);
   for (const config::KeySpec& spec : config::key_table()) {
     if (config::string_value(spec, hp) && spec.choices.empty())
@@ -800,8 +816,7 @@ TEST_F(HParamsTest, CommandLineValueWithQuoteAndHashRoundTrips) {
 
 // Issue 23: what the workers of a job compare at rendezvous.
 TEST_F(HParamsTest, JobSettingsLeaveOutPerRankKeysOnly) {
-  for (const std::string& k : config::per_rank_keys())
-    EXPECT_NE(config::find_key(k), nullptr) << k;
+  for (const std::string& k : config::per_rank_keys()) EXPECT_NE(config::find_key(k), nullptr) << k;
   HParams a, b;
   b.task_index = 3;
   b.device = "cpu:1";
@@ -824,10 +839,8 @@ TEST_F(HParamsTest, JobSettingsLeaveOutPerRankKeysOnly) {
   EXPECT_EQ(config::describe_differences("a=1\nb=2\nc=3\n", "a=0\nb=0\nc=0\n", 2),
             "a='1' (rank 0: '0'), b='2' (rank 0: '0') and 1 more");
   // A key only one side knows (another version of the binary).
-  EXPECT_EQ(config::describe_differences("a=1\nnew=2\n", "a=1\n"),
-            "new='2' (rank 0: (not a key))");
-  EXPECT_EQ(config::describe_differences("a=1\n", "a=1\nold=2\n"),
-            "old=(not a key) (rank 0: '2')");
+  EXPECT_EQ(config::describe_differences("a=1\nnew=2\n", "a=1\n"), "new='2' (rank 0: (not a key))");
+  EXPECT_EQ(config::describe_differences("a=1\n", "a=1\nold=2\n"), "old=(not a key) (rank 0: '2')");
 }
 
 TEST_F(HParamsTest, ClosestKey) {
@@ -841,29 +854,16 @@ TEST_F(HParamsTest, ClosestKey) {
 TEST_F(HParamsTest, HelpListsEveryGroupAndKey) {
   std::string help = format_help("train_image_classifier", "--config FILE");
   EXPECT_EQ(help.rfind("usage: train_image_classifier --config FILE\n", 0), 0u);
-  for (const char* title : {"Dataset:",
-                            "Preprocessing:",
-                            "Model:",
-                            "Learning rate:",
-                            "Optimizer:",
-                            "Log:",
-                            "Performance:",
-                            "Cluster:",
-                            "I/O:"}) {
-    EXPECT_NE(help.find(std::string("\n") + title + "\n"), std::string::npos)
-        << title;
+  for (const char* title : {"Dataset:", "Preprocessing:", "Model:", "Learning rate:", "Optimizer:",
+                            "Log:", "Performance:", "Cluster:", "I/O:"}) {
+    EXPECT_NE(help.find(std::string("\n") + title + "\n"), std::string::npos) << title;
   }
   for (const config::KeySpec& spec : config::key_table()) {
-    EXPECT_NE(help.find("--" + std::string(spec.name) + " ("),
-              std::string::npos)
-        << spec.name;
+    EXPECT_NE(help.find("--" + std::string(spec.name) + " ("), std::string::npos) << spec.name;
   }
-  EXPECT_NE(help.find("--ps_hosts (str; default: None) (ignored)"),
-            std::string::npos);
-  EXPECT_NE(help.find("default: None (from the dataset; FastNN: 100)"),
-            std::string::npos);
-  EXPECT_NE(help.find("--enable_paisora -> --enable_paisoar"),
-            std::string::npos);
+  EXPECT_NE(help.find("--ps_hosts (str; default: None) (ignored)"), std::string::npos);
+  EXPECT_NE(help.find("default: None (from the dataset; FastNN: 100)"), std::string::npos);
+  EXPECT_NE(help.find("--enable_paisora -> --enable_paisoar"), std::string::npos);
   std::istringstream lines(help);
   for (std::string line; std::getline(lines, line);) {
     EXPECT_LE(line.size(), 80u) << line;
@@ -910,9 +910,7 @@ TEST_F(HParamsTest, MarkdownAndDocsMentionEveryKey) {
     EXPECT_NE(docs.str().find(cell), std::string::npos) << spec.name;
   }
   for (const config::Alias& a : config::alias_table()) {
-    EXPECT_NE(docs.str().find("`" + std::string(a.alias) + "`"),
-              std::string::npos)
-        << a.alias;
+    EXPECT_NE(docs.str().find("`" + std::string(a.alias) + "`"), std::string::npos) << a.alias;
   }
   EXPECT_NE(docs.str().find(md), std::string::npos)
       << "docs/hyperparameters.md's key tables are out of date: run "

@@ -34,8 +34,7 @@ struct Case {
 std::vector<std::string> id_records() {
   std::vector<std::string> records;
   for (int i = 0; i < kRecords; ++i) {
-    records.push_back(
-        example_of(png_of(28, 28, 1, static_cast<uint8_t>(i)), i % 10));
+    records.push_back(example_of(png_of(28, 28, 1, static_cast<uint8_t>(i)), i % 10));
   }
   return records;
 }
@@ -53,19 +52,15 @@ struct Faulty {
 Faulty write_faulty(const fs::path& dir, Fault fault) {
   std::vector<std::string> records = id_records();
   const int bad = fault == Fault::kTruncated ? kRecords - 1 : kBad;
-  if (fault == Fault::kExample)
-    records[bad] = "\xff\xff\xff not a protobuf";
-  if (fault == Fault::kImage)
-    records[bad] = example_of("\x89PNG\r\n\x1a\n broken", 1);
+  if (fault == Fault::kExample) records[bad] = "\xff\xff\xff not a protobuf";
+  if (fault == Fault::kImage) records[bad] = example_of("\x89PNG\r\n\x1a\n broken", 1);
   if (fault == Fault::kLabel) {
     records[bad] = example_of(png_of(28, 28, 1, 0), 10);
   }
   uint64_t offset = 0;
-  for (int i = 0; i < bad; ++i)
-    offset += io::frame_record(records[i]).size();
+  for (int i = 0; i < bad; ++i) offset += io::frame_record(records[i]).size();
   const auto file = testing::write_records(dir / "data.tfrecord", records);
-  const auto framed =
-      static_cast<int64_t>(io::frame_record(records[bad]).size());
+  const auto framed = static_cast<int64_t>(io::frame_record(records[bad]).size());
   int64_t lost_bytes = 0;
   if (fault == Fault::kCrc) {
     lost_bytes = framed;
@@ -83,14 +78,11 @@ Faulty write_faulty(const fs::path& dir, Fault fault) {
   return {file, offset, lost_bytes};
 }
 
-PipelineOptions options(const std::string& file) {
-  return testing::eval_options({file});
-}
+PipelineOptions options(const std::string& file) { return testing::eval_options({file}); }
 
 int64_t drain(Pipeline& p) {
   int64_t n = 0;
-  while (auto b = p.next())
-    n += b->labels.size(0);
+  while (auto b = p.next()) n += b->labels.size(0);
   return n;
 }
 
@@ -116,10 +108,9 @@ TEST_P(BadData, FailPolicyNamesFileRecordAndOffset) {
   const int bad = c.fault == Fault::kTruncated ? kRecords - 1 : kBad;
   const std::string msg = error_of(options(file));
   ASSERT_NE(msg, "") << "expected DataError for " << c.name;
-  const std::string where = file + ": record " + std::to_string(bad) +
-                            " at offset " + std::to_string(offset);
-  EXPECT_NE(msg.find(where), std::string::npos)
-      << msg << "\nexpected: " << where;
+  const std::string where =
+      file + ": record " + std::to_string(bad) + " at offset " + std::to_string(offset);
+  EXPECT_NE(msg.find(where), std::string::npos) << msg << "\nexpected: " << where;
   EXPECT_NE(msg.find(c.reason), std::string::npos) << msg;
 }
 
@@ -134,34 +125,27 @@ TEST_P(BadData, SkipPolicyDropsAndCountsByKind) {
   const auto st = p.stats();
   EXPECT_EQ(st.records_skipped, 1);
   EXPECT_EQ(st.images_decoded, kRecords - 1);
-  const int64_t by_kind[] = {st.skipped_crc_mismatch,
-                             st.skipped_truncated,
-                             st.skipped_bad_example,
-                             st.skipped_bad_image,
-                             st.skipped_bad_label};
+  const int64_t by_kind[] = {st.skipped_crc_mismatch, st.skipped_truncated, st.skipped_bad_example,
+                             st.skipped_bad_image, st.skipped_bad_label};
   for (int k = 0; k < 5; ++k) {
-    EXPECT_EQ(by_kind[k], k == static_cast<int>(c.fault) ? 1 : 0)
-        << "kind " << k;
+    EXPECT_EQ(by_kind[k], k == static_cast<int>(c.fault) ? 1 : 0) << "kind " << k;
   }
   EXPECT_EQ(st.skipped_oversized, 0);
   EXPECT_EQ(st.bytes_skipped, faulty.lost_bytes);
   std::string expected = std::string("1 corrupt records skipped: 1 ") + c.name;
   if (faulty.lost_bytes > 0) {
-    expected +=
-        "; " + std::to_string(faulty.lost_bytes) + " corrupt bytes skipped";
+    expected += "; " + std::to_string(faulty.lost_bytes) + " corrupt bytes skipped";
   }
   EXPECT_EQ(describe_skipped(st), expected);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryKind,
-    BadData,
-    ::testing::Values(Case{Fault::kCrc, "crc_mismatch", "CRC"},
-                      Case{Fault::kTruncated, "truncated", "truncated"},
-                      Case{Fault::kExample, "bad_example", ""},
-                      Case{Fault::kImage, "bad_image", ""},
-                      Case{Fault::kLabel, "bad_label", "label 10"}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(EveryKind, BadData,
+                         ::testing::Values(Case{Fault::kCrc, "crc_mismatch", "CRC"},
+                                           Case{Fault::kTruncated, "truncated", "truncated"},
+                                           Case{Fault::kExample, "bad_example", ""},
+                                           Case{Fault::kImage, "bad_image", ""},
+                                           Case{Fault::kLabel, "bad_label", "label 10"}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // Issue 12: sizes declared by untrusted data are checked against the
 // configured limits before anything is allocated for them. A record longer
@@ -179,8 +163,7 @@ TEST(BadData, DeclaredSizesOverTheLimitsAreBadDataNotAllocations) {
   std::string forged = png_of(28, 28, 1, 0);
   for (int at : {16, 20}) {  // IHDR width and height, big-endian
     const uint32_t side = 12000;
-    for (int k = 0; k < 4; ++k)
-      forged[at + k] = static_cast<char>(side >> (24 - 8 * k));
+    for (int k = 0; k < 4; ++k) forged[at + k] = static_cast<char>(side >> (24 - 8 * k));
   }
   records[kBad] = example_of(forged, 1);
   const auto big_image = testing::write_records(dir / "big.tfrecord", records);
@@ -253,8 +236,7 @@ TEST(BadData, ShardedWorkersKeepTheirStepCountWhenRecordsAreSkipped) {
     o.num_shards = 2;
     Pipeline p(o);
     int batches = 0;
-    while (p.next())
-      ++batches;
+    while (p.next()) ++batches;
     EXPECT_EQ(batches, kRecords / 2 / 5) << "rank " << rank;
   }
 }
@@ -262,8 +244,7 @@ TEST(BadData, ShardedWorkersKeepTheirStepCountWhenRecordsAreSkipped) {
 // Writes id_records() with `corrupt` applied to the framed bytes; returns the
 // file and each record's offset (plus the file size).
 std::pair<std::string, std::vector<uint64_t>> write_corrupted(
-    const fs::path& dir, void (*corrupt)(std::string*,
-                                         const std::vector<uint64_t>&)) {
+    const fs::path& dir, void (*corrupt)(std::string*, const std::vector<uint64_t>&)) {
   std::string bytes;
   std::vector<uint64_t> offsets;
   for (const auto& r : id_records()) {
@@ -279,8 +260,8 @@ std::pair<std::string, std::vector<uint64_t>> write_corrupted(
 
 TEST(BadData, FlippedLengthBitLosesOneRecordNotTheRestOfTheFile) {
   auto dir = testing::fresh_dir("bad_length_bit");
-  auto [file, offsets] = write_corrupted(
-      dir, [](std::string* bytes, const std::vector<uint64_t>& at) {
+  auto [file, offsets] =
+      write_corrupted(dir, [](std::string* bytes, const std::vector<uint64_t>& at) {
         (*bytes)[at[2] + 1] ^= 0x08;  // record 2's length
       });
   auto o = options(file);
@@ -290,17 +271,16 @@ TEST(BadData, FlippedLengthBitLosesOneRecordNotTheRestOfTheFile) {
   const auto st = p.stats();
   EXPECT_EQ(st.skipped_crc_mismatch, 1);
   EXPECT_EQ(st.bytes_skipped, static_cast<int64_t>(offsets[3] - offsets[2]));
-  EXPECT_EQ(describe_skipped(st),
-            "1 corrupt records skipped: 1 crc_mismatch; " +
-                std::to_string(offsets[3] - offsets[2]) +
-                " corrupt bytes skipped");
+  EXPECT_EQ(describe_skipped(st), "1 corrupt records skipped: 1 crc_mismatch; " +
+                                      std::to_string(offsets[3] - offsets[2]) +
+                                      " corrupt bytes skipped");
 }
 
 TEST(BadData, LosingMoreThanMaxSkippedShareOfAFileFails) {
   auto dir = testing::fresh_dir("bad_share");
   // Records 2..9 (40 % of the file) overwritten.
-  auto [file, offsets] = write_corrupted(
-      dir, [](std::string* bytes, const std::vector<uint64_t>& at) {
+  auto [file, offsets] =
+      write_corrupted(dir, [](std::string* bytes, const std::vector<uint64_t>& at) {
         for (uint64_t i = at[2] + 30; i < at[9] + 30; ++i) {
           (*bytes)[i] = static_cast<char>(i * 131 % 251);
         }
@@ -309,8 +289,8 @@ TEST(BadData, LosingMoreThanMaxSkippedShareOfAFileFails) {
   auto o = options(file);
   o.skip_corrupt = true;
   const std::string msg = error_of(o);
-  EXPECT_NE(msg.find(file + ": " + std::to_string(lost) + " of " +
-                     std::to_string(offsets.back()) + " bytes"),
+  EXPECT_NE(msg.find(file + ": " + std::to_string(lost) + " of " + std::to_string(offsets.back()) +
+                     " bytes"),
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("max_skipped_share"), std::string::npos) << msg;
@@ -338,8 +318,7 @@ TEST(BadData, EveryRecordRejectedIsADataErrorNotAnEmptyRun) {
     o.is_training = training;
     o.num_epochs = 3;
     const std::string msg = error_of(o);
-    EXPECT_NE(msg.find("none of the " + std::to_string(training ? 120 : 40) +
-                       " records"),
+    EXPECT_NE(msg.find("none of the " + std::to_string(training ? 120 : 40) + " records"),
               std::string::npos)
         << msg;
     EXPECT_NE(msg.find("bad_label"), std::string::npos) << msg;

@@ -34,8 +34,7 @@ HParams hparams(const std::string& name, const fs::path& dir) {
 
 std::vector<std::string> rgb_records(int n, int64_t first_label = 0) {
   std::vector<std::string> out;
-  for (int i = 0; i < n; ++i)
-    out.push_back(example_of(png_of(32, 32, 3, 7), first_label + i));
+  for (int i = 0; i < n; ++i) out.push_back(example_of(png_of(32, 32, 3, 7), first_label + i));
   return out;
 }
 
@@ -55,14 +54,8 @@ std::string message_of(const std::function<void()>& f) {
 
 TEST(DatasetTable, ListsEveryDataset) {
   const auto names = dataset_names();
-  for (const char* n : {"mock",
-                        "mnist",
-                        "fashion_mnist",
-                        "cifar10",
-                        "flowers",
-                        "imagenet",
-                        "tfrecord",
-                        "image_folder"}) {
+  for (const char* n : {"mock", "mnist", "fashion_mnist", "cifar10", "flowers", "imagenet",
+                        "tfrecord", "image_folder"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   }
   EXPECT_THROW(find_dataset("cifar100"), ConfigError);
@@ -88,19 +81,15 @@ TEST(DatasetTable, Cifar10SingleFilePerSplit) {
 TEST(DatasetTable, FlowersFiveShards) {
   auto dir = fresh_dir("ds_flowers");
   for (int i = 4; i >= 0; --i) {
-    write_records(
-        dir / ("flowers_train_0000" + std::to_string(i) + "-of-00005.tfrecord"),
-        rgb_records(2));
+    write_records(dir / ("flowers_train_0000" + std::to_string(i) + "-of-00005.tfrecord"),
+                  rgb_records(2));
   }
-  write_records(dir / "flowers_validation_00000-of-00005.tfrecord",
-                rgb_records(1));
+  write_records(dir / "flowers_validation_00000-of-00005.tfrecord", rgb_records(1));
   auto hp = hparams("flowers", dir);
   auto train = get_dataset(hp, "train");
   ASSERT_EQ(train.files.size(), 5u);
-  EXPECT_EQ(fs::path(train.files[0]).filename(),
-            "flowers_train_00000-of-00005.tfrecord");
-  EXPECT_EQ(fs::path(train.files[4]).filename(),
-            "flowers_train_00004-of-00005.tfrecord");
+  EXPECT_EQ(fs::path(train.files[0]).filename(), "flowers_train_00000-of-00005.tfrecord");
+  EXPECT_EQ(fs::path(train.files[4]).filename(), "flowers_train_00004-of-00005.tfrecord");
   EXPECT_EQ(train.num_samples, 3320);
   EXPECT_EQ(train.num_classes, 5);
   auto val = get_dataset(hp, "validation");
@@ -183,8 +172,7 @@ TEST(DatasetTable, GlobsNeverMatchTemporaries) {
   auto dir = fresh_dir("ds_temporaries");
   write_records(dir / "cifar10_train.tfrecord", rgb_records(3));
   // Whether the writer is alive (this process) or not, a temporary is no data.
-  write_records(dir / ("cifar10_train.tfrecord.tmp-" + std::to_string(getpid())),
-                rgb_records(2));
+  write_records(dir / ("cifar10_train.tfrecord.tmp-" + std::to_string(getpid())), rgb_records(2));
   write_records(dir / "cifar10_test.tfrecord.tmp-999999999", rgb_records(2));
   auto hp = hparams("tfrecord", dir);
   hp.num_classes = 10;
@@ -197,8 +185,7 @@ TEST(DatasetTable, GlobsNeverMatchTemporaries) {
   }
   EXPECT_EQ(expand_file_list("cifar10_*", dir.string()).size(), 1u);
   // A pattern that matches only temporaries matches nothing.
-  const std::string msg =
-      message_of([&] { expand_file_list("*.tmp-*", dir.string()); });
+  const std::string msg = message_of([&] { expand_file_list("*.tmp-*", dir.string()); });
   EXPECT_NE(msg.find("no file matches '*.tmp-*'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("unfinished"), std::string::npos) << msg;
   EXPECT_THROW(expand_file_list("*.tmp-*", dir.string()), DataError);
@@ -215,8 +202,8 @@ TEST(DatasetTable, ConvertedFolderIsReadByItsManifest) {
   };
   write_records(dir / "mnist_train.tfrecord", gray(3));  // another conversion's
   Manifest m{true, {}};
-  for (const char* name : {"mnist_train_00000-of-00002.tfrecord",
-                           "mnist_train_00001-of-00002.tfrecord"}) {
+  for (const char* name :
+       {"mnist_train_00000-of-00002.tfrecord", "mnist_train_00001-of-00002.tfrecord"}) {
     write_records(dir / name, gray(2));
     m.files.push_back({"train", name, 2, fs::file_size(dir / name)});
   }
@@ -275,35 +262,28 @@ TEST(ImageFolder, SortedClassesAndADeterministicDisjointSplit) {
   auto dir = make_folder("ds_folder");
   auto train = list_image_folder(dir.string(), "train", 0.1, 0);
   auto val = list_image_folder(dir.string(), "validation", 0.1, 0);
-  EXPECT_EQ(train.class_names,
-            (std::vector<std::string>{"daisy", "roses", "tulips"}));
+  EXPECT_EQ(train.class_names, (std::vector<std::string>{"daisy", "roses", "tulips"}));
   EXPECT_EQ(train.files.size(), 27u);
   EXPECT_EQ(val.files.size(), 3u);
   std::set<std::string> all(train.files.begin(), train.files.end());
-  for (const auto& f : val.files)
-    EXPECT_TRUE(all.insert(f).second) << f << " in both";
+  for (const auto& f : val.files) EXPECT_TRUE(all.insert(f).second) << f << " in both";
   EXPECT_EQ(all.size(), 30u);
   for (size_t i = 0; i < train.files.size(); ++i) {
     const auto cls = fs::path(train.files[i]).parent_path().filename().string();
     EXPECT_EQ(train.class_names[train.labels[i]], cls);
   }
-  EXPECT_EQ(list_image_folder(dir.string(), "validation", 0.1, 0).files,
-            val.files);
+  EXPECT_EQ(list_image_folder(dir.string(), "validation", 0.1, 0).files, val.files);
   bool differs = false;
   for (uint64_t seed = 1; seed < 5; ++seed) {
-    differs |= list_image_folder(dir.string(), "validation", 0.1, seed).files !=
-               val.files;
+    differs |= list_image_folder(dir.string(), "validation", 0.1, seed).files != val.files;
   }
   EXPECT_TRUE(differs);
   EXPECT_THROW(list_image_folder(dir.string(), "test", 0.1, 0), ConfigError);
   EXPECT_THROW(list_image_folder(dir.string(), "train", 1.0, 0), ConfigError);
-  EXPECT_THROW(list_image_folder(dir.string(), "validation", 0.0, 0),
+  EXPECT_THROW(list_image_folder(dir.string(), "validation", 0.0, 0), DataError);
+  EXPECT_THROW(list_image_folder((dir / "nope").string(), "train", 0.1, 0), DataError);
+  EXPECT_THROW(list_image_folder(fresh_dir("ds_folder_empty").string(), "train", 0.1, 0),
                DataError);
-  EXPECT_THROW(list_image_folder((dir / "nope").string(), "train", 0.1, 0),
-               DataError);
-  EXPECT_THROW(
-      list_image_folder(fresh_dir("ds_folder_empty").string(), "train", 0.1, 0),
-      DataError);
 }
 
 TEST(ImageFolder, DatasetRowFeedsThePipelineFromFiles) {
@@ -324,8 +304,7 @@ TEST(ImageFolder, DatasetRowFeedsThePipelineFromFiles) {
   std::vector<int64_t> labels;
   while (auto b = p.next()) {
     EXPECT_EQ(b->images.size(1), 3);
-    for (int64_t l : values(b->labels))
-      labels.push_back(l);
+    for (int64_t l : values(b->labels)) labels.push_back(l);
   }
   EXPECT_EQ(labels, info.file_labels);
   EXPECT_EQ(p.stats().images_decoded, 24);
@@ -340,8 +319,7 @@ TEST(ImageFolder, LinkLoopsAreDataErrorsAndDanglingLinksBadImages) {
   for (const char* where : {"daisy/loop.png", "loop_class"}) {
     auto dir = make_folder(std::string("ds_folder_loop_") + (where[0] == 'd' ? "img" : "cls"));
     fs::create_symlink(dir / where, dir / where);
-    const std::string msg =
-        message_of([&] { list_image_folder(dir.string(), "train", 0.1, 0); });
+    const std::string msg = message_of([&] { list_image_folder(dir.string(), "train", 0.1, 0); });
     EXPECT_NE(msg.find((dir / where).string()), std::string::npos) << msg;
     EXPECT_NE(msg.find("symbolic link"), std::string::npos) << msg;
     EXPECT_THROW(list_image_folder(dir.string(), "train", 0.1, 0), DataError);
@@ -459,8 +437,9 @@ TEST(Holdout, ValidationIsHeldOutOfTheTrainingRecordsDisjointly) {
   EXPECT_EQ(labels_read(get_dataset(hp, "test")).size(), 30u);
   // Training on the validation split is refused.
   hp.dataset_split_name = "validation";
-  EXPECT_NE(message_of([&] { get_dataset(hp, "validation"); })
-                .find("dataset_split_name cannot be 'validation'"),
+  EXPECT_NE(message_of([&] {
+              get_dataset(hp, "validation");
+            }).find("dataset_split_name cannot be 'validation'"),
             std::string::npos);
 }
 

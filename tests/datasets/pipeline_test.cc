@@ -1,5 +1,7 @@
 // The input pipeline on small generated TFRecords: order, counts, shuffling,
 // determinism across thread counts, resume position, bad-data policies.
+#include "fastnn/pipeline.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -13,10 +15,9 @@
 #include "datasets/convert_mnist.h"
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
-#include "src/io/image.h"
-#include "fastnn/pipeline.h"
-#include "preprocessing/preprocessing_factory.h"
 #include "fastnn/tfrecord.h"
+#include "preprocessing/preprocessing_factory.h"
+#include "src/io/image.h"
 #include "tests/datasets/test_data.h"
 #include "tests/test_paths.h"
 
@@ -284,7 +285,8 @@ TEST(Pipeline, CacheOverItsBudgetIsRefusedWithItsSize) {
   } catch (const ConfigError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("datasets_use_caching: the decoded images of 96 records"),
-              std::string::npos) << what;
+              std::string::npos)
+        << what;
     EXPECT_NE(what.find("cache_budget_bytes"), std::string::npos) << what;
     EXPECT_NE(what.find("datasets_use_caching=False"), std::string::npos) << what;
   }
@@ -461,8 +463,8 @@ TEST(Pipeline, StopRequestEndsAWaitForABatch) {
   auto o = testing::eval_options({testing::write_id_file(dir / "a.tfrecord", 0, 8)});
   std::atomic<bool> release{false}, stop{false};
   auto decode = o.preprocess;
-  o.preprocess = [&release, decode](const preprocessing::EncodedImage& in,
-                                     std::mt19937_64& rng, float* out) {
+  o.preprocess = [&release, decode](const preprocessing::EncodedImage& in, std::mt19937_64& rng,
+                                    float* out) {
     while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     decode(in, rng, out);
   };

@@ -76,8 +76,7 @@ std::pair<std::vector<int>, std::vector<int64_t>> drain(Pipeline& p) {
     sizes.push_back(b->labels.size(0));
     auto px = b->images.select(1, 0).select(1, 0).select(1, 0);
     for (int64_t i = 0; i < px.size(0); ++i) {
-      ids.push_back(
-          static_cast<int>(std::lround(px[i].item<float>() * 128 + 128)));
+      ids.push_back(static_cast<int>(std::lround(px[i].item<float>() * 128 + 128)));
     }
   }
   return {ids, sizes};
@@ -114,8 +113,7 @@ TEST(ShardedPipeline, BalancedFilesAreDealtOutWhole) {
   auto dir = fresh_dir("shard_files");
   std::vector<std::string> files;
   for (int f = 0; f < 4; ++f) {
-    files.push_back(
-        write_id_file(dir / ("f" + std::to_string(f) + ".tfrecord"), 5 * f, 5));
+    files.push_back(write_id_file(dir / ("f" + std::to_string(f) + ".tfrecord"), 5 * f, 5));
   }
   auto o = options(files, 1, 2);
   o.is_training = false;
@@ -135,8 +133,7 @@ TEST(ShardedPipeline, TrainingWorkersTakeTheSameNumberOfSteps) {
     o.shuffle_buffer_size = 8;
     Pipeline p(o);
     auto [ids, sizes] = drain(p);
-    for (int64_t s : sizes)
-      EXPECT_EQ(s, 4);
+    for (int64_t s : sizes) EXPECT_EQ(s, 4);
     steps.push_back(sizes.size());
   }
   // 19 records, 3 workers: 6 each, 12 over two epochs, 3 full batches of 4.
@@ -149,8 +146,7 @@ TEST(ShardedPipeline, ImageFilesAreShardedByRecord) {
   std::vector<int64_t> labels;
   for (int i = 0; i < 7; ++i) {
     files.push_back((dir / (std::to_string(i) + ".png")).string());
-    std::ofstream(files.back())
-        << testing::png_of(28, 28, 1, static_cast<uint8_t>(i));
+    std::ofstream(files.back()) << testing::png_of(28, 28, 1, static_cast<uint8_t>(i));
     labels.push_back(i % 2);
   }
   auto o = options(files, 1, 2);

@@ -1,9 +1,9 @@
 #include "tests/datasets/test_data.h"
 
 #include "fastnn/example.h"
-#include "src/io/image.h"
 #include "fastnn/tfrecord.h"
 #include "preprocessing/preprocessing_factory.h"
+#include "src/io/image.h"
 #include "tests/test_paths.h"
 
 namespace fastnn::testing {
@@ -33,12 +33,10 @@ std::string example_of(const std::string& encoded, int64_t label) {
   return io::encode_image_example(r);
 }
 
-std::string write_records(const fs::path& path,
-                          const std::vector<std::string>& records) {
+std::string write_records(const fs::path& path, const std::vector<std::string>& records) {
   fs::create_directories(path.parent_path());
   io::TFRecordWriter w(path.string());
-  for (const auto& r : records)
-    w.write(r);
+  for (const auto& r : records) w.write(r);
   w.close();
   return path.string();
 }
@@ -46,15 +44,12 @@ std::string write_records(const fs::path& path,
 std::string write_id_file(const fs::path& path, int first, int n) {
   std::vector<std::string> records;
   for (int i = first; i < first + n; ++i) {
-    records.push_back(
-        example_of(png_of(28, 28, 1, static_cast<uint8_t>(i)), i % 10));
+    records.push_back(example_of(png_of(28, 28, 1, static_cast<uint8_t>(i)), i % 10));
   }
   return write_records(path, records);
 }
 
-datasets::PipelineOptions eval_options(std::vector<std::string> files,
-                                       int channels,
-                                       int size) {
+datasets::PipelineOptions eval_options(std::vector<std::string> files, int channels, int size) {
   datasets::PipelineOptions o;
   o.files = std::move(files);
   o.is_training = false;
@@ -62,8 +57,8 @@ datasets::PipelineOptions eval_options(std::vector<std::string> files,
   o.channels = channels;
   o.num_classes = 10;
   o.shape = {channels, size, size};
-  o.preprocess = preprocessing::get_preprocessing(
-      channels == 1 ? "lenet" : "cifarnet", o.shape, false);
+  o.preprocess =
+      preprocessing::get_preprocessing(channels == 1 ? "lenet" : "cifarnet", o.shape, false);
   o.num_threads = 2;
   return o;
 }

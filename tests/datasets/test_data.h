@@ -31,8 +31,7 @@ std::string write_id_file(const std::filesystem::path& path, int first, int n);
 /// Evaluation-mode options over `files`: batch 4, two threads, `channels`
 /// x size x size images with lenet (1 channel) or cifarnet (3) eval
 /// preprocessing, 10 classes.
-datasets::PipelineOptions eval_options(std::vector<std::string> files,
-                                       int channels = 1,
+datasets::PipelineOptions eval_options(std::vector<std::string> files, int channels = 1,
                                        int size = 28);
 
 }  // namespace fastnn::testing

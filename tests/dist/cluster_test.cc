@@ -39,8 +39,7 @@ void expect_config_error(F f, const std::string& needle) {
     f();
     ADD_FAILURE() << "no ConfigError; expected one naming " << needle;
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
 }
 
@@ -57,8 +56,7 @@ TEST(ClusterTest, NothingSetIsOneProcess) {
 TEST(ClusterTest, TaskIndexWithoutACluster) {
   HParams hp;
   hp.sources["task_index"] = "command line";
-  EXPECT_NE(describe(resolve_cluster(hp, {}))
-                .find("rank = 0 (chief)  (task_index (command line))"),
+  EXPECT_NE(describe(resolve_cluster(hp, {})).find("rank = 0 (chief)  (task_index (command line))"),
             std::string::npos);
   hp.task_index = 2;
   expect_config_error([&] { resolve_cluster(hp, {}); },
@@ -77,12 +75,11 @@ TEST(ClusterTest, FastNNFlags) {
 }
 
 TEST(ClusterTest, FlagsWinOverEnvironment) {
-  ClusterSpec s = resolve_cluster(flags("a:1,b:1", 1),
-                                  {{"RANK", "0"},
-                                   {"WORLD_SIZE", "8"},
-                                   {"LOCAL_RANK", "0"},
-                                   {"MASTER_ADDR", "m"},
-                                   {"MASTER_PORT", "1"}});
+  ClusterSpec s = resolve_cluster(flags("a:1,b:1", 1), {{"RANK", "0"},
+                                                        {"WORLD_SIZE", "8"},
+                                                        {"LOCAL_RANK", "0"},
+                                                        {"MASTER_ADDR", "m"},
+                                                        {"MASTER_PORT", "1"}});
   EXPECT_STREQ(source_name(s.source), "flags");
   EXPECT_EQ(s.rank, 1);
   EXPECT_EQ(s.world_size, 2);
@@ -90,8 +87,7 @@ TEST(ClusterTest, FlagsWinOverEnvironment) {
 }
 
 TEST(ClusterTest, FlagsErrors) {
-  expect_config_error([] { resolve_cluster(flags("a:1,b", 0), {}); },
-                      "worker_hosts");
+  expect_config_error([] { resolve_cluster(flags("a:1,b", 0), {}); }, "worker_hosts");
   HParams chief = flags("a:1,b:1", 1);
   chief.job_name = "chief";
   expect_config_error([&] { resolve_cluster(chief, {}); }, "job_name=chief");
@@ -101,9 +97,8 @@ TEST(ClusterTest, FlagsErrors) {
 }
 
 TEST(ClusterTest, TfConfig) {
-  const std::string tf =
-      R"({"cluster":{"chief":["c:1"],"worker":["w0:1","w1:1"],"ps":[]},)"
-      R"("task":{"type":"worker","index":1}})";
+  const std::string tf = R"({"cluster":{"chief":["c:1"],"worker":["w0:1","w1:1"],"ps":[]},)"
+                         R"("task":{"type":"worker","index":1}})";
   ClusterSpec s = resolve_cluster(HParams(), {{"TF_CONFIG", tf}});
   EXPECT_STREQ(source_name(s.source), "TF_CONFIG");
   EXPECT_EQ(s.rank, 2);  // chief first, then workers
@@ -122,18 +117,14 @@ TEST(ClusterTest, TfConfigErrors) {
       "TF_CONFIG is not valid JSON");
   expect_config_error(
       [] {
-        resolve_cluster(HParams(),
-                        {{"TF_CONFIG",
-                          R"({"cluster":{"worker":["a:1"]},)"
-                          R"("task":{"type":"ps","index":0}})"}});
+        resolve_cluster(HParams(), {{"TF_CONFIG", R"({"cluster":{"worker":["a:1"]},)"
+                                                  R"("task":{"type":"ps","index":0}})"}});
       },
       "task type 'ps'");
   expect_config_error(
       [] {
-        resolve_cluster(HParams(),
-                        {{"TF_CONFIG",
-                          R"({"cluster":{"worker":["a:1"]},)"
-                          R"("task":{"type":"worker","index":3}})"}});
+        resolve_cluster(HParams(), {{"TF_CONFIG", R"({"cluster":{"worker":["a:1"]},)"
+                                                  R"("task":{"type":"worker","index":3}})"}});
       },
       "TF_CONFIG: task.index 3");
 }
@@ -166,10 +157,8 @@ TEST(ClusterTest, Torchrun) {
 }
 
 TEST(ClusterTest, TorchrunErrorsNameTheVariable) {
-  expect_config_error([] { resolve_cluster(HParams(), torchrun(8, 8, 0, 4)); },
-                      "RANK");
-  expect_config_error([] { resolve_cluster(HParams(), torchrun(1, 8, 4, 4)); },
-                      "LOCAL_RANK");
+  expect_config_error([] { resolve_cluster(HParams(), torchrun(8, 8, 0, 4)); }, "RANK");
+  expect_config_error([] { resolve_cluster(HParams(), torchrun(1, 8, 4, 4)); }, "LOCAL_RANK");
   Environment env = torchrun(1, 2, 1, 2);
   env["WORLD_SIZE"] = "two";
   expect_config_error([&] { resolve_cluster(HParams(), env); },
@@ -195,8 +184,7 @@ TEST(ClusterTest, ErrorsShowAtMost100BytesOfAValue) {
     } catch (const ConfigError& e) {
       const std::string msg = e.what();
       EXPECT_LT(msg.size(), 300u) << msg.substr(0, 300);
-      EXPECT_NE(msg.find("'... (1048576"), std::string::npos)
-          << msg.substr(0, 300);
+      EXPECT_NE(msg.find("'... (1048576"), std::string::npos) << msg.substr(0, 300);
     }
   };
   Environment env = torchrun(1, 2, 1, 2);
@@ -205,8 +193,8 @@ TEST(ClusterTest, ErrorsShowAtMost100BytesOfAValue) {
   expect_cut([&] { resolve_cluster(flags(big + ",b:2", 0), {}); });
   expect_cut([&] { split_host_port(big + ":x", "c"); });
   expect_cut([&] { expand_nodelist(big + "]", "SLURM_JOB_NODELIST"); });
-  env = {{"TF_CONFIG", R"({"cluster": {"worker": ["a:1"]}, "task": {"type": ")" +
-                           big + R"(", "index": 0}})"}};
+  env = {{"TF_CONFIG",
+          R"({"cluster": {"worker": ["a:1"]}, "task": {"type": ")" + big + R"(", "index": 0}})"}};
   expect_cut([&] { resolve_cluster(HParams(), env); });
 }
 
@@ -217,30 +205,41 @@ TEST(ClusterTest, EnvironmentIntegersAreNeverTruncated) {
   const std::vector<std::pair<Environment, std::vector<std::string>>> sources = {
       {torchrun(1, 2, 1, 2),
        {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT"}},
-      {{{"WORLD_SIZE", "2"}, {"RANK", "1"}, {"NPROC_PER_NODE", "1"},
-        {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29400"}},
+      {{{"WORLD_SIZE", "2"},
+        {"RANK", "1"},
+        {"NPROC_PER_NODE", "1"},
+        {"MASTER_ADDR", "h"},
+        {"MASTER_PORT", "29400"}},
        {"WORLD_SIZE", "RANK", "NPROC_PER_NODE", "MASTER_PORT"}},
-      {{{"WORLD_SIZE", "1"}, {"RANK", "0"}, {"NPROC_PER_NODE", "2"},
-        {"MASTER_PORT", "29400"}},
+      {{{"WORLD_SIZE", "1"}, {"RANK", "0"}, {"NPROC_PER_NODE", "2"}, {"MASTER_PORT", "29400"}},
        {"MASTER_PORT"}},
-      {{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "1"},
-        {"SLURM_NODEID", "0"}, {"SLURM_TASKS_PER_NODE", "2"},
-        {"SLURM_JOB_NODELIST", "n1"}, {"MASTER_PORT", "29400"}},
-       {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NODEID",
-        "SLURM_TASKS_PER_NODE", "MASTER_PORT"}},
-      {{{"SLURM_PROCID", "1"}, {"SLURM_NPROCS", "2"},
-        {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_NODELIST", "n1"}},
-       {"SLURM_NPROCS", "SLURM_NTASKS_PER_NODE"}},
-      {{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-        {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+      {{{"SLURM_PROCID", "1"},
+        {"SLURM_NTASKS", "2"},
+        {"SLURM_LOCALID", "1"},
+        {"SLURM_NODEID", "0"},
+        {"SLURM_TASKS_PER_NODE", "2"},
+        {"SLURM_JOB_NODELIST", "n1"},
         {"MASTER_PORT", "29400"}},
-       {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-        "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+       {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_TASKS_PER_NODE",
         "MASTER_PORT"}},
+      {{{"SLURM_PROCID", "1"},
+        {"SLURM_NPROCS", "2"},
+        {"SLURM_NTASKS_PER_NODE", "2"},
+        {"SLURM_JOB_NODELIST", "n1"}},
+       {"SLURM_NPROCS", "SLURM_NTASKS_PER_NODE"}},
+      {{{"OMPI_COMM_WORLD_RANK", "1"},
+        {"OMPI_COMM_WORLD_SIZE", "2"},
+        {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+        {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+        {"MASTER_PORT", "29400"}},
+       {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+        "OMPI_COMM_WORLD_LOCAL_SIZE", "MASTER_PORT"}},
   };
   const std::vector<std::string> bad = {
       "4294967297", "2147483648", "4294967296", "99999999999999999999999",
-      "-1", "+1", "-0", "1x", " 1", "1 ", "", "0x10", "1e3", "１"};
+      "-1",         "+1",         "-0",         "1x",
+      " 1",         "1 ",         "",           "0x10",
+      "1e3",        "１"};
   for (const auto& [env, vars] : sources) {
     ASSERT_NO_THROW(resolve_cluster(HParams(), env)) << env.begin()->first;
     for (const std::string& var : vars) {
@@ -250,8 +249,8 @@ TEST(ClusterTest, EnvironmentIntegersAreNeverTruncated) {
         const std::string named = var + "='" + value + "'";
         try {
           ClusterSpec s = resolve_cluster(HParams(), e);
-          ADD_FAILURE() << named << " was accepted: rank " << s.rank
-                        << ", world size " << s.world_size;
+          ADD_FAILURE() << named << " was accepted: rank " << s.rank << ", world size "
+                        << s.world_size;
         } catch (const ConfigError& err) {
           EXPECT_NE(std::string(err.what()).find(named), std::string::npos)
               << named << ": " << err.what();
@@ -268,21 +267,25 @@ TEST(ClusterTest, EnvironmentIntegersAreNeverTruncated) {
   expect_config_error([&] { resolve_cluster(HParams(), env); }, "is out of range");
   expect_config_error(
       [] {
-        resolve_cluster(HParams(), {{"WORLD_SIZE", "1048576"}, {"RANK", "0"},
-                                    {"NPROC_PER_NODE", "2"}, {"MASTER_ADDR", "h"}});
+        resolve_cluster(HParams(), {{"WORLD_SIZE", "1048576"},
+                                    {"RANK", "0"},
+                                    {"NPROC_PER_NODE", "2"},
+                                    {"MASTER_ADDR", "h"}});
       },
       "more than 1048576 workers");
   HParams hp = with_nproc(4294967298);
   expect_config_error([&] { resolve_cluster(hp, {}); }, "nproc_per_node=4294967298");
   expect_config_error(
       [] {
-        resolve_cluster(HParams(), {{"TF_CONFIG", R"({"cluster":{"worker":["a:1","b:1"]},)"
-                                                  R"("task":{"type":"worker","index":4294967296}})"}});
+        resolve_cluster(HParams(),
+                        {{"TF_CONFIG", R"({"cluster":{"worker":["a:1","b:1"]},)"
+                                       R"("task":{"type":"worker","index":4294967296}})"}});
       },
       "task.index 4294967296 is out of range");
   expect_config_error(
       [] {
-        resolve_cluster(HParams(), {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"},
+        resolve_cluster(HParams(), {{"SLURM_PROCID", "0"},
+                                    {"SLURM_NTASKS", "2"},
                                     {"SLURM_NODEID", "0"},
                                     {"SLURM_TASKS_PER_NODE", "1(x4294967297)"},
                                     {"SLURM_JOB_NODELIST", "n1"}});
@@ -334,8 +337,7 @@ TEST(ClusterTest, PaiDlcNodeLevelTrap) {
 }
 
 TEST(ClusterTest, NodeLevelSingleNodeWithoutMasterAddr) {
-  ClusterSpec s =
-      resolve_cluster(with_nproc(2), {{"WORLD_SIZE", "1"}, {"RANK", "0"}});
+  ClusterSpec s = resolve_cluster(with_nproc(2), {{"WORLD_SIZE", "1"}, {"RANK", "0"}});
   EXPECT_EQ(s.world_size, 2);
   EXPECT_EQ(s.launch_workers, 2);
   EXPECT_EQ(s.coordinator, "127.0.0.1:0");
@@ -348,18 +350,13 @@ TEST(ClusterTest, NodeLevelSingleNodeWithoutMasterAddr) {
 }
 
 TEST(ClusterTest, PaiDlcContradictions) {
-  Environment env = {{"MASTER_ADDR", "m"},
-                     {"WORLD_SIZE", "2"},
-                     {"RANK", "0"},
-                     {"NPROC_PER_NODE", "4"}};
-  expect_config_error([&] { resolve_cluster(with_nproc(8), env); },
-                      "contradicts NPROC_PER_NODE=4");
+  Environment env = {
+      {"MASTER_ADDR", "m"}, {"WORLD_SIZE", "2"}, {"RANK", "0"}, {"NPROC_PER_NODE", "4"}};
+  expect_config_error([&] { resolve_cluster(with_nproc(8), env); }, "contradicts NPROC_PER_NODE=4");
   env["RANK"] = "2";
-  expect_config_error([&] { resolve_cluster(HParams(), env); },
-                      "RANK=2 is out of range");
+  expect_config_error([&] { resolve_cluster(HParams(), env); }, "RANK=2 is out of range");
   env.erase("RANK");
-  expect_config_error([&] { resolve_cluster(HParams(), env); },
-                      "RANK is not set");
+  expect_config_error([&] { resolve_cluster(HParams(), env); }, "RANK is not set");
 }
 
 TEST(ClusterTest, LauncherForOneMachine) {
@@ -386,9 +383,8 @@ TEST(ClusterTest, LauncherWorkersWinOverTheirInheritedSources) {
 TEST(ClusterTest, TorchrunWithAgreeingNprocDoesNotLaunch) {
   ClusterSpec s = resolve_cluster(with_nproc(4), torchrun(1, 8, 1, 4));
   EXPECT_EQ(s.launch_workers, 0);
-  expect_config_error(
-      [] { resolve_cluster(with_nproc(2), torchrun(1, 8, 1, 4)); },
-      "nproc_per_node=2 (command line) contradicts torchrun's 4");
+  expect_config_error([] { resolve_cluster(with_nproc(2), torchrun(1, 8, 1, 4)); },
+                      "nproc_per_node=2 (command line) contradicts torchrun's 4");
 }
 
 TEST(ClusterTest, Slurm) {
@@ -526,8 +522,8 @@ TEST(ClusterTest, DeployedEnvironmentsPyTorchJob) {
   // What the training operator sets: the Master's service and port, the
   // pod count, the pod's rank (Workers after the Master).
   std::smatch port, workers;
-  ASSERT_TRUE(std::regex_search(yaml, port,
-                                std::regex(R"(name: pytorchjob-port\s*\n\s*containerPort: (\d+))")));
+  ASSERT_TRUE(std::regex_search(
+      yaml, port, std::regex(R"(name: pytorchjob-port\s*\n\s*containerPort: (\d+))")));
   ASSERT_TRUE(std::regex_search(yaml, workers, std::regex(R"(Worker:\s*\n\s*replicas: (\d+))")));
   const int world = 1 + std::stoi(workers[1]);
   for (int rank : {0, world - 1}) {
@@ -551,8 +547,10 @@ TEST(ClusterTest, DeployedEnvironmentsSlurmBatchScript) {
   EXPECT_NE(script.find("--nproc_per_node=1"), std::string::npos);
   // Task 5 of 2 nodes x 4 (srun's variables), MASTER_PORT as the script
   // exports it for job 4242.
-  Environment env = {{"SLURM_PROCID", "5"},        {"SLURM_NTASKS", "8"},
-                     {"SLURM_LOCALID", "1"},       {"SLURM_NODEID", "1"},
+  Environment env = {{"SLURM_PROCID", "5"},
+                     {"SLURM_NTASKS", "8"},
+                     {"SLURM_LOCALID", "1"},
+                     {"SLURM_NODEID", "1"},
                      {"SLURM_TASKS_PER_NODE", "4(x2)"},
                      {"SLURM_JOB_NODELIST", "gpu[01-02]"},
                      {"MASTER_PORT", std::to_string(20000 + 4242 % 10000)},
@@ -589,17 +587,13 @@ TEST(ClusterTest, CoordinatorAddressOverrides) {
             std::string::npos)
       << describe(s);
   hp.coordinator_address = "nope";
-  expect_config_error([&] { resolve_cluster(hp, torchrun(0, 2, 0, 2)); },
-                      "coordinator_address");
+  expect_config_error([&] { resolve_cluster(hp, torchrun(0, 2, 0, 2)); }, "coordinator_address");
 }
 
 TEST(ClusterTest, SplitHostPort) {
-  EXPECT_EQ(split_host_port("a.b:80", "x"),
-            std::make_pair(std::string("a.b"), 80));
-  EXPECT_EQ(split_host_port("[::1]:9", "x"),
-            std::make_pair(std::string("::1"), 9));
-  expect_config_error([] { split_host_port("a:", "worker_hosts"); },
-                      "worker_hosts");
+  EXPECT_EQ(split_host_port("a.b:80", "x"), std::make_pair(std::string("a.b"), 80));
+  EXPECT_EQ(split_host_port("[::1]:9", "x"), std::make_pair(std::string("::1"), 9));
+  expect_config_error([] { split_host_port("a:", "worker_hosts"); }, "worker_hosts");
 }
 
 }  // namespace

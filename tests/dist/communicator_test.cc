@@ -1,5 +1,3 @@
-#include "src/dist/process_group.h"
-
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -8,6 +6,7 @@
 #include "fastnn/errors.h"
 #include "src/compat/torch_compat.h"
 #include "src/dist/gradient_reducer.h"
+#include "src/dist/process_group.h"
 #include "src/dist/store_adapter.h"
 #include "tests/dist/memory_store.h"
 
@@ -66,8 +65,8 @@ TEST(CommunicatorTest, BroadcastOfDifferentSizesIsADistributedErrorOnEveryRank) 
   const std::vector<std::function<std::vector<torch::Tensor>(int)>> states = {
       [](int r) { return std::vector<torch::Tensor>{torch::zeros({r == 0 ? 10 : 5})}; },
       [](int r) {
-        return std::vector<torch::Tensor>{torch::zeros(r == 0 ? std::vector<int64_t>{2, 3}
-                                                              : std::vector<int64_t>{3, 2})};
+        return std::vector<torch::Tensor>{
+            torch::zeros(r == 0 ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{3, 2})};
       },
       [](int r) {
         return std::vector<torch::Tensor>{

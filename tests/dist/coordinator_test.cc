@@ -52,8 +52,7 @@ SessionOptions fast_options(std::chrono::seconds timeout = 3s) {
 }
 
 /// Starts `world` sessions in threads; returns them once all are built.
-std::vector<std::unique_ptr<WorkerSession>> start_all(int world,
-                                                      int port,
+std::vector<std::unique_ptr<WorkerSession>> start_all(int world, int port,
                                                       const SessionOptions& o) {
   std::vector<std::future<std::unique_ptr<WorkerSession>>> f;
   for (int r = 0; r < world; ++r) {
@@ -62,24 +61,19 @@ std::vector<std::unique_ptr<WorkerSession>> start_all(int world,
     }));
   }
   std::vector<std::unique_ptr<WorkerSession>> out;
-  for (auto& x : f)
-    out.push_back(x.get());
+  for (auto& x : f) out.push_back(x.get());
   return out;
 }
 
-std::vector<uint8_t> bytes(const std::string& s) {
-  return {s.begin(), s.end()};
-}
+std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
 /// Polls `pred` every 20 ms for up to `limit`; returns the time it took.
 template <typename P>
-std::optional<std::chrono::milliseconds> wait_until(
-    P pred, std::chrono::milliseconds limit) {
+std::optional<std::chrono::milliseconds> wait_until(P pred, std::chrono::milliseconds limit) {
   const auto t0 = Clock::now();
   while (Clock::now() - t0 < limit) {
     if (pred()) {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(
-          Clock::now() - t0);
+      return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
     }
     std::this_thread::sleep_for(20ms);
   }
@@ -91,9 +85,7 @@ struct RawWorker {
   CoordinatorClient client;
   int rank, world;
   RawWorker(int port, int rank, int world, const std::string& token = kToken)
-      : client({"127.0.0.1:" + std::to_string(port), token, "", ""}),
-        rank(rank),
-        world(world) {}
+      : client({"127.0.0.1:" + std::to_string(port), token, "", ""}), rank(rank), world(world) {}
   grpc::Status join(pb::JoinResponse* resp, int64_t wait_ms = 100) {
     pb::JoinRequest req;
     req.set_rank(rank);
@@ -107,8 +99,7 @@ struct RawWorker {
   /// Joins, retrying until the coordinator is up and rendezvous completes.
   void join_until_complete() {
     pb::JoinResponse resp;
-    ASSERT_TRUE(wait_until(
-        [&] { return join(&resp, 200).ok() && resp.complete(); }, 10s));
+    ASSERT_TRUE(wait_until([&] { return join(&resp, 200).ok() && resp.complete(); }, 10s));
   }
   pb::HeartbeatResponse heartbeat(int64_t step) {
     pb::HeartbeatRequest req;
@@ -125,8 +116,7 @@ TEST(CoordinatorTest, RendezvousAndKeyValueStore) {
   const int port = pick_free_port();
   auto w = start_all(3, port, fast_options());
   ASSERT_EQ(w.size(), 3u);
-  for (auto& s : w)
-    EXPECT_FALSE(s->failure().has_value());
+  for (auto& s : w) EXPECT_FALSE(s->failure().has_value());
 
   KeyValueStore& a = w[1]->store();
   KeyValueStore& b = w[2]->store();
@@ -149,12 +139,10 @@ TEST(CoordinatorTest, RendezvousAndKeyValueStore) {
   std::vector<std::future<void>> adds;
   for (auto& s : w) {
     adds.push_back(std::async(std::launch::async, [&s] {
-      for (int i = 0; i < 10; ++i)
-        s->store().add("counter", 1);
+      for (int i = 0; i < 10; ++i) s->store().add("counter", 1);
     }));
   }
-  for (auto& f : adds)
-    f.get();
+  for (auto& f : adds) f.get();
   EXPECT_EQ(a.add("counter", 0), 30);
   EXPECT_EQ(b.get("counter"), bytes("30"));
 
@@ -164,8 +152,7 @@ TEST(CoordinatorTest, RendezvousAndKeyValueStore) {
     b.wait({"nccl_id", "never"}, 500ms);
     ADD_FAILURE() << "wait returned";
   } catch (const DistributedError& e) {
-    EXPECT_NE(std::string(e.what()).find("'never'"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("'never'"), std::string::npos) << e.what();
     EXPECT_EQ(std::string(e.what()).find("'nccl_id'"), std::string::npos);
   }
   EXPECT_LT(Clock::now() - t1, 3s);
@@ -178,10 +165,8 @@ TEST(CoordinatorTest, RendezvousAndKeyValueStore) {
   EXPECT_EQ(a.timeout(), 3s);
   EXPECT_THROW(a.add("nccl_id", 1), DistributedError);  // not an integer
 
-  for (int r = 2; r >= 0; --r)
-    w[r]->finish(0);
-  for (auto& s : w)
-    EXPECT_FALSE(s->failure().has_value());
+  for (int r = 2; r >= 0; --r) w[r]->finish(0);
+  for (auto& s : w) EXPECT_FALSE(s->failure().has_value());
 }
 
 // Regression: a channel that failed to connect once must reconnect (gRPC
@@ -189,9 +174,8 @@ TEST(CoordinatorTest, RendezvousAndKeyValueStore) {
 TEST(CoordinatorTest, WorkerStartingBeforeTheChiefStillJoins) {
   const int port = pick_free_port();
   const auto o = fast_options(5s);
-  auto early = std::async(std::launch::async, [&] {
-    return std::make_unique<WorkerSession>(spec_for(1, 2, port), o);
-  });
+  auto early = std::async(std::launch::async,
+                          [&] { return std::make_unique<WorkerSession>(spec_for(1, 2, port), o); });
   std::this_thread::sleep_for(1500ms);
   const auto t0 = Clock::now();
   WorkerSession chief(spec_for(0, 2, port), o);
@@ -205,18 +189,15 @@ TEST(CoordinatorTest, RendezvousTimeoutNamesMissingRank) {
   const int port = pick_free_port();
   const auto o = fast_options(2s);
   const auto t0 = Clock::now();
-  auto chief = std::async(std::launch::async,
-                          [&] { WorkerSession s(spec_for(0, 3, port), o); });
-  auto two = std::async(std::launch::async,
-                        [&] { WorkerSession s(spec_for(2, 3, port), o); });
+  auto chief = std::async(std::launch::async, [&] { WorkerSession s(spec_for(0, 3, port), o); });
+  auto two = std::async(std::launch::async, [&] { WorkerSession s(spec_for(2, 3, port), o); });
   for (auto* f : {&chief, &two}) {
     try {
       f->get();
       ADD_FAILURE() << "rendezvous completed without rank 1";
     } catch (const DistributedError& e) {
       const std::string m = e.what();
-      EXPECT_NE(m.find("rendezvous timed out after 2 s"), std::string::npos)
-          << m;
+      EXPECT_NE(m.find("rendezvous timed out after 2 s"), std::string::npos) << m;
       EXPECT_NE(m.find("missing rank 1"), std::string::npos) << m;
     }
   }
@@ -275,9 +256,9 @@ TEST(CoordinatorTest, WorkersWithDifferentSettingsAllStopNamingTheKeys) {
         const std::string m = e.what();
         EXPECT_NE(m.find("settings differ"), std::string::npos) << m;
         // With rank 0 odd, ranks 1 and 2 both differ: either is named.
-        EXPECT_NE(m.find((odd == 0 ? "" : "rank " + std::to_string(odd)) +
-                         " differs from rank 0: "),
-                  std::string::npos)
+        EXPECT_NE(
+            m.find((odd == 0 ? "" : "rank " + std::to_string(odd)) + " differs from rank 0: "),
+            std::string::npos)
             << m;
         const bool mine = odd != 0;
         EXPECT_NE(m.find(mine ? "learning_rate='0.1' (rank 0: '0.01')"
@@ -306,8 +287,7 @@ TEST(CoordinatorTest, UnreachableCoordinatorEndsRendezvousInTime) {
     WorkerSession s(spec_for(1, 2, port), fast_options(1s));
     ADD_FAILURE() << "joined a coordinator that does not exist";
   } catch (const DistributedError& e) {
-    EXPECT_NE(std::string(e.what()).find("unreachable"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("unreachable"), std::string::npos) << e.what();
   }
   EXPECT_LT(Clock::now() - t0, 5s);
 }
@@ -315,23 +295,19 @@ TEST(CoordinatorTest, UnreachableCoordinatorEndsRendezvousInTime) {
 TEST(CoordinatorTest, SilentWorkerIsLostAndEveryoneHearsIt) {
   const int port = pick_free_port();
   const auto o = fast_options(2s);
-  auto f0 = std::async(std::launch::async, [&] {
-    return std::make_unique<WorkerSession>(spec_for(0, 3, port), o);
-  });
-  auto f1 = std::async(std::launch::async, [&] {
-    return std::make_unique<WorkerSession>(spec_for(1, 3, port), o);
-  });
+  auto f0 = std::async(std::launch::async,
+                       [&] { return std::make_unique<WorkerSession>(spec_for(0, 3, port), o); });
+  auto f1 = std::async(std::launch::async,
+                       [&] { return std::make_unique<WorkerSession>(spec_for(1, 3, port), o); });
   RawWorker silent(port, 2, 3);
   silent.join_until_complete();
   auto w0 = f0.get();
   auto w1 = f1.get();
   silent.heartbeat(120);  // its last sign of life
   const auto t0 = Clock::now();
-  const std::string expected =
-      "worker 2 (fakehost:4242) lost at step 120: no heartbeat for 2 s";
-  auto took = wait_until(
-      [&] { return w0->failure().has_value() && w1->failure().has_value(); },
-      6s);
+  const std::string expected = "worker 2 (fakehost:4242) lost at step 120: no heartbeat for 2 s";
+  auto took =
+      wait_until([&] { return w0->failure().has_value() && w1->failure().has_value(); }, 6s);
   ASSERT_TRUE(took.has_value()) << "nobody noticed the silent worker";
   EXPECT_EQ(*w0->failure(), expected);
   EXPECT_EQ(*w1->failure(), expected);
@@ -344,8 +320,7 @@ TEST(CoordinatorTest, SilentWorkerIsLostAndEveryoneHearsIt) {
     w1->store().wait({"never"}, 10s);
     ADD_FAILURE();
   } catch (const DistributedError& e) {
-    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
   }
   w1->finish(kExitDistributed);
   w0->finish(kExitDistributed);
@@ -359,8 +334,7 @@ TEST(CoordinatorTest, WorkerExitingNonZeroFailsTheJob) {
   w[1]->finish(kExitData);
   ASSERT_TRUE(wait_until([&] { return w[0]->failure().has_value(); }, 2s));
   EXPECT_NE(w[0]->failure()->find("worker 1 ("), std::string::npos);
-  EXPECT_NE(w[0]->failure()->find("exited with code 3 at step 7"),
-            std::string::npos)
+  EXPECT_NE(w[0]->failure()->find("exited with code 3 at step 7"), std::string::npos)
       << *w[0]->failure();
   w[0]->finish(kExitDistributed);
 }
@@ -373,17 +347,16 @@ TEST(CoordinatorTest, LostCoordinatorIsReported) {
   auto server = std::make_unique<CoordinatorServer>(co);
   RawWorker chief(server->port(), 0, 2);
   auto f1 = std::async(std::launch::async, [&] {
-    return std::make_unique<WorkerSession>(spec_for(1, 2, server->port()),
-                                           fast_options(1s));
+    return std::make_unique<WorkerSession>(spec_for(1, 2, server->port()), fast_options(1s));
   });
   chief.join_until_complete();
   auto w1 = f1.get();
   server->shutdown();
   const auto t0 = Clock::now();
   ASSERT_TRUE(wait_until([&] { return w1->failure().has_value(); }, 4s));
-  EXPECT_NE(w1->failure()->find("coordinator 127.0.0.1:" +
-                                std::to_string(server->port()) + " lost"),
-            std::string::npos)
+  EXPECT_NE(
+      w1->failure()->find("coordinator 127.0.0.1:" + std::to_string(server->port()) + " lost"),
+      std::string::npos)
       << *w1->failure();
   EXPECT_GE(Clock::now() - t0, 800ms);
 }
@@ -411,10 +384,8 @@ TEST(CoordinatorTest, GracefulStopReachesEveryWorkerAndStatusShowsIt) {
   auto ctx2 = tool.context(5s);
   ASSERT_TRUE(tool.stub().Stop(ctx2.get(), {}, &stop).ok());
   EXPECT_EQ(stop.state(), pb::STOPPING);
-  EXPECT_TRUE(wait_until(
-      [&] { return w[0]->stop_requested() && w[1]->stop_requested(); }, 2s));
-  for (auto& s : w)
-    EXPECT_FALSE(s->failure().has_value());
+  EXPECT_TRUE(wait_until([&] { return w[0]->stop_requested() && w[1]->stop_requested(); }, 2s));
+  for (auto& s : w) EXPECT_FALSE(s->failure().has_value());
   w[1]->finish(0);
   w[0]->finish(0);
 }
@@ -423,14 +394,12 @@ TEST(CoordinatorTest, RequestStopFromAWorker) {
   const int port = pick_free_port();
   auto w = start_all(2, port, fast_options());
   w[1]->request_stop();
-  EXPECT_TRUE(wait_until(
-      [&] { return w[0]->stop_requested() && w[1]->stop_requested(); }, 2s));
+  EXPECT_TRUE(wait_until([&] { return w[0]->stop_requested() && w[1]->stop_requested(); }, 2s));
   // The chief leaving (here without finish(), i.e. exit code 1) waits until
   // the other worker has been told, so it never sees a "lost coordinator".
   w[0].reset();
   ASSERT_TRUE(wait_until([&] { return w[1]->failure().has_value(); }, 1s));
-  EXPECT_NE(w[1]->failure()->find("worker 0 ("), std::string::npos)
-      << *w[1]->failure();
+  EXPECT_NE(w[1]->failure()->find("worker 0 ("), std::string::npos) << *w[1]->failure();
   EXPECT_NE(w[1]->failure()->find("exited with code 1"), std::string::npos);
 }
 
@@ -440,17 +409,14 @@ TEST(CoordinatorTest, CallsWithoutTheTokenAreRefused) {
   co.token = kToken;
   CoordinatorServer server(co);
   for (const std::string token : {"", "wrong"}) {
-    CoordinatorClient c(
-        {"127.0.0.1:" + std::to_string(server.port()), token, "", ""});
+    CoordinatorClient c({"127.0.0.1:" + std::to_string(server.port()), token, "", ""});
     pb::JobStatus status;
     grpc::ClientContext ctx;
-    if (!token.empty())
-      ctx.AddMetadata("authorization", "Bearer " + token);
+    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
     grpc::Status s = c.stub().Status(&ctx, {}, &status);
     EXPECT_EQ(s.error_code(), grpc::UNAUTHENTICATED) << token;
     EXPECT_EQ(s.error_message().find(kToken), std::string::npos);
-    EXPECT_NE(c.explain(s, "status").find("FASTNN_JOB_TOKEN"),
-              std::string::npos);
+    EXPECT_NE(c.explain(s, "status").find("FASTNN_JOB_TOKEN"), std::string::npos);
   }
   // A worker with the wrong token fails at once, not at the deadline.
   SessionOptions o = fast_options(10s);
@@ -460,8 +426,7 @@ TEST(CoordinatorTest, CallsWithoutTheTokenAreRefused) {
     WorkerSession s(spec_for(1, 2, server.port()), o);
     ADD_FAILURE();
   } catch (const DistributedError& e) {
-    EXPECT_NE(std::string(e.what()).find("refused"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("refused"), std::string::npos) << e.what();
     EXPECT_EQ(std::string(e.what()).find(kToken), std::string::npos);
   }
   EXPECT_LT(Clock::now() - t0, 3s);
@@ -526,14 +491,14 @@ TEST(CoordinatorTest, ServerLimitsBoundWhatAPeerCanMakeItHold) {
 
 TEST(KvCoreTest, SetRefusesToGrowPastItsBound) {
   KvCore kv;
-  EXPECT_TRUE(kv.set("a", bytes("12345"), 10));       // 6 bytes
-  EXPECT_FALSE(kv.set("b", bytes("12345"), 10));      // would be 12
-  EXPECT_TRUE(kv.set("a", bytes("123456789"), 10));   // replaces: 10
-  EXPECT_TRUE(kv.set("a", bytes("1"), 10));           // shrinking always fits
+  EXPECT_TRUE(kv.set("a", bytes("12345"), 10));      // 6 bytes
+  EXPECT_FALSE(kv.set("b", bytes("12345"), 10));     // would be 12
+  EXPECT_TRUE(kv.set("a", bytes("123456789"), 10));  // replaces: 10
+  EXPECT_TRUE(kv.set("a", bytes("1"), 10));          // shrinking always fits
   EXPECT_TRUE(kv.remove("a"));
-  EXPECT_TRUE(kv.set("b", bytes("12345678"), 10));    // the removal freed it
+  EXPECT_TRUE(kv.set("b", bytes("12345678"), 10));  // the removal freed it
   EXPECT_EQ(kv.add("c", 5), 5);
-  EXPECT_FALSE(kv.set("d", bytes("x"), 10));          // b (9) + c (2) = 11
+  EXPECT_FALSE(kv.set("d", bytes("x"), 10));  // b (9) + c (2) = 11
 }
 
 TEST(CoordinatorTest, HealthIsServingWithoutAToken) {
@@ -541,9 +506,8 @@ TEST(CoordinatorTest, HealthIsServingWithoutAToken) {
   co.token = kToken;
   co.world_size = 2;
   auto server = std::make_unique<CoordinatorServer>(co);
-  auto channel =
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port()),
-                          grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port()),
+                                     grpc::InsecureChannelCredentials());
   auto health = grpc::health::v1::Health::NewStub(channel);
   for (const std::string service : {"", "fastnn.dist.proto.Coordinator"}) {
     grpc::ClientContext ctx;
@@ -567,8 +531,7 @@ std::pair<int, std::string> run(const std::string& cmd) {
   std::string out;
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   char buf[512];
-  while (p && fgets(buf, sizeof buf, p))
-    out += buf;
+  while (p && fgets(buf, sizeof buf, p)) out += buf;
   const int st = p ? pclose(p) : -1;
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
@@ -595,9 +558,8 @@ TEST(CoordinatorTest, FastnnJobStatusStopHealth) {
   std::tie(code, out) = run("FASTNN_JOB_TOKEN=bad " + tool + " status" + at);
   EXPECT_EQ(code, 5) << out;
   EXPECT_NE(out.find("refused"), std::string::npos) << out;
-  std::tie(code, out) =
-      run(token + tool + " status --timeout_secs 2" +
-          " --coordinator 127.0.0.1:" + std::to_string(pick_free_port()));
+  std::tie(code, out) = run(token + tool + " status --timeout_secs 2" +
+                            " --coordinator 127.0.0.1:" + std::to_string(pick_free_port()));
   EXPECT_EQ(code, 5) << out;
   std::tie(code, out) = run(tool + " status");
   EXPECT_EQ(code, 2) << out;  // --coordinator is required
@@ -608,8 +570,7 @@ TEST(CoordinatorTest, FastnnJobStatusStopHealth) {
 
   std::tie(code, out) = run(token + tool + " stop --reason preempt" + at);
   EXPECT_EQ(code, 0) << out;
-  EXPECT_TRUE(wait_until(
-      [&] { return w[0]->stop_requested() && w[1]->stop_requested(); }, 2s));
+  EXPECT_TRUE(wait_until([&] { return w[0]->stop_requested() && w[1]->stop_requested(); }, 2s));
   std::tie(code, out) = run(token + tool + " status" + at);
   EXPECT_NE(out.find("job STOPPING"), std::string::npos) << out;
   EXPECT_NE(out.find("stop requested (preempt)"), std::string::npos) << out;
@@ -619,8 +580,7 @@ TEST(CoordinatorTest, FastnnJobStatusStopHealth) {
 
 TEST(CoordinatorTest, TlsWhenCertificateFilesAreGiven) {
   namespace fs = std::filesystem;
-  const fs::path dir =
-      fs::path(FASTNN_TEST_TMP) / ("tls_" + std::to_string(getpid()));
+  const fs::path dir = fs::path(FASTNN_TEST_TMP) / ("tls_" + std::to_string(getpid()));
   fs::create_directories(dir);
   const std::string cert = (dir / "cert.pem").string();
   const std::string key = (dir / "key.pem").string();
@@ -629,8 +589,7 @@ TEST(CoordinatorTest, TlsWhenCertificateFilesAreGiven) {
           "-nodes -days 1 -subj /CN=localhost -addext "
           "subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
           key + " -out " + cert);
-  if (code != 0)
-    GTEST_SKIP() << "openssl cannot make a certificate: " << out;
+  if (code != 0) GTEST_SKIP() << "openssl cannot make a certificate: " << out;
   SessionOptions o = fast_options();
   o.tls_cert_file = cert;
   o.tls_key_file = key;
@@ -641,16 +600,14 @@ TEST(CoordinatorTest, TlsWhenCertificateFilesAreGiven) {
   EXPECT_EQ(w[0]->store().get("k"), bytes("over tls"));
 
   // A plaintext client gets nowhere.
-  CoordinatorClient plain(
-      {"127.0.0.1:" + std::to_string(port), kToken, "", ""});
+  CoordinatorClient plain({"127.0.0.1:" + std::to_string(port), kToken, "", ""});
   pb::JobStatus status;
   auto ctx = plain.context(2s, /*wait_for_ready=*/false);
   EXPECT_FALSE(plain.stub().Status(ctx.get(), {}, &status).ok());
   // fastnn_job with the CA does.
-  std::tie(code, out) =
-      run(std::string("FASTNN_JOB_TOKEN=") + kToken + " " + FASTNN_BIN_DIR +
-          "/fastnn_job status --tls_ca_file " + cert +
-          " --coordinator 127.0.0.1:" + std::to_string(port));
+  std::tie(code, out) = run(std::string("FASTNN_JOB_TOKEN=") + kToken + " " + FASTNN_BIN_DIR +
+                            "/fastnn_job status --tls_ca_file " + cert +
+                            " --coordinator 127.0.0.1:" + std::to_string(port));
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("job RUNNING"), std::string::npos) << out;
   // A client trusting another CA refuses the server: a certificate made
@@ -662,10 +619,9 @@ TEST(CoordinatorTest, TlsWhenCertificateFilesAreGiven) {
           "subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
           (dir / "other_key.pem").string() + " -out " + other_cert);
   ASSERT_EQ(code, 0) << out;
-  std::tie(code, out) =
-      run(std::string("FASTNN_JOB_TOKEN=") + kToken + " " + FASTNN_BIN_DIR +
-          "/fastnn_job status --tls_ca_file " + other_cert +
-          " --coordinator 127.0.0.1:" + std::to_string(port));
+  std::tie(code, out) = run(std::string("FASTNN_JOB_TOKEN=") + kToken + " " + FASTNN_BIN_DIR +
+                            "/fastnn_job status --tls_ca_file " + other_cert +
+                            " --coordinator 127.0.0.1:" + std::to_string(port));
   EXPECT_EQ(code, 5) << out;
   EXPECT_EQ(out.find("job RUNNING"), std::string::npos) << out;
   w[1]->finish(0);
@@ -686,8 +642,7 @@ std::vector<std::string> listeners(int port) {
     while (std::getline(in, line)) {
       std::istringstream fields(line);
       fields >> slot >> local >> remote >> state;
-      if (state == "0A" && local.size() > 5 &&
-          local.compare(local.size() - 5, 5, suffix) == 0) {
+      if (state == "0A" && local.size() > 5 && local.compare(local.size() - 5, 5, suffix) == 0) {
         out.push_back(local.substr(0, local.size() - 5));
       }
     }
@@ -720,22 +675,18 @@ TEST(CoordinatorTest, ListenHostIsLoopbackOnlyForALoopbackCoordinator) {
   {
     o.host = "127.0.0.1";
     CoordinatorServer loopback(o);
-    EXPECT_EQ(loopback.address(),
-              "127.0.0.1:" + std::to_string(loopback.port()));
+    EXPECT_EQ(loopback.address(), "127.0.0.1:" + std::to_string(loopback.port()));
     EXPECT_EQ(loopback.local_address(), loopback.address());
     EXPECT_TRUE(only_loopback(listeners(loopback.port())))
         << testing::PrintToString(listeners(loopback.port()));
   }
   o.host = CoordinatorOptions().host;  // the default: every interface
   CoordinatorServer everywhere(o);
-  EXPECT_EQ(everywhere.address(),
-            "0.0.0.0:" + std::to_string(everywhere.port()));
-  EXPECT_EQ(everywhere.local_address(),
-            "127.0.0.1:" + std::to_string(everywhere.port()));
+  EXPECT_EQ(everywhere.address(), "0.0.0.0:" + std::to_string(everywhere.port()));
+  EXPECT_EQ(everywhere.local_address(), "127.0.0.1:" + std::to_string(everywhere.port()));
   const auto all = listeners(everywhere.port());
   EXPECT_FALSE(all.empty());
-  for (const auto& a : all)
-    EXPECT_EQ(a.find_first_not_of('0'), std::string::npos) << a;
+  for (const auto& a : all) EXPECT_EQ(a.find_first_not_of('0'), std::string::npos) << a;
 }
 
 // Regression: the chief of a one-machine job (coordinator 127.0.0.1:PORT,

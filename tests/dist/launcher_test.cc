@@ -80,13 +80,9 @@ class LauncherTest : public ::testing::Test {
     std::ofstream(script_) << kFakeWorker;
     chmod(script_.c_str(), 0755);
   }
-  void TearDown() override {
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { fs::remove_all(dir_); }
 
-  LaunchOptions options(const std::string& mode,
-                        int nproc,
-                        int fail_rank = -1) {
+  LaunchOptions options(const std::string& mode, int nproc, int fail_rank = -1) {
     LaunchOptions o;
     o.program = script_;
     o.args = {"--config", "x.cfg", "--nproc_per_node=1"};
@@ -105,9 +101,7 @@ class LauncherTest : public ::testing::Test {
     ss << in.rdbuf();
     return ss.str();
   }
-  bool exists(const std::string& name) {
-    return fs::exists(dir_ / name);
-  }
+  bool exists(const std::string& name) { return fs::exists(dir_ / name); }
 
   fs::path dir_;
   std::string script_;
@@ -121,8 +115,7 @@ TEST_F(LauncherTest, EveryWorkerGetsTorchrunVariables) {
     EXPECT_NE(env.find("RANK=" + std::to_string(r) +
                        " WORLD_SIZE=3 "
                        "LOCAL_RANK=" +
-                       std::to_string(r) +
-                       " LOCAL_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1"),
+                       std::to_string(r) + " LOCAL_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1"),
               std::string::npos)
         << env;
     EXPECT_NE(env.find("TOKEN=tok123 LAUNCHER=1 ARGS=--config x.cfg "
@@ -133,8 +126,7 @@ TEST_F(LauncherTest, EveryWorkerGetsTorchrunVariables) {
     ASSERT_NE(p, std::string::npos);
     const std::string mine = env.substr(p + 12, env.find(' ', p) - p - 12);
     EXPECT_NE(mine, "0");
-    if (r == 0)
-      port = mine;
+    if (r == 0) port = mine;
     EXPECT_EQ(mine, port);  // one coordinator port for all
   }
 }
@@ -166,11 +158,9 @@ TEST_F(LauncherTest, SignalsAreForwardedToEveryWorker) {
     for (int r = 0; r < 2; ++r) {
       fs::remove(dir_ / ("rank" + std::to_string(r) + ".env"));
     }
-    auto result = std::async(std::launch::async,
-                             [&] { return launch(options("wait", 2)); });
+    auto result = std::async(std::launch::async, [&] { return launch(options("wait", 2)); });
     const auto t0 = Clock::now();
-    while (!(exists("rank0.env") && exists("rank1.env")) &&
-           Clock::now() - t0 < 10s) {
+    while (!(exists("rank0.env") && exists("rank1.env")) && Clock::now() - t0 < 10s) {
       std::this_thread::sleep_for(20ms);
     }
     ASSERT_TRUE(exists("rank1.env"));
@@ -184,16 +174,10 @@ TEST_F(LauncherTest, SignalsAreForwardedToEveryWorker) {
 }
 
 TEST(LauncherArgsTest, NprocPerNodeIsForcedToOne) {
-  const char* argv[] = {"train",
-                        "--config",
-                        "a.cfg",
-                        "--nproc_per_node",
-                        "4",
-                        "--batch_size=8",
-                        "--nproc_per_node=2"};
-  EXPECT_EQ(worker_args(7, argv),
-            (std::vector<std::string>{
-                "--config", "a.cfg", "--batch_size=8", "--nproc_per_node=1"}));
+  const char* argv[] = {"train",          "--config",          "a.cfg", "--nproc_per_node", "4",
+                        "--batch_size=8", "--nproc_per_node=2"};
+  EXPECT_EQ(worker_args(7, argv), (std::vector<std::string>{"--config", "a.cfg", "--batch_size=8",
+                                                            "--nproc_per_node=1"}));
 }
 
 TEST(LauncherArgsTest, TokenAndPortForALocalJob) {
@@ -206,12 +190,11 @@ TEST(LauncherArgsTest, TokenAndPortForALocalJob) {
   EXPECT_EQ(o.nproc, 2);
   EXPECT_EQ(o.master_addr, "127.0.0.1");
   EXPECT_EQ(listen_host_for(o.master_addr), "127.0.0.1");  // loopback only
-  EXPECT_EQ(o.master_port, 0);     // picked at launch
-  EXPECT_EQ(o.token.size(), 32u);  // random, 128 bits in hex
+  EXPECT_EQ(o.master_port, 0);                             // picked at launch
+  EXPECT_EQ(o.token.size(), 32u);                          // random, 128 bits in hex
   EXPECT_NE(o.token, launch_options(spec, hp, {}, 2, argv).token);
   // A token from the environment is passed on untouched.
-  EXPECT_TRUE(launch_options(spec, hp, {{"FASTNN_JOB_TOKEN", "t"}}, 2, argv)
-                  .token.empty());
+  EXPECT_TRUE(launch_options(spec, hp, {{"FASTNN_JOB_TOKEN", "t"}}, 2, argv).token.empty());
 }
 
 TEST(LauncherArgsTest, MultiNodeJobNeedsASharedToken) {
@@ -242,8 +225,7 @@ TEST(LauncherArgsTest, OneMachineChiefListensOnLoopbackOnly) {
   hp.nproc_per_node = 2;
   hp.sources["nproc_per_node"] = "command line";
   const char* argv[] = {"train", "--nproc_per_node=2"};
-  const LaunchOptions o =
-      launch_options(resolve_cluster(hp, {}), hp, {}, 2, argv);
+  const LaunchOptions o = launch_options(resolve_cluster(hp, {}), hp, {}, 2, argv);
   const Environment chief_env = {{"RANK", "0"},
                                  {"WORLD_SIZE", "2"},
                                  {"LOCAL_RANK", "0"},
@@ -255,16 +237,14 @@ TEST(LauncherArgsTest, OneMachineChiefListensOnLoopbackOnly) {
   const ClusterSpec chief = resolve_cluster(worker, chief_env);
   ASSERT_TRUE(chief.is_chief() && chief.distributed());
   EXPECT_EQ(chief.coordinator, "127.0.0.1:41234");
-  EXPECT_EQ(listen_host_for(split_host_port(chief.coordinator, "c").first),
-            "127.0.0.1");
+  EXPECT_EQ(listen_host_for(split_host_port(chief.coordinator, "c").first), "127.0.0.1");
 
   HParams multi;
   multi.worker_hosts = "10.0.0.1:2222,10.0.0.2:2222";
   multi.sources["worker_hosts"] = "command line";
   const ClusterSpec listed = resolve_cluster(multi, {});
   ASSERT_TRUE(listed.is_chief() && listed.distributed());
-  EXPECT_EQ(listen_host_for(split_host_port(listed.coordinator, "c").first),
-            "0.0.0.0");
+  EXPECT_EQ(listen_host_for(split_host_port(listed.coordinator, "c").first), "0.0.0.0");
 }
 
 }  // namespace

@@ -38,8 +38,7 @@ class MultiProcessTest : public ::testing::Test {
   }
   void TearDown() override {
     for (pid_t p : pids_) {
-      if (p > 0)
-        kill(p, SIGKILL), waitpid(p, nullptr, 0);
+      if (p > 0) kill(p, SIGKILL), waitpid(p, nullptr, 0);
     }
     fs::remove_all(dir_);
   }
@@ -47,35 +46,27 @@ class MultiProcessTest : public ::testing::Test {
   /// Starts the probe as `rank` of 2; its output goes to rank<R>.log.
   void start(int rank) {
     std::vector<std::string> env_s;
-    for (char** e = environ; *e; ++e)
-      env_s.push_back(*e);
-    for (std::string kv : {"RANK=" + std::to_string(rank),
-                           std::string("WORLD_SIZE=2"),
-                           std::string("LOCAL_RANK=") + std::to_string(rank),
-                           std::string("LOCAL_WORLD_SIZE=2"),
-                           std::string("MASTER_ADDR=127.0.0.1"),
-                           "MASTER_PORT=" + std::to_string(port_),
-                           std::string("FASTNN_JOB_TOKEN=mp-token"),
-                           std::string("PROBE_TIMEOUT_SECS=3"),
-                           std::string("PROBE_WAIT_SECS=30")}) {
+    for (char** e = environ; *e; ++e) env_s.push_back(*e);
+    for (std::string kv :
+         {"RANK=" + std::to_string(rank), std::string("WORLD_SIZE=2"),
+          std::string("LOCAL_RANK=") + std::to_string(rank), std::string("LOCAL_WORLD_SIZE=2"),
+          std::string("MASTER_ADDR=127.0.0.1"), "MASTER_PORT=" + std::to_string(port_),
+          std::string("FASTNN_JOB_TOKEN=mp-token"), std::string("PROBE_TIMEOUT_SECS=3"),
+          std::string("PROBE_WAIT_SECS=30")}) {
       env_s.push_back(kv);
     }
     std::vector<char*> envp;
-    for (auto& s : env_s)
-      envp.push_back(s.data());
+    for (auto& s : env_s) envp.push_back(s.data());
     envp.push_back(nullptr);
-    const std::string prog =
-        std::string(FASTNN_BIN_DIR) + "/dist_session_probe";
+    const std::string prog = std::string(FASTNN_BIN_DIR) + "/dist_session_probe";
     const std::string log = log_path(rank);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(
-        &fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     char* argv[] = {const_cast<char*>(prog.c_str()), nullptr};
     pid_t pid = -1;
-    ASSERT_EQ(posix_spawn(&pid, prog.c_str(), &fa, nullptr, argv, envp.data()),
-              0);
+    ASSERT_EQ(posix_spawn(&pid, prog.c_str(), &fa, nullptr, argv, envp.data()), 0);
     posix_spawn_file_actions_destroy(&fa);
     pids_.resize(std::max<size_t>(pids_.size(), rank + 1), -1);
     pids_[rank] = pid;
@@ -92,8 +83,7 @@ class MultiProcessTest : public ::testing::Test {
   void wait_ready() {
     const auto t0 = Clock::now();
     while (Clock::now() - t0 < 15s) {
-      if (log(0).find("ready") != std::string::npos &&
-          log(1).find("ready") != std::string::npos) {
+      if (log(0).find("ready") != std::string::npos && log(1).find("ready") != std::string::npos) {
         return;
       }
       std::this_thread::sleep_for(20ms);
@@ -140,9 +130,8 @@ TEST_F(MultiProcessTest, KilledCoordinatorMakesTheOtherExit5) {
   wait_ready();
   kill(pids_[0], SIGKILL);
   EXPECT_EQ(wait_exit(1, 8s), 5) << log(1);
-  EXPECT_NE(
-      log(1).find("coordinator 127.0.0.1:" + std::to_string(port_) + " lost"),
-      std::string::npos)
+  EXPECT_NE(log(1).find("coordinator 127.0.0.1:" + std::to_string(port_) + " lost"),
+            std::string::npos)
       << log(1);
 }
 
@@ -150,10 +139,9 @@ TEST_F(MultiProcessTest, FastnnJobStopEndsEveryWorkerWithZero) {
   start(0);
   start(1);
   wait_ready();
-  const std::string cmd =
-      "FASTNN_JOB_TOKEN=mp-token " + std::string(FASTNN_BIN_DIR) +
-      "/fastnn_job stop --coordinator 127.0.0.1:" + std::to_string(port_) +
-      " > /dev/null";
+  const std::string cmd = "FASTNN_JOB_TOKEN=mp-token " + std::string(FASTNN_BIN_DIR) +
+                          "/fastnn_job stop --coordinator 127.0.0.1:" + std::to_string(port_) +
+                          " > /dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   EXPECT_EQ(wait_exit(1, 8s), 0) << log(1);
   EXPECT_EQ(wait_exit(0, 8s), 0) << log(0);

@@ -32,24 +32,22 @@ int main() {
     store.set("probe/" + std::to_string(spec.rank), {mine.begin(), mine.end()});
     for (int r = 0; r < spec.world_size; ++r) {
       const auto v = store.get("probe/" + std::to_string(r));
-      if (std::string(v.begin(), v.end()) !=
-          "value of rank " + std::to_string(r)) {
+      if (std::string(v.begin(), v.end()) != "value of rank " + std::to_string(r)) {
         throw DistributedError("store returned the wrong value");
       }
     }
     std::cout << "rank " << spec.rank << " of " << spec.world_size
-              << " ready: rendezvous ok, store ok (coordinator "
-              << session.spec().coordinator << ")" << std::endl;
-    const auto until = std::chrono::steady_clock::now() +
-                       std::chrono::seconds(number("PROBE_WAIT_SECS", 0));
+              << " ready: rendezvous ok, store ok (coordinator " << session.spec().coordinator
+              << ")" << std::endl;
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::seconds(number("PROBE_WAIT_SECS", 0));
     for (int64_t step = 1; std::chrono::steady_clock::now() < until; ++step) {
       session.report({step, 1.0, 100.0, 10.0});
       if (auto failure = session.failure()) {
         session.finish(kExitDistributed);
         throw DistributedError(*failure);
       }
-      if (session.stop_requested())
-        break;
+      if (session.stop_requested()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     session.finish(kExitOk);

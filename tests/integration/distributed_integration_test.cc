@@ -26,22 +26,30 @@ const std::string kBin = FASTNN_BIN_DIR;
 const fs::path kTmp = fs::path(FASTNN_TEST_TMP) / "distributed";
 constexpr int kTimeoutSecs = 10;
 
-int port_for(int test) {
-  return 29900 + (static_cast<int>(::getpid()) % 500) * 4 + test;
-}
+int port_for(int test) { return 29900 + (static_cast<int>(::getpid()) % 500) * 4 + test; }
 
 Child start_worker(int rank, int port, const std::string& train_dir, int64_t stop_at_step,
                    const std::string& log, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {"/usr/bin/env", "WORLD_SIZE=2", "RANK=" + std::to_string(rank),
-                "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
-                "FASTNN_JOB_TOKEN=integration", kBin + "/train_image_classifier",
-                "--model_name=lenet", "--dataset_name=mock", "--num_classes=10",
-                "--batch_size=8", "--num_sample_per_epoch=100000", "--use_fp16=False",
-                "--stop_at_step=" + std::to_string(stop_at_step),
-                "--log_loss_every_n_iters=20", "--save_checkpoints_steps=20",
-                "--num_preprocessing_threads=1", "--intra_op_parallelism_threads=1",
-                "--worker_timeout_secs=" + std::to_string(kTimeoutSecs),
-                "--train_dir=" + train_dir};
+  std::vector<std::string> args = {"/usr/bin/env",
+                                   "WORLD_SIZE=2",
+                                   "RANK=" + std::to_string(rank),
+                                   "MASTER_ADDR=127.0.0.1",
+                                   "MASTER_PORT=" + std::to_string(port),
+                                   "FASTNN_JOB_TOKEN=integration",
+                                   kBin + "/train_image_classifier",
+                                   "--model_name=lenet",
+                                   "--dataset_name=mock",
+                                   "--num_classes=10",
+                                   "--batch_size=8",
+                                   "--num_sample_per_epoch=100000",
+                                   "--use_fp16=False",
+                                   "--stop_at_step=" + std::to_string(stop_at_step),
+                                   "--log_loss_every_n_iters=20",
+                                   "--save_checkpoints_steps=20",
+                                   "--num_preprocessing_threads=1",
+                                   "--intra_op_parallelism_threads=1",
+                                   "--worker_timeout_secs=" + std::to_string(kTimeoutSecs),
+                                   "--train_dir=" + train_dir};
   args.insert(args.end(), extra.begin(), extra.end());
   return spawn(args, (kTmp / log).string());
 }
@@ -68,9 +76,7 @@ bool wait_for_file(const fs::path& path) {
 
 class TwoWorkers : public ::testing::Test {
  protected:
-  void SetUp() override {
-    fs::create_directories(kTmp);
-  }
+  void SetUp() override { fs::create_directories(kTmp); }
   static std::string fresh(const std::string& name) {
     fs::remove_all(kTmp / name);
     return (kTmp / name).string();
@@ -160,8 +166,7 @@ TEST_F(TwoWorkers, AnEvaluationsStopEndsBothWorkersAtTheSameStep) {
   const int port = port_for(3) + 3000;
   // One split (mock's 10,000 validation images) and few evaluations: each
   // takes seconds on a loaded machine.
-  const std::vector<std::string> extra = {"--eval_every_n_iters=5",
-                                          "--early_stopping_patience=1",
+  const std::vector<std::string> extra = {"--eval_every_n_iters=5", "--early_stopping_patience=1",
                                           "--learning_rate=0", "--eval_batch_size=500",
                                           "--eval_split_name=validation"};
   auto w0 = start_worker(0, port, dir, 1000, "early0.log", extra);
@@ -180,15 +185,14 @@ TEST_F(TwoWorkers, AnEvaluationsStopEndsBothWorkersAtTheSameStep) {
 TEST_F(TwoWorkers, LauncherJobStopsGracefullyAtOneStepWithACheckpoint) {
   const std::string dir = fresh("launcher");
   const int port = port_for(3) + 2000;
-  auto job = spawn({"/usr/bin/env", "FASTNN_JOB_TOKEN=integration",
-                    "MASTER_PORT=" + std::to_string(port), kBin + "/train_image_classifier",
-                    "--nproc_per_node=2", "--model_name=lenet", "--dataset_name=mock",
-                    "--num_classes=10", "--batch_size=8", "--num_sample_per_epoch=100000",
-                    "--stop_at_step=1000000", "--log_loss_every_n_iters=20",
-                    "--save_checkpoints_steps=20", "--num_preprocessing_threads=1",
-                    "--intra_op_parallelism_threads=1", "--worker_timeout_secs=10",
-                    "--train_dir=" + dir},
-                   (kTmp / "launcher.log").string());
+  auto job = spawn(
+      {"/usr/bin/env", "FASTNN_JOB_TOKEN=integration", "MASTER_PORT=" + std::to_string(port),
+       kBin + "/train_image_classifier", "--nproc_per_node=2", "--model_name=lenet",
+       "--dataset_name=mock", "--num_classes=10", "--batch_size=8", "--num_sample_per_epoch=100000",
+       "--stop_at_step=1000000", "--log_loss_every_n_iters=20", "--save_checkpoints_steps=20",
+       "--num_preprocessing_threads=1", "--intra_op_parallelism_threads=1",
+       "--worker_timeout_secs=10", "--train_dir=" + dir},
+      (kTmp / "launcher.log").string());
   ASSERT_TRUE(wait_for_file(fs::path(dir) / "model.ckpt-20"));
   auto stop = run({"/usr/bin/env", "FASTNN_JOB_TOKEN=integration", kBin + "/fastnn_job", "stop",
                    "--coordinator=127.0.0.1:" + std::to_string(port)},
@@ -234,10 +238,10 @@ void TwoWorkersEquivalence::expect_match(const std::vector<std::string>& extra,
       << "Fashion-MNIST not found in " << source
       << " (apt-get install dataset-fashion-mnist, or set FASTNN_FMNIST_DIR)";
   const std::string data = fresh("equivalence_data" + tag);
-  auto conv = run({kBin + "/convert_dataset", "--dataset_name", "fashion_mnist", "--input",
-                   source.string(), "--dataset_dir", data, "--max_examples", "64",
-                   "--num_shards", "1"},
-                  (kTmp / "equivalence_convert.log").string());
+  auto conv =
+      run({kBin + "/convert_dataset", "--dataset_name", "fashion_mnist", "--input", source.string(),
+           "--dataset_dir", data, "--max_examples", "64", "--num_shards", "1"},
+          (kTmp / "equivalence_convert.log").string());
   ASSERT_EQ(conv.exit_code, 0) << conv.output;
   const fs::path cfg = kTmp / ("equivalence" + tag + ".cfg");
   {
@@ -262,11 +266,17 @@ void TwoWorkersEquivalence::expect_match(const std::vector<std::string>& extra,
   const int port = dist::pick_free_port();
   std::vector<Child> workers;
   for (int rank = 0; rank < 2; ++rank) {
-    std::vector<std::string> worker = {
-        "/usr/bin/env", "WORLD_SIZE=2", "RANK=" + std::to_string(rank), "MASTER_ADDR=127.0.0.1",
-        "MASTER_PORT=" + std::to_string(port), "FASTNN_JOB_TOKEN=integration",
-        kBin + "/train_image_classifier", "--config", cfg.string(), "--batch_size=4",
-        "--train_dir=" + two};
+    std::vector<std::string> worker = {"/usr/bin/env",
+                                       "WORLD_SIZE=2",
+                                       "RANK=" + std::to_string(rank),
+                                       "MASTER_ADDR=127.0.0.1",
+                                       "MASTER_PORT=" + std::to_string(port),
+                                       "FASTNN_JOB_TOKEN=integration",
+                                       kBin + "/train_image_classifier",
+                                       "--config",
+                                       cfg.string(),
+                                       "--batch_size=4",
+                                       "--train_dir=" + two};
     worker.insert(worker.end(), extra.begin(), extra.end());
     workers.push_back(
         spawn(worker, (kTmp / ("equivalence_two" + tag + std::to_string(rank) + ".log")).string()));

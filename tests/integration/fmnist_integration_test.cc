@@ -10,11 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "src/train/checkpoint.h"
 #include "tests/integration/process.h"
@@ -34,10 +33,10 @@ class FashionMnist : public ::testing::Test {
     ASSERT_TRUE(fs::exists(fs::path(fmnist_source()) / "train-images-idx3-ubyte.gz"))
         << "Fashion-MNIST not found in " << fmnist_source()
         << " (apt-get install dataset-fashion-mnist, or set FASTNN_FMNIST_DIR)";
-    auto r = run({kBin + "/convert_dataset", "--dataset_name", "fashion_mnist",
-                  "--input", fmnist_source(), "--dataset_dir", data_dir(),
-                  "--max_examples", "6000", "--overwrite"},
-                 (kTmp / "convert.log").string());
+    auto r =
+        run({kBin + "/convert_dataset", "--dataset_name", "fashion_mnist", "--input",
+             fmnist_source(), "--dataset_dir", data_dir(), "--max_examples", "6000", "--overwrite"},
+            (kTmp / "convert.log").string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
     std::ofstream cfg(config());
     cfg << "# integration test config\n"
@@ -49,20 +48,15 @@ class FashionMnist : public ::testing::Test {
         << "intra_op_parallelism_threads=1\nnum_preprocessing_threads=2\n"
         << "shuffle_buffer_size=2048\n";
   }
-  static std::string data_dir() {
-    return (kTmp / "fmnist").string();
-  }
-  static std::string config() {
-    return (kTmp / "test.cfg").string();
-  }
+  static std::string data_dir() { return (kTmp / "fmnist").string(); }
+  static std::string config() { return (kTmp / "test.cfg").string(); }
   static std::string fresh(const std::string& name) {
     fs::remove_all(kTmp / name);
     return (kTmp / name).string();
   }
-  static std::vector<std::string> train_args(const std::string& dir,
-                                             const std::string& stop) {
-    return {kBin + "/train_image_classifier", "--config", config(),
-            "--train_dir=" + dir, "--stop_at_step=" + stop};
+  static std::vector<std::string> train_args(const std::string& dir, const std::string& stop) {
+    return {kBin + "/train_image_classifier", "--config", config(), "--train_dir=" + dir,
+            "--stop_at_step=" + stop};
   }
   static int64_t indexed_step(const std::string& dir) {
     std::ifstream in(fs::path(dir) / "checkpoint");
@@ -74,8 +68,7 @@ class FashionMnist : public ::testing::Test {
     }
     return -1;
   }
-  static Child start_and_wait_for_checkpoint(const std::string& dir,
-                                             const std::string& log) {
+  static Child start_and_wait_for_checkpoint(const std::string& dir, const std::string& log) {
     auto args = train_args(dir, "1000000");
     args.push_back("--save_checkpoints_steps=100");
     Child c = spawn(args, log);
@@ -101,8 +94,8 @@ TEST_F(FashionMnist, TrainKillResumeEvaluate) {
   auto r = run(train_args(dir, "500"), (kTmp / "kill2.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("Restored"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("(global_step " + std::to_string(saved) + ")"),
-            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(global_step " + std::to_string(saved) + ")"), std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("samples/sec]"), std::string::npos) << r.output;
   nlohmann::json metrics;
   std::ifstream(fs::path(dir) / "metrics.json") >> metrics;
@@ -111,13 +104,11 @@ TEST_F(FashionMnist, TrainKillResumeEvaluate) {
   EXPECT_EQ(metrics["exit_status"], 0);
   EXPECT_TRUE(fs::exists(fs::path(dir) / "config.cfg"));
 
-  auto e = run({kBin + "/eval_image_classifier", "--config", config(),
-                "--checkpoint_path=" + dir},
+  auto e = run({kBin + "/eval_image_classifier", "--config", config(), "--checkpoint_path=" + dir},
                (kTmp / "eval.log").string());
   ASSERT_EQ(e.exit_code, 0) << e.output;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(e.output, m, std::regex("eval_result (\\{.*\\})")))
-      << e.output;
+  ASSERT_TRUE(std::regex_search(e.output, m, std::regex("eval_result (\\{.*\\})"))) << e.output;
   auto j = nlohmann::json::parse(m[1].str());
   EXPECT_EQ(j["samples"], 6000);
   EXPECT_EQ(j["global_step"], 500);
@@ -212,9 +203,9 @@ TEST_F(FashionMnist, DecodedCacheTrainsBitForBitLikeDecodingEveryEpoch) {
 // resumed run still ends bit for bit like an uninterrupted one; and they
 // do change the training.
 TEST_F(FashionMnist, ResumedRunWithAugmentationAndMixupEndsBitForBit) {
-  const std::vector<std::string> extra = {
-      "--augment_policy=trivialaugment", "--random_erasing_prob=0.25", "--mixup_alpha=0.2",
-      "--cutmix_alpha=1.0", "--label_smoothing=0.1"};
+  const std::vector<std::string> extra = {"--augment_policy=trivialaugment",
+                                          "--random_erasing_prob=0.25", "--mixup_alpha=0.2",
+                                          "--cutmix_alpha=1.0", "--label_smoothing=0.1"};
   auto args = [&](const std::string& dir, const std::string& stop, bool augmented) {
     auto a = train_args(dir, stop);
     if (augmented) a.insert(a.end(), extra.begin(), extra.end());
@@ -264,12 +255,11 @@ TEST_F(FashionMnist, ConfigErrorsExitTwoBeforeAnyWork) {
   EXPECT_EQ(bad_value.exit_code, 2);
   EXPECT_NE(bad_value.output.find("learning_rate"), std::string::npos);
   EXPECT_NE(bad_value.output.find("abc"), std::string::npos);
-  auto typo = run({kBin + "/train_image_classifier", "--config", config(),
-                   "--train_dir=" + dir, "--learing_rate=0.1"},
+  auto typo = run({kBin + "/train_image_classifier", "--config", config(), "--train_dir=" + dir,
+                   "--learing_rate=0.1"},
                   (kTmp / "err2.log").string());
   EXPECT_EQ(typo.exit_code, 2);
-  EXPECT_NE(typo.output.find("did you mean 'learning_rate'"), std::string::npos)
-      << typo.output;
+  EXPECT_NE(typo.output.find("did you mean 'learning_rate'"), std::string::npos) << typo.output;
   auto bad_model = run({kBin + "/train_image_classifier", "--config", config(),
                         "--train_dir=" + dir, "--model_name=lenet9"},
                        (kTmp / "err3.log").string());
@@ -281,8 +271,8 @@ TEST_F(FashionMnist, ConfigErrorsExitTwoBeforeAnyWork) {
   EXPECT_EQ(bad_policy.exit_code, 2);
   EXPECT_NE(bad_policy.output.find("augment_policy"), std::string::npos);
   EXPECT_FALSE(fs::exists(fs::path(dir) / "config.cfg")) << "work started";
-  auto no_data = run({kBin + "/train_image_classifier", "--config", config(),
-                      "--train_dir=" + dir, "--dataset_dir=" + dir + "/none"},
+  auto no_data = run({kBin + "/train_image_classifier", "--config", config(), "--train_dir=" + dir,
+                      "--dataset_dir=" + dir + "/none"},
                      (kTmp / "err4.log").string());
   EXPECT_EQ(no_data.exit_code, 3) << no_data.output;
 }
@@ -297,25 +287,23 @@ TEST_F(FashionMnist, AliasRunsWithAWarningAndDryRunDescribesTheModel) {
   EXPECT_NE(r.output.find("enable_paisoar"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("warning"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("3274634 parameters"), std::string::npos) << r.output;
-  auto cluster = run({kBin + "/train_image_classifier", "--config", cfg,
-                      "--print_cluster", "--task_index=0"},
-                     (kTmp / "cluster.log").string());
+  auto cluster =
+      run({kBin + "/train_image_classifier", "--config", cfg, "--print_cluster", "--task_index=0"},
+          (kTmp / "cluster.log").string());
   EXPECT_EQ(cluster.exit_code, 0) << cluster.output;
-  EXPECT_NE(cluster.output.find("world_size = 1  (default: no cluster source)"),
-            std::string::npos)
+  EXPECT_NE(cluster.output.find("world_size = 1  (default: no cluster source)"), std::string::npos)
       << cluster.output;
-  EXPECT_NE(cluster.output.find("rank = 0 (chief)  (task_index (command line))"),
-            std::string::npos)
+  EXPECT_NE(cluster.output.find("rank = 0 (chief)  (task_index (command line))"), std::string::npos)
       << cluster.output;
-  EXPECT_NE(cluster.output.find("mode = single process"), std::string::npos)
-      << cluster.output;
+  EXPECT_NE(cluster.output.find("mode = single process"), std::string::npos) << cluster.output;
   const auto dir = fresh("alias_run");
-  auto trained = run({kBin + "/train_image_classifier", "--config", cfg,
-                      "--train_dir=" + dir, "--stop_at_step=5"},
-                     (kTmp / "alias_run.log").string());
+  auto trained = run(
+      {kBin + "/train_image_classifier", "--config", cfg, "--train_dir=" + dir, "--stop_at_step=5"},
+      (kTmp / "alias_run.log").string());
   EXPECT_EQ(trained.exit_code, 0) << trained.output;
   EXPECT_NE(trained.output.find("'enable_paisora' is an alias of 'enable_paisoar'"),
-            std::string::npos) << trained.output;
+            std::string::npos)
+      << trained.output;
   EXPECT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-5"));
 }
 
@@ -345,10 +333,9 @@ TEST_F(FashionMnist, FineTuneIntoMoreClassesWithExcludedScopes) {
   auto before = train::load_tensors((fs::path(src) / "model.ckpt-60").string());
   auto after = train::load_tensors((fs::path(dir) / "model.ckpt-20").string());
   // Restored and frozen (outside trainable_scopes): unchanged.
-  EXPECT_TRUE(torch::equal(before["model/LeNet/conv1/weights"],
-                           after["model/LeNet/conv1/weights"]));
-  EXPECT_TRUE(torch::equal(before["model/LeNet/fc3/weights"],
-                           after["model/LeNet/fc3/weights"]));
+  EXPECT_TRUE(
+      torch::equal(before["model/LeNet/conv1/weights"], after["model/LeNet/conv1/weights"]));
+  EXPECT_TRUE(torch::equal(before["model/LeNet/fc3/weights"], after["model/LeNet/fc3/weights"]));
   EXPECT_EQ(after["model/LeNet/fc4/weights"].size(0), 12);
   EXPECT_EQ(after.count("optimizer/LeNet/conv1/weights/Momentum"), 0u);
   EXPECT_EQ(after["global_step"].item<int64_t>(), 20);
@@ -356,8 +343,7 @@ TEST_F(FashionMnist, FineTuneIntoMoreClassesWithExcludedScopes) {
   // A train_dir with a checkpoint wins over the fine-tuning source.
   auto again = run(args, (kTmp / "ft_again.log").string());
   EXPECT_EQ(again.exit_code, 0) << again.output;
-  EXPECT_NE(again.output.find("fine-tuning source is not used"), std::string::npos)
-      << again.output;
+  EXPECT_NE(again.output.find("fine-tuning source is not used"), std::string::npos) << again.output;
 }
 
 TEST_F(FashionMnist, EvaluatesDuringTraining) {
@@ -367,8 +353,8 @@ TEST_F(FashionMnist, EvaluatesDuringTraining) {
   auto r = run(args, (kTmp / "periodic.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* step : {"global_step 20:", "global_step 40:", "global_step 50:"}) {
-    EXPECT_NE(r.output.find(std::string("eval test at ") + step), std::string::npos)
-        << step << "\n" << r.output;
+    EXPECT_NE(r.output.find(std::string("eval test at ") + step), std::string::npos) << step << "\n"
+                                                                                     << r.output;
   }
   nlohmann::json metrics;
   std::ifstream(fs::path(dir) / "metrics.json") >> metrics;
@@ -416,8 +402,8 @@ TEST_F(FashionMnist, ResultFormatsReportHeldOutValidationBesideTest) {
   EXPECT_EQ(rows["validation_samples"], std::to_string(held));
   EXPECT_EQ(rows["test_samples"], "6000");
   std::ifstream(fs::path(tsv_dir) / "metrics.json") >> metrics;
-  EXPECT_NEAR(std::stod(rows["validation_accuracy"]),
-              metrics["validation_accuracy"].get<double>(), 1e-5);
+  EXPECT_NEAR(std::stod(rows["validation_accuracy"]), metrics["validation_accuracy"].get<double>(),
+              1e-5);
   EXPECT_NEAR(std::stod(rows["test_loss"]), metrics["test_loss"].get<double>(), 1e-5);
 }
 
@@ -425,8 +411,8 @@ TEST_F(FashionMnist, ResultFormatsSayUnsatForDivergedAndFailedRuns) {
   // Diverged at step 3 (an injected infinite gradient, static loss scale).
   const auto dir = fresh("result_unsat");
   auto args = train_args(dir, "20");
-  args.insert(args.end(), {"--validation_fraction=0.1", "--result_format=smac",
-                           "--loss_scaling=static"});
+  args.insert(args.end(),
+              {"--validation_fraction=0.1", "--result_format=smac", "--loss_scaling=static"});
   setenv("FASTNN_FAULT_INF_GRAD_STEPS", "3", 1);
   auto r = run(args, (kTmp / "result_unsat.log").string());
   unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
@@ -467,8 +453,7 @@ TEST_F(FashionMnist, MovingAveragesAreSavedAndUsedByEvaluation) {
   const std::string w = "model/LeNet/fc4/weights";
   ASSERT_TRUE(ckpt.count(w + "/ExponentialMovingAverage"));
   EXPECT_FALSE(torch::equal(ckpt[w], ckpt[w + "/ExponentialMovingAverage"]));
-  auto e = run({kBin + "/eval_image_classifier", "--config", config(),
-                "--checkpoint_path=" + dir},
+  auto e = run({kBin + "/eval_image_classifier", "--config", config(), "--checkpoint_path=" + dir},
                (kTmp / "ema_eval.log").string());
   ASSERT_EQ(e.exit_code, 0) << e.output;
   EXPECT_NE(e.output.find("moving-average weights"), std::string::npos) << e.output;
@@ -485,8 +470,8 @@ TEST_F(FashionMnist, MovingAveragesAreSavedAndUsedByEvaluation) {
 TEST_F(FashionMnist, DynamicLossScalingSkipsOverflowedStepsAndRecovers) {
   const auto dir = fresh("loss_scale");
   auto args = train_args(dir, "16");
-  args.insert(args.end(), {"--loss_scaling=dynamic", "--save_checkpoints_steps=1",
-                           "--max_to_keep=0"});
+  args.insert(args.end(),
+              {"--loss_scaling=dynamic", "--save_checkpoints_steps=1", "--max_to_keep=0"});
   ::setenv("FASTNN_FAULT_INF_GRAD_STEPS", "10,11", 1);
   auto r = run(args, (kTmp / "loss_scale.log").string());
   ::unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
@@ -529,8 +514,7 @@ TEST_F(FashionMnist, NanTensorHookExitsFourNamingTheStep) {
   auto r = run(args, (kTmp / "nan.log").string());
   ::unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
   EXPECT_EQ(r.exit_code, 4) << r.output;
-  EXPECT_NE(r.output.find("gradient norm is inf at global_step 6"), std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find("gradient norm is inf at global_step 6"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-5"));
   EXPECT_FALSE(fs::exists(fs::path(dir) / "model.ckpt-6"));
 }
@@ -547,8 +531,7 @@ TEST_F(FashionMnist, StepsThatReadOnlyWhenAskedTrainAndStopTheSame) {
         "loss = [^\t]*,\taccuracy = [^\t]*,\tlrate = [^\t]*,\tglobal_step = "
         "\\d+");
     for (auto it = std::sregex_iterator(output.begin(), output.end(), line);
-         it != std::sregex_iterator();
-         ++it) {
+         it != std::sregex_iterator(); ++it) {
       out.push_back(it->str());
     }
     return out;
@@ -562,10 +545,8 @@ TEST_F(FashionMnist, StepsThatReadOnlyWhenAskedTrainAndStopTheSame) {
   for (int lazy = 0; lazy < 2; ++lazy) {
     dirs[lazy] = fresh(lazy ? "read_on_demand" : "read_every_step");
     auto args = train_args(dirs[lazy], "40");
-    args.insert(args.end(),
-                {"--log_loss_every_n_iters=10", "--save_checkpoints_steps=20"});
-    if (lazy)
-      ::setenv("FASTNN_TEST_READ_ON_DEMAND", "1", 1);
+    args.insert(args.end(), {"--log_loss_every_n_iters=10", "--save_checkpoints_steps=20"});
+    if (lazy) ::setenv("FASTNN_TEST_READ_ON_DEMAND", "1", 1);
     auto r = run(args, (kTmp / (dirs[lazy] + ".log")).string());
     ::unsetenv("FASTNN_TEST_READ_ON_DEMAND");
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -576,8 +557,7 @@ TEST_F(FashionMnist, StepsThatReadOnlyWhenAskedTrainAndStopTheSame) {
   int compared = 0;
   for (const auto& e : fs::directory_iterator(dirs[0])) {
     const auto name = e.path().filename().string();
-    if (name.rfind("model.ckpt-40", 0) != 0)
-      continue;
+    if (name.rfind("model.ckpt-40", 0) != 0) continue;
     EXPECT_EQ(bytes(e.path()), bytes(fs::path(dirs[1]) / name)) << name;
     ++compared;
   }
@@ -585,16 +565,14 @@ TEST_F(FashionMnist, StepsThatReadOnlyWhenAskedTrainAndStopTheSame) {
 
   const auto dir = fresh("read_on_demand_inf");
   auto args = train_args(dir, "30");
-  args.insert(args.end(),
-              {"--log_loss_every_n_iters=10", "--save_checkpoints_steps=10"});
+  args.insert(args.end(), {"--log_loss_every_n_iters=10", "--save_checkpoints_steps=10"});
   ::setenv("FASTNN_TEST_READ_ON_DEMAND", "1", 1);
   ::setenv("FASTNN_FAULT_INF_GRAD_STEPS", "5", 1);
   auto r = run(args, (kTmp / "read_on_demand_inf.log").string());
   ::unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
   ::unsetenv("FASTNN_TEST_READ_ON_DEMAND");
   EXPECT_EQ(r.exit_code, 4) << r.output;
-  EXPECT_NE(r.output.find("Inf/NaN at global_step 6 (seen at global_step 10,"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("Inf/NaN at global_step 6 (seen at global_step 10,"), std::string::npos)
       << r.output;
   EXPECT_FALSE(fs::exists(fs::path(dir) / "model.ckpt-10"));
 }
@@ -614,8 +592,7 @@ TEST_F(FashionMnist, EvaluationLoopFollowsTrainingToTheEnd) {
   auto e = wait_for(loop, 120);
   ASSERT_EQ(e.exit_code, 0) << e.output;
   EXPECT_NE(e.output.find("global_step 120"), std::string::npos) << e.output;
-  EXPECT_NE(e.output.find("the training run finished at global_step 120"),
-            std::string::npos)
+  EXPECT_NE(e.output.find("the training run finished at global_step 120"), std::string::npos)
       << e.output;
   bool has_events = false;
   for (const auto& f : fs::directory_iterator(fs::path(dir) / "eval_test")) {
@@ -625,8 +602,7 @@ TEST_F(FashionMnist, EvaluationLoopFollowsTrainingToTheEnd) {
   // No new checkpoint and no finished run: eval_timeout_secs ends the loop.
   fs::remove(fs::path(dir) / "metrics.json");
   auto idle = run({kBin + "/eval_image_classifier", "--config", config(),
-                   "--checkpoint_path=" + dir, "--eval_interval_secs=1",
-                   "--eval_timeout_secs=2"},
+                   "--checkpoint_path=" + dir, "--eval_interval_secs=1", "--eval_timeout_secs=2"},
                   (kTmp / "eval_loop_idle.log").string(), 120);
   EXPECT_EQ(idle.exit_code, 0) << idle.output;
   EXPECT_NE(idle.output.find("no new checkpoint for 2 s"), std::string::npos) << idle.output;

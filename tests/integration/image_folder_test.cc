@@ -33,13 +33,10 @@ io::Image make_image(int cls, std::mt19937_64& rng) {
   const int bright = 150 + static_cast<int>(rng() % 100);
   for (int y = 0; y < 28; ++y) {
     for (int x = 0; x < 28; ++x) {
-      const bool on = cls == 0   ? (y < 14 && x < 14)
-                      : cls == 1 ? (y < 14 && x >= 14)
-                                 : y >= 14;
+      const bool on = cls == 0 ? (y < 14 && x < 14) : cls == 1 ? (y < 14 && x >= 14) : y >= 14;
       for (int c = 0; c < 3; ++c) {
         const int v = (on ? bright : 20) + static_cast<int>(rng() % 60) - 30;
-        img.pixels[(y * 28 + x) * 3 + c] =
-            static_cast<uint8_t>(std::clamp(v, 0, 255));
+        img.pixels[(y * 28 + x) * 3 + c] = static_cast<uint8_t>(std::clamp(v, 0, 255));
       }
     }
   }
@@ -78,15 +75,13 @@ TEST(ImageFolderIntegration, SameAccuracyAsTheSameDataInTfrecords) {
   const fs::path root = fresh_dir("image_folder_vs_tfrecord");
   const fs::path folder = root / "photos";
   std::mt19937_64 rng(7);
-  const char* classes[] = {
-      "bottom", "left", "right"};  // sorted: labels 0, 1, 2
+  const char* classes[] = {"bottom", "left", "right"};  // sorted: labels 0, 1, 2
   const int cls_of[] = {2, 0, 1};
   for (int k = 0; k < 3; ++k) {
     fs::create_directories(folder / classes[k]);
     for (int i = 0; i < 100; ++i) {
-      io::write_file_atomic(
-          (folder / classes[k] / (std::to_string(i) + ".png")).string(),
-          io::encode_png(make_image(cls_of[k], rng)));
+      io::write_file_atomic((folder / classes[k] / (std::to_string(i) + ".png")).string(),
+                            io::encode_png(make_image(cls_of[k], rng)));
     }
   }
   // The same split as TFRecords (one file per split, the original PNG bytes).
@@ -100,19 +95,15 @@ TEST(ImageFolderIntegration, SameAccuracyAsTheSameDataInTfrecords) {
   }
 
   auto from_folder = train(root / "train_folder",
-                           {"--dataset_name=image_folder",
-                            "--dataset_dir=" + folder.string(),
+                           {"--dataset_name=image_folder", "--dataset_dir=" + folder.string(),
                             "--validation_fraction=0.2"});
-  auto from_records = train(root / "train_records",
-                            {"--dataset_name=tfrecord",
-                             "--dataset_dir=" + (root / "records").string(),
-                             "--train_files=train.tfrecord",
-                             "--eval_files=validation.tfrecord",
-                             "--num_classes=3"});
+  auto from_records = train(
+      root / "train_records",
+      {"--dataset_name=tfrecord", "--dataset_dir=" + (root / "records").string(),
+       "--train_files=train.tfrecord", "--eval_files=validation.tfrecord", "--num_classes=3"});
   ASSERT_TRUE(from_folder["eval_accuracy"].is_number()) << from_folder.dump();
   ASSERT_TRUE(from_records["eval_accuracy"].is_number()) << from_records.dump();
-  const double a = from_folder["eval_accuracy"],
-               b = from_records["eval_accuracy"];
+  const double a = from_folder["eval_accuracy"], b = from_records["eval_accuracy"];
   EXPECT_GE(a, 0.9);  // chance is 1/3
   EXPECT_GE(b, 0.9);
   EXPECT_LE(std::abs(a - b), 0.1) << a << " vs " << b;

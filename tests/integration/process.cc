@@ -48,8 +48,7 @@ bool running(const Child& c) {
 ProcessResult wait_for(const Child& c, int timeout_s) {
   ProcessResult r;
   int status = 0;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   while (true) {
     pid_t done = waitpid(c.pid, &status, WNOHANG);
     if (done == c.pid) break;
@@ -69,8 +68,7 @@ ProcessResult wait_for(const Child& c, int timeout_s) {
   return r;
 }
 
-ProcessResult run(const std::vector<std::string>& argv,
-                  const std::string& log_path,
+ProcessResult run(const std::vector<std::string>& argv, const std::string& log_path,
                   int timeout_s) {
   return wait_for(spawn(argv, log_path), timeout_s);
 }

@@ -15,12 +15,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/integration/process.h"
 #include "tests/test_paths.h"
@@ -80,10 +79,10 @@ class TrainDir : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     fs::create_directories(kTmp);
-    auto r = run({kBin + "/convert_dataset", "--dataset_name", "fashion_mnist", "--input",
-                  fmnist_source(), "--dataset_dir", data_dir(), "--max_examples", "2000",
-                  "--overwrite"},
-                 (kTmp / "convert.log").string());
+    auto r =
+        run({kBin + "/convert_dataset", "--dataset_name", "fashion_mnist", "--input",
+             fmnist_source(), "--dataset_dir", data_dir(), "--max_examples", "2000", "--overwrite"},
+            (kTmp / "convert.log").string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
     std::ofstream cfg(config());
     cfg << "model_name=lenet\ndataset_name=fashion_mnist\n"
@@ -101,9 +100,13 @@ class TrainDir : public ::testing::Test {
   }
   static std::vector<std::string> train(const std::string& dir, int stop,
                                         std::vector<std::string> extra = {}) {
-    std::vector<std::string> a = {kBin + "/train_image_classifier", "--config", config(),
-                                  "--train_dir=" + dir, "--stop_at_step=" + std::to_string(stop),
-                                  "--save_checkpoints_steps=10", "--max_to_keep=0"};
+    std::vector<std::string> a = {kBin + "/train_image_classifier",
+                                  "--config",
+                                  config(),
+                                  "--train_dir=" + dir,
+                                  "--stop_at_step=" + std::to_string(stop),
+                                  "--save_checkpoints_steps=10",
+                                  "--max_to_keep=0"};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -116,12 +119,17 @@ class TrainDir : public ::testing::Test {
 TEST_F(TrainDir, SyntheticDeviceInputsTrainWithoutAPipeline) {
   const std::string dir = fresh("synthetic");
   auto args = [&dir](int stop) {
-    return std::vector<std::string>{
-        kBin + "/train_image_classifier", "--dataset_name=mock", "--model_name=lenet",
-        "--num_classes=10", "--batch_size=8", "--use_fp16=False",
-        "--synthetic_device_inputs=True", "--train_dir=" + dir,
-        "--stop_at_step=" + std::to_string(stop), "--log_loss_every_n_iters=3",
-        "--intra_op_parallelism_threads=1"};
+    return std::vector<std::string>{kBin + "/train_image_classifier",
+                                    "--dataset_name=mock",
+                                    "--model_name=lenet",
+                                    "--num_classes=10",
+                                    "--batch_size=8",
+                                    "--use_fp16=False",
+                                    "--synthetic_device_inputs=True",
+                                    "--train_dir=" + dir,
+                                    "--stop_at_step=" + std::to_string(stop),
+                                    "--log_loss_every_n_iters=3",
+                                    "--intra_op_parallelism_threads=1"};
   };
   auto r = run(args(6), log("synthetic"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -168,7 +176,8 @@ TEST_F(TrainDir, ACorruptNewestCheckpointFallsBackToThePreviousOne) {
   const auto dir = fresh("corrupt_newest");
   ASSERT_EQ(run(train(dir, 20), log("corrupt0")).exit_code, 0);
   {
-    std::fstream f(fs::path(dir) / "model.ckpt-20", std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream f(fs::path(dir) / "model.ckpt-20",
+                   std::ios::in | std::ios::out | std::ios::binary);
     f.seekg(300);
     const char b = static_cast<char>(f.get());
     f.seekp(300);
@@ -198,8 +207,7 @@ TEST_F(TrainDir, AFailedRunKeepsConfigCfgConsistentWithTheCheckpoints) {
   ASSERT_EQ(run(train(dir, 10), log("config0")).exit_code, 0);
   const std::string before = slurp(fs::path(dir) / "config.cfg");
   ASSERT_NE(before.find("model_name=lenet"), std::string::npos) << before;
-  auto r = run(train(dir, 20, {"--model_name=cifarnet", "--train_image_size=32"}),
-               log("config1"));
+  auto r = run(train(dir, 20, {"--model_name=cifarnet", "--train_image_size=32"}), log("config1"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_EQ(slurp(fs::path(dir) / "config.cfg"), before);
 }
@@ -463,9 +471,9 @@ TEST_F(TrainDir, KeepBestCheckpointsKeepsTheNBestBesideTheLatest) {
   fs::copy_file(fs::path(dir) / "model.ckpt-60", fs::path(dir) / "best.ckpt-999");
   r = run(train(dir, 80, flags), log("keep_best1"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("Restored " + (fs::path(dir) / "model.ckpt-60").string() +
-                          " (global_step 60)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("Restored " + (fs::path(dir) / "model.ckpt-60").string() + " (global_step 60)"),
+      std::string::npos)
       << r.output;
   check(8);
   EXPECT_TRUE(fs::exists(fs::path(dir) / "best.ckpt-999"));
@@ -476,9 +484,10 @@ TEST_F(TrainDir, KeepBestCheckpointsKeepsTheNBestBesideTheLatest) {
 // evaluations after it: exit 0, the reason in metrics.json.
 TEST_F(TrainDir, EarlyStoppingEndsTheRunWithExit0AndItsReason) {
   const auto dir = fresh("early_stopping");
-  auto r = run(train(dir, 300, {"--eval_every_n_iters=10", "--early_stopping_patience=2",
-                                "--learning_rate=0"}),
-               log("early_stopping"));
+  auto r =
+      run(train(dir, 300,
+                {"--eval_every_n_iters=10", "--early_stopping_patience=2", "--learning_rate=0"}),
+          log("early_stopping"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto m = metrics_of(dir);
   EXPECT_EQ(m["final_step"], 30);
@@ -498,15 +507,18 @@ TEST_F(TrainDir, BadEvaluationStopValuesAreUsageErrors) {
     std::vector<std::string> flags;
     const char* message;
   } cases[] = {
-      {{"--eval_every_n_iters=10", "--stop_at_accuracy=1.5"}, "stop_at_accuracy: 1.5 is out of range"},
-      {{"--eval_every_n_iters=10", "--stop_at_accuracy=0"}, "stop_at_accuracy: 0.0 is out of range"},
+      {{"--eval_every_n_iters=10", "--stop_at_accuracy=1.5"},
+       "stop_at_accuracy: 1.5 is out of range"},
+      {{"--eval_every_n_iters=10", "--stop_at_accuracy=0"},
+       "stop_at_accuracy: 0.0 is out of range"},
       {{"--eval_every_n_iters=10", "--keep_best_checkpoints=-1"},
        "keep_best_checkpoints: -1 is out of range"},
       {{"--eval_every_n_iters=10", "--early_stopping_patience=-3"},
        "early_stopping_patience: -3 is out of range"},
       {{"--stop_at_accuracy=0.9"}, "stop_at_accuracy: needs evaluation during training"},
       {{"--keep_best_checkpoints=2"}, "keep_best_checkpoints: needs evaluation during training"},
-      {{"--early_stopping_patience=2"}, "early_stopping_patience: needs evaluation during training"},
+      {{"--early_stopping_patience=2"},
+       "early_stopping_patience: needs evaluation during training"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.message);

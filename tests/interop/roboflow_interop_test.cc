@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <sstream>
 
-#include "src/io/atomic_file.h"
 #include "fastnn/example.h"
-#include "src/io/image.h"
 #include "fastnn/tfrecord.h"
+#include "src/io/atomic_file.h"
+#include "src/io/image.h"
 #include "tests/integration/process.h"
 #include "tests/test_paths.h"
 
@@ -23,16 +23,11 @@ using testing::run;
 
 const fs::path kTmp = fs::path(FASTNN_TEST_TMP) / "interop";
 const fs::path kNpm = fs::path(FASTNN_BIN_DIR).parent_path() / "npm";
-const std::string kScript =
-    std::string(FASTNN_SOURCE_DIR) + "/tests/interop/roboflow_tfrecords.js";
+const std::string kScript = std::string(FASTNN_SOURCE_DIR) + "/tests/interop/roboflow_tfrecords.js";
 
-testing::ProcessResult node(const std::vector<std::string>& args,
-                            const std::string& log) {
-  std::vector<std::string> argv = {
-      "/usr/bin/env",
-      "NODE_PATH=" + (kNpm / "node_modules").string(),
-      "node",
-      kScript};
+testing::ProcessResult node(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> argv = {"/usr/bin/env", "NODE_PATH=" + (kNpm / "node_modules").string(),
+                                   "node", kScript};
   argv.insert(argv.end(), args.begin(), args.end());
   return run(argv, (kTmp / log).string());
 }
@@ -41,26 +36,17 @@ class Roboflow : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     fs::create_directories(kTmp);
-    if (fs::exists(kNpm / "node_modules/@roboflow/tfrecords/package.json"))
-      return;
-    auto r = run({"/usr/bin/env",
-                  "npm",
-                  "install",
-                  "--prefix",
-                  kNpm.string(),
-                  "@roboflow/tfrecords@1.0.4",
-                  "--no-audit",
-                  "--no-fund"},
+    if (fs::exists(kNpm / "node_modules/@roboflow/tfrecords/package.json")) return;
+    auto r = run({"/usr/bin/env", "npm", "install", "--prefix", kNpm.string(),
+                  "@roboflow/tfrecords@1.0.4", "--no-audit", "--no-fund"},
                  (kTmp / "npm_install.log").string());
-    ASSERT_EQ(r.exit_code, 0) << "npm install @roboflow/tfrecords failed:\n"
-                              << r.output;
+    ASSERT_EQ(r.exit_code, 0) << "npm install @roboflow/tfrecords failed:\n" << r.output;
   }
 };
 
 uint32_t crc_of(const std::string& s) {
-  return static_cast<uint32_t>(crc32(0,
-                                     reinterpret_cast<const Bytef*>(s.data()),
-                                     static_cast<uInt>(s.size())));
+  return static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size())));
 }
 
 TEST_F(Roboflow, WeReadWhatItWrites) {
@@ -117,26 +103,15 @@ TEST_F(Roboflow, ItReadsWhatConvertDatasetWrites) {
   }
   const fs::path out = kTmp / "converted";
   fs::remove_all(out);
-  auto c = run({std::string(FASTNN_BIN_DIR) + "/convert_dataset",
-                "--dataset_name",
-                "image_folder",
-                "--input",
-                in.string(),
-                "--dataset_dir",
-                out.string(),
-                "--num_shards",
-                "2",
-                "--validation_fraction",
-                "0",
-                "--quiet"},
+  auto c = run({std::string(FASTNN_BIN_DIR) + "/convert_dataset", "--dataset_name", "image_folder",
+                "--input", in.string(), "--dataset_dir", out.string(), "--num_shards", "2",
+                "--validation_fraction", "0", "--quiet"},
                (kTmp / "convert.log").string());
   ASSERT_EQ(c.exit_code, 0) << c.output;
   int total = 0;
   for (int shard = 0; shard < 2; ++shard) {
     const std::string file =
-        (out / ("image_folder_train_0000" + std::to_string(shard) +
-                "-of-00002.tfrecord"))
-            .string();
+        (out / ("image_folder_train_0000" + std::to_string(shard) + "-of-00002.tfrecord")).string();
     // What we wrote, as JSON lines in the script's format.
     std::ostringstream expected;
     io::TFRecordReader reader(io::open_file(file));
@@ -144,8 +119,7 @@ TEST_F(Roboflow, ItReadsWhatConvertDatasetWrites) {
       const io::ImageRecord ex = io::decode_image_example(rec);
       expected << "{\"label\":" << ex.label << ",\"height\":" << ex.height
                << ",\"width\":" << ex.width << ",\"format\":\"" << ex.format
-               << "\",\"size\":" << ex.encoded.size()
-               << ",\"crc\":" << crc_of(ex.encoded) << "}\n";
+               << "\",\"size\":" << ex.encoded.size() << ",\"crc\":" << crc_of(ex.encoded) << "}\n";
     }
     auto r = node({"read", file}, "read" + std::to_string(shard) + ".log");
     ASSERT_EQ(r.exit_code, 0) << r.output;

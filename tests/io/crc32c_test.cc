@@ -24,9 +24,7 @@ uint32_t reference_crc32c(const uint8_t* p, size_t n) {
   return ~c;
 }
 
-uint32_t crc_of(const std::string& s) {
-  return crc32c(s.data(), s.size());
-}
+uint32_t crc_of(const std::string& s) { return crc32c(s.data(), s.size()); }
 
 TEST(Crc32cTest, StandardVectors) {
   EXPECT_EQ(crc_of("123456789"), 0xE3069283u);
@@ -53,8 +51,7 @@ TEST(Crc32cTest, ExtendEqualsWhole) {
   std::string s = "hello, tfrecord world";
   for (size_t cut = 0; cut <= s.size(); ++cut) {
     uint32_t head = crc32c(s.data(), cut);
-    EXPECT_EQ(crc32c_extend(head, s.data() + cut, s.size() - cut), crc_of(s))
-        << "cut " << cut;
+    EXPECT_EQ(crc32c_extend(head, s.data() + cut, s.size() - cut), crc_of(s)) << "cut " << cut;
   }
 }
 
@@ -69,15 +66,13 @@ TEST(Crc32cTest, PathsAgreeOnRandomBuffersAndAlignments) {
     GTEST_LOG_(INFO) << "SSE4.2 not available; checking the portable path only";
   }
   for (size_t align = 0; align < 16; ++align) {
-    for (size_t n : {0,  1,  2,  3,  4,  5,  7,   8,    9,    15,
-                     16, 17, 31, 63, 64, 65, 255, 1000, 4095, 4096}) {
+    for (size_t n :
+         {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 63, 64, 65, 255, 1000, 4095, 4096}) {
       const uint8_t* p = buffer.data() + align;
       uint32_t want = reference_crc32c(p, n);
-      EXPECT_EQ(internal::crc32c_extend_portable(0, p, n), want)
-          << "n " << n << " align " << align;
+      EXPECT_EQ(internal::crc32c_extend_portable(0, p, n), want) << "n " << n << " align " << align;
       if (hw) {
-        EXPECT_EQ(internal::crc32c_extend_sse42(0, p, n), want)
-            << "n " << n << " align " << align;
+        EXPECT_EQ(internal::crc32c_extend_sse42(0, p, n), want) << "n " << n << " align " << align;
       }
       EXPECT_EQ(crc32c(p, n), want);
     }

@@ -6,9 +6,8 @@
 #include <string>
 
 #include "fastnn/errors.h"
-#include "src/io/protobuf_log.h"
-
 #include "fastnn/example.pb.h"
+#include "src/io/protobuf_log.h"
 
 namespace fastnn::io {
 namespace {
@@ -101,15 +100,12 @@ TEST(ExampleTest, EncodingIsDeterministicAndUsesTfSlimKeys) {
 //     value (2) 12 05 <Feature>: bytes_list (1) 0a 03 <BytesList>:
 //               value (1) 0a 01 'P'
 TEST(ExampleTest, DecodesHandWrittenWireBytes) {
-  const std::string entry_label = std::string("\x0a\x11") +
-                                  "image/class/label" +
-                                  "\x12\x05\x1a\x03\x0a\x01\x07";
-  const std::string entry_image =
-      std::string("\x0a\x05") + "image" + "\x12\x05\x0a\x03\x0a\x01P";
+  const std::string entry_label =
+      std::string("\x0a\x11") + "image/class/label" + "\x12\x05\x1a\x03\x0a\x01\x07";
+  const std::string entry_image = std::string("\x0a\x05") + "image" + "\x12\x05\x0a\x03\x0a\x01P";
   ASSERT_EQ(entry_label.size(), 26u);
   ASSERT_EQ(entry_image.size(), 14u);
-  const std::string features =
-      "\x0a\x1a" + entry_label + "\x0a\x0e" + entry_image;
+  const std::string features = "\x0a\x1a" + entry_label + "\x0a\x0e" + entry_image;
   ASSERT_EQ(features.size(), 44u);
   const std::string example = "\x0a\x2c" + features;
   ExampleKeys keys;
@@ -123,17 +119,15 @@ TEST(ExampleTest, DecodesHandWrittenWireBytes) {
 
 TEST(ExampleTest, UnpackedInt64ListIsAccepted) {
   // Int64List.value written unpacked (tag 08, varint 05), as old writers may.
-  const std::string label_entry = std::string("\x0a\x11") +
-                                  "image/class/label" +
-                                  "\x12\x04\x1a\x02\x08\x05";
+  const std::string label_entry =
+      std::string("\x0a\x11") + "image/class/label" + "\x12\x04\x1a\x02\x08\x05";
   Example ex = base_example();
   ex.mutable_features()->mutable_feature()->erase("image/class/label");
   std::string bytes = serialize(ex);
   // Append a second Example.features chunk; protobuf merges repeated message
   // fields, so the map gains the unpacked label entry.
-  bytes += "\x0a" + std::string(1, static_cast<char>(label_entry.size() + 2)) +
-           "\x0a" + std::string(1, static_cast<char>(label_entry.size())) +
-           label_entry;
+  bytes += "\x0a" + std::string(1, static_cast<char>(label_entry.size() + 2)) + "\x0a" +
+           std::string(1, static_cast<char>(label_entry.size())) + label_entry;
   EXPECT_EQ(decode_image_example(bytes).label, 5);
 }
 
@@ -141,18 +135,15 @@ TEST(ExampleTest, LabelAsSingleElementList) {
   Example ex = base_example();
   EXPECT_EQ(decode_image_example(serialize(ex)).label, 4);
   feature(&ex, "image/class/label").mutable_int64_list()->add_value(5);
-  EXPECT_EQ(error_of(serialize(ex)),
-            "feature 'image/class/label' has 2 values, expected 1");
+  EXPECT_EQ(error_of(serialize(ex)), "feature 'image/class/label' has 2 values, expected 1");
   feature(&ex, "image/class/label").mutable_int64_list()->clear_value();
-  EXPECT_EQ(error_of(serialize(ex)),
-            "feature 'image/class/label' has 0 values, expected 1");
+  EXPECT_EQ(error_of(serialize(ex)), "feature 'image/class/label' has 0 values, expected 1");
 }
 
 TEST(ExampleTest, WrongTypes) {
   Example ex = base_example();
   feature(&ex, "image/encoded").mutable_int64_list()->add_value(1);
-  EXPECT_EQ(error_of(serialize(ex)),
-            "feature 'image/encoded' is int64_list, expected bytes_list");
+  EXPECT_EQ(error_of(serialize(ex)), "feature 'image/encoded' is int64_list, expected bytes_list");
 
   ex = base_example();
   feature(&ex, "image/class/label").mutable_float_list()->add_value(1.0f);
@@ -161,8 +152,7 @@ TEST(ExampleTest, WrongTypes) {
 
   ex = base_example();
   feature(&ex, "image/height").mutable_bytes_list()->add_value("28");
-  EXPECT_EQ(error_of(serialize(ex)),
-            "feature 'image/height' is bytes_list, expected int64_list");
+  EXPECT_EQ(error_of(serialize(ex)), "feature 'image/height' is bytes_list, expected int64_list");
 
   ex = base_example();
   feature(&ex, "image/format").Clear();
@@ -204,8 +194,7 @@ TEST(ExampleTest, CustomKeys) {
 }
 
 TEST(ExampleTest, GarbageBytes) {
-  EXPECT_EQ(error_of("\xff\xff\xff\xff"),
-            "not a tf.train.Example (protobuf parse failed)");
+  EXPECT_EQ(error_of("\xff\xff\xff\xff"), "not a tf.train.Example (protobuf parse failed)");
   std::string good = encode_image_example({"data", "png", 1, 2, 3});
   EXPECT_EQ(error_of(good.substr(0, good.size() - 3)),
             "not a tf.train.Example (protobuf parse failed)");

@@ -54,12 +54,8 @@ uint8_t at(const Image& img, int y, int x, int c) {
 
 // Test-only JPEG writer: libjpeg compression into memory. in_space is
 // JCS_GRAYSCALE, JCS_RGB or JCS_CMYK with 1, 3 or 4 bytes per pixel.
-std::string encode_jpeg(const std::vector<uint8_t>& pixels,
-                        int height,
-                        int width,
-                        J_COLOR_SPACE in_space,
-                        int components,
-                        bool progressive = false) {
+std::string encode_jpeg(const std::vector<uint8_t>& pixels, int height, int width,
+                        J_COLOR_SPACE in_space, int components, bool progressive = false) {
   jpeg_compress_struct cinfo;
   jpeg_error_mgr err;
   cinfo.err = jpeg_std_error(&err);
@@ -76,8 +72,8 @@ std::string encode_jpeg(const std::vector<uint8_t>& pixels,
   if (progressive) jpeg_simple_progression(&cinfo);
   jpeg_start_compress(&cinfo, TRUE);
   while (cinfo.next_scanline < cinfo.image_height) {
-    JSAMPROW row = const_cast<uint8_t*>(pixels.data()) +
-                   size_t(cinfo.next_scanline) * width * components;
+    JSAMPROW row =
+        const_cast<uint8_t*>(pixels.data()) + size_t(cinfo.next_scanline) * width * components;
     jpeg_write_scanlines(&cinfo, &row, 1);
   }
   jpeg_finish_compress(&cinfo);
@@ -88,10 +84,7 @@ std::string encode_jpeg(const std::vector<uint8_t>& pixels,
 }
 
 // Test-only PNG writer for formats encode_png does not produce.
-std::string write_png(png_uint_32 format,
-                      int height,
-                      int width,
-                      const std::vector<uint8_t>& buffer,
+std::string write_png(png_uint_32 format, int height, int width, const std::vector<uint8_t>& buffer,
                       const std::vector<uint8_t>& colormap = {}) {
   png_image image;
   std::memset(&image, 0, sizeof(image));
@@ -102,19 +95,17 @@ std::string write_png(png_uint_32 format,
   image.colormap_entries = static_cast<png_uint_32>(colormap.size() / 3);
   png_alloc_size_t size = 0;
   const void* cmap = colormap.empty() ? nullptr : colormap.data();
-  EXPECT_TRUE(
-      png_image_write_get_memory_size(image, size, 0, buffer.data(), 0, cmap));
+  EXPECT_TRUE(png_image_write_get_memory_size(image, size, 0, buffer.data(), 0, cmap));
   std::string out(size, '\0');
-  EXPECT_TRUE(png_image_write_to_memory(
-      &image, out.data(), &size, 0, buffer.data(), 0, cmap));
+  EXPECT_TRUE(png_image_write_to_memory(&image, out.data(), &size, 0, buffer.data(), 0, cmap));
   out.resize(size);
   return out;
 }
 
 // A region decode of rows [top, top + height) and columns [left, left +
 // width); min_side > 0 lets JPEG decode at a DCT scale down to that size.
-DecodeOptions crop_options(
-    int channels, int top, int left, int height, int width, int min_side = 0) {
+DecodeOptions crop_options(int channels, int top, int left, int height, int width,
+                           int min_side = 0) {
   DecodeOptions o;
   o.channels = channels;
   o.crop_top = top;
@@ -134,14 +125,14 @@ std::string error_of(const std::string& bytes, int channels = 0) {
   return "";
 }
 
-::testing::AssertionResult near(
-    const Image& img, int y, int x, std::vector<int> want, int tolerance) {
+::testing::AssertionResult near(const Image& img, int y, int x, std::vector<int> want,
+                                int tolerance) {
   for (int c = 0; c < img.channels; ++c) {
     int got = at(img, y, x, c);
     if (std::abs(got - want[c]) > tolerance) {
       return ::testing::AssertionFailure()
-             << "pixel (" << y << "," << x << ") channel " << c << " is " << got
-             << ", want " << want[c] << " +- " << tolerance;
+             << "pixel (" << y << "," << x << ") channel " << c << " is " << got << ", want "
+             << want[c] << " +- " << tolerance;
     }
   }
   return ::testing::AssertionSuccess();
@@ -185,8 +176,7 @@ TEST(ImageCodecTest, PngForcedChannels) {
     }
   }
 
-  const uint8_t colors[4][3] = {
-      {0, 0, 0}, {255, 255, 255}, {128, 128, 128}, {255, 0, 0}};
+  const uint8_t colors[4][3] = {{0, 0, 0}, {255, 255, 255}, {128, 128, 128}, {255, 0, 0}};
   Image back = decode_image(encode_png(quadrants(colors, 3)), 1);
   ASSERT_EQ(back.channels, 1);
   EXPECT_TRUE(near(back, 0, 0, {0}, 0));
@@ -215,8 +205,7 @@ TEST(ImageCodecTest, PaletteDecodesAsRgb) {
   std::string png = write_png(PNG_FORMAT_RGB_COLORMAP, 2, 2, indices, colormap);
   Image img = decode_image(png);
   ASSERT_EQ(img.channels, 3);
-  EXPECT_EQ(img.pixels,
-            (std::vector<uint8_t>{255, 0, 0, 0, 0, 255, 0, 0, 255, 255, 0, 0}));
+  EXPECT_EQ(img.pixels, (std::vector<uint8_t>{255, 0, 0, 0, 0, 255, 0, 0, 255, 255, 0, 0}));
 }
 
 TEST(ImageCodecTest, GarbageAndCorruptPng) {
@@ -225,8 +214,7 @@ TEST(ImageCodecTest, GarbageAndCorruptPng) {
             "6c 6c)");
   EXPECT_EQ(error_of(""), "undecodable image: neither PNG nor JPEG (0 bytes)");
   std::string png = encode_png(make_image(16, 16, 3));
-  for (size_t cut :
-       {size_t{8}, size_t{20}, size_t{40}, png.size() / 2, png.size() - 13}) {
+  for (size_t cut : {size_t{8}, size_t{20}, size_t{40}, png.size() / 2, png.size() - 13}) {
     std::string msg = error_of(png.substr(0, cut));
     EXPECT_EQ(msg.rfind("undecodable PNG: ", 0), 0u) << cut << ": " << msg;
   }
@@ -249,13 +237,11 @@ TEST(ImageCodecTest, PngHeaderClaimingHugeSizeIsRejected) {
   for (int i = 0; i < 4; ++i) {
     png[29 + i] = static_cast<char>(crc >> (24 - 8 * i));
   }
-  EXPECT_EQ(error_of(png),
-            "undecodable PNG: size 100000x100000 is empty or too large");
+  EXPECT_EQ(error_of(png), "undecodable PNG: size 100000x100000 is empty or too large");
 }
 
 TEST(ImageCodecTest, JpegDecodeRgb) {
-  const uint8_t colors[4][3] = {
-      {255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {200, 200, 40}};
+  const uint8_t colors[4][3] = {{255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {200, 200, 40}};
   std::string jpeg = encode_jpeg(quadrants(colors, 3), 95);
   ASSERT_EQ(sniff_format(jpeg), ImageFormat::kJpeg);
   Image img = decode_image(jpeg);
@@ -305,8 +291,7 @@ TEST(ImageCodecTest, JpegCmykIsConvertedToRgb) {
 
 TEST(ImageCodecTest, CorruptJpegIsDataError) {
   std::string jpeg = encode_jpeg(make_image(32, 32, 3), 95);
-  for (size_t cut :
-       {size_t{3}, size_t{10}, size_t{100}, jpeg.size() / 2, jpeg.size() - 2}) {
+  for (size_t cut : {size_t{3}, size_t{10}, size_t{100}, jpeg.size() / 2, jpeg.size() - 2}) {
     std::string msg = error_of(jpeg.substr(0, cut));
     EXPECT_EQ(msg.rfind("undecodable JPEG: ", 0), 0u) << cut << ": " << msg;
   }
@@ -335,10 +320,8 @@ Image textured(int height, int width) {
       for (int c = 0; c < 3; ++c) {
         state = state * 1664525u + 1013904223u;
         int v = (x * (c + 1) * 255) / width / 2 + (y * 255) / height / 3 +
-                (x > width / 3 && y > height / 2 ? 60 : 0) +
-                static_cast<int>(state >> 28) - 8;
-        img.pixels[(size_t(y) * width + x) * 3 + c] =
-            static_cast<uint8_t>(std::clamp(v, 0, 255));
+                (x > width / 3 && y > height / 2 ? 60 : 0) + static_cast<int>(state >> 28) - 8;
+        img.pixels[(size_t(y) * width + x) * 3 + c] = static_cast<uint8_t>(std::clamp(v, 0, 255));
       }
     }
   }
@@ -379,8 +362,7 @@ TEST(ImageCodecTest, RegionAtFullScaleEqualsFullDecode) {
   for (int y = 0; y < 50; ++y) {
     for (int x = 45 - 32; x < 45 + 61 - 32; ++x) {
       for (int c = 0; c < 3; ++c) {
-        max_diff = std::max(max_diff, std::abs(at(r.image, y, x, c) -
-                                               at(full, y + 37, x + 32, c)));
+        max_diff = std::max(max_diff, std::abs(at(r.image, y, x, c) - at(full, y + 37, x + 32, c)));
       }
     }
   }
@@ -390,15 +372,14 @@ TEST(ImageCodecTest, RegionAtFullScaleEqualsFullDecode) {
 // The region's pixels against the same window of the full decode.
 int region_vs_full(const std::string& jpeg, int channels) {
   const Image full = decode_image(jpeg, channels);
-  const DecodedRegion r =
-      decode_region(jpeg, crop_options(channels, 21, 19, 40, 50));
+  const DecodedRegion r = decode_region(jpeg, crop_options(channels, 21, 19, 40, 50));
   int max_diff = 0;
   for (int y = 0; y < 40; ++y) {
     for (int x = 0; x < 50; ++x) {
       for (int c = 0; c < full.channels; ++c) {
         const int ry = 21 + y - r.origin_top, rx = 19 + x - r.origin_left;
-        max_diff = std::max(max_diff, std::abs(at(r.image, ry, rx, c) -
-                                               at(full, 21 + y, 19 + x, c)));
+        max_diff =
+            std::max(max_diff, std::abs(at(r.image, ry, rx, c) - at(full, 21 + y, 19 + x, c)));
       }
     }
   }
@@ -410,8 +391,7 @@ TEST(ImageCodecTest, RegionOfProgressiveGrayAndCmykJpegs) {
   std::vector<uint8_t> gray, cmyk;
   for (size_t i = 0; i < rgb.pixels.size(); i += 3) {
     gray.push_back(rgb.pixels[i]);
-    cmyk.insert(cmyk.end(), {rgb.pixels[i], rgb.pixels[i + 1],
-                             rgb.pixels[i + 2], 200});
+    cmyk.insert(cmyk.end(), {rgb.pixels[i], rgb.pixels[i + 1], rgb.pixels[i + 2], 200});
   }
   EXPECT_EQ(region_vs_full(encode_jpeg(rgb.pixels, 90, 110, JCS_RGB, 3, true), 3), 0);
   EXPECT_EQ(region_vs_full(encode_jpeg(gray, 90, 110, JCS_GRAYSCALE, 1), 1), 0);
@@ -463,12 +443,10 @@ TEST(ImageCodecTest, RegionPicksTheSmallestSufficientDctScale) {
   std::transform(lower.begin(), lower.end(), lower.begin(), [](char c) {
     return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   });
-  if (msg.rfind("undecodable JPEG: ", 0) == 0 &&
-      lower.find("premature end") != std::string::npos) {
+  if (msg.rfind("undecodable JPEG: ", 0) == 0 && lower.find("premature end") != std::string::npos) {
     return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionFailure()
-         << "'" << msg << "' is not a premature-end JPEG error";
+  return ::testing::AssertionFailure() << "'" << msg << "' is not a premature-end JPEG error";
 }
 
 std::string region_error_of(const std::string& bytes, const DecodeOptions& o) {
@@ -486,9 +464,9 @@ TEST(ImageCodecTest, JpegCutInsideItsScanIsDataErrorOnEveryPath) {
   const std::string jpeg = encode_jpeg(textured(120, 170), 90);
   const size_t sos = jpeg.find("\xFF\xDA");
   ASSERT_NE(sos, std::string::npos);
-  const size_t scan = sos + 2 +
-                      (size_t{static_cast<uint8_t>(jpeg[sos + 2])} << 8 |
-                       static_cast<uint8_t>(jpeg[sos + 3]));
+  const size_t scan =
+      sos + 2 +
+      (size_t{static_cast<uint8_t>(jpeg[sos + 2])} << 8 | static_cast<uint8_t>(jpeg[sos + 3]));
   const size_t eoi = jpeg.size() - 2;
   ASSERT_EQ(jpeg.substr(eoi), "\xFF\xD9");
   ASSERT_GT(eoi, scan + 1000);

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "fastnn/errors.h"
@@ -52,11 +52,29 @@ std::string base64_decode(const std::string& in) {
 double element(const TfTensor& t, size_t i) {
   const char* p = t.bytes.data() + i * tf_dtype_bytes(t.dtype);
   switch (t.dtype) {
-    case kTfFloat: { float v; std::memcpy(&v, p, 4); return v; }
-    case kTfDouble: { double v; std::memcpy(&v, p, 8); return v; }
-    case kTfInt32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case kTfInt64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
-    default: ADD_FAILURE() << "no test decoding for " << tf_dtype_name(t.dtype); return 0;
+    case kTfFloat: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case kTfDouble: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case kTfInt32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case kTfInt64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
+    default:
+      ADD_FAILURE() << "no test decoding for " << tf_dtype_name(t.dtype);
+      return 0;
   }
 }
 
@@ -157,15 +175,17 @@ fs::path serving(const std::string& rel) { return data_root() / "tensorflow_serv
 
 TEST(TfCheckpointTest, AcceptsThePathsTensorflowUsersPass) {
   const fs::path v2 = serving("saved_model_half_plus_two_cpu/00000123/variables/variables");
-  for (const std::string& p : {v2.string(), v2.string() + ".index",
-                               v2.string() + ".data-00000-of-00001"}) {
+  for (const std::string& p :
+       {v2.string(), v2.string() + ".index", v2.string() + ".data-00000-of-00001"}) {
     const TfCheckpoint c = TfCheckpoint::open(p);
     EXPECT_EQ(c.format(), TfCheckpointFormat::kV2) << p;
     EXPECT_EQ(c.path(), v2.string()) << p;
     EXPECT_EQ(c.files().size(), 2u) << p;
   }
   const fs::path v1 = serving("session_bundle/half_plus_two/00000123/export");
-  for (const std::string& p : {v1.string() + "-00000-of-00001", v1.string() + "-????" "?-of-00001",
+  for (const std::string& p : {v1.string() + "-00000-of-00001",
+                               v1.string() + "-????"
+                                             "?-of-00001",
                                v1.string()}) {
     const TfCheckpoint c = TfCheckpoint::open(p);
     EXPECT_EQ(c.format(), TfCheckpointFormat::kV1) << p;
@@ -275,9 +295,8 @@ TEST(TfCheckpointTest, BadBytesAreDataErrorsNamingTheFileAndTheTensor) {
 TEST(TfCheckpointTest, NothingThereSaysWhatWasLookedFor) {
   const std::string e = error_of([] { TfCheckpoint::open("no/such/model.ckpt-5"); });
   EXPECT_NE(e.find("no/such/model.ckpt-5.index"), std::string::npos) << e;
-  const std::string not_tf = error_of([] {
-    TfCheckpoint::open((data_root() / "README.md").string());
-  });
+  const std::string not_tf =
+      error_of([] { TfCheckpoint::open((data_root() / "README.md").string()); });
   EXPECT_NE(not_tf.find("not a TensorFlow checkpoint"), std::string::npos) << not_tf;
 }
 

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "src/io/atomic_file.h"
 #include "fastnn/byte_source.h"
-#include "src/io/crc32c.h"
 #include "fastnn/errors.h"
+#include "src/io/atomic_file.h"
+#include "src/io/crc32c.h"
 
 namespace fastnn::io {
 namespace {
@@ -42,21 +42,8 @@ std::string make_record(size_t size, uint32_t seed) {
 
 std::vector<std::string> varied_records() {
   std::vector<std::string> records;
-  const size_t sizes[] = {0,
-                          1,
-                          2,
-                          3,
-                          7,
-                          8,
-                          12,
-                          100,
-                          1000,
-                          4096,
-                          65537,
-                          (size_t{1} << 20) + 3,
-                          3 << 20,
-                          0,
-                          5};
+  const size_t sizes[] = {0,       1, 2, 3, 7, 8, 12, 100, 1000, 4096, 65537, (size_t{1} << 20) + 3,
+                          3 << 20, 0, 5};
   uint32_t seed = 0;
   for (size_t n : sizes) {
     records.push_back(make_record(n, ++seed));
@@ -94,10 +81,8 @@ TFRecordReaderOptions skip_policy(double max_skipped_share = 1) {
   return o;
 }
 
-std::string error_of(std::string file,
-                     TFRecordReaderOptions options = TFRecordReaderOptions{}) {
-  TFRecordReader reader(memory_source(std::move(file), "data.tfrecord"),
-                        options);
+std::string error_of(std::string file, TFRecordReaderOptions options = TFRecordReaderOptions{}) {
+  TFRecordReader reader(memory_source(std::move(file), "data.tfrecord"), options);
   try {
     read_all(&reader);
   } catch (const DataError& e) {
@@ -106,13 +91,11 @@ std::string error_of(std::string file,
   return "";
 }
 
-::testing::AssertionResult contains(const std::string& text,
-                                    const std::string& part) {
+::testing::AssertionResult contains(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) {
     return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionFailure()
-         << "'" << text << "' does not contain '" << part << "'";
+  return ::testing::AssertionFailure() << "'" << text << "' does not contain '" << part << "'";
 }
 
 class TFRecordFileTest : public ::testing::Test {
@@ -122,12 +105,8 @@ class TFRecordFileTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
   }
-  void TearDown() override {
-    fs::remove_all(dir_);
-  }
-  std::string path(const std::string& name) const {
-    return (dir_ / name).string();
-  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
   std::vector<std::string> entries() const {
     std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(dir_)) {
@@ -149,9 +128,7 @@ class TrickleSource : public ByteSource {
     static_cast<char*>(dst)[0] = bytes_[pos_++];
     return 1;
   }
-  const std::string& name() const override {
-    return name_;
-  }
+  const std::string& name() const override { return name_; }
 
  private:
   std::string bytes_;
@@ -172,9 +149,7 @@ class FailingSource : public ByteSource {
     std::copy(bytes_.data(), bytes_.data() + k, static_cast<char*>(dst));
     return k;
   }
-  const std::string& name() const override {
-    return name_;
-  }
+  const std::string& name() const override { return name_; }
 
  private:
   std::string bytes_;
@@ -192,49 +167,16 @@ TEST(TFRecordFramingTest, GoldenBytesOfAbc) {
   EXPECT_EQ(crc32c("abc", 3), 0x364B3FB7u);
   EXPECT_EQ(mask_crc(0x364B3FB7u), 0x21F1576Eu);
   EXPECT_EQ(mask_crc(0x576C35E3u), 0x0E4999B0u);
-  EXPECT_EQ(frame_record("abc"),
-            bytes({0x03,
-                   0x00,
-                   0x00,
-                   0x00,
-                   0x00,
-                   0x00,
-                   0x00,
-                   0x00,
-                   0xb0,
-                   0x99,
-                   0x49,
-                   0x0e,
-                   0x61,
-                   0x62,
-                   0x63,
-                   0x6e,
-                   0x57,
-                   0xf1,
-                   0x21}));
+  EXPECT_EQ(frame_record("abc"), bytes({0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xb0, 0x99,
+                                        0x49, 0x0e, 0x61, 0x62, 0x63, 0x6e, 0x57, 0xf1, 0x21}));
 }
 
 TEST(TFRecordFramingTest, GoldenBytesOfEmptyRecord) {
   // crc32c(8 zero bytes) = 0x8C28B28A, masked = 0x07980329;
   // crc32c("") = 0, masked = 0xA282EAD8.
   EXPECT_EQ(crc32c(std::string(8, '\0').data(), 8), 0x8C28B28Au);
-  EXPECT_EQ(frame_record(""),
-            bytes({0x00,
-                   0x00,
-                   0x00,
-                   0x00,
-                   0x00,
-                   0x00,
-                   0x00,
-                   0x00,
-                   0x29,
-                   0x03,
-                   0x98,
-                   0x07,
-                   0xd8,
-                   0xea,
-                   0x82,
-                   0xa2}));
+  EXPECT_EQ(frame_record(""), bytes({0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x29, 0x03,
+                                     0x98, 0x07, 0xd8, 0xea, 0x82, 0xa2}));
 }
 
 TEST(TFRecordReaderTest, MemoryRoundTripWithOffsets) {
@@ -269,16 +211,13 @@ TEST(TFRecordReaderTest, EmptySourceIsCleanEof) {
 }
 
 TEST(TFRecordReaderTest, FlippedDataByteNamesFileRecordAndOffset) {
-  std::vector<std::string> records = {
-      "first", "second", "third record", "fourth"};
+  std::vector<std::string> records = {"first", "second", "third record", "fourth"};
   std::vector<uint64_t> offsets;
   std::string file = frame_all(records, &offsets);
   file[offsets[2] + 12 + 4] ^= 0x01;
   std::string msg = error_of(file);
-  EXPECT_TRUE(contains(msg,
-                       "data.tfrecord: record 2 at offset " +
-                           std::to_string(offsets[2]) +
-                           ": data CRC mismatch (stored 0x"));
+  EXPECT_TRUE(contains(msg, "data.tfrecord: record 2 at offset " + std::to_string(offsets[2]) +
+                                ": data CRC mismatch (stored 0x"));
   EXPECT_TRUE(contains(msg, ", computed 0x"));
 }
 
@@ -292,10 +231,8 @@ TEST(TFRecordReaderTest, FlippedLengthByteIsLengthCrcError) {
   std::vector<uint64_t> offsets;
   std::string file = frame_all({"one", "two", "three"}, &offsets);
   file[offsets[1]] ^= 0x04;
-  EXPECT_TRUE(contains(error_of(file),
-                       "data.tfrecord: record 1 at offset " +
-                           std::to_string(offsets[1]) +
-                           ": length CRC mismatch"));
+  EXPECT_TRUE(contains(error_of(file), "data.tfrecord: record 1 at offset " +
+                                           std::to_string(offsets[1]) + ": length CRC mismatch"));
 }
 
 TEST(TFRecordReaderTest, HugeLengthWithBadCrcIsLengthCrcError) {
@@ -343,9 +280,7 @@ TEST(TFRecordReaderTest, TruncationAtEveryCutPoint) {
       EXPECT_EQ(msg, "") << "cut " << cut;
     } else {
       EXPECT_TRUE(contains(msg, "truncated")) << "cut " << cut;
-      EXPECT_TRUE(
-          contains(msg, "at offset " + std::to_string(offsets[complete])))
-          << "cut " << cut;
+      EXPECT_TRUE(contains(msg, "at offset " + std::to_string(offsets[complete]))) << "cut " << cut;
     }
 
     TFRecordReader reader(memory_source(part, "part"), skip_policy());
@@ -361,14 +296,12 @@ TEST(TFRecordReaderTest, TruncationAtEveryCutPoint) {
 
 TEST(TFRecordReaderTest, TruncationMessages) {
   std::string file = frame_all({"0123456789"});
-  EXPECT_TRUE(
-      contains(error_of(file.substr(0, 5)),
-               "record 0 at offset 0: truncated header (5 of 12 bytes)"));
+  EXPECT_TRUE(contains(error_of(file.substr(0, 5)),
+                       "record 0 at offset 0: truncated header (5 of 12 bytes)"));
   EXPECT_TRUE(contains(error_of(file.substr(0, 16)),
                        "truncated record (header says 10 bytes, file ends "
                        "after 4)"));
-  EXPECT_TRUE(contains(error_of(file.substr(0, 24)),
-                       "truncated record (data CRC: 2 of 4 bytes)"));
+  EXPECT_TRUE(contains(error_of(file.substr(0, 24)), "truncated record (data CRC: 2 of 4 bytes)"));
 }
 
 TEST(TFRecordReaderTest, SkipPolicyContinuesPastDataCrcErrors) {
@@ -393,12 +326,11 @@ TEST(TFRecordReaderTest, SkipPolicyContinuesPastDataCrcErrors) {
   EXPECT_EQ(got[6], "record-8");
   EXPECT_EQ(reader.stats().records, 8u);
   EXPECT_EQ(reader.stats().skipped, 2u);
-  EXPECT_EQ(reader.stats().skipped_bytes,
-            2 * (kRecordOverheadBytes + records[3].size()));
+  EXPECT_EQ(reader.stats().skipped_bytes, 2 * (kRecordOverheadBytes + records[3].size()));
   ASSERT_EQ(reader.skip_reasons().size(), 2u);
-  EXPECT_TRUE(contains(reader.skip_reasons()[0],
-                       "data.tfrecord: record 3 at offset " +
-                           std::to_string(offsets[3]) + ": data CRC mismatch"));
+  EXPECT_TRUE(contains(
+      reader.skip_reasons()[0],
+      "data.tfrecord: record 3 at offset " + std::to_string(offsets[3]) + ": data CRC mismatch"));
   EXPECT_TRUE(contains(reader.skip_reasons()[1], "record 7 at offset"));
 }
 
@@ -426,11 +358,8 @@ std::vector<std::string> thousand_records() {
 
 // Reads everything and checks that exactly records [lost_begin, lost_end)
 // are missing, each other record at its own offset.
-void expect_all_but(TFRecordReader* reader,
-                    const std::vector<std::string>& records,
-                    const std::vector<uint64_t>& offsets,
-                    size_t lost_begin,
-                    size_t lost_end) {
+void expect_all_but(TFRecordReader* reader, const std::vector<std::string>& records,
+                    const std::vector<uint64_t>& offsets, size_t lost_begin, size_t lost_end) {
   std::string record;
   size_t i = 0;
   while (reader->next(&record)) {
@@ -443,11 +372,9 @@ void expect_all_but(TFRecordReader* reader,
     ++i;
   }
   EXPECT_EQ(i, records.size());
-  EXPECT_EQ(reader->stats().records,
-            records.size() - (lost_end - lost_begin));
+  EXPECT_EQ(reader->stats().records, records.size() - (lost_end - lost_begin));
   EXPECT_EQ(reader->stats().skipped, 1u);
-  EXPECT_EQ(reader->stats().skipped_bytes,
-            offsets[lost_end] - offsets[lost_begin]);
+  EXPECT_EQ(reader->stats().skipped_bytes, offsets[lost_end] - offsets[lost_begin]);
   EXPECT_EQ(reader->stats().skipped_truncated, 0u);
 }
 
@@ -463,25 +390,20 @@ TEST(TFRecordReaderTest, SkipPolicyResyncsAfterFlippedLengthBit) {
   {
     TFRecordReader reader(memory_source(file, "data.tfrecord"), options);
     expect_all_but(&reader, records, offsets, 10, 11);
-    EXPECT_EQ(reader.stats().skipped_bytes,
-              kRecordOverheadBytes + records[10].size());
+    EXPECT_EQ(reader.stats().skipped_bytes, kRecordOverheadBytes + records[10].size());
     ASSERT_EQ(reader.skip_reasons().size(), 1u);
+    EXPECT_TRUE(contains(reader.skip_reasons()[0], "data.tfrecord: record 10 at offset " +
+                                                       std::to_string(offsets[10]) +
+                                                       ": length CRC mismatch"));
     EXPECT_TRUE(contains(reader.skip_reasons()[0],
-                         "data.tfrecord: record 10 at offset " +
-                             std::to_string(offsets[10]) +
-                             ": length CRC mismatch"));
-    EXPECT_TRUE(contains(
-        reader.skip_reasons()[0],
-        "; " + std::to_string(offsets[11] - offsets[10]) + " bytes skipped"));
+                         "; " + std::to_string(offsets[11] - offsets[10]) + " bytes skipped"));
   }
   // The same through one-byte reads, so the look-ahead refills often.
   TFRecordReader trickle(std::make_unique<TrickleSource>(file), options);
   expect_all_but(&trickle, records, offsets, 10, 11);
   // The fail policy is unchanged.
-  EXPECT_TRUE(contains(error_of(file),
-                       "data.tfrecord: record 10 at offset " +
-                           std::to_string(offsets[10]) +
-                           ": length CRC mismatch"));
+  EXPECT_TRUE(contains(error_of(file), "data.tfrecord: record 10 at offset " +
+                                           std::to_string(offsets[10]) + ": length CRC mismatch"));
 }
 
 TEST(TFRecordReaderTest, SkipPolicyResyncsAfterBytesInsertedIntoData) {
@@ -499,8 +421,7 @@ TEST(TFRecordReaderTest, SkipPolicyResyncsAfterBytesInsertedIntoData) {
   expect_all_but(&reader, records, offsets, 5, 6);
   ASSERT_EQ(reader.skip_reasons().size(), 1u);
   EXPECT_TRUE(contains(reader.skip_reasons()[0],
-                       "record 5 at offset " + std::to_string(offsets[5]) +
-                           ": data CRC mismatch"));
+                       "record 5 at offset " + std::to_string(offsets[5]) + ": data CRC mismatch"));
 }
 
 TEST(TFRecordReaderTest, SkipPolicyFailsWhenMoreThanMaxSkippedShareIsLost) {
@@ -515,20 +436,16 @@ TEST(TFRecordReaderTest, SkipPolicyFailsWhenMoreThanMaxSkippedShareIsLost) {
   }
   const uint64_t lost = offsets[301] - offsets[100];
   char share[32];
-  std::snprintf(share,
-                sizeof(share),
-                "(%.1f %%)",
-                100 * (static_cast<double>(lost) /
-                       static_cast<double>(file.size())));
+  std::snprintf(share, sizeof(share), "(%.1f %%)",
+                100 * (static_cast<double>(lost) / static_cast<double>(file.size())));
   ASSERT_GT(lost, file.size() / 10);
 
   const std::string msg = error_of(file, skip_policy(0.1));
-  EXPECT_TRUE(contains(msg, "data.tfrecord: " + std::to_string(lost) +
-                                " of " + std::to_string(file.size()) +
-                                " bytes " + share + " skipped as corrupt"));
+  EXPECT_TRUE(contains(msg, "data.tfrecord: " + std::to_string(lost) + " of " +
+                                std::to_string(file.size()) + " bytes " + share +
+                                " skipped as corrupt"));
   EXPECT_TRUE(contains(msg, "max_skipped_share = 0.1"));
-  EXPECT_TRUE(contains(msg, "record 100 at offset " +
-                                std::to_string(offsets[100])));
+  EXPECT_TRUE(contains(msg, "record 100 at offset " + std::to_string(offsets[100])));
 
   EXPECT_EQ(error_of(file, skip_policy(0.5)), "");
   TFRecordReader reader(memory_source(file, "data.tfrecord"), skip_policy(1));
@@ -536,10 +453,8 @@ TEST(TFRecordReaderTest, SkipPolicyFailsWhenMoreThanMaxSkippedShareIsLost) {
 }
 
 TEST(TFRecordReaderTest, MaxSkippedShareOutsideUnitIntervalIsRejected) {
-  EXPECT_THROW(TFRecordReader(memory_source("", "f"), skip_policy(1.5)),
-               std::invalid_argument);
-  EXPECT_THROW(TFRecordReader(memory_source("", "f"), skip_policy(-0.1)),
-               std::invalid_argument);
+  EXPECT_THROW(TFRecordReader(memory_source("", "f"), skip_policy(1.5)), std::invalid_argument);
+  EXPECT_THROW(TFRecordReader(memory_source("", "f"), skip_policy(-0.1)), std::invalid_argument);
 }
 
 TEST(TFRecordReaderTest, SkipReasonsAreCapped) {
@@ -557,9 +472,8 @@ TEST(TFRecordReaderTest, SkipReasonsAreCapped) {
 }
 
 TEST(TFRecordReaderTest, IoErrorsThrowEvenUnderSkipPolicy) {
-  TFRecordReader reader(
-      std::make_unique<FailingSource>(frame_all({"a"}) + "\x01\x02"),
-      skip_policy());
+  TFRecordReader reader(std::make_unique<FailingSource>(frame_all({"a"}) + "\x01\x02"),
+                        skip_policy());
   std::string record;
   EXPECT_THROW(
       {
@@ -649,8 +563,7 @@ TEST_F(TFRecordFileTest, OpenMissingFileIsDataError) {
     open_file(file);
     FAIL() << "no error";
   } catch (const DataError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "cannot open '" + file + "': No such file or directory");
+    EXPECT_EQ(std::string(e.what()), "cannot open '" + file + "': No such file or directory");
   }
   EXPECT_THROW(read_file(file), DataError);
 }
@@ -706,10 +619,8 @@ bool write_past_file_size_limit(const std::string& file) {
 
 TEST_F(TFRecordFileTest, WriteErrorIsDataErrorAndLeavesNoFile) {
   const std::string file = path("big.tfrecord");
-  EXPECT_EXIT(
-      std::exit(write_past_file_size_limit(file) && entries().empty() ? 0 : 1),
-      ::testing::ExitedWithCode(0),
-      "");
+  EXPECT_EXIT(std::exit(write_past_file_size_limit(file) && entries().empty() ? 0 : 1),
+              ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -18,9 +18,7 @@ class AlexNetV2 : public ::testing::Test {
     torch::manual_seed(0);
     model_ = testing::create("alexnet_v2", 1000);
   }
-  static void TearDownTestSuite() {
-    model_.reset();
-  }
+  static void TearDownTestSuite() { model_.reset(); }
   static std::shared_ptr<ClassifierImpl> model_;
 };
 std::shared_ptr<ClassifierImpl> AlexNetV2::model_;
@@ -47,14 +45,13 @@ TEST_F(AlexNetV2, ParameterCountMatchesTFSlim) {
 
 TEST_F(AlexNetV2, TFSlimVariableNamesAndShapes) {
   EXPECT_EQ(model_variables(*model_).size(), 16u);
-  testing::expect_variables(*model_,
-                            {{"alexnet_v2/conv1/weights", {11, 11, 3, 64}},
-                             {"alexnet_v2/conv1/biases", {64}},
-                             {"alexnet_v2/conv5/weights", {3, 3, 384, 256}},
-                             {"alexnet_v2/fc6/weights", {5, 5, 256, 4096}},
-                             {"alexnet_v2/fc7/weights", {1, 1, 4096, 4096}},
-                             {"alexnet_v2/fc8/weights", {1, 1, 4096, 1000}},
-                             {"alexnet_v2/fc8/biases", {1000}}});
+  testing::expect_variables(*model_, {{"alexnet_v2/conv1/weights", {11, 11, 3, 64}},
+                                      {"alexnet_v2/conv1/biases", {64}},
+                                      {"alexnet_v2/conv5/weights", {3, 3, 384, 256}},
+                                      {"alexnet_v2/fc6/weights", {5, 5, 256, 4096}},
+                                      {"alexnet_v2/fc7/weights", {1, 1, 4096, 4096}},
+                                      {"alexnet_v2/fc8/weights", {1, 1, 4096, 1000}},
+                                      {"alexnet_v2/fc8/biases", {1000}}});
   EXPECT_EQ(model_->regularized_weights().size(), 8u);
 }
 
@@ -71,8 +68,7 @@ TEST_F(AlexNetV2, ArgScopeInitializers) {
     } else {
       // xavier (uniform, fan_in + fan_out).
       const double limit =
-          std::sqrt(6.0 / static_cast<double>(t[0].numel() +
-                                              t.size(0) * t[0][0].numel()));
+          std::sqrt(6.0 / static_cast<double>(t[0].numel() + t.size(0) * t[0][0].numel()));
       EXPECT_LE(t.abs().max().item<double>(), limit) << v.name;
     }
   }
@@ -88,9 +84,7 @@ TEST(AlexNetV2Training, OneTrainingStepLowersTheLoss) {
   testing::expect_sgd_step_lowers_loss("alexnet_v2", 224, 2);
 }
 
-TEST(AlexNetV2Training, SaveLoadRoundTrip) {
-  testing::expect_round_trip("alexnet_v2", 224);
-}
+TEST(AlexNetV2Training, SaveLoadRoundTrip) { testing::expect_round_trip("alexnet_v2", 224); }
 
 }  // namespace
 }  // namespace fastnn::models

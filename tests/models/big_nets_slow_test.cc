@@ -14,9 +14,7 @@ TEST(OverFeatSlow, OneTrainingStepLowersTheLoss) {
   testing::expect_sgd_step_lowers_loss("overfeat", 231, 2);
 }
 
-TEST(OverFeatSlow, SaveLoadRoundTrip) {
-  testing::expect_round_trip("overfeat", 231);
-}
+TEST(OverFeatSlow, SaveLoadRoundTrip) { testing::expect_round_trip("overfeat", 231); }
 
 const char* const kVggs[] = {"vgg_a", "vgg_16", "vgg_19"};
 
@@ -27,16 +25,11 @@ TEST(VggSlow, OneTrainingStepLowersTheLoss) {
 }
 
 TEST(VggSlow, SaveLoadRoundTrip) {
-  for (const char* name : kVggs)
-    testing::expect_round_trip(name, 224, 1);
+  for (const char* name : kVggs) testing::expect_round_trip(name, 224, 1);
 }
 
-const char* const kDeepResNets[] = {"resnet_v1_101",
-                                    "resnet_v1_152",
-                                    "resnet_v1_200",
-                                    "resnet_v2_101",
-                                    "resnet_v2_152",
-                                    "resnet_v2_200"};
+const char* const kDeepResNets[] = {"resnet_v1_101", "resnet_v1_152", "resnet_v1_200",
+                                    "resnet_v2_101", "resnet_v2_152", "resnet_v2_200"};
 
 TEST(ResNetSlow, OneTrainingStepLowersTheLoss) {
   // float64 and a tiny step: see testing::sgd_step.
@@ -46,8 +39,7 @@ TEST(ResNetSlow, OneTrainingStepLowersTheLoss) {
 }
 
 TEST(ResNetSlow, SaveLoadRoundTrip) {
-  for (const char* name : kDeepResNets)
-    testing::expect_round_trip(name, 64);
+  for (const char* name : kDeepResNets) testing::expect_round_trip(name, 64);
 }
 
 }  // namespace

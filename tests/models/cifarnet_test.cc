@@ -41,13 +41,11 @@ TEST(CifarNet, LrnMatchesTFFormulaWithCifarNetParameters) {
       for (int64_t h = 0; h < 3; ++h) {
         for (int64_t w = 0; w < 2; ++w) {
           double sum = 0;
-          for (int64_t k = std::max<int64_t>(0, c - 4);
-               k <= std::min<int64_t>(channels - 1, c + 4);
+          for (int64_t k = std::max<int64_t>(0, c - 4); k <= std::min<int64_t>(channels - 1, c + 4);
                ++k) {
             sum += a[n][k][h][w] * a[n][k][h][w];
           }
-          const double want =
-              a[n][c][h][w] / std::pow(1.0 + 0.001 / 9.0 * sum, 0.75);
+          const double want = a[n][c][h][w] / std::pow(1.0 + 0.001 / 9.0 * sum, 0.75);
           worst = std::max(worst, std::abs(b[n][c][h][w] - want));
         }
       }
@@ -76,25 +74,18 @@ TEST(CifarNet, ParameterCountMatchesTFSlim) {
 TEST(CifarNet, TFSlimVariableNamesAndShapes) {
   auto m = create("cifarnet", 10);
   std::vector<std::string> names;
-  for (const auto& v : model_variables(*m))
-    names.push_back(v.name);
-  const std::vector<std::string> expected = {"CifarNet/conv1/weights",
-                                             "CifarNet/conv1/biases",
-                                             "CifarNet/conv2/weights",
-                                             "CifarNet/conv2/biases",
-                                             "CifarNet/fc3/weights",
-                                             "CifarNet/fc3/biases",
-                                             "CifarNet/fc4/weights",
-                                             "CifarNet/fc4/biases",
-                                             "CifarNet/logits/weights",
-                                             "CifarNet/logits/biases"};
+  for (const auto& v : model_variables(*m)) names.push_back(v.name);
+  const std::vector<std::string> expected = {"CifarNet/conv1/weights",  "CifarNet/conv1/biases",
+                                             "CifarNet/conv2/weights",  "CifarNet/conv2/biases",
+                                             "CifarNet/fc3/weights",    "CifarNet/fc3/biases",
+                                             "CifarNet/fc4/weights",    "CifarNet/fc4/biases",
+                                             "CifarNet/logits/weights", "CifarNet/logits/biases"};
   EXPECT_EQ(names, expected);
-  testing::expect_variables(*m,
-                            {{"CifarNet/conv1/weights", {5, 5, 3, 64}},
-                             {"CifarNet/conv2/weights", {5, 5, 64, 64}},
-                             {"CifarNet/fc3/weights", {4096, 384}},
-                             {"CifarNet/fc4/weights", {384, 192}},
-                             {"CifarNet/logits/weights", {192, 10}}});
+  testing::expect_variables(*m, {{"CifarNet/conv1/weights", {5, 5, 3, 64}},
+                                 {"CifarNet/conv2/weights", {5, 5, 64, 64}},
+                                 {"CifarNet/fc3/weights", {4096, 384}},
+                                 {"CifarNet/fc4/weights", {384, 192}},
+                                 {"CifarNet/logits/weights", {192, 10}}});
 }
 
 TEST(CifarNet, RegularizesFullyConnectedWeightsOnly) {
@@ -110,24 +101,20 @@ TEST(CifarNet, ArgScopeInitializers) {
   auto m = create("cifarnet", 10);
   // Weights: truncated normals cut at two stddevs (conv 0.05, fc 0.04,
   // logits 1/192). Biases: 0.1 on fc3 and fc4, zero elsewhere.
-  const std::map<std::string, double> stddev = {
-      {"CifarNet/conv1/weights", 0.05},
-      {"CifarNet/conv2/weights", 0.05},
-      {"CifarNet/fc3/weights", 0.04},
-      {"CifarNet/fc4/weights", 0.04},
-      {"CifarNet/logits/weights", 1 / 192.0}};
+  const std::map<std::string, double> stddev = {{"CifarNet/conv1/weights", 0.05},
+                                                {"CifarNet/conv2/weights", 0.05},
+                                                {"CifarNet/fc3/weights", 0.04},
+                                                {"CifarNet/fc4/weights", 0.04},
+                                                {"CifarNet/logits/weights", 1 / 192.0}};
   for (const auto& v : model_variables(*m)) {
     const auto& t = v.tensor;
     if (auto it = stddev.find(v.name); it != stddev.end()) {
       EXPECT_LE(t.abs().max().item<double>(), 2 * it->second + 1e-7) << v.name;
       if (t.numel() > 10000) {
         // A normal truncated at two sigma has std 0.8796 sigma.
-        EXPECT_NEAR(
-            t.std().item<double>(), 0.8796 * it->second, 0.05 * it->second)
-            << v.name;
+        EXPECT_NEAR(t.std().item<double>(), 0.8796 * it->second, 0.05 * it->second) << v.name;
       }
-    } else if (v.name == "CifarNet/fc3/biases" ||
-               v.name == "CifarNet/fc4/biases") {
+    } else if (v.name == "CifarNet/fc3/biases" || v.name == "CifarNet/fc4/biases") {
       EXPECT_TRUE(torch::allclose(t, torch::full_like(t, 0.1))) << v.name;
     } else {
       EXPECT_EQ(t.abs().max().item<float>(), 0.0f) << v.name;
@@ -149,9 +136,7 @@ TEST(CifarNet, OneTrainingStepLowersTheLoss) {
   testing::expect_sgd_step_lowers_loss("cifarnet", 32, 8);
 }
 
-TEST(CifarNet, SaveLoadRoundTrip) {
-  testing::expect_round_trip("cifarnet", 32);
-}
+TEST(CifarNet, SaveLoadRoundTrip) { testing::expect_round_trip("cifarnet", 32); }
 
 }  // namespace
 }  // namespace fastnn::models

@@ -73,16 +73,15 @@ TEST_F(InceptionResnetV2, TFSlimVariableNames) {
     ASSERT_TRUE(vars.count(s + name)) << name;
     EXPECT_EQ(vars[s + name].sizes(), shape) << name;
   }
-  for (const auto& bad : {"Repeat/block35_11/Conv2d_1x1/weights",
-                          "Repeat_2/block8_10/Conv2d_1x1/weights",
-                          "Block8/Conv2d_1x1/BatchNorm/beta"}) {
+  for (const auto& bad :
+       {"Repeat/block35_11/Conv2d_1x1/weights", "Repeat_2/block8_10/Conv2d_1x1/weights",
+        "Block8/Conv2d_1x1/BatchNorm/beta"}) {
     EXPECT_FALSE(vars.count(s + bad)) << bad;
   }
   int64_t convs = 0;
   for (const auto& [name, t] : vars) {
     EXPECT_EQ(name.find("gamma"), std::string::npos) << name;
-    if (t.dim() == 4)
-      ++convs;
+    if (t.dim() == 4) ++convs;
   }
   // stem 5, Mixed_5b 7, block35 7 x 10, Mixed_6a 4, block17 5 x 20,
   // Mixed_7a 7, block8 5 x 10, Conv2d_7b_1x1, AuxLogits 2.
@@ -100,11 +99,7 @@ TEST_F(InceptionResnetV2, XavierInitializers) {
   const double bound = std::sqrt(6.0 / (2080 + 1536));
   EXPECT_LE(w.abs().max().item<double>(), bound);
   EXPECT_NEAR(w.std().item<double>(), bound / std::sqrt(3.0), 0.01 * bound);
-  EXPECT_EQ(vars["InceptionResnetV2/Block8/Conv2d_1x1/biases"]
-                .abs()
-                .max()
-                .item<float>(),
-            0.0f);
+  EXPECT_EQ(vars["InceptionResnetV2/Block8/Conv2d_1x1/biases"].abs().max().item<float>(), 0.0f);
 }
 
 // A block's output with Conv2d_1x1 zeroed except its biases (1): ReLU(x +
@@ -123,8 +118,7 @@ TEST_F(InceptionResnetV2, ResidualScalesAndFinalActivation) {
                                    {"Block8", 2080, 2, -5.f, -4.f}};
   torch::NoGradGuard no_grad;
   for (const auto& c : cases) {
-    auto block =
-        std::dynamic_pointer_cast<InceptionResnetBlockImpl>(modules[c.path]);
+    auto block = std::dynamic_pointer_cast<InceptionResnetBlockImpl>(modules[c.path]);
     ASSERT_TRUE(block) << c.path;
     auto params = block->named_parameters(/*recurse=*/true);
     auto saved_w = params["Conv2d_1x1.weight"].clone();
@@ -132,8 +126,7 @@ TEST_F(InceptionResnetV2, ResidualScalesAndFinalActivation) {
     params["Conv2d_1x1.weight"].zero_();
     params["Conv2d_1x1.bias"].fill_(1.0);
     block->eval();
-    auto y =
-        block->forward(torch::full({1, c.channels, c.side, c.side}, c.input));
+    auto y = block->forward(torch::full({1, c.channels, c.side, c.side}, c.input));
     EXPECT_TRUE(torch::allclose(y, torch::full_like(y, c.expected)))
         << c.path << " input " << c.input;
     params["Conv2d_1x1.weight"].copy_(saved_w);

@@ -27,24 +27,21 @@ TEST(InceptionV1, ParameterCountMatchesTFSlim) {
   // 3c 339,584; 4b 363,888; 4c 424,584; 4d 485,528; 4e 572,608;
   // 4f 802,816; 5b 977,920; 5c 1,345,776; Logits 1024 * 1000 + 1000.
   EXPECT_EQ(trainable_parameters(*m),
-            124416 + 155504 + 339584 + 363888 + 424584 + 485528 + 572608 +
-                802816 + 977920 + 1345776 + 1025000);  // 6,617,624
+            124416 + 155504 + 339584 + 363888 + 424584 + 485528 + 572608 + 802816 + 977920 +
+                1345776 + 1025000);  // 6,617,624
 }
 
 TEST(InceptionV1, TFSlimVariables) {
   auto m = create("inception_v1", 1000);
-  expect_variables(
-      *m,
-      {{"InceptionV1/Conv2d_1a_7x7/weights", {7, 7, 3, 64}},
-       {"InceptionV1/Conv2d_1a_7x7/BatchNorm/beta", {64}},
-       {"InceptionV1/Conv2d_1a_7x7/BatchNorm/moving_mean", {64}},
-       {"InceptionV1/Conv2d_1a_7x7/BatchNorm/moving_variance", {64}},
-       {"InceptionV1/Mixed_3b/Branch_1/Conv2d_0b_3x3/weights", {3, 3, 96, 128}},
-       {"InceptionV1/Mixed_5b/Branch_2/Conv2d_0a_3x3/weights", {3, 3, 32, 128}},
-       {"InceptionV1/Mixed_5c/Branch_3/Conv2d_0b_1x1/weights",
-        {1, 1, 832, 128}},
-       {"InceptionV1/Logits/Conv2d_0c_1x1/weights", {1, 1, 1024, 1000}},
-       {"InceptionV1/Logits/Conv2d_0c_1x1/biases", {1000}}});
+  expect_variables(*m, {{"InceptionV1/Conv2d_1a_7x7/weights", {7, 7, 3, 64}},
+                        {"InceptionV1/Conv2d_1a_7x7/BatchNorm/beta", {64}},
+                        {"InceptionV1/Conv2d_1a_7x7/BatchNorm/moving_mean", {64}},
+                        {"InceptionV1/Conv2d_1a_7x7/BatchNorm/moving_variance", {64}},
+                        {"InceptionV1/Mixed_3b/Branch_1/Conv2d_0b_3x3/weights", {3, 3, 96, 128}},
+                        {"InceptionV1/Mixed_5b/Branch_2/Conv2d_0a_3x3/weights", {3, 3, 32, 128}},
+                        {"InceptionV1/Mixed_5c/Branch_3/Conv2d_0b_1x1/weights", {1, 1, 832, 128}},
+                        {"InceptionV1/Logits/Conv2d_0c_1x1/weights", {1, 1, 1024, 1000}},
+                        {"InceptionV1/Logits/Conv2d_0c_1x1/biases", {1000}}});
   EXPECT_EQ(count_named(*m, "BatchNorm/gamma"), 0);
   // 3 stem convs + 9 Mixed modules x 6 convs + logits.
   EXPECT_EQ(m->regularized_weights().size(), 58u);
@@ -57,8 +54,7 @@ TEST(InceptionV1, Initializers) {
   auto w = variable(*m, "InceptionV1/Mixed_4f/Branch_1/Conv2d_0b_3x3/weights");
   EXPECT_NEAR(w.std().item<double>(), truncated_std(0.01), 3e-4);
   auto l = variable(*m, "InceptionV1/Logits/Conv2d_0c_1x1/weights");
-  EXPECT_NEAR(
-      l.std().item<double>(), truncated_std(std::sqrt(2.6 / 1024)), 1e-3);
+  EXPECT_NEAR(l.std().item<double>(), truncated_std(std::sqrt(2.6 / 1024)), 1e-3);
 }
 
 TEST(InceptionV1, OneTrainingStepLowersTheLoss) {
@@ -66,9 +62,7 @@ TEST(InceptionV1, OneTrainingStepLowersTheLoss) {
   EXPECT_LT(after, before);
 }
 
-TEST(InceptionV1, SaveLoadRoundTrip) {
-  expect_round_trip("inception_v1", 64);
-}
+TEST(InceptionV1, SaveLoadRoundTrip) { expect_round_trip("inception_v1", 64); }
 
 TEST(InceptionV2, OutputShape) {
   auto m = create("inception_v2", 1000);
@@ -85,23 +79,20 @@ TEST(InceptionV2, ParameterCountMatchesTFSlim) {
   // 4e 1,106,976; 5a 1,438,720; 5b 2,180,672; 5c 2,277,984; Logits
   // 1024 * 1000 + 1000.
   EXPECT_EQ(trainable_parameters(*m),
-            117720 + 218592 + 259616 + 384544 + 609120 + 664448 + 894944 +
-                1106976 + 1438720 + 2180672 + 2277984 + 1025000);  // 11,178,336
+            117720 + 218592 + 259616 + 384544 + 609120 + 664448 + 894944 + 1106976 + 1438720 +
+                2180672 + 2277984 + 1025000);  // 11,178,336
 }
 
 TEST(InceptionV2, TFSlimVariables) {
   auto m = create("inception_v2", 1000);
-  expect_variables(
-      *m,
-      {{"InceptionV2/Conv2d_1a_7x7/depthwise_weights", {7, 7, 3, 8}},
-       {"InceptionV2/Conv2d_1a_7x7/pointwise_weights", {1, 1, 24, 64}},
-       {"InceptionV2/Conv2d_1a_7x7/biases", {64}},
-       {"InceptionV2/Conv2d_2c_3x3/weights", {3, 3, 64, 192}},
-       {"InceptionV2/Mixed_3b/Branch_2/Conv2d_0c_3x3/weights", {3, 3, 96, 96}},
-       {"InceptionV2/Mixed_4a/Branch_1/Conv2d_1a_3x3/weights", {3, 3, 96, 96}},
-       {"InceptionV2/Mixed_5c/Branch_3/Conv2d_0b_1x1/weights",
-        {1, 1, 1024, 128}},
-       {"InceptionV2/Logits/Conv2d_1c_1x1/weights", {1, 1, 1024, 1000}}});
+  expect_variables(*m, {{"InceptionV2/Conv2d_1a_7x7/depthwise_weights", {7, 7, 3, 8}},
+                        {"InceptionV2/Conv2d_1a_7x7/pointwise_weights", {1, 1, 24, 64}},
+                        {"InceptionV2/Conv2d_1a_7x7/biases", {64}},
+                        {"InceptionV2/Conv2d_2c_3x3/weights", {3, 3, 64, 192}},
+                        {"InceptionV2/Mixed_3b/Branch_2/Conv2d_0c_3x3/weights", {3, 3, 96, 96}},
+                        {"InceptionV2/Mixed_4a/Branch_1/Conv2d_1a_3x3/weights", {3, 3, 96, 96}},
+                        {"InceptionV2/Mixed_5c/Branch_3/Conv2d_0b_1x1/weights", {1, 1, 1024, 128}},
+                        {"InceptionV2/Logits/Conv2d_1c_1x1/weights", {1, 1, 1024, 1000}}});
   EXPECT_EQ(count_named(*m, "Conv2d_1a_7x7/BatchNorm/beta"), 0);
   // Separable conv weights are not regularized: 2 stem convs + 8 Mixed x 7
   // + 2 reductions x 5 + logits.
@@ -117,8 +108,7 @@ TEST(InceptionV2, Initializers) {
   EXPECT_NEAR(b1.std().item<double>(), truncated_std(0.09), 3e-3);
   // Variance scaling: sqrt(1.3 * 2 / fan_in), fan_in = 3 * 3 * 64.
   auto c = variable(*m, "InceptionV2/Conv2d_2c_3x3/weights");
-  EXPECT_NEAR(
-      c.std().item<double>(), truncated_std(std::sqrt(2.6 / 576)), 1e-3);
+  EXPECT_NEAR(c.std().item<double>(), truncated_std(std::sqrt(2.6 / 576)), 1e-3);
 }
 
 TEST(InceptionV2, OneTrainingStepLowersTheLoss) {
@@ -126,9 +116,7 @@ TEST(InceptionV2, OneTrainingStepLowersTheLoss) {
   EXPECT_LT(after, before);
 }
 
-TEST(InceptionV2, SaveLoadRoundTrip) {
-  expect_round_trip("inception_v2", 64);
-}
+TEST(InceptionV2, SaveLoadRoundTrip) { expect_round_trip("inception_v2", 64); }
 
 TEST(InceptionV3, OutputAndAuxShapes) {
   auto m = create("inception_v3", 1000);
@@ -145,9 +133,8 @@ TEST(InceptionV3, ParameterCountMatchesTFSlim) {
   // 6e 2,140,032; 7a 1,697,024; 7b 5,041,344; 7c 6,073,536; Logits
   // 2048 * 1000 + 1000. Total 23,817,352, the published trainable count
   // of Inception v3 without its auxiliary head.
-  const int64_t main = 172272 + 255440 + 276976 + 284656 + 1152640 + 1295872 +
-                       1689280 + 1689280 + 2140032 + 1697024 + 5041344 +
-                       6073536 + 2049000;
+  const int64_t main = 172272 + 255440 + 276976 + 284656 + 1152640 + 1295872 + 1689280 + 1689280 +
+                       2140032 + 1697024 + 5041344 + 6073536 + 2049000;
   // AuxLogits: Conv2d_1b_1x1 768*128 + 128, Conv2d_2a_5x5 5*5*128*768 +
   // 768, Conv2d_2b_1x1 768 * 1000 + 1000 = 3,325,800.
   const int64_t aux = 98432 + 2458368 + 769000;
@@ -157,27 +144,20 @@ TEST(InceptionV3, ParameterCountMatchesTFSlim) {
 
 TEST(InceptionV3, TFSlimVariables) {
   auto m = create("inception_v3", 1000);
-  expect_variables(
-      *m,
-      {{"InceptionV3/Conv2d_1a_3x3/weights", {3, 3, 3, 32}},
-       {"InceptionV3/Conv2d_4a_3x3/BatchNorm/beta", {192}},
-       {"InceptionV3/Mixed_5c/Branch_1/Conv2d_0b_1x1/weights", {1, 1, 256, 48}},
-       {"InceptionV3/Mixed_5c/Branch_1/Conv_1_0c_5x5/weights", {5, 5, 48, 64}},
-       {"InceptionV3/Mixed_6a/Branch_0/Conv2d_1a_1x1/weights",
-        {3, 3, 288, 384}},
-       {"InceptionV3/Mixed_6e/Branch_2/Conv2d_0e_1x7/weights",
-        {1, 7, 192, 192}},
-       {"InceptionV3/Mixed_7b/Branch_1/Conv2d_0b_3x1/weights",
-        {3, 1, 384, 384}},
-       {"InceptionV3/Mixed_7c/Branch_1/Conv2d_0c_3x1/weights",
-        {3, 1, 384, 384}},
-       {"InceptionV3/Mixed_7c/Branch_0/Conv2d_0a_1x1/weights",
-        {1, 1, 2048, 320}},
-       {"InceptionV3/AuxLogits/Conv2d_1b_1x1/weights", {1, 1, 768, 128}},
-       {"InceptionV3/AuxLogits/Conv2d_2a_5x5/weights", {5, 5, 128, 768}},
-       {"InceptionV3/AuxLogits/Conv2d_2b_1x1/weights", {1, 1, 768, 1000}},
-       {"InceptionV3/AuxLogits/Conv2d_2b_1x1/biases", {1000}},
-       {"InceptionV3/Logits/Conv2d_1c_1x1/weights", {1, 1, 2048, 1000}}});
+  expect_variables(*m, {{"InceptionV3/Conv2d_1a_3x3/weights", {3, 3, 3, 32}},
+                        {"InceptionV3/Conv2d_4a_3x3/BatchNorm/beta", {192}},
+                        {"InceptionV3/Mixed_5c/Branch_1/Conv2d_0b_1x1/weights", {1, 1, 256, 48}},
+                        {"InceptionV3/Mixed_5c/Branch_1/Conv_1_0c_5x5/weights", {5, 5, 48, 64}},
+                        {"InceptionV3/Mixed_6a/Branch_0/Conv2d_1a_1x1/weights", {3, 3, 288, 384}},
+                        {"InceptionV3/Mixed_6e/Branch_2/Conv2d_0e_1x7/weights", {1, 7, 192, 192}},
+                        {"InceptionV3/Mixed_7b/Branch_1/Conv2d_0b_3x1/weights", {3, 1, 384, 384}},
+                        {"InceptionV3/Mixed_7c/Branch_1/Conv2d_0c_3x1/weights", {3, 1, 384, 384}},
+                        {"InceptionV3/Mixed_7c/Branch_0/Conv2d_0a_1x1/weights", {1, 1, 2048, 320}},
+                        {"InceptionV3/AuxLogits/Conv2d_1b_1x1/weights", {1, 1, 768, 128}},
+                        {"InceptionV3/AuxLogits/Conv2d_2a_5x5/weights", {5, 5, 128, 768}},
+                        {"InceptionV3/AuxLogits/Conv2d_2b_1x1/weights", {1, 1, 768, 1000}},
+                        {"InceptionV3/AuxLogits/Conv2d_2b_1x1/biases", {1000}},
+                        {"InceptionV3/Logits/Conv2d_1c_1x1/weights", {1, 1, 2048, 1000}}});
   // Stem 5 + Mixed_5x 3 x 7 + 6a 4 + 6b..6e 4 x 10 + 7a 6 + 7b/7c 2 x 9 +
   // 3 aux + logits.
   EXPECT_EQ(m->regularized_weights().size(), 98u);
@@ -188,8 +168,7 @@ TEST(InceptionV3, TFSlimVariables) {
 TEST(InceptionV3, SmallInputsShrinkTheAuxKernel) {
   // TF-slim's half-size case: at 150 the map entering Conv2d_2a is 1x1.
   auto m = create("inception_v3", 10, 150);
-  expect_variables(
-      *m, {{"InceptionV3/AuxLogits/Conv2d_2a_1x1/weights", {1, 1, 128, 768}}});
+  expect_variables(*m, {{"InceptionV3/AuxLogits/Conv2d_2a_1x1/weights", {1, 1, 128, 768}}});
   EXPECT_THROW(create("inception_v3", 10, 99), c10::Error);
 }
 
@@ -198,9 +177,7 @@ TEST(InceptionV3, OneTrainingStepLowersTheLoss) {
   EXPECT_LT(after, before);
 }
 
-TEST(InceptionV3, SaveLoadRoundTrip) {
-  expect_round_trip("inception_v3", 107);
-}
+TEST(InceptionV3, SaveLoadRoundTrip) { expect_round_trip("inception_v3", 107); }
 
 }  // namespace
 }  // namespace fastnn::models::testing

@@ -5,7 +5,6 @@
 
 #include "tests/models/net_checks.h"
 
-
 namespace fastnn::models::testing {
 namespace {
 
@@ -70,8 +69,7 @@ TEST_F(InceptionV4, TFSlimVariableNames) {
   for (const auto& [name, t] : vars) {
     EXPECT_EQ(name.find("gamma"), std::string::npos) << name;
     EXPECT_EQ(name.find("Mixed_6i"), std::string::npos) << name;
-    if (t.dim() == 4)
-      ++convs;
+    if (t.dim() == 4) ++convs;
   }
   // 149 convs in the body + 2 in AuxLogits; each has weights and beta,
   // moving_mean, moving_variance.
@@ -94,13 +92,10 @@ TEST_F(InceptionV4, Initializers) {
   const double bound = std::sqrt(6.0 / (1536 + kClasses));
   EXPECT_LE(fc.abs().max().item<double>(), bound + 1e-6);  // float rounding
   EXPECT_NEAR(fc.std().item<double>(), bound / std::sqrt(3.0), 0.01 * bound);
-  EXPECT_EQ(vars["InceptionV4/Logits/Logits/biases"].abs().max().item<float>(),
-            0.0f);
+  EXPECT_EQ(vars["InceptionV4/Logits/Logits/biases"].abs().max().item<float>(), 0.0f);
 }
 
-TEST(InceptionV4Small, SmallestInput) {
-  expect_smallest_input("inception_v4", kClasses, kMinSize);
-}
+TEST(InceptionV4Small, SmallestInput) { expect_smallest_input("inception_v4", kClasses, kMinSize); }
 
 TEST(InceptionV4Small, OneTrainingStepLowersTheLoss) {
   expect_first_order_step_lowers_loss("inception_v4", kClasses, kMinSize);
@@ -108,9 +103,7 @@ TEST(InceptionV4Small, OneTrainingStepLowersTheLoss) {
 
 // Every variable copied into a fresh network after a training pass moved
 // the BatchNorm statistics: the same logits and auxiliary logits.
-TEST(InceptionV4Small, SaveLoadRoundTrip) {
-  expect_round_trip("inception_v4", kMinSize);
-}
+TEST(InceptionV4Small, SaveLoadRoundTrip) { expect_round_trip("inception_v4", kMinSize); }
 
 }  // namespace
 }  // namespace fastnn::models::testing

@@ -1,10 +1,11 @@
 // TF-slim layer semantics: SAME padding amounts, pools that ignore padding,
 // conv shapes and variable names.
+#include "models/layers.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "models/classifier.h"
-#include "models/layers.h"
 
 namespace fastnn::models {
 namespace {
@@ -55,15 +56,16 @@ TEST(Layers, SlimConvShapesAndNames) {
   } net;
   std::vector<std::string> names;
   for (const auto& v : model_variables(net)) names.push_back(v.name);
-  std::vector<std::string> expected = {
-      "Net/Conv2d_1a_3x3/weights", "Net/Conv2d_1a_3x3/BatchNorm/beta",
-      "Net/Logits/weights", "Net/Logits/biases",
-      "Net/Conv2d_1_depthwise/depthwise_weights",
-      "Net/Conv2d_1_depthwise/BatchNorm/beta",
-      "Net/Conv2d_1a_3x3/BatchNorm/moving_mean",
-      "Net/Conv2d_1a_3x3/BatchNorm/moving_variance",
-      "Net/Conv2d_1_depthwise/BatchNorm/moving_mean",
-      "Net/Conv2d_1_depthwise/BatchNorm/moving_variance"};
+  std::vector<std::string> expected = {"Net/Conv2d_1a_3x3/weights",
+                                       "Net/Conv2d_1a_3x3/BatchNorm/beta",
+                                       "Net/Logits/weights",
+                                       "Net/Logits/biases",
+                                       "Net/Conv2d_1_depthwise/depthwise_weights",
+                                       "Net/Conv2d_1_depthwise/BatchNorm/beta",
+                                       "Net/Conv2d_1a_3x3/BatchNorm/moving_mean",
+                                       "Net/Conv2d_1a_3x3/BatchNorm/moving_variance",
+                                       "Net/Conv2d_1_depthwise/BatchNorm/moving_mean",
+                                       "Net/Conv2d_1_depthwise/BatchNorm/moving_variance"};
   EXPECT_EQ(names, expected);
 
   SlimConv valid(conv(3, 32, 3, 2, Padding::kValid));

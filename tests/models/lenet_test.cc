@@ -39,9 +39,8 @@ TEST(LeNet, TFSlimVariableNames) {
   std::vector<std::string> names;
   for (const auto& v : model_variables(*m)) names.push_back(v.name);
   std::vector<std::string> expected = {
-      "LeNet/conv1/weights", "LeNet/conv1/biases", "LeNet/conv2/weights",
-      "LeNet/conv2/biases",  "LeNet/fc3/weights",  "LeNet/fc3/biases",
-      "LeNet/fc4/weights",   "LeNet/fc4/biases"};
+      "LeNet/conv1/weights", "LeNet/conv1/biases", "LeNet/conv2/weights", "LeNet/conv2/biases",
+      "LeNet/fc3/weights",   "LeNet/fc3/biases",   "LeNet/fc4/weights",   "LeNet/fc4/biases"};
   EXPECT_EQ(names, expected);
   EXPECT_EQ(m->regularized_weights().size(), 4u);
 }
@@ -100,9 +99,9 @@ TEST(ModelFactory, StatisticsTableFollowsTFSlim) {
   auto m = make_lenet();
   const std::string t = model_statistics_table(*m);
   EXPECT_NE(t.find("LeNet/conv1/weights:0 (float32_ref 5x5x1x32) [800, bytes: 3200]"),
-            std::string::npos) << t;
-  EXPECT_NE(t.find("LeNet/fc3/weights:0 (float32_ref 3136x1024) [3211264"),
-            std::string::npos) << t;
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("LeNet/fc3/weights:0 (float32_ref 3136x1024) [3211264"), std::string::npos) << t;
   EXPECT_NE(t.find("Total size of variables: 3274634"), std::string::npos) << t;
 }
 

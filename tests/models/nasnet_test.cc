@@ -1,6 +1,5 @@
 // nasnet_cifar, nasnet_mobile, nasnet_large: shapes, parameter counts,
 // TF-slim names, drop path, one training step and a save/load round trip.
-#include "tests/models/train_step.h"
 #include "models/nasnet.h"
 
 #include <gtest/gtest.h>
@@ -11,13 +10,12 @@
 #include "models/model_factory.h"
 #include "src/optim/optimizers.h"
 #include "tests/models/net_checks.h"
+#include "tests/models/train_step.h"
 
 namespace fastnn::models {
 namespace {
 
-std::shared_ptr<ClassifierImpl> make(const std::string& name,
-                                     int64_t classes,
-                                     int64_t size = 0,
+std::shared_ptr<ClassifierImpl> make(const std::string& name, int64_t classes, int64_t size = 0,
                                      double keep = 1.0) {
   ModelOptions o;
   o.num_classes = classes;
@@ -29,8 +27,7 @@ std::shared_ptr<ClassifierImpl> make(const std::string& name,
 int64_t count(ClassifierImpl& m, const std::string& skip = "") {
   int64_t n = 0;
   for (const auto& p : m.named_parameters()) {
-    if (skip.empty() || p.key().rfind(skip, 0) != 0)
-      n += p.value().numel();
+    if (skip.empty() || p.key().rfind(skip, 0) != 0) n += p.value().numel();
   }
   return n;
 }
@@ -43,19 +40,16 @@ std::map<std::string, std::vector<int64_t>> tf_shapes(ClassifierImpl& m) {
     auto t = v.tensor;
     // TF layout: conv [kh, kw, in, out], depthwise [kh, kw, in, 1].
     const bool dw = v.name.find("depthwise_weights") != std::string::npos;
-    if (t.dim() == 4)
-      t = t.permute({2, 3, dw ? 0 : 1, dw ? 1 : 0});
-    if (t.dim() == 2)
-      t = t.t();  // [in, out]
+    if (t.dim() == 4) t = t.permute({2, 3, dw ? 0 : 1, dw ? 1 : 0});
+    if (t.dim() == 2) t = t.t();  // [in, out]
     const auto name = v.name[0] == '/' ? v.name.substr(1) : v.name;
     out[name] = t.sizes().vec();
   }
   return out;
 }
 
-void expect_variables(
-    ClassifierImpl& m,
-    const std::vector<std::pair<std::string, std::vector<int64_t>>>& want) {
+void expect_variables(ClassifierImpl& m,
+                      const std::vector<std::pair<std::string, std::vector<int64_t>>>& want) {
   const auto have = tf_shapes(m);
   for (const auto& [name, shape] : want) {
     auto it = have.find(name);
@@ -112,53 +106,45 @@ TEST(NasNet, CifarShapesNamesAndCount) {
   EXPECT_THROW(m->forward(torch::randn({1, 3, 33, 33})), c10::Error);
 
   expect_variables(
-      *m,
-      {{"l1_stem_3x3/weights", {3, 3, 3, 96}},
-       {"l1_stem_bn/gamma", {96}},
-       {"cell_0/1x1/weights", {1, 1, 96, 32}},
-       {"cell_0/beginning_bn/beta", {32}},
-       {"cell_0/comb_iter_0/left/separable_5x5_1/depthwise_weights",
-        {5, 5, 32, 1}},
-       {"cell_0/comb_iter_0/left/separable_5x5_1/pointwise_weights",
-        {1, 1, 32, 32}},
-       {"cell_0/comb_iter_0/left/bn_sep_5x5_1/moving_variance", {32}},
-       // The first cell's previous state is the 96-channel stem.
-       {"cell_0/comb_iter_0/right/separable_3x3_1/depthwise_weights",
-        {3, 3, 96, 1}},
-       {"cell_0/comb_iter_2/right/1x1/weights", {1, 1, 96, 32}},
-       {"cell_0/comb_iter_2/right/bn_1/beta", {32}},
-       {"cell_0/cell_output/reduction_1/path_conv/weights", {1, 1, 96, 32}},
-       {"cell_1/prev_1x1/weights", {1, 1, 96, 32}},
-       {"cell_1/prev_bn/gamma", {32}},
-       {"reduction_cell_0/comb_iter_1/right/separable_7x7_2/depthwise_weights",
-        {7, 7, 64, 1}},
-       {"reduction_cell_0/1x1/weights", {1, 1, 192, 64}},
-       {"cell_6/path1_conv/weights", {1, 1, 192, 32}},
-       {"cell_6/path2_conv/weights", {1, 1, 192, 32}},
-       {"cell_6/final_path_bn/beta", {64}},
-       // Cell 11 (16x16) -> 5x5/3 VALID pool: 4x4.
-       {"aux_11/aux_logits/proj/weights", {1, 1, 384, 128}},
-       {"aux_11/aux_logits/aux_bn0/gamma", {128}},
-       {"aux_11/aux_logits/Conv/weights", {4, 4, 128, 768}},
-       {"aux_11/aux_logits/aux_bn1/moving_mean", {768}},
-       {"aux_11/aux_logits/FC/weights", {768, 10}},
-       {"aux_11/aux_logits/FC/biases", {10}},
-       {"final_layer/FC/weights", {768, 10}},
-       {"final_layer/FC/biases", {10}}});
+      *m, {{"l1_stem_3x3/weights", {3, 3, 3, 96}},
+           {"l1_stem_bn/gamma", {96}},
+           {"cell_0/1x1/weights", {1, 1, 96, 32}},
+           {"cell_0/beginning_bn/beta", {32}},
+           {"cell_0/comb_iter_0/left/separable_5x5_1/depthwise_weights", {5, 5, 32, 1}},
+           {"cell_0/comb_iter_0/left/separable_5x5_1/pointwise_weights", {1, 1, 32, 32}},
+           {"cell_0/comb_iter_0/left/bn_sep_5x5_1/moving_variance", {32}},
+           // The first cell's previous state is the 96-channel stem.
+           {"cell_0/comb_iter_0/right/separable_3x3_1/depthwise_weights", {3, 3, 96, 1}},
+           {"cell_0/comb_iter_2/right/1x1/weights", {1, 1, 96, 32}},
+           {"cell_0/comb_iter_2/right/bn_1/beta", {32}},
+           {"cell_0/cell_output/reduction_1/path_conv/weights", {1, 1, 96, 32}},
+           {"cell_1/prev_1x1/weights", {1, 1, 96, 32}},
+           {"cell_1/prev_bn/gamma", {32}},
+           {"reduction_cell_0/comb_iter_1/right/separable_7x7_2/depthwise_weights", {7, 7, 64, 1}},
+           {"reduction_cell_0/1x1/weights", {1, 1, 192, 64}},
+           {"cell_6/path1_conv/weights", {1, 1, 192, 32}},
+           {"cell_6/path2_conv/weights", {1, 1, 192, 32}},
+           {"cell_6/final_path_bn/beta", {64}},
+           // Cell 11 (16x16) -> 5x5/3 VALID pool: 4x4.
+           {"aux_11/aux_logits/proj/weights", {1, 1, 384, 128}},
+           {"aux_11/aux_logits/aux_bn0/gamma", {128}},
+           {"aux_11/aux_logits/Conv/weights", {4, 4, 128, 768}},
+           {"aux_11/aux_logits/aux_bn1/moving_mean", {768}},
+           {"aux_11/aux_logits/FC/weights", {768, 10}},
+           {"aux_11/aux_logits/FC/biases", {10}},
+           {"final_layer/FC/weights", {768, 10}},
+           {"final_layer/FC/biases", {10}}});
   const auto shapes = tf_shapes(*m);
   EXPECT_EQ(shapes.count("cell_17/1x1/weights"), 1u);
   EXPECT_EQ(shapes.count("cell_18/1x1/weights"), 0u);
   EXPECT_EQ(shapes.count("reduction_cell_2/1x1/weights"), 0u);
   for (const auto& [name, shape] : shapes) {
-    const bool bias =
-        name.size() > 7 && name.substr(name.size() - 7) == "/biases";
-    if (bias)
-      EXPECT_NE(name.find("/FC/"), std::string::npos) << name;
+    const bool bias = name.size() > 7 && name.substr(name.size() - 7) == "/biases";
+    if (bias) EXPECT_NE(name.find("/FC/"), std::string::npos) << name;
   }
   // Every conv/separable/fc weight is regularized; biases and BN are not.
   int64_t weights = 0;
-  for (const auto& p : m->parameters())
-    weights += p.dim() >= 2;
+  for (const auto& p : m->parameters()) weights += p.dim() >= 2;
   EXPECT_EQ(m->regularized_weights().size(), static_cast<size_t>(weights));
   // Paper: NASNet-A (6 @ 768) on CIFAR-10 has 3.3M parameters (no aux).
   EXPECT_EQ(count(*m, "aux_"), kCifarParams);
@@ -178,26 +164,22 @@ TEST(NasNet, MobileShapesNamesAndCount) {
   m->eval();
   {
     torch::NoGradGuard no_grad;
-    EXPECT_EQ(m->forward(x.slice(0, 0, 1)).logits.sizes(),
-              (std::vector<int64_t>{1, 1001}));
+    EXPECT_EQ(m->forward(x.slice(0, 0, 1)).logits.sizes(), (std::vector<int64_t>{1, 1001}));
   }
   expect_variables(
       *m,
       {{"conv0/weights", {3, 3, 3, 32}},
        {"conv0_bn/gamma", {32}},
        {"cell_stem_0/1x1/weights", {1, 1, 32, 11}},
-       {"cell_stem_0/comb_iter_0/right/separable_7x7_1/depthwise_weights",
-        {7, 7, 32, 1}},
-       {"cell_stem_0/comb_iter_0/right/separable_7x7_1/pointwise_weights",
-        {1, 1, 32, 11}},
+       {"cell_stem_0/comb_iter_0/right/separable_7x7_1/depthwise_weights", {7, 7, 32, 1}},
+       {"cell_stem_0/comb_iter_0/right/separable_7x7_1/pointwise_weights", {1, 1, 32, 11}},
        {"cell_stem_1/path1_conv/weights", {1, 1, 32, 11}},
        {"cell_stem_1/final_path_bn/gamma", {22}},
        {"cell_0/path2_conv/weights", {1, 1, 44, 22}},
        {"cell_0/comb_iter_4/left/bn_sep_3x3_2/beta", {44}},
        {"reduction_cell_0/prev_1x1/weights", {1, 1, 264, 88}},
        {"cell_4/path1_conv/weights", {1, 1, 264, 44}},
-       {"reduction_cell_1/comb_iter_4/left/separable_3x3_2/pointwise_weights",
-        {1, 1, 176, 176}},
+       {"reduction_cell_1/comb_iter_4/left/separable_3x3_2/pointwise_weights", {1, 1, 176, 176}},
        {"aux_7/aux_logits/proj/weights", {1, 1, 528, 128}},
        {"aux_7/aux_logits/Conv/weights", {4, 4, 128, 768}},
        {"final_layer/FC/weights", {1056, 1001}}});
@@ -208,8 +190,7 @@ TEST(NasNet, MobileShapesNamesAndCount) {
   // Moving mean and variance: Keras' 36,738 non-trainable for the net
   // without aux, plus aux_bn0 and aux_bn1 (2 * (128 + 768)).
   int64_t stats = 0;
-  for (const auto& b : m->buffers())
-    stats += b.numel();
+  for (const auto& b : m->buffers()) stats += b.numel();
   EXPECT_EQ(stats, 36738 + 1792);
 }
 
@@ -222,24 +203,22 @@ TEST(NasNet, LargeShapesNamesAndCount) {
     auto out = m->forward(torch::randn({1, 3, 331, 331}));
     EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 1001}));
   }
-  expect_variables(*m,
-                   {{"conv0/weights", {3, 3, 3, 96}},
-                    {"cell_stem_0/1x1/weights", {1, 1, 96, 42}},
-                    {"cell_stem_1/1x1/weights", {1, 1, 168, 84}},
-                    // skip_reduction_layer_input: cell_6 pairs reduction_cell_0
-                    // (21x21) with cell_4 (42x42), not cell_5.
-                    {"cell_6/path1_conv/weights", {1, 1, 1008, 168}},
-                    {"cell_7/prev_1x1/weights", {1, 1, 1344, 336}},
-                    {"cell_8/prev_1x1/weights", {1, 1, 2016, 336}},
-                    // Cell 11 (21x21) -> 5x5/3 VALID pool: 6x6.
-                    {"aux_11/aux_logits/Conv/weights", {6, 6, 128, 768}},
-                    {"final_layer/FC/weights", {4032, 1001}}});
+  expect_variables(*m, {{"conv0/weights", {3, 3, 3, 96}},
+                        {"cell_stem_0/1x1/weights", {1, 1, 96, 42}},
+                        {"cell_stem_1/1x1/weights", {1, 1, 168, 84}},
+                        // skip_reduction_layer_input: cell_6 pairs reduction_cell_0
+                        // (21x21) with cell_4 (42x42), not cell_5.
+                        {"cell_6/path1_conv/weights", {1, 1, 1008, 168}},
+                        {"cell_7/prev_1x1/weights", {1, 1, 1344, 336}},
+                        {"cell_8/prev_1x1/weights", {1, 1, 2016, 336}},
+                        // Cell 11 (21x21) -> 5x5/3 VALID pool: 6x6.
+                        {"aux_11/aux_logits/Conv/weights", {6, 6, 128, 768}},
+                        {"final_layer/FC/weights", {4032, 1001}}});
   EXPECT_EQ(count(*m, "aux_"), kLargeParams);
   EXPECT_EQ(count(*m) - count(*m, "aux_"), kLargeAuxParams);
   // Moving statistics: Keras' 196,668 plus the aux head's 1792.
   int64_t stats = 0;
-  for (const auto& b : m->buffers())
-    stats += b.numel();
+  for (const auto& b : m->buffers()) stats += b.numel();
   EXPECT_EQ(stats, 196668 + 1792);
 }
 
@@ -268,8 +247,7 @@ void expect_training_step_lowers_loss(const std::string& name, int64_t size) {
   m->train();
   std::vector<optim::Variable> vars;
   for (const auto& v : model_variables(*m)) {
-    if (v.trainable)
-      vars.push_back({v.name, v.tensor});
+    if (v.trainable) vars.push_back({v.name, v.tensor});
   }
   optim::GradientDescent opt(vars);
   auto x = torch::randn({4, 3, size, size}, torch::kFloat64);
@@ -277,8 +255,7 @@ void expect_training_step_lowers_loss(const std::string& name, int64_t size) {
   auto loss_of = [&] {
     auto out = m->forward(x);
     namespace F = torch::nn::functional;
-    return F::cross_entropy(out.logits, y) +
-           0.4 * F::cross_entropy(out.aux_logits, y);
+    return F::cross_entropy(out.logits, y) + 0.4 * F::cross_entropy(out.aux_logits, y);
   };
   auto loss0 = loss_of();
   m->zero_grad(/*set_to_none=*/false);
@@ -296,8 +273,7 @@ TEST(NasNet, SmallestImagenetInput) {
   EXPECT_THROW(make("nasnet_mobile", 5, kMinImagenetSize - 2), c10::Error);
   auto m = make("nasnet_mobile", 5, kMinImagenetSize);
   m->train();
-  auto out =
-      m->forward(torch::randn({2, 3, kMinImagenetSize, kMinImagenetSize}));
+  auto out = m->forward(torch::randn({2, 3, kMinImagenetSize, kMinImagenetSize}));
   EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{2, 5}));
 }
 

@@ -16,9 +16,7 @@ class OverFeat : public ::testing::Test {
     torch::manual_seed(0);
     model_ = testing::create("overfeat", 1000);
   }
-  static void TearDownTestSuite() {
-    model_.reset();
-  }
+  static void TearDownTestSuite() { model_.reset(); }
   static std::shared_ptr<ClassifierImpl> model_;
 };
 std::shared_ptr<ClassifierImpl> OverFeat::model_;
@@ -45,26 +43,21 @@ TEST_F(OverFeat, ParameterCountMatchesTFSlim) {
 
 TEST_F(OverFeat, TFSlimVariableNamesAndShapes) {
   EXPECT_EQ(model_variables(*model_).size(), 16u);
-  testing::expect_variables(*model_,
-                            {{"overfeat/conv1/weights", {11, 11, 3, 64}},
-                             {"overfeat/conv2/weights", {5, 5, 64, 256}},
-                             {"overfeat/conv5/biases", {1024}},
-                             {"overfeat/fc6/weights", {6, 6, 1024, 3072}},
-                             {"overfeat/fc7/weights", {1, 1, 3072, 4096}},
-                             {"overfeat/fc8/weights", {1, 1, 4096, 1000}}});
+  testing::expect_variables(*model_, {{"overfeat/conv1/weights", {11, 11, 3, 64}},
+                                      {"overfeat/conv2/weights", {5, 5, 64, 256}},
+                                      {"overfeat/conv5/biases", {1024}},
+                                      {"overfeat/fc6/weights", {6, 6, 1024, 3072}},
+                                      {"overfeat/fc7/weights", {1, 1, 3072, 4096}},
+                                      {"overfeat/fc8/weights", {1, 1, 4096, 1000}}});
   EXPECT_EQ(model_->regularized_weights().size(), 8u);
 }
 
 TEST_F(OverFeat, ArgScopeBiases) {
   // overfeat_arg_scope: zero biases; fc6 and fc7 override with 0.1.
   for (const auto& v : model_variables(*model_)) {
-    if (v.name.find("biases") == std::string::npos)
-      continue;
-    const bool fc =
-        v.name == "overfeat/fc6/biases" || v.name == "overfeat/fc7/biases";
-    EXPECT_TRUE(
-        torch::allclose(v.tensor, torch::full_like(v.tensor, fc ? 0.1f : 0.0f)))
-        << v.name;
+    if (v.name.find("biases") == std::string::npos) continue;
+    const bool fc = v.name == "overfeat/fc6/biases" || v.name == "overfeat/fc7/biases";
+    EXPECT_TRUE(torch::allclose(v.tensor, torch::full_like(v.tensor, fc ? 0.1f : 0.0f))) << v.name;
   }
 }
 

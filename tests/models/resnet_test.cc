@@ -44,9 +44,7 @@ const Golden kGoldens[] = {
 // gamma (2*out). v1: every conv but the logits has BatchNorm. v2: the root
 // conv1, the shortcuts and each conv3 have biases instead; each unit adds a
 // preact BatchNorm over its input and the network a postnorm over 2048.
-int64_t slim_resnet_parameters(bool v2,
-                               const std::array<int64_t, 4>& units,
-                               int64_t num_classes) {
+int64_t slim_resnet_parameters(bool v2, const std::array<int64_t, 4>& units, int64_t num_classes) {
   auto conv = [](int64_t k, int64_t in, int64_t out, bool bn) {
     return k * k * in * out + (bn ? 2 * out : out);
   };
@@ -56,32 +54,26 @@ int64_t slim_resnet_parameters(bool v2,
   for (int b = 0; b < 4; ++b) {
     const int64_t depth = 4 * base[b];
     for (int64_t u = 0; u < units[b]; ++u) {
-      if (v2)
-        n += 2 * in;
-      if (in != depth)
-        n += conv(1, in, depth, !v2);  // shortcut
+      if (v2) n += 2 * in;
+      if (in != depth) n += conv(1, in, depth, !v2);  // shortcut
       n += conv(1, in, base[b], true) + conv(3, base[b], base[b], true) +
            conv(1, base[b], depth, !v2);
       in = depth;
     }
   }
-  if (v2)
-    n += 2 * in;
+  if (v2) n += 2 * in;
   return n + conv(1, in, num_classes, false);
 }
 
 TEST(ResNet, ParameterCountMatchesTFSlim) {
   for (const auto& g : kGoldens) {
     const bool v2 = std::string(g.name).find("_v2_") != std::string::npos;
-    EXPECT_EQ(slim_resnet_parameters(v2, g.units, g.num_classes), g.parameters)
-        << g.name;
+    EXPECT_EQ(slim_resnet_parameters(v2, g.units, g.num_classes), g.parameters) << g.name;
     auto m = create(g.name, g.num_classes);
     EXPECT_EQ(testing::trainable_parameters(*m), g.parameters) << g.name;
     // Conv weights only (every conv, the logits included).
-    const int64_t convs =
-        3 * (g.units[0] + g.units[1] + g.units[2] + g.units[3]) + 4 + 2;
-    EXPECT_EQ(static_cast<int64_t>(m->regularized_weights().size()), convs)
-        << g.name;
+    const int64_t convs = 3 * (g.units[0] + g.units[1] + g.units[2] + g.units[3]) + 4 + 2;
+    EXPECT_EQ(static_cast<int64_t>(m->regularized_weights().size()), convs) << g.name;
   }
 }
 
@@ -91,8 +83,7 @@ TEST(ResNet, OutputShapeAtDefaultSize) {
     auto m = create(g.name, g.num_classes);
     m->eval();
     auto out = m->forward(torch::randn({1, 3, 224, 224}));
-    EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, g.num_classes}))
-        << g.name;
+    EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, g.num_classes})) << g.name;
     EXPECT_FALSE(out.aux_logits.defined());
   }
 }
@@ -104,26 +95,21 @@ TEST(ResNet, V1VariableNamesAndShapes) {
   EXPECT_EQ(model_variables(*m).size(), 5u + 16 * 15 + 4 * 5 + 2);
   const std::string u1 = "resnet_v1_50/block1/unit_1/bottleneck_v1/";
   testing::expect_variables(
-      *m,
-      {{"resnet_v1_50/conv1/weights", {7, 7, 3, 64}},
-       {"resnet_v1_50/conv1/BatchNorm/gamma", {64}},
-       {"resnet_v1_50/conv1/BatchNorm/moving_variance", {64}},
-       {u1 + "shortcut/weights", {1, 1, 64, 256}},
-       {u1 + "shortcut/BatchNorm/beta", {256}},
-       {u1 + "conv1/weights", {1, 1, 64, 64}},
-       {u1 + "conv2/weights", {3, 3, 64, 64}},
-       {u1 + "conv3/weights", {1, 1, 64, 256}},
-       {u1 + "conv3/BatchNorm/moving_mean", {256}},
-       {"resnet_v1_50/block3/unit_6/bottleneck_v1/conv2/weights",
-        {3, 3, 256, 256}},
-       {"resnet_v1_50/block4/unit_1/bottleneck_v1/shortcut/weights",
-        {1, 1, 1024, 2048}},
-       {"resnet_v1_50/logits/weights", {1, 1, 2048, 1000}},
-       {"resnet_v1_50/logits/biases", {1000}}});
+      *m, {{"resnet_v1_50/conv1/weights", {7, 7, 3, 64}},
+           {"resnet_v1_50/conv1/BatchNorm/gamma", {64}},
+           {"resnet_v1_50/conv1/BatchNorm/moving_variance", {64}},
+           {u1 + "shortcut/weights", {1, 1, 64, 256}},
+           {u1 + "shortcut/BatchNorm/beta", {256}},
+           {u1 + "conv1/weights", {1, 1, 64, 64}},
+           {u1 + "conv2/weights", {3, 3, 64, 64}},
+           {u1 + "conv3/weights", {1, 1, 64, 256}},
+           {u1 + "conv3/BatchNorm/moving_mean", {256}},
+           {"resnet_v1_50/block3/unit_6/bottleneck_v1/conv2/weights", {3, 3, 256, 256}},
+           {"resnet_v1_50/block4/unit_1/bottleneck_v1/shortcut/weights", {1, 1, 1024, 2048}},
+           {"resnet_v1_50/logits/weights", {1, 1, 2048, 1000}},
+           {"resnet_v1_50/logits/biases", {1000}}});
   const auto shapes = testing::tf_shapes(*m);
-  EXPECT_EQ(
-      shapes.count("resnet_v1_50/block1/unit_2/bottleneck_v1/shortcut/weights"),
-      0u);
+  EXPECT_EQ(shapes.count("resnet_v1_50/block1/unit_2/bottleneck_v1/shortcut/weights"), 0u);
   EXPECT_EQ(shapes.count("resnet_v1_50/logits/BatchNorm/beta"), 0u);
 }
 
@@ -133,23 +119,21 @@ TEST(ResNet, V2VariableNamesAndShapes) {
   // conv3 2); 4 shortcuts x 2; postnorm 4; logits 2.
   EXPECT_EQ(model_variables(*m).size(), 2u + 16 * 16 + 4 * 2 + 4 + 2);
   const std::string u1 = "resnet_v2_50/block1/unit_1/bottleneck_v2/";
-  testing::expect_variables(
-      *m,
-      {{"resnet_v2_50/conv1/weights", {7, 7, 3, 64}},
-       {"resnet_v2_50/conv1/biases", {64}},
-       {u1 + "preact/beta", {64}},
-       {u1 + "preact/gamma", {64}},
-       {u1 + "preact/moving_mean", {64}},
-       {u1 + "shortcut/weights", {1, 1, 64, 256}},
-       {u1 + "shortcut/biases", {256}},
-       {u1 + "conv1/BatchNorm/gamma", {64}},
-       {u1 + "conv2/weights", {3, 3, 64, 64}},
-       {u1 + "conv3/biases", {256}},
-       {"resnet_v2_50/block2/unit_2/bottleneck_v2/preact/gamma", {512}},
-       {"resnet_v2_50/postnorm/gamma", {2048}},
-       {"resnet_v2_50/postnorm/moving_variance", {2048}},
-       {"resnet_v2_50/logits/weights", {1, 1, 2048, 1001}},
-       {"resnet_v2_50/logits/biases", {1001}}});
+  testing::expect_variables(*m, {{"resnet_v2_50/conv1/weights", {7, 7, 3, 64}},
+                                 {"resnet_v2_50/conv1/biases", {64}},
+                                 {u1 + "preact/beta", {64}},
+                                 {u1 + "preact/gamma", {64}},
+                                 {u1 + "preact/moving_mean", {64}},
+                                 {u1 + "shortcut/weights", {1, 1, 64, 256}},
+                                 {u1 + "shortcut/biases", {256}},
+                                 {u1 + "conv1/BatchNorm/gamma", {64}},
+                                 {u1 + "conv2/weights", {3, 3, 64, 64}},
+                                 {u1 + "conv3/biases", {256}},
+                                 {"resnet_v2_50/block2/unit_2/bottleneck_v2/preact/gamma", {512}},
+                                 {"resnet_v2_50/postnorm/gamma", {2048}},
+                                 {"resnet_v2_50/postnorm/moving_variance", {2048}},
+                                 {"resnet_v2_50/logits/weights", {1, 1, 2048, 1001}},
+                                 {"resnet_v2_50/logits/biases", {1001}}});
   const auto shapes = testing::tf_shapes(*m);
   EXPECT_EQ(shapes.count("resnet_v2_50/conv1/BatchNorm/beta"), 0u);
   EXPECT_EQ(shapes.count(u1 + "conv3/BatchNorm/beta"), 0u);
@@ -160,13 +144,12 @@ TEST(ResNet, StrideSitsOnConv2OfTheLastUnitOfEachBlock) {
   // a strided conv2 runs VALID after conv2d_same's explicit padding.
   for (const char* name : {"resnet_v1_50", "resnet_v2_50"}) {
     auto m = create(name, 10);
-    const std::string unit = std::string(name).find("_v1_") != std::string::npos
-                                 ? "bottleneck_v1"
-                                 : "bottleneck_v2";
+    const std::string unit =
+        std::string(name).find("_v1_") != std::string::npos ? "bottleneck_v1" : "bottleneck_v2";
     auto modules = m->named_modules();
     auto conv2_side = [&](int block, int u, int64_t side) {
-      const auto key = "block" + std::to_string(block) + ".unit_" +
-                       std::to_string(u) + "." + unit + ".conv2";
+      const auto key =
+          "block" + std::to_string(block) + ".unit_" + std::to_string(u) + "." + unit + ".conv2";
       auto* conv2 = modules[key]->as<SlimConvImpl>();
       const int64_t c = 64 << (block - 1);
       torch::NoGradGuard no_grad;
@@ -176,8 +159,7 @@ TEST(ResNet, StrideSitsOnConv2OfTheLastUnitOfEachBlock) {
     for (int b = 1; b <= 4; ++b) {
       EXPECT_EQ(conv2_side(b, 1, 9), 9) << name << " block" << b;
       // 10 = 8 padded by 1 + 1: VALID 3x3/2 gives 4; stride 1 SAME gives 10.
-      EXPECT_EQ(conv2_side(b, last[b - 1], 10), b < 4 ? 4 : 10)
-          << name << " block" << b;
+      EXPECT_EQ(conv2_side(b, last[b - 1], 10), b < 4 ? 4 : 10) << name << " block" << b;
     }
   }
 }

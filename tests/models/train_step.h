@@ -12,8 +12,8 @@
 
 namespace fastnn::testing {
 
-inline double first_order_rate(const std::vector<optim::Variable>& vars,
-                               double loss, double fraction = 0.01) {
+inline double first_order_rate(const std::vector<optim::Variable>& vars, double loss,
+                               double fraction = 0.01) {
   double g2 = 0;
   for (const auto& v : vars) {
     if (v.var.grad().defined()) g2 += v.var.grad().pow(2).sum().item<double>();

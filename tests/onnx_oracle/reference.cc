@@ -22,8 +22,8 @@
 #include "models/model_factory.h"
 #include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
-#include "src/train/checkpoint.h"
 #include "src/tools/tool_main.h"
+#include "src/train/checkpoint.h"
 #include "src/train/train_state.h"
 
 namespace {

@@ -1,11 +1,12 @@
 // Schedules against hand-computed values (TF1's *_decay functions).
+#include "src/optim/learning_rate.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
-#include "src/optim/learning_rate.h"
 
 namespace fastnn::optim {
 namespace {
@@ -34,8 +35,8 @@ TEST(LearningRate, Luong234CountsFromStopAtStep) {
   hp.decay_scheme = "luong234";
   hp.learning_rate = 1.0;
   auto o = schedule_from_hparams(hp, 0, 1);
-  EXPECT_EQ(o.decay_start, 800);   // int(1200*2/3)
-  EXPECT_EQ(o.decay_steps, 100);   // int((1200-800)/4)
+  EXPECT_EQ(o.decay_start, 800);  // int(1200*2/3)
+  EXPECT_EQ(o.decay_steps, 100);  // int((1200-800)/4)
   EXPECT_DOUBLE_EQ(learning_rate_at(o, 799), 1.0);
   EXPECT_DOUBLE_EQ(learning_rate_at(o, 800), 1.0);  // 0.94^0
   EXPECT_DOUBLE_EQ(learning_rate_at(o, 900), 0.94);
@@ -149,16 +150,16 @@ TEST(LearningRate, CosineStartsAfterTheLinearWarmup) {
   EXPECT_DOUBLE_EQ(learning_rate_at(o, 0), 0.25);
   EXPECT_DOUBLE_EQ(learning_rate_at(o, 2), 0.75);
   EXPECT_DOUBLE_EQ(learning_rate_at(o, 3), 1.0);
-  EXPECT_DOUBLE_EQ(learning_rate_at(o, 4), 1.0);            // cos(0)
-  EXPECT_NEAR(learning_rate_at(o, 7), 0.5, 1e-15);          // t = 3 of 6: cos(pi/2)
-  EXPECT_NEAR(learning_rate_at(o, 10), 0.0, 1e-15);         // cos(pi)
+  EXPECT_DOUBLE_EQ(learning_rate_at(o, 4), 1.0);     // cos(0)
+  EXPECT_NEAR(learning_rate_at(o, 7), 0.5, 1e-15);   // t = 3 of 6: cos(pi/2)
+  EXPECT_NEAR(learning_rate_at(o, 10), 0.0, 1e-15);  // cos(pi)
 }
 
 TEST(LearningRate, EpochsToStepsRoundsAsTFSlim) {
   EXPECT_EQ(epochs_to_steps(2.0, 1000, 100), 20);
-  EXPECT_EQ(epochs_to_steps(5.0, 1281167, 2048), 3127);   // 6405835 / 2048 = 3127.8
-  EXPECT_EQ(epochs_to_steps(0.5, 1000, 300), 1);          // 500 / 300
-  EXPECT_EQ(epochs_to_steps(3.0, 0, 100), 0);             // unknown size
+  EXPECT_EQ(epochs_to_steps(5.0, 1281167, 2048), 3127);  // 6405835 / 2048 = 3127.8
+  EXPECT_EQ(epochs_to_steps(0.5, 1000, 300), 1);         // 500 / 300
+  EXPECT_EQ(epochs_to_steps(3.0, 0, 100), 0);            // unknown size
 }
 
 // configs/imagenet_gpu.cfg's schedule on 8 workers of 256: 0.8, warmed up
@@ -191,7 +192,7 @@ TEST(LearningRate, WarmupEpochsServeT2TAndNoneTurnsThemOff) {
   hp.warmup_epochs = 2.0;
   auto o = schedule_from_hparams(hp, 1000, 1);
   EXPECT_EQ(o.warmup, "t2t");
-  EXPECT_EQ(o.warmup_steps, 20);  // int(1000 * 2 / 100)
+  EXPECT_EQ(o.warmup_steps, 20);                     // int(1000 * 2 / 100)
   EXPECT_NEAR(learning_rate_at(o, 10), 0.3, 1e-15);  // 3 * 0.01^(10/20)
   EXPECT_EQ(schedule_from_hparams(hp, 1000, 2).warmup_steps, 10);
   hp.warmup_scheme = "none";
@@ -254,7 +255,6 @@ TEST(LearningRate, AnUnknownOrTooShortHorizonIsAConfigError) {
   EXPECT_EQ(schedule_from_hparams(hp, 1000, 1).warmup_steps, 50);
 }
 
-
 // gradient_accumulation_steps=K: an optimizer step takes K batches, so the
 // num_epochs horizon and the epoch-based decay and warmup count K times
 // fewer steps.
@@ -272,8 +272,8 @@ TEST(LearningRate, AccumulatedStepsCountOptimizerSteps) {
   hp.warmup_epochs = 2.0;
   hp.learning_rate_decay_type = "exponential";
   const auto o = schedule_from_hparams(hp, 1000, 2);  // two workers
-  EXPECT_EQ(o.decay_steps, 1);   // int(1000 / 800)
-  EXPECT_EQ(o.warmup_steps, 2);  // int(2 * 1000 / 800)
+  EXPECT_EQ(o.decay_steps, 1);                        // int(1000 / 800)
+  EXPECT_EQ(o.warmup_steps, 2);                       // int(2 * 1000 / 800)
 }
 
 }  // namespace

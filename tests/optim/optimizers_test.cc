@@ -1,5 +1,7 @@
 // Each optimizer against values computed by hand from TF1's update rules
 // (TF1's training_ops kernels), three steps, slot initial values included.
+#include "src/optim/optimizers.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -15,7 +17,6 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "src/compat/torch_compat.h"
-#include "src/optim/optimizers.h"
 #include "tests/test_paths.h"
 
 namespace fastnn::optim {
@@ -28,9 +29,7 @@ constexpr double kLr = 0.1;
 
 struct Fixture {
   torch::Tensor w = torch::full({1}, kW0, torch::kFloat64).requires_grad_();
-  std::vector<Variable> vars() {
-    return {{"w", w}};
-  }
+  std::vector<Variable> vars() { return {{"w", w}}; }
   void run(Optimizer& opt, std::vector<double>* after) {
     for (double g : kGrads) {
       w.mutable_grad() = torch::full({1}, g, torch::kFloat64);
@@ -199,8 +198,7 @@ TEST(Optimizers, AdamThreeStepsEpsilonOutsideBiasCorrection) {
     EXPECT_NEAR(w[i], expect, 1e-12) << i;
   }
   // Step 1: lr_t = 0.1*sqrt(0.001)/0.1, m = 0.05, v = 0.00025.
-  EXPECT_NEAR(w[0], 1.0 - std::sqrt(0.001) * 0.05 / (std::sqrt(0.00025) + 1.0),
-              1e-15);
+  EXPECT_NEAR(w[0], 1.0 - std::sqrt(0.001) * 0.05 / (std::sqrt(0.00025) + 1.0), 1e-15);
   auto slots = opt.slots();
   EXPECT_EQ(slots[0].name, "w/Adam");
   EXPECT_EQ(slots[1].name, "w/Adam_1");
@@ -234,8 +232,7 @@ TEST(Optimizers, FtrlThreeStepsFollowsTheKernel) {
   // Step 1 spelled out: accum_new = 0.35;
   // linear = 0.5 - (sqrt(0.35) - sqrt(0.1)) / 0.1 * 1.
   const double lin1 = 0.5 - (std::sqrt(0.35) - std::sqrt(0.1)) / 0.1;
-  EXPECT_NEAR(w[0], ((lin1 > 0 ? l1 : -l1) - lin1) / (std::sqrt(0.35) / 0.1 + 0.04),
-              1e-12);
+  EXPECT_NEAR(w[0], ((lin1 > 0 ? l1 : -l1) - lin1) / (std::sqrt(0.35) / 0.1 + 0.04), 1e-12);
 }
 
 TEST(Optimizers, AdamWeightDecayNoBiasCorrectionAndExcludedNames) {
@@ -269,8 +266,9 @@ TEST(Optimizers, FactoryBuildsAllEightWithFastNNKeys) {
   HParams hp;
   auto w = torch::zeros({1}).requires_grad_();
   const std::map<std::string, std::string> expected = {
-      {"adadelta", "Adadelta"}, {"adagrad", "Adagrad"}, {"adam", "Adam"},
-      {"ftrl", "Ftrl"}, {"momentum", "Momentum"}, {"rmsprop", "RMSProp"},
+      {"adadelta", "Adadelta"},   {"adagrad", "Adagrad"},
+      {"adam", "Adam"},           {"ftrl", "Ftrl"},
+      {"momentum", "Momentum"},   {"rmsprop", "RMSProp"},
       {"sgd", "GradientDescent"}, {"adamweightdecay", "AdamWeightDecay"}};
   for (const auto& name : optimizer_names()) {
     hp.optimizer = name;
@@ -278,8 +276,7 @@ TEST(Optimizers, FactoryBuildsAllEightWithFastNNKeys) {
   }
   EXPECT_EQ(optimizer_names().size(), 8u);
   const auto names = optimizer_names();
-  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(),
-            names.size())
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size())
       << "a name appears twice in the optimizer table";
   EXPECT_EQ(expected.size(), names.size());
   for (const auto& name : names) {
@@ -290,8 +287,7 @@ TEST(Optimizers, FactoryBuildsAllEightWithFastNNKeys) {
     EXPECT_EQ(opt->variables()[0].name, "v");
     v.mutable_grad() = torch::full({2}, 0.5, torch::kFloat64);
     opt->step(kLr);
-    EXPECT_FALSE(torch::equal(v, torch::full({2}, kW0, torch::kFloat64)))
-        << name;
+    EXPECT_FALSE(torch::equal(v, torch::full({2}, kW0, torch::kFloat64))) << name;
     EXPECT_TRUE(torch::isfinite(v).all().item<bool>()) << name;
   }
 }
@@ -335,9 +331,8 @@ TEST(Optimizers, UnknownNameFromAFileIsReportedWithFileAndLine) {
     create_optimizer(r.hp, {});
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              path + ":2: optimizer: 'adamw' is not valid; valid values: " +
-                  join_list(optimizer_names()));
+    EXPECT_EQ(std::string(e.what()), path + ":2: optimizer: 'adamw' is not valid; valid values: " +
+                                         join_list(optimizer_names()));
   }
   const char* cli[] = {"train_image_classifier", "--optimizer=Adam"};
   ASSERT_NO_THROW(r = load_hparams(2, cli));
@@ -345,9 +340,7 @@ TEST(Optimizers, UnknownNameFromAFileIsReportedWithFileAndLine) {
     create_optimizer(r.hp, {});
     FAIL() << "expected ConfigError (names are case-sensitive)";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("command line: optimizer: 'Adam'", 0),
-              0u)
-        << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("command line: optimizer: 'Adam'", 0), 0u) << e.what();
   }
 }
 
@@ -423,8 +416,7 @@ TEST(Optimizers, FactoryMapsFastNNKeysOntoOptions) {
          o.beta1 = 0.7;
          o.beta2 = 0.95;
          o.epsilon = 0.5;
-         return std::unique_ptr<Optimizer>(
-             new AdamWeightDecay(std::move(v), o));
+         return std::unique_ptr<Optimizer>(new AdamWeightDecay(std::move(v), o));
        }},
   };
   for (const auto& name : optimizer_names()) {
@@ -562,8 +554,8 @@ std::vector<torch::Tensor> train_twenty_steps(const std::string& optimizer, bool
 // still checks the fused formulation; the CUDA LibTorch 2.x leg runs the
 // real kernels.
 TEST(Optimizers, FusedPathMatchesThePerTensorLoops) {
-  for (const char* name : {"sgd", "momentum", "rmsprop", "adadelta", "adagrad", "adam",
-                           "adamweightdecay"}) {
+  for (const char* name :
+       {"sgd", "momentum", "rmsprop", "adadelta", "adagrad", "adam", "adamweightdecay"}) {
     const auto loop = train_twenty_steps(name, false);
     const auto fused = train_twenty_steps(name, true);
     ASSERT_EQ(loop.size(), fused.size()) << name;

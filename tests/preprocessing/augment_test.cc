@@ -1,13 +1,14 @@
 // The augmentation policies where the training preprocessing runs them, and
 // random erasing. Pixel parity of each op with torchvision is
 // torchvision_parity.py's (torchvision_parity_test).
+#include "preprocessing/augment.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "fastnn/errors.h"
-#include "preprocessing/augment.h"
 #include "preprocessing/lenet_preprocessing.h"
 #include "preprocessing/preprocessing_factory.h"
 #include "preprocessing/slim_preprocessing.h"
@@ -21,7 +22,8 @@ io::Image noise(int h, int w, int channels, uint64_t seed) {
   img.width = w;
   img.channels = channels;
   std::mt19937_64 rng(seed);
-  for (int i = 0; i < h * w * channels; ++i) img.pixels.push_back(static_cast<uint8_t>(rng() % 256));
+  for (int i = 0; i < h * w * channels; ++i)
+    img.pixels.push_back(static_cast<uint8_t>(rng() % 256));
   return img;
 }
 

@@ -28,10 +28,9 @@ io::Image photo(int h, int w, uint64_t seed) {
     for (int x = 0; x < w; ++x) {
       const bool disc = std::hypot(x - w * 0.6, y - h * 0.4) < h * 0.25;
       for (int c = 0; c < 3; ++c) {
-        float v = 110 + 60 * std::sin(x * 0.02f + c) * std::cos(y * 0.03f) +
-                  (disc ? 70.0f : 0.0f) + grain(rng);
-        img.pixels[(size_t(y) * w + x) * 3 + c] =
-            static_cast<uint8_t>(std::clamp(v, 0.0f, 255.0f));
+        float v = 110 + 60 * std::sin(x * 0.02f + c) * std::cos(y * 0.03f) + (disc ? 70.0f : 0.0f) +
+                  grain(rng);
+        img.pixels[(size_t(y) * w + x) * 3 + c] = static_cast<uint8_t>(std::clamp(v, 0.0f, 255.0f));
       }
     }
   }
@@ -64,10 +63,8 @@ TEST(FastDecode, FusedInceptionTrainEqualsTheOpByOpDefinition) {
     std::mt19937_64 r2(seed);
     FloatImage f = to_float(img, 1.0f / 255.0f);
     const Window box = sample_distorted_box(f.height, f.width, r2);
-    f = resize_bilinear(
-        crop(f, box.top, box.left, box.height, box.width), s.height, s.width);
-    if (std::uniform_int_distribution<int>(0, 1)(r2) == 1)
-      flip_left_right(f);
+    f = resize_bilinear(crop(f, box.top, box.left, box.height, box.width), s.height, s.width);
+    if (std::uniform_int_distribution<int>(0, 1)(r2) == 1) flip_left_right(f);
     adjust_brightness(f, uniform(r2, -32.0f / 255.0f, 32.0f / 255.0f));
     adjust_saturation(f, uniform(r2, 0.5f, 1.5f));
     clip(f, 0.0f, 1.0f);
@@ -140,9 +137,7 @@ TEST(FastDecode, DctScaledCropIsCloseToFullDecode) {
     worst_mean = std::max(worst_mean, d.mean);
   }
   // Output units: [-1, 1], one 8-bit level = 2/255 = 0.0078.
-  std::printf("fast vs full: mean |diff| %.4f, worst image %.4f\n",
-              mean_sum / n,
-              worst_mean);
+  std::printf("fast vs full: mean |diff| %.4f, worst image %.4f\n", mean_sum / n, worst_mean);
   EXPECT_LT(mean_sum / n, 0.02);
   EXPECT_LT(worst_mean, 0.04);
 
@@ -171,8 +166,7 @@ TEST(FastDecode, FormatComesFromTheBytesNotTheRecord) {
   rec.encoded = io::encode_jpeg(photo(40, 40, 4), 90);
   rec.format = "png";
   rec.label = 1;
-  const io::ImageRecord back =
-      io::decode_image_example(io::encode_image_example(rec));
+  const io::ImageRecord back = io::decode_image_example(io::encode_image_example(rec));
   const OutputShape s{3, 32, 32};
   std::vector<float> out(s.numel());
   std::mt19937_64 rng(1);
@@ -182,10 +176,8 @@ TEST(FastDecode, FormatComesFromTheBytesNotTheRecord) {
   }
   rec.encoded = io::encode_png(photo(40, 40, 5));
   rec.format = "jpeg";
-  const io::ImageRecord png =
-      io::decode_image_example(io::encode_image_example(rec));
-  EXPECT_NO_THROW(get_preprocessing("cifarnet", s, true)(
-      {png.encoded, 3}, rng, out.data()));
+  const io::ImageRecord png = io::decode_image_example(io::encode_image_example(rec));
+  EXPECT_NO_THROW(get_preprocessing("cifarnet", s, true)({png.encoded, 3}, rng, out.data()));
 }
 
 TEST(FastDecode, ChannelsAsTheModelNeeds) {
@@ -195,17 +187,12 @@ TEST(FastDecode, ChannelsAsTheModelNeeds) {
   std::vector<float> out(gray.numel());
   for (bool fast : {true, false}) {
     inception_train(EncodedImage{rgb_jpeg, 1}, gray, fast, rng, out.data());
-    for (float v : out)
-      ASSERT_TRUE(v >= -1.0f && v <= 1.0f);
+    for (float v : out) ASSERT_TRUE(v >= -1.0f && v <= 1.0f);
   }
   // Stored channels (0) that disagree with the model: a DataError.
-  EXPECT_THROW(
-      inception_train(EncodedImage{rgb_jpeg, 0}, gray, true, rng, out.data()),
-      DataError);
-  EXPECT_THROW(
-      inception_train(
-          EncodedImage{"not an image", 3}, {3, 32, 32}, true, rng, out.data()),
-      DataError);
+  EXPECT_THROW(inception_train(EncodedImage{rgb_jpeg, 0}, gray, true, rng, out.data()), DataError);
+  EXPECT_THROW(inception_train(EncodedImage{"not an image", 3}, {3, 32, 32}, true, rng, out.data()),
+               DataError);
 }
 
 }  // namespace

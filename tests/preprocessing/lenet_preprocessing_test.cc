@@ -1,7 +1,8 @@
+#include "preprocessing/lenet_preprocessing.h"
+
 #include <gtest/gtest.h>
 
 #include "fastnn/errors.h"
-#include "preprocessing/lenet_preprocessing.h"
 
 namespace fastnn::preprocessing {
 namespace {

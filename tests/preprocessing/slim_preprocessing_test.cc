@@ -1,13 +1,14 @@
 // TF-slim's inception / vgg / cifarnet preprocessing and the TF image ops
 // under them: exact values where TF's formula gives them, and the
 // documented statistics of each random transform.
+#include "preprocessing/slim_preprocessing.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <numeric>
 
 #include "fastnn/errors.h"
-#include "preprocessing/slim_preprocessing.h"
 
 namespace fastnn::preprocessing {
 namespace {
@@ -106,8 +107,8 @@ TEST(InceptionPreprocessing, EvalRangeShapeAndConstantImage) {
   std::vector<float> out(s.numel());
   inception_eval(rgb(375, 500, 255, 0, 51), s, out.data());
   const size_t plane = 299 * 299;
-  EXPECT_FLOAT_EQ(out[0], 1.0f);                    // R = 255 -> 1
-  EXPECT_FLOAT_EQ(out[plane], -1.0f);               // G = 0 -> -1
+  EXPECT_FLOAT_EQ(out[0], 1.0f);       // R = 255 -> 1
+  EXPECT_FLOAT_EQ(out[plane], -1.0f);  // G = 0 -> -1
   EXPECT_NEAR(out[2 * plane], 51 / 255.0 * 2 - 1, 1e-6);
 }
 
@@ -158,9 +159,9 @@ TEST(VggPreprocessing, SmallestSideSizeRoundsAsTensorFlow) {
   const Window size = smallest_side_size(512, 641, 256);
   EXPECT_EQ(size.height, 256);
   EXPECT_EQ(size.width, 320);
-  EXPECT_EQ(aspect_preserving_resize(FloatImage{512, 641, 1, std::vector<float>(512 * 641)}, 256)
-                .width,
-            320);
+  EXPECT_EQ(
+      aspect_preserving_resize(FloatImage{512, 641, 1, std::vector<float>(512 * 641)}, 256).width,
+      320);
   // 22 * 300/16 = 412.5 -> 412; 375 x 500 to 256 is 341.33 -> 341.
   EXPECT_EQ(smallest_side_size(16, 22, 300).width, 412);
   EXPECT_EQ(smallest_side_size(375, 500, 256).width, 341);

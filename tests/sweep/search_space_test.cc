@@ -1,7 +1,8 @@
 // The sweep's search spaces: SMAC's PCS syntax, CSV trials, random and grid
 // draws (src/sweep/search_space.h).
-#include <gtest/gtest.h>
+#include "src/sweep/search_space.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <cmath>
@@ -11,7 +12,6 @@
 #include "fastnn/errors.h"
 #include "src/sweep/checks.h"
 #include "src/sweep/runner.h"
-#include "src/sweep/search_space.h"
 
 namespace fastnn::sweep {
 namespace {
@@ -55,14 +55,17 @@ TEST(SearchSpace, ParsesSmacPcs) {
 TEST(SearchSpace, BadLinesNameTheirLine) {
   EXPECT_NE(error_of([] { parse_pcs("lr real [1, 0.1]", "s.pcs"); }).find("s.pcs:1"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_pcs("\nlr real [0, 1] log", "s.pcs"); }).find("s.pcs:2: 'lr': log needs lo > 0"),
+  EXPECT_NE(error_of([] {
+              parse_pcs("\nlr real [0, 1] log", "s.pcs");
+            }).find("s.pcs:2: 'lr': log needs lo > 0"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_pcs("o categorical {a, b} [c]", "s"); }).find("not a choice"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_pcs("x real [0, 1]\nx real [0, 1]", "s"); }).find("s:2"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_pcs("x real [0, 1]\ny | z in {a}", "s"); }).find("unknown parameter"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] { parse_pcs("x real [0, 1]\ny | z in {a}", "s"); }).find("unknown parameter"),
+      std::string::npos);
   EXPECT_NE(error_of([] { parse_pcs("x ordinal {1, 2}", "s"); }).find("unknown type 'ordinal'"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_pcs("x integer [0.5, 3]", "s"); }).find("integer bounds"),
@@ -97,7 +100,8 @@ TEST(SearchSpace, RandomDrawsAreReproducibleInRangeAndRespectConditions) {
 }
 
 TEST(SearchSpace, GridCoversEveryCombinationOnce) {
-  const auto s = parse_pcs("lr real [0.001, 0.1] log\nopt categorical {sgd, adam}\nbs integer [1, 3]\n", "g");
+  const auto s =
+      parse_pcs("lr real [0.001, 0.1] log\nopt categorical {sgd, adam}\nbs integer [1, 3]\n", "g");
   const auto g = grid_trials(s, 3);
   EXPECT_EQ(g.size(), 3u * 2u * 3u);
   std::set<Assignment> unique(g.begin(), g.end());
@@ -108,13 +112,14 @@ TEST(SearchSpace, GridCoversEveryCombinationOnce) {
   for (const auto& t : g) lrs.insert(t.at("lr"));
   EXPECT_EQ(lrs, (std::set<std::string>{"0.001", "0.01", "0.1"}));
   // Inactive parameters collapse: momentum only with optimizer=momentum.
-  const auto c = parse_pcs("o categorical {sgd, momentum}\nm real [0.5, 0.9]\nm | o in {momentum}\n", "c");
+  const auto c =
+      parse_pcs("o categorical {sgd, momentum}\nm real [0.5, 0.9]\nm | o in {momentum}\n", "c");
   EXPECT_EQ(grid_trials(c, 2).size(), 1u + 2u);
 }
 
 TEST(SearchSpace, CsvTrials) {
-  const auto t = parse_trials_csv("learning_rate,optimizer\n0.1,sgd\n\"0.01\",\"mom,entum\"\n0.5,\n",
-                                  "t.csv");
+  const auto t =
+      parse_trials_csv("learning_rate,optimizer\n0.1,sgd\n\"0.01\",\"mom,entum\"\n0.5,\n", "t.csv");
   ASSERT_EQ(t.size(), 3u);
   EXPECT_EQ(t[0].at("learning_rate"), "0.1");
   EXPECT_EQ(t[1].at("optimizer"), "mom,entum");
@@ -123,17 +128,19 @@ TEST(SearchSpace, CsvTrials) {
             std::string::npos);
   EXPECT_NE(error_of([] { parse_trials_csv("a,b\n", "t.csv"); }).find("at least one trial"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_trials_csv("a,b,a\n1,2,3\n", "t.csv"); })
-                .find("t.csv:1: column 'a' appears twice"),
+  EXPECT_NE(error_of([] {
+              parse_trials_csv("a,b,a\n1,2,3\n", "t.csv");
+            }).find("t.csv:1: column 'a' appears twice"),
             std::string::npos);
 }
 
 // Files saved by Excel or Notepad start with a UTF-8 byte-order mark and
 // end lines with CRLF; the config parser accepts both, so do these.
 TEST(SearchSpace, ByteOrderMarkAndCrlfAreAccepted) {
-  const auto s = parse_pcs("\xEF\xBB\xBFlearning_rate real [1e-4, 1e-1] log\r\n"
-                           "optimizer categorical {sgd, adam}\r\n",
-                           "space.pcs");
+  const auto s = parse_pcs(
+      "\xEF\xBB\xBFlearning_rate real [1e-4, 1e-1] log\r\n"
+      "optimizer categorical {sgd, adam}\r\n",
+      "space.pcs");
   ASSERT_EQ(s.params.size(), 2u);
   EXPECT_EQ(s.params[0].name, "learning_rate");
   EXPECT_TRUE(s.params[0].log);
@@ -145,10 +152,14 @@ TEST(SearchSpace, ByteOrderMarkAndCrlfAreAccepted) {
   const std::string utf16("\xFF\xFEl\0r\0", 6);
   EXPECT_NE(error_of([&] { parse_pcs(utf16, "space.pcs"); }).find("space.pcs: a NUL byte"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { parse_trials_csv(utf16, "t.csv"); }).find("UTF-16"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { parse_trials_csv(utf16, "t.csv"); }).find("UTF-16"), std::string::npos);
   // Only at the very start: a mark inside a name stays part of it.
-  EXPECT_EQ(parse_trials_csv("a,\xEF\xBB\xBF" "b\n1,2\n", "t.csv")[0].count("\xEF\xBB\xBF" "b"), 1u);
+  EXPECT_EQ(parse_trials_csv("a,\xEF\xBB\xBF"
+                             "b\n1,2\n",
+                             "t.csv")[0]
+                .count("\xEF\xBB\xBF"
+                       "b"),
+            1u);
 }
 
 TEST(SearchSpace, ResultsCsvHasEveryParameterQuotedWhereNeeded) {

@@ -40,10 +40,16 @@ std::vector<std::string> lines(const std::string& text) {
 }
 
 // Every trial: lenet on mock data, a few seconds.
-const std::vector<std::string> kTrialArgs = {
-    "--", "--model_name=lenet", "--dataset_name=mock", "--num_classes=10", "--batch_size=16",
-    "--num_sample_per_epoch=100000", "--use_fp16=False", "--optimizer=sgd",
-    "--log_loss_every_n_iters=20", "--result_format=none"};
+const std::vector<std::string> kTrialArgs = {"--",
+                                             "--model_name=lenet",
+                                             "--dataset_name=mock",
+                                             "--num_classes=10",
+                                             "--batch_size=16",
+                                             "--num_sample_per_epoch=100000",
+                                             "--use_fp16=False",
+                                             "--optimizer=sgd",
+                                             "--log_loss_every_n_iters=20",
+                                             "--result_format=none"};
 
 std::vector<std::string> sweep_args(const std::vector<std::string>& own) {
   std::vector<std::string> a = {kBin + "/sweep", "--metric=train_accuracy", "--cores=2"};
@@ -58,8 +64,8 @@ TEST(Sweep, CsvTrialsTwoAtATimeWithADivergingOne) {
   fs::create_directories(kTmp);
   std::ofstream(kTmp / "trials.csv") << "learning_rate,stop_at_step\n"
                                      << "0.05,30\n1e12,30\n0.01,30\n0.1,30\n";
-  auto args = sweep_args({"--trials=" + (kTmp / "trials.csv").string(), "--parallel=2",
-                          "--out=" + out.string()});
+  auto args = sweep_args(
+      {"--trials=" + (kTmp / "trials.csv").string(), "--parallel=2", "--out=" + out.string()});
   auto r = run(args, (kTmp / "csv.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto rows = lines(slurp(out / "results.csv"));
@@ -117,8 +123,8 @@ TEST(Sweep, AKilledSweepRerunRunsOnlyWhatIsMissing) {
   fs::create_directories(kTmp);
   std::ofstream(kTmp / "space.pcs") << "learning_rate real [0.001, 0.1] log\n"
                                     << "stop_at_step integer [100, 150]\n";
-  auto args = sweep_args({"--space=" + (kTmp / "space.pcs").string(), "--num_trials=6",
-                          "--seed=3", "--parallel=1", "--out=" + out.string()});
+  auto args = sweep_args({"--space=" + (kTmp / "space.pcs").string(), "--num_trials=6", "--seed=3",
+                          "--parallel=1", "--out=" + out.string()});
   testing::Child c = testing::spawn(args, (kTmp / "killed.log").string());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
   while (!fs::exists(out / "trial-001" / "result.json") &&
@@ -178,8 +184,8 @@ TEST(Sweep, ABadSetupIsExitTwoBeforeAnyTrial) {
     auto args = sweep_args({"--out=" + out.string()});
     args.insert(args.begin() + 1, c.args.begin(),
                 std::find(c.args.begin(), c.args.end(), std::string("--")));
-    for (auto it = std::find(c.args.begin(), c.args.end(), std::string("--"));
-         it != c.args.end(); ++it) {
+    for (auto it = std::find(c.args.begin(), c.args.end(), std::string("--")); it != c.args.end();
+         ++it) {
       if (*it != "--") args.push_back(*it);
     }
     const auto r = run(args, (kTmp / "setup.log").string());
@@ -195,9 +201,9 @@ TEST(Sweep, TrialsCsvWithAByteOrderMarkRuns) {
   fs::remove_all(out);
   fs::create_directories(kTmp);
   std::ofstream(kTmp / "bom.csv") << "\xEF\xBB\xBFlearning_rate,stop_at_step\r\n0.05,5\r\n";
-  const auto r = run(sweep_args({"--trials=" + (kTmp / "bom.csv").string(),
-                                 "--out=" + out.string()}),
-                     (kTmp / "bom.log").string());
+  const auto r =
+      run(sweep_args({"--trials=" + (kTmp / "bom.csv").string(), "--out=" + out.string()}),
+          (kTmp / "bom.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto rows = lines(slurp(out / "results.csv"));
   ASSERT_EQ(rows.size(), 2u);
@@ -273,8 +279,8 @@ TEST(Sweep, ARerunWithOtherTrialArgumentsIsRefused) {
   fs::create_directories(kTmp);
   std::ofstream(kTmp / "rerun_args.csv") << "learning_rate\n0.05\n";
   auto with_budget = [&](const std::string& steps) {
-    auto a = sweep_args({"--trials=" + (kTmp / "rerun_args.csv").string(),
-                         "--out=" + out.string()});
+    auto a =
+        sweep_args({"--trials=" + (kTmp / "rerun_args.csv").string(), "--out=" + out.string()});
     a.push_back("--stop_at_step=" + steps);
     return a;
   };
@@ -329,9 +335,8 @@ TEST(Sweep, SuccessiveHalvingPromotesByResumingCheckpoints) {
   EXPECT_NE(std::find(at20.begin(), at20.end(), at40[0]), at20.end());
   // The promoted trials were the best at rung 10.
   auto metric_at = [&](int i, int steps) {
-    return std::stod(json_value(out / sweep::trial_name(i) /
-                                    ("result-" + std::to_string(steps) + ".json"),
-                                "value"));
+    return std::stod(json_value(
+        out / sweep::trial_name(i) / ("result-" + std::to_string(steps) + ".json"), "value"));
   };
   for (int i : at10) {
     if (std::find(at20.begin(), at20.end(), i) != at20.end()) continue;
@@ -363,9 +368,9 @@ TEST(Sweep, AshaPromotesWithoutWaitingAndResumesCheckpoints) {
   fs::remove_all(out);
   fs::create_directories(kTmp);
   std::ofstream(kTmp / "asha.csv") << "learning_rate\n0.05\n0.01\n0.1\n0.002\n";
-  auto args = sweep_args({"--trials=" + (kTmp / "asha.csv").string(), "--parallel=2",
-                          "--min_steps=10", "--max_steps=40", "--eta=2", "--asha",
-                          "--out=" + out.string()});
+  auto args =
+      sweep_args({"--trials=" + (kTmp / "asha.csv").string(), "--parallel=2", "--min_steps=10",
+                  "--max_steps=40", "--eta=2", "--asha", "--out=" + out.string()});
   auto r = run(args, (kTmp / "asha.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::vector<int> at10 = trials_at(out, 4, 10), at20 = trials_at(out, 4, 20),
@@ -386,9 +391,8 @@ TEST(Sweep, AshaPromotesWithoutWaitingAndResumesCheckpoints) {
   // The best two at rung 10 were promoted (ASHA may have sent others on
   // earlier, from fewer results).
   auto metric_at = [&](int i, int steps) {
-    return std::stod(json_value(out / sweep::trial_name(i) /
-                                    ("result-" + std::to_string(steps) + ".json"),
-                                "value"));
+    return std::stod(json_value(
+        out / sweep::trial_name(i) / ("result-" + std::to_string(steps) + ".json"), "value"));
   };
   std::vector<int> by10 = at10;
   std::sort(by10.begin(), by10.end(), [&](int a, int b) {
@@ -419,8 +423,8 @@ class FashionMnistSweep : public ::testing::Test {
   static void SetUpTestSuite() {
     fs::create_directories(kTmp);
     auto r = run({kBin + "/convert_dataset", "--dataset_name", "fashion_mnist", "--input",
-                  testing::fmnist_source(), "--dataset_dir", data_dir(), "--max_examples",
-                  "3000", "--overwrite"},
+                  testing::fmnist_source(), "--dataset_dir", data_dir(), "--max_examples", "3000",
+                  "--overwrite"},
                  (kTmp / "fmnist_convert.log").string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
@@ -431,9 +435,9 @@ class FashionMnistSweep : public ::testing::Test {
     a.insert(a.end(), own.begin(), own.end());
     for (const std::string& t : std::vector<std::string>{
              "--", "--model_name=lenet", "--dataset_name=fashion_mnist",
-          "--dataset_dir=" + data_dir(), "--validation_fraction=0.1", "--batch_size=32",
-          "--optimizer=momentum", "--use_fp16=False", "--shuffle_buffer_size=1000",
-          "--log_loss_every_n_iters=20", "--save_checkpoints_steps=1000", trial_extra}) {
+             "--dataset_dir=" + data_dir(), "--validation_fraction=0.1", "--batch_size=32",
+             "--optimizer=momentum", "--use_fp16=False", "--shuffle_buffer_size=1000",
+             "--log_loss_every_n_iters=20", "--save_checkpoints_steps=1000", trial_extra}) {
       a.push_back(t);
     }
     return a;
@@ -455,8 +459,9 @@ TEST_F(FashionMnistSweep, RandomSweepWithADivergingTrialKilledAndRerun) {
   const fs::path out = kTmp / "fmnist_random";
   fs::remove_all(out);
   // lr 1e9 diverges within a few steps; seed 5's six draws have it once.
-  std::ofstream(kTmp / "fmnist.pcs") << "learning_rate categorical {0.005, 0.01, 0.03, 1e9} [0.01]\n"
-                                     << "momentum real [0.5, 0.95] [0.9]\n";
+  std::ofstream(kTmp / "fmnist.pcs")
+      << "learning_rate categorical {0.005, 0.01, 0.03, 1e9} [0.01]\n"
+      << "momentum real [0.5, 0.95] [0.9]\n";
   const auto a = args({"--space=" + (kTmp / "fmnist.pcs").string(), "--num_trials=6", "--seed=5",
                        "--parallel=2", "--out=" + out.string()},
                       "--stop_at_step=60");

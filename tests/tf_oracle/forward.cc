@@ -28,9 +28,9 @@
 #include "models/model_factory.h"
 #include "preprocessing/slim_preprocessing.h"
 #include "src/io/atomic_file.h"
+#include "src/tools/tool_main.h"
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
-#include "src/tools/tool_main.h"
 #include "src/train/train_state.h"
 #include "tests/tf_oracle/npy.h"
 
@@ -75,10 +75,10 @@ int preprocess(LoadResult& args) {
     const std::string bytes = io::read_file(files[i]);
     const io::Image decoded = io::decode_image(bytes, shape.channels);
     if (args.extras.count("decoded_prefix")) {
-      test_npy::write(args.extras.at("decoded_prefix") + std::to_string(i) + ".npy",
-                      torch::from_blob(const_cast<uint8_t*>(decoded.pixels.data()),
-                                       {decoded.height, decoded.width, decoded.channels},
-                                       torch::kUInt8));
+      test_npy::write(
+          args.extras.at("decoded_prefix") + std::to_string(i) + ".npy",
+          torch::from_blob(const_cast<uint8_t*>(decoded.pixels.data()),
+                           {decoded.height, decoded.width, decoded.channels}, torch::kUInt8));
     }
     std::mt19937_64 rng(seed + i);
     std::mt19937_64 replay = rng;  // the same draws, taken again to print them
@@ -123,9 +123,9 @@ int main(int argc, char** argv) {
         model->eval();
         torch::NoGradGuard no_grad;
         const auto images = train::to_data_format(hp, nhwc.permute({0, 3, 1, 2}).contiguous());
-        test_npy::write(args.extras.at("output"), model->forward(images).logits.reshape({nhwc.size(0), -1}));
+        test_npy::write(args.extras.at("output"),
+                        model->forward(images).logits.reshape({nhwc.size(0), -1}));
         return 0;
       },
-      {"input", "output", "images", "size", "channels", "seed", "is_training",
-       "decoded_prefix"});
+      {"input", "output", "images", "size", "channels", "seed", "is_training", "decoded_prefix"});
 }

@@ -34,7 +34,8 @@ inline torch::Tensor read(const std::string& path) {
   }
   std::smatch m;
   static const std::regex shape_re(R"('shape': \(([0-9, ]*)\))");
-  if (!std::regex_search(header, m, shape_re)) throw ::fastnn::DataError("'" + path + "': no shape");
+  if (!std::regex_search(header, m, shape_re))
+    throw ::fastnn::DataError("'" + path + "': no shape");
   std::vector<int64_t> shape;
   std::stringstream dims(m[1].str());
   std::string d;

@@ -34,8 +34,8 @@ int print_schedule(LoadResult& args) {
   auto count = [&](const char* key, int64_t fallback) {
     return args.extras.count(key) ? std::stoll(args.extras.at(key)) : fallback;
   };
-  const auto schedule = optim::schedule_from_hparams(args.hp, count("samples_per_epoch", 0),
-                                                     count("num_workers", 1));
+  const auto schedule =
+      optim::schedule_from_hparams(args.hp, count("samples_per_epoch", 0), count("num_workers", 1));
   std::cout.precision(17);
   for (int64_t s = 0; s < count("schedule_steps", 0); ++s) {
     std::cout << optim::learning_rate_at(schedule, s) << "\n";

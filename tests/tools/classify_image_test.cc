@@ -65,19 +65,20 @@ TEST(ClassifyImage, TfSlimPersonDetectionFromTensorflowTellsPersonFromNoPerson) 
   const fs::path dir = fs::path(FASTNN_TEST_TMP) / "classify_image";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const fs::path images = shared_tf() / "tflite-micro/tensorflow/lite/micro/examples/"
-                                        "person_detection/testdata";
+  const fs::path images = shared_tf() /
+                          "tflite-micro/tensorflow/lite/micro/examples/"
+                          "person_detection/testdata";
   bmp_to_png(images / "person.bmp", dir / "person.png");
   bmp_to_png(images / "no_person.bmp", dir / "no_person.png");
   std::ofstream(dir / "not_an_image.png") << "not an image";
   std::ofstream(dir / "labels.txt") << "0:notperson\n1:person\n";
   // num_classes comes from the checkpoint.
-  const auto r = run({tool(), "--model_name=mobilenet_v1_025", "--use_grayscale",
-                      "--eval_image_size=96", "--checkpoint_path=" + ckpt.string(),
-                      "--labels_file=" + (dir / "labels.txt").string(), "--top_k=2",
-                      (dir / "person.png").string(), (dir / "not_an_image.png").string(),
-                      (dir / "no_person.png").string()},
-                     (dir / "out.log").string());
+  const auto r =
+      run({tool(), "--model_name=mobilenet_v1_025", "--use_grayscale", "--eval_image_size=96",
+           "--checkpoint_path=" + ckpt.string(), "--labels_file=" + (dir / "labels.txt").string(),
+           "--top_k=2", (dir / "person.png").string(), (dir / "not_an_image.png").string(),
+           (dir / "no_person.png").string()},
+          (dir / "out.log").string());
   EXPECT_EQ(r.exit_code, 3) << r.output;  // one image could not be read
   EXPECT_NE(r.output.find("not_an_image.png"), std::string::npos) << r.output;
   const auto lines = json_lines(r.output);
@@ -135,15 +136,18 @@ TEST(ClassifyImage, BadArgumentsAreUsageErrors) {
   fs::create_directories(dir);
   const std::string v1 = (fs::path(FASTNN_SOURCE_DIR) /
                           "tests/data/tf_checkpoints/tensorflow_serving/bad_half_plus_two/"
-                          "00000123/export").string();
+                          "00000123/export")
+                             .string();
   // No image.
-  EXPECT_EQ(run({tool(), "--model_name=lenet", "--checkpoint_path=" + v1},
-                (dir / "a.log").string()).exit_code, 2);
+  EXPECT_EQ(run({tool(), "--model_name=lenet", "--checkpoint_path=" + v1}, (dir / "a.log").string())
+                .exit_code,
+            2);
   // No checkpoint_path.
   EXPECT_EQ(run({tool(), "--model_name=lenet", "x.png"}, (dir / "b.log").string()).exit_code, 2);
   // A checkpoint without lenet's variables, num_classes given: named, exit 2.
-  const auto r = run({tool(), "--model_name=lenet", "--num_classes=10", "--checkpoint_path=" + v1,
-                      "x.png"}, (dir / "c.log").string());
+  const auto r =
+      run({tool(), "--model_name=lenet", "--num_classes=10", "--checkpoint_path=" + v1, "x.png"},
+          (dir / "c.log").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("LeNet/conv1/weights"), std::string::npos) << r.output;
 }

@@ -15,11 +15,11 @@
 #include "datasets/convert_cifar10.h"
 #include "datasets/convert_common.h"
 #include "datasets/convert_image_folder.h"
-#include "src/io/atomic_file.h"
 #include "fastnn/errors.h"
 #include "fastnn/example.h"
-#include "src/io/image.h"
 #include "fastnn/tfrecord.h"
+#include "src/io/atomic_file.h"
+#include "src/io/image.h"
 #include "tests/test_paths.h"
 
 namespace fastnn::datasets {
@@ -36,16 +36,14 @@ fs::path fresh_dir(const std::string& name) {
 std::vector<io::ImageRecord> read_records(const std::string& path) {
   io::TFRecordReader r(io::open_file(path));
   std::vector<io::ImageRecord> out;
-  for (std::string rec; r.next(&rec);)
-    out.push_back(io::decode_image_example(rec));
+  for (std::string rec; r.next(&rec);) out.push_back(io::decode_image_example(rec));
   return out;
 }
 
 std::vector<std::string> lines(const fs::path& p) {
   std::ifstream in(p);
   std::vector<std::string> out;
-  for (std::string l; std::getline(in, l);)
-    out.push_back(l);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
   return out;
 }
 
@@ -64,8 +62,7 @@ std::string cifar_records(int n, int first) {
   std::string out;
   for (int i = first; i < first + n; ++i) {
     out.push_back(static_cast<char>(i % 10));
-    for (int p = 0; p < 3072; ++p)
-      out.push_back(static_cast<char>((i * 7 + p) & 0xFF));
+    for (int p = 0; p < 3072; ++p) out.push_back(static_cast<char>((i * 7 + p) & 0xFF));
   }
   return out;
 }
@@ -77,17 +74,14 @@ fs::path cifar_input(const std::string& name, bool meta) {
   int first = 0;
   for (int b = 1; b <= 5; ++b) {
     const int n = b == 1 ? 3 : 2;
-    io::write_file_atomic(
-        (in / ("data_batch_" + std::to_string(b) + ".bin")).string(),
-        cifar_records(n, first));
+    io::write_file_atomic((in / ("data_batch_" + std::to_string(b) + ".bin")).string(),
+                          cifar_records(n, first));
     first += n;
   }
-  io::write_file_atomic((in / "test_batch.bin").string(),
-                        cifar_records(4, 100));
+  io::write_file_atomic((in / "test_batch.bin").string(), cifar_records(4, 100));
   if (meta) {
     std::string names;
-    for (int i = 0; i < 10; ++i)
-      names += "class" + std::to_string(i) + "\n";
+    for (int i = 0; i < 10; ++i) names += "class" + std::to_string(i) + "\n";
     io::write_file_atomic((in / "batches.meta.txt").string(), names + "\n");
   }
   return in.parent_path();
@@ -111,14 +105,11 @@ TEST(ConvertDataset, Cifar10ShardsLabelsAndPixels) {
   EXPECT_EQ(splits[0].examples, 11);
   EXPECT_EQ(splits[1].examples, 4);
   EXPECT_EQ(listing(o.output_dir),
-            (std::vector<std::string>{"cifar10.manifest",
-                                      "cifar10_test_00000-of-00003.tfrecord",
-                                      "cifar10_test_00001-of-00003.tfrecord",
-                                      "cifar10_test_00002-of-00003.tfrecord",
-                                      "cifar10_train_00000-of-00003.tfrecord",
-                                      "cifar10_train_00001-of-00003.tfrecord",
-                                      "cifar10_train_00002-of-00003.tfrecord",
-                                      "labels.txt"}));
+            (std::vector<std::string>{
+                "cifar10.manifest", "cifar10_test_00000-of-00003.tfrecord",
+                "cifar10_test_00001-of-00003.tfrecord", "cifar10_test_00002-of-00003.tfrecord",
+                "cifar10_train_00000-of-00003.tfrecord", "cifar10_train_00001-of-00003.tfrecord",
+                "cifar10_train_00002-of-00003.tfrecord", "labels.txt"}));
   // 11 over 3 shards: 3, 4, 4 (sizes differ by at most one), in order.
   int i = 0;
   for (int k = 0; k < 3; ++k) {
@@ -149,15 +140,11 @@ TEST(ConvertDataset, Cifar10SingleFileAndStandardNames) {
   o.output_dir = (in / "out").string();
   o.max_examples = 5;
   convert_cifar10(o);
-  EXPECT_EQ(
-      listing(o.output_dir),
-      (std::vector<std::string>{"cifar10.manifest", "cifar10_test.tfrecord",
-                                "cifar10_train.tfrecord", "labels.txt"}));
-  EXPECT_EQ(
-      read_records((in / "out" / "cifar10_train.tfrecord").string()).size(),
-      5u);
-  EXPECT_EQ(
-      read_records((in / "out" / "cifar10_test.tfrecord").string()).size(), 4u);
+  EXPECT_EQ(listing(o.output_dir),
+            (std::vector<std::string>{"cifar10.manifest", "cifar10_test.tfrecord",
+                                      "cifar10_train.tfrecord", "labels.txt"}));
+  EXPECT_EQ(read_records((in / "out" / "cifar10_train.tfrecord").string()).size(), 5u);
+  EXPECT_EQ(read_records((in / "out" / "cifar10_test.tfrecord").string()).size(), 4u);
   const auto labels = lines(in / "out" / "labels.txt");
   EXPECT_EQ(labels[0], "0:airplane");
   EXPECT_EQ(labels[9], "9:truck");
@@ -185,27 +172,21 @@ TEST(ConvertDataset, RefusesToOverwriteAndCleansUpOnOverwrite) {
   o.output_dir = (in / "out").string();
   o.num_shards = 2;
   convert_cifar10(o);
-  const std::string before = io::read_file(
-      (in / "out" / "cifar10_train_00000-of-00002.tfrecord").string());
+  const std::string before =
+      io::read_file((in / "out" / "cifar10_train_00000-of-00002.tfrecord").string());
   try {
     o.num_shards = 1;  // another shard count still collides
     convert_cifar10(o);
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("labels.txt' exists"),
-              std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("labels.txt' exists"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(
-      io::read_file(
-          (in / "out" / "cifar10_train_00000-of-00002.tfrecord").string()),
-      before);
+  EXPECT_EQ(io::read_file((in / "out" / "cifar10_train_00000-of-00002.tfrecord").string()), before);
   o.overwrite = true;
   convert_cifar10(o);
-  EXPECT_EQ(
-      listing(o.output_dir),
-      (std::vector<std::string>{"cifar10.manifest", "cifar10_test.tfrecord",
-                                "cifar10_train.tfrecord", "labels.txt"}));
+  EXPECT_EQ(listing(o.output_dir),
+            (std::vector<std::string>{"cifar10.manifest", "cifar10_test.tfrecord",
+                                      "cifar10_train.tfrecord", "labels.txt"}));
 }
 
 TEST(ConvertDataset, FailureLeavesNoPartialOutput) {
@@ -214,22 +195,19 @@ TEST(ConvertDataset, FailureLeavesNoPartialOutput) {
   // test fails, and nothing may appear.
   std::string bad = cifar_records(4, 100);
   bad[3073 * 2] = 12;
-  io::write_file_atomic(
-      (in / "cifar-10-batches-bin" / "test_batch.bin").string(), bad);
+  io::write_file_atomic((in / "cifar-10-batches-bin" / "test_batch.bin").string(), bad);
   ConvertOptions o;
   o.input_dir = in.string();
   o.output_dir = (in / "out").string();
   EXPECT_THROW(convert_cifar10(o), DataError);
   EXPECT_TRUE(listing(o.output_dir).empty());
   // A batch of a wrong size names the file.
-  io::write_file_atomic(
-      (in / "cifar-10-batches-bin" / "data_batch_3.bin").string(), "xyz");
+  io::write_file_atomic((in / "cifar-10-batches-bin" / "data_batch_3.bin").string(), "xyz");
   try {
     convert_cifar10(o);
     FAIL();
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("data_batch_3.bin"),
-              std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("data_batch_3.bin"), std::string::npos);
   }
 }
 
@@ -293,8 +271,7 @@ TEST(ConvertDataset, ImageFolderKeepsBytesAndSplitsDeterministically) {
   EXPECT_EQ(lines(fs::path(o.output_dir) / "labels.txt"),
             (std::vector<std::string>{"0:daisy", "1:roses", "2:tulips"}));
   EXPECT_EQ(splits[0].paths[1],
-            (fs::path(o.output_dir) / "flowers_train_00001-of-00002.tfrecord")
-                .string());
+            (fs::path(o.output_dir) / "flowers_train_00001-of-00002.tfrecord").string());
   int seen = 0;
   for (const auto& s : splits) {
     std::vector<size_t> sizes;
@@ -305,9 +282,7 @@ TEST(ConvertDataset, ImageFolderKeepsBytesAndSplitsDeterministically) {
         ASSERT_TRUE(by_bytes.count(r.encoded)) << "bytes were re-encoded";
         const auto& [name, label] = by_bytes[r.encoded];
         EXPECT_EQ(r.label, label) << name;
-        EXPECT_EQ(r.format,
-                  io::sniff_format(r.encoded) == io::ImageFormat::kPng ? "png"
-                                                                       : "jpg")
+        EXPECT_EQ(r.format, io::sniff_format(r.encoded) == io::ImageFormat::kPng ? "png" : "jpg")
             << name;
         const io::Image img = io::decode_image(r.encoded);
         EXPECT_EQ(r.height, img.height) << name;
@@ -331,15 +306,13 @@ TEST(ConvertDataset, ImageFolderKeepsBytesAndSplitsDeterministically) {
             io::read_file(splits[1].paths[0]));
 
   // An image file that is neither PNG nor JPEG is named.
-  io::write_file_atomic((in / "roses" / "broken.jpg").string(),
-                        "GIF89a not really");
+  io::write_file_atomic((in / "roses" / "broken.jpg").string(), "GIF89a not really");
   again.output_dir = o.output_dir + "_broken";
   try {
     convert_image_folder(again);
     FAIL();
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("broken.jpg"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("broken.jpg"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(fs::path(again.output_dir) / "labels.txt"));
 }
@@ -357,15 +330,14 @@ TEST(ConvertDataset, FolderFlagChecks) {
   };
   EXPECT_EQ(message(d.string()), "");
   EXPECT_EQ(message((d / "new" / "deeper").string()), "");  // created later
-  EXPECT_NE(message((d / "f").string()).find("is a file, not a folder"),
-            std::string::npos);
-  EXPECT_NE(message((d / "f" / "x").string()).find("a part of the path is a "
-                                                   "file, not a folder"),
+  EXPECT_NE(message((d / "f").string()).find("is a file, not a folder"), std::string::npos);
+  EXPECT_NE(message((d / "f" / "x").string())
+                .find("a part of the path is a "
+                      "file, not a folder"),
             std::string::npos);
   EXPECT_NE(message("").find("--dataset_dir: empty"), std::string::npos);
   for (const std::string& path :
-       {(d / std::string(300, 'a')).string(),
-        d.string() + "/" + std::string(5000, 'b')}) {
+       {(d / std::string(300, 'a')).string(), d.string() + "/" + std::string(5000, 'b')}) {
     const std::string m = message(path);
     EXPECT_LT(m.size(), 300u) << m;
     EXPECT_NE(m.find("too long"), std::string::npos) << m;
@@ -382,10 +354,8 @@ const std::string kTool = std::string(FASTNN_BIN_DIR) + "/convert_dataset";
 
 // Runs convert_dataset with `args` (shell words); its output goes to `log`.
 // Returns {exit code, output}.
-std::pair<int, std::string> convert(const std::string& args,
-                                    const fs::path& log) {
-  const int st = std::system(
-      (kTool + " " + args + " > '" + log.string() + "' 2>&1").c_str());
+std::pair<int, std::string> convert(const std::string& args, const fs::path& log) {
+  const int st = std::system((kTool + " " + args + " > '" + log.string() + "' 2>&1").c_str());
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, io::read_file(log.string())};
 }
 
@@ -395,20 +365,16 @@ TEST(ConvertDatasetTool, UnusableDatasetDirIsAUsageError) {
   const fs::path file = in / "plain.txt";
   io::write_file_atomic(file.string(), "x");
   std::string deep;  // 20 names of 250 bytes: beyond PATH_MAX
-  for (int i = 0; i < 20; ++i)
-    deep += "/" + std::string(250, 'b');
+  for (int i = 0; i < 20; ++i) deep += "/" + std::string(250, 'b');
   for (const fs::path& bad :
-       {file, file / "sub", in / std::string(300, 'a'),
-        fs::path(in.string() + deep)}) {
-    auto [code, out] = convert("--quiet --dataset_name cifar10 --input '" +
-                                   in.string() + "' --dataset_dir '" +
-                                   bad.string() + "'",
+       {file, file / "sub", in / std::string(300, 'a'), fs::path(in.string() + deep)}) {
+    auto [code, out] = convert("--quiet --dataset_name cifar10 --input '" + in.string() +
+                                   "' --dataset_dir '" + bad.string() + "'",
                                in / "log.txt");
     EXPECT_EQ(code, 2) << out.substr(0, 300);  // was 1, "internal error"
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out.substr(0, 300);
     EXPECT_LT(out.size(), 300u) << out.substr(0, 300);
-    EXPECT_NE(out.find("--dataset_dir '" + bad.string().substr(0, 100)),
-              std::string::npos)
+    EXPECT_NE(out.find("--dataset_dir '" + bad.string().substr(0, 100)), std::string::npos)
         << out.substr(0, 300);
   }
 }
@@ -416,8 +382,7 @@ TEST(ConvertDatasetTool, UnusableDatasetDirIsAUsageError) {
 // A pid that no process has: a child that exited and was reaped.
 pid_t dead_pid() {
   const pid_t pid = fork();
-  if (pid == 0)
-    _exit(0);
+  if (pid == 0) _exit(0);
   waitpid(pid, nullptr, 0);
   return pid;
 }
@@ -429,19 +394,15 @@ TEST(ConvertDatasetTool, RemovesStaleTemporariesOfDeadProcessesOnly) {
   fs::create_directories(out);
   // What a SIGTERM during an earlier conversion leaves, and a temporary of
   // a process that is still running (this test).
-  const std::string stale =
-      "cifar10_train.tfrecord.tmp-" + std::to_string(dead_pid());
-  const std::string live =
-      "cifar10_test.tfrecord.tmp-" + std::to_string(getpid());
+  const std::string stale = "cifar10_train.tfrecord.tmp-" + std::to_string(dead_pid());
+  const std::string live = "cifar10_test.tfrecord.tmp-" + std::to_string(getpid());
   io::write_file_atomic((out / stale).string(), "partial");
   io::write_file_atomic((out / live).string(), "in progress");
-  auto [code, text] = convert("--quiet --dataset_name cifar10 --input '" +
-                                  in.string() + "' --dataset_dir '" +
-                                  out.string() + "'",
+  auto [code, text] = convert("--quiet --dataset_name cifar10 --input '" + in.string() +
+                                  "' --dataset_dir '" + out.string() + "'",
                               in / "log.txt");
   EXPECT_EQ(code, 0) << text;
-  EXPECT_NE(text.find("removed 1 stale temporary file(s)"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("removed 1 stale temporary file(s)"), std::string::npos) << text;
   EXPECT_FALSE(fs::exists(out / stale));
   EXPECT_TRUE(fs::exists(out / live));
   EXPECT_TRUE(fs::exists(out / "cifar10_train.tfrecord"));
@@ -472,8 +433,8 @@ TEST(ConvertDataset, ImageFolderLinkLoopsAndDanglingLinksAreDataErrors) {
       msg = e.what();
     }
     EXPECT_NE(msg.find((in / bad).string()), std::string::npos) << bad << ": " << msg;
-    EXPECT_NE(msg.find(dangling ? "dangling symbolic link" : "symbolic link"),
-              std::string::npos) << msg;
+    EXPECT_NE(msg.find(dangling ? "dangling symbolic link" : "symbolic link"), std::string::npos)
+        << msg;
     EXPECT_FALSE(fs::exists(in / "out" / "labels.txt"));
   }
 }
@@ -485,10 +446,10 @@ TEST(ConvertDatasetTool, OutputPrefixWithASlashIsAUsageError) {
   const fs::path in = cifar_input("tool_prefix", true);
   const fs::path out = in / "deep" / "out";
   for (const std::string prefix : {"../../x", "sub/x", "/x", "x/"}) {
-    auto [code, text] = convert("--quiet --dataset_name cifar10 --input '" +
-                                    in.string() + "' --dataset_dir '" +
-                                    out.string() + "' --output_prefix '" + prefix + "'",
-                                in / "log.txt");
+    auto [code, text] =
+        convert("--quiet --dataset_name cifar10 --input '" + in.string() + "' --dataset_dir '" +
+                    out.string() + "' --output_prefix '" + prefix + "'",
+                in / "log.txt");
     EXPECT_EQ(code, 2) << prefix << ": " << text;
     EXPECT_NE(text.find("--output_prefix"), std::string::npos) << text;
     EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;

@@ -138,9 +138,9 @@ TEST(ExportInferenceGraph, AOneChannelCheckpointGivesAOneChannelInput) {
   const fs::path dir = fresh_dir("export_gray");
   const std::string ckpt = save_network(dir, "lenet", 10, 1);
   const fs::path out = dir / "lenet.onnx";
-  const auto r = run({tool(), "--model_name=lenet", "--checkpoint_path=" + ckpt,
-                      "--output_file=" + out.string()},
-                     (dir / "out.log").string());
+  const auto r = run(
+      {tool(), "--model_name=lenet", "--checkpoint_path=" + ckpt, "--output_file=" + out.string()},
+      (dir / "out.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(dims(read_model(out).graph().input(0)),
             (std::vector<std::string>{"N", "1", "28", "28"}));
@@ -155,9 +155,8 @@ TEST(ExportInferenceGraph, TensorflowsPersonDetectionCheckpointExportsWithItsMov
   if (!fs::exists(ckpt)) GTEST_SKIP() << "skipped: no shared test data at " << ckpt;
   const fs::path dir = fresh_dir("export_tf");
   const fs::path out = dir / "person.onnx";
-  const auto r = run({tool(), "--model_name=mobilenet_v1_025", "--use_grayscale",
-                      "--image_size=96", "--checkpoint_path=" + ckpt.string(),
-                      "--output_file=" + out.string()},
+  const auto r = run({tool(), "--model_name=mobilenet_v1_025", "--use_grayscale", "--image_size=96",
+                      "--checkpoint_path=" + ckpt.string(), "--output_file=" + out.string()},
                      (dir / "out.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const onnx::ModelProto m = read_model(out);
@@ -193,15 +192,14 @@ TEST(ExportInferenceGraph, BadArgumentsAndBadCheckpointsWriteNothing) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   // No checkpoint; a corrupt one (one byte flipped: CRC).
   EXPECT_EQ(run({tool(), "--model_name=lenet", to}, log).exit_code, 2);
-  r = run({tool(), "--model_name=lenet", "--checkpoint_path=" + (dir / "none").string(), to},
-          log);
+  r = run({tool(), "--model_name=lenet", "--checkpoint_path=" + (dir / "none").string(), to}, log);
   EXPECT_EQ(r.exit_code, 3) << r.output;
   std::string bytes = io::read_file(ckpt);
   bytes[bytes.size() / 2] ^= 0x5a;
   std::ofstream((dir / "model.ckpt-2").string(), std::ios::binary) << bytes;
-  r = run({tool(), "--model_name=lenet",
-           "--checkpoint_path=" + (dir / "model.ckpt-2").string(), to},
-          log);
+  r = run(
+      {tool(), "--model_name=lenet", "--checkpoint_path=" + (dir / "model.ckpt-2").string(), to},
+      log);
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_FALSE(fs::exists(out));
   for (const auto& e : fs::directory_iterator(dir)) {

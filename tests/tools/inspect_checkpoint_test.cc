@@ -1,10 +1,10 @@
 // inspect_checkpoint as a user runs it: on TensorFlow's files (V1, V2), on
 // this project's checkpoints, and against a network.
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <torch/torch.h>
 
 #include "src/train/checkpoint.h"
 #include "tests/integration/process.h"
@@ -25,8 +25,9 @@ fs::path serving(const std::string& rel) {
 }
 
 TEST(InspectCheckpoint, ListsTensorflowV1AndV2Files) {
-  auto r = run({tool(), serving("saved_model_half_plus_two_mkl/00000123/variables/variables.index")},
-               log_file("inspect_v2"));
+  auto r =
+      run({tool(), serving("saved_model_half_plus_two_mkl/00000123/variables/variables.index")},
+          log_file("inspect_v2"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("TensorFlow V2 checkpoint"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("9 tensors, 36 bytes"), std::string::npos) << r.output;
@@ -57,7 +58,8 @@ TEST(InspectCheckpoint, ComparesOwnCheckpointWithANetwork) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("FastNN-C++ checkpoint"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("LeNet/fc4/weights: network [10,1024], checkpoint [7,1024]"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("LeNet/extra [3]"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("LeNet/conv2/weights"), std::string::npos) << r.output;  // missing
   EXPECT_NE(r.output.find("checkpoint_exclude_scopes=LeNet/fc4"), std::string::npos) << r.output;
@@ -69,9 +71,9 @@ TEST(InspectCheckpoint, TfSlimCheckpointMatchesThePortsNetwork) {
   const fs::path dir = (env ? fs::path(env) : fs::path(FASTNN_SOURCE_DIR) / "../shared") /
                        "testdata/tf_checkpoints/cs249-assignment2/ckpts/person_detection";
   if (!fs::exists(dir)) GTEST_SKIP() << "skipped: no shared test data at " << dir;
-  auto r = run({tool(), dir.string(), "--model_name=mobilenet_v1_025", "--num_classes=2",
-                "--use_grayscale"},
-               log_file("inspect_tf_slim"));
+  auto r = run(
+      {tool(), dir.string(), "--model_name=mobilenet_v1_025", "--num_classes=2", "--use_grayscale"},
+      log_file("inspect_tf_slim"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("441 tensors"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("compatible: every variable"), std::string::npos) << r.output;
@@ -81,14 +83,16 @@ TEST(InspectCheckpoint, TfSlimCheckpointMatchesThePortsNetwork) {
           log_file("inspect_tf_slim_rgb"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("checkpoint_exclude_scopes=MobilenetV1/Conv2d_0,MobilenetV1/Logits"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
 }
 
 TEST(InspectCheckpoint, BadArgumentsAndMissingFilesHaveTheirExitCodes) {
   EXPECT_EQ(run({tool()}, log_file("inspect_noarg")).exit_code, 2);
   EXPECT_EQ(run({tool(), "no/such/ckpt"}, log_file("inspect_missing")).exit_code, 3);
-  auto r = run({tool(), serving("bad_half_plus_two/00000123/export").string(),
-                "--model_name=no_such_net"}, log_file("inspect_badnet"));
+  auto r = run(
+      {tool(), serving("bad_half_plus_two/00000123/export").string(), "--model_name=no_such_net"},
+      log_file("inspect_badnet"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
 

@@ -1,16 +1,16 @@
 // keep_best_checkpoints and early stopping's history (EvalHistory): which
 // checkpoints are kept, what happens to their files, and what a resumed or a
 // new run in the same train_dir makes of an earlier history.
+#include "src/train/best_checkpoints.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
-#include "src/train/best_checkpoints.h"
 #include "src/train/checkpoint.h"
 #include "tests/datasets/test_data.h"
 

@@ -1,12 +1,13 @@
+#include "src/train/checkpoint.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "fastnn/errors.h"
-#include "src/train/checkpoint.h"
 #include "src/train/checkpoint_format.h"
 #include "tests/test_paths.h"
 
@@ -129,8 +130,8 @@ TEST(Checkpoint, ForgedButCrcValidFilesAreRefused) {
     append_checkpoint_crc(&out);
     return out;
   };
-  auto entry = [](const std::string& name, uint8_t code, std::vector<int64_t> dims,
-                  uint64_t nbytes, const std::string& data) {
+  auto entry = [](const std::string& name, uint8_t code, std::vector<int64_t> dims, uint64_t nbytes,
+                  const std::string& data) {
     std::string out;
     append_checkpoint_entry(&out, name, static_cast<DTypeCode>(code), dims, data);
     // Overwrite the declared size (just before the data) to forge it.
@@ -174,9 +175,9 @@ TEST(Checkpoint, ForgedButCrcValidFilesAreRefused) {
   EXPECT_EQ(error_of(file(2, entry("w", 0, {1}, 4, four))),
             "checkpoint 'f' declares 2 tensors, more than its 43 bytes can hold");
   // A count the bytes could hold, with the second entry missing.
-  EXPECT_EQ(error_of(file(2, entry("w", 0, {1}, 4, four) +
-                          entry("v", 0, {1}, 4, four).substr(0, 24))),
-            "checkpoint 'f' is truncated");
+  EXPECT_EQ(
+      error_of(file(2, entry("w", 0, {1}, 4, four) + entry("v", 0, {1}, 4, four).substr(0, 24))),
+      "checkpoint 'f' is truncated");
 }
 
 }  // namespace

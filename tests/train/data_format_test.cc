@@ -56,8 +56,8 @@ TEST(DataFormat, ChannelsLastMatchesNchwForwardAndBackward) {
       const auto ga = pa[i].grad(), gb = pb[i].grad().contiguous();
       const double gscale = ga.abs().max().item<double>();
       EXPECT_TRUE(torch::allclose(ga, gb, 1e-7, 1e-7 * gscale))
-          << name << " parameter " << i << " max diff "
-          << (ga - gb).abs().max().item<double>() << " of max " << gscale;
+          << name << " parameter " << i << " max diff " << (ga - gb).abs().max().item<double>()
+          << " of max " << gscale;
       // The values (what checkpoints store) are untouched by the layout.
       EXPECT_TRUE(torch::equal(pa[i], pb[i].contiguous())) << name << " " << i;
     }

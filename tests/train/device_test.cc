@@ -1,8 +1,9 @@
 // Device and precision choice (src/train/device.h): what every build can
 // check, with or without a GPU.
-#include <gtest/gtest.h>
+#include "src/train/device.h"
 
 #include <ATen/Context.h>
+#include <gtest/gtest.h>
 
 #include <functional>
 #include <string>
@@ -12,7 +13,6 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "src/train/builder.h"
-#include "src/train/device.h"
 
 namespace fastnn::train {
 namespace {
@@ -81,10 +81,10 @@ TEST(Device, ALocalRankBeyondSeveralVisibleGpusIsAConfigErrorNamingBoth) {
   const auto hp = load({"--device=cuda"});
   for (auto [rank, visible] : {std::pair{2, 2}, std::pair{7, 4}}) {
     const auto m = config_error([&] { cuda_index_for(hp, rank, visible); });
-    EXPECT_NE(m.find("command line: worker LOCAL_RANK " + std::to_string(rank) +
-                     " has no GPU of its own: this process sees " + std::to_string(visible) +
-                     " GPUs"),
-              std::string::npos)
+    EXPECT_NE(
+        m.find("command line: worker LOCAL_RANK " + std::to_string(rank) +
+               " has no GPU of its own: this process sees " + std::to_string(visible) + " GPUs"),
+        std::string::npos)
         << m;
   }
 }

@@ -329,8 +329,8 @@ TEST(BatchNormPoolTest, FlatPoolingIsThePerLayerFormulaBitForBit) {
   const int64_t total = local.numel() / 2;
   for (size_t i = 0; i < means.size(); ++i) {
     const int64_t c = means[i].numel();
-    auto [mean, var] = dist::pooled_moments(summed.narrow(0, offset, c),
-                                            summed.narrow(0, total + offset, c), 2);
+    auto [mean, var] =
+        dist::pooled_moments(summed.narrow(0, offset, c), summed.narrow(0, total + offset, c), 2);
     offset += c;
     const int64_t n = counts[i] * kBatch * 2;
     if (n > 1) var = var * (static_cast<double>(n) / static_cast<double>(n - 1));

@@ -1,6 +1,8 @@
 // GPU training, end to end (label gpu; built with a CUDA LibTorch only).
 // Every test needs a CUDA device and is reported as skipped without one
 // (CI's CUDA leg builds and runs this binary on a machine without a GPU).
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -8,13 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-
-#include <c10/cuda/CUDAFunctions.h>
-#include <c10/util/Exception.h>
 
 #include "src/compat/torch_compat.h"
 #include "src/cuda/cuda_device.h"
@@ -27,7 +25,6 @@
 #include "tests/integration/process.h"
 #include "tests/test_paths.h"
 #include "tests/train/step_rig.h"
-
 
 namespace fastnn {
 namespace {
@@ -55,14 +52,20 @@ class Gpu : public ::testing::Test {
   // several, which would change every expectation here.
   static std::vector<std::string> train(const std::string& dir, int stop,
                                         std::vector<std::string> extra) {
-    std::vector<std::string> a = {kBin + "/train_image_classifier", "--nproc_per_node=1",
+    std::vector<std::string> a = {kBin + "/train_image_classifier",
+                                  "--nproc_per_node=1",
                                   "--model_name=lenet",
-                                  "--dataset_name=mock", "--num_classes=10", "--batch_size=32",
-                                  "--num_sample_per_epoch=100000", "--optimizer=momentum",
-                                  "--learning_rate=0.01", "--log_loss_every_n_iters=10",
+                                  "--dataset_name=mock",
+                                  "--num_classes=10",
+                                  "--batch_size=32",
+                                  "--num_sample_per_epoch=100000",
+                                  "--optimizer=momentum",
+                                  "--learning_rate=0.01",
+                                  "--log_loss_every_n_iters=10",
                                   "--num_preprocessing_threads=2",
                                   "--stop_at_step=" + std::to_string(stop),
-                                  "--save_checkpoints_steps=10", "--max_to_keep=0",
+                                  "--save_checkpoints_steps=10",
+                                  "--max_to_keep=0",
                                   "--train_dir=" + dir};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
@@ -98,7 +101,8 @@ TEST_F(Gpu, TrainsInFp32Fp16AndBf16) {
     EXPECT_NE(r.output.find("CUDA math (PyTorch's defaults unless cudnn_benchmark is set): "
                             "TF32 matmul off, cuDNN TF32 on, cudnn.benchmark off"),
               std::string::npos)
-        << c.name << "\n" << r.output;
+        << c.name << "\n"
+        << r.output;
     const auto m = metrics(dir);
     EXPECT_EQ(m["final_step"], 40) << c.name;
     EXPECT_TRUE(std::isfinite(m["loss"].get<double>())) << c.name;
@@ -130,13 +134,13 @@ TEST_F(Gpu, DynamicLossScalingSkipsAnOverflowingStepOnCuda) {
   // Starts at 128, not the default 2^15: on an H200 the first steps' real
   // fp16 gradients overflow at 32768 down to 4096 (steps 0, 1 and 3), which
   // would hide the injected step among them.
-  auto args = train(dir, 20, {"--device=cuda", "--use_fp16=True", "--mixed_precision=fp16",
-                              "--loss_scaling=dynamic", "--loss_scale=128"});
+  auto args = train(dir, 20,
+                    {"--device=cuda", "--use_fp16=True", "--mixed_precision=fp16",
+                     "--loss_scaling=dynamic", "--loss_scale=128"});
   args.insert(args.begin(), {"/usr/bin/env", "FASTNN_FAULT_INF_GRAD_STEPS=5"});
   auto r = run(args, log("overflow"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("global_step 5: Inf/NaN gradients at loss scale 128"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("global_step 5: Inf/NaN gradients at loss scale 128"), std::string::npos)
       << r.output;
   const auto m = metrics(dir);
   EXPECT_EQ(m["steps_skipped_overflow"], 1) << r.output;
@@ -211,8 +215,7 @@ TEST_F(Gpu, AStepSynchronisesTheHostOnceOrNotAtAll) {
         syncs = counter.syncs;
         others = counter.others;
       }
-      EXPECT_EQ(syncs, c.syncs) << c.name << ", step " << s.global_step
-                                << "; other warnings:\n"
+      EXPECT_EQ(syncs, c.syncs) << c.name << ", step " << s.global_step << "; other warnings:\n"
                                 << others;
       EXPECT_EQ(s.metrics_read, c.syncs == 1) << c.name;
       if (s.metrics_read) EXPECT_TRUE(std::isfinite(s.loss)) << c.name << ": " << s.loss;

@@ -1,10 +1,11 @@
 // Loss pieces against hand-derived values.
+#include "src/train/loss.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
 
-#include "src/train/loss.h"
 #include "src/train/loss_scale.h"
 
 namespace fastnn::train {
@@ -14,8 +15,7 @@ TEST(Loss, CrossEntropyWithAndWithoutSmoothing) {
   // Two classes, logits (0, ln 3): p = (1/4, 3/4).
   auto logits = torch::tensor({{0.0, std::log(3.0)}}, torch::kFloat64);
   auto label = torch::tensor({1}, torch::kInt64);
-  EXPECT_NEAR(classification_loss(logits, label, 0).item<double>(),
-              -std::log(0.75), 1e-12);
+  EXPECT_NEAR(classification_loss(logits, label, 0).item<double>(), -std::log(0.75), 1e-12);
   // ls = 0.2: targets (0.1, 0.9) -> -(0.1 ln 1/4 + 0.9 ln 3/4).
   EXPECT_NEAR(classification_loss(logits, label, 0.2).item<double>(),
               -(0.1 * std::log(0.25) + 0.9 * std::log(0.75)), 1e-12);

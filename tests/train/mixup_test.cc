@@ -1,12 +1,13 @@
 // Mixup and cutmix (timm's Mixup, batch mode) on fixed lambdas and boxes
 // against the formulas, their draws, and the step with them.
+#include "src/train/mixup.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
 
 #include "src/train/loss.h"
-#include "src/train/mixup.h"
 #include "tests/train/step_rig.h"
 
 namespace fastnn::train {
@@ -40,8 +41,7 @@ TEST(Mixup, CutmixCopiesTheBoxFromTheFlip) {
       for (int64_t i = 0; i < 5; ++i) {
         for (int64_t j = 0; j < 6; ++j) {
           const bool in_box = i >= 1 && i < 3 && j >= 2 && j < 5;
-          EXPECT_EQ(y[n][c][i][j].item<float>(),
-                    x[in_box ? 3 - n : n][c][i][j].item<float>());
+          EXPECT_EQ(y[n][c][i][j].item<float>(), x[in_box ? 3 - n : n][c][i][j].item<float>());
         }
       }
     }

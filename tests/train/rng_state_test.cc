@@ -53,13 +53,9 @@ void expect_measurement_leaves_generators(const torch::Device& device) {
   EXPECT_TRUE(draw(device).equal(device_expected)) << device;
 }
 
-bool have_gpu() {
-  return torch::cuda::is_available();
-}
+bool have_gpu() { return torch::cuda::is_available(); }
 
-TEST(RngState, GuardPutsTheCpuGeneratorBack) {
-  expect_guard_restores(torch::Device(torch::kCPU));
-}
+TEST(RngState, GuardPutsTheCpuGeneratorBack) { expect_guard_restores(torch::Device(torch::kCPU)); }
 
 TEST(RngState, GuardPutsTheGpuGeneratorBack) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";

@@ -110,7 +110,7 @@ TEST_F(StagingRingTest, AnExhaustedRingWaitsForTheOldestCopyOnly) {
 
 TEST_F(StagingRingTest, ASlotAcquiredButNeverSubmittedIsHandedOutAgain) {
   StagingRing<FakeEvent> ring(2);
-  stage(ring);                  // 0 in flight
+  stage(ring);                        // 0 in flight
   const int failed = ring.acquire();  // filling failed before its copy
   EXPECT_EQ(failed, 1);
   EXPECT_EQ(ring.acquire(), 1);  // never read by a copy: no wait, no event asked

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "models/classifier.h"
-#include "src/optim/optimizers.h"
 #include "src/dist/cluster.h"
+#include "src/optim/optimizers.h"
 #include "src/train/builder.h"
 #include "src/train/distributed_step.h"
 #include "src/train/loss_scale.h"
@@ -62,25 +62,21 @@ class StepRig {
     built = build(hp, "train");
     std::vector<optim::Variable> vars;
     for (const auto& v : models::model_variables(*built.model)) {
-      if (v.trainable)
-        vars.push_back({v.name, v.tensor});
+      if (v.trainable) vars.push_back({v.name, v.tensor});
     }
     optimizer = optim::create_optimizer(hp, std::move(vars));
     scaler = std::make_unique<LossScaler>(loss_scale_options(hp, false));
-    state = std::make_unique<TrainState>(
-        *built.model, *optimizer, *scaler, std::nullopt);
-    if (device_.is_cuda())
-      state->to(device_);
+    state = std::make_unique<TrainState>(*built.model, *optimizer, *scaler, std::nullopt);
+    if (device_.is_cuda()) state->to(device_);
     built.model->train();
     if (o.cluster) {
       hp.batch_size = kBatch;
       hp.worker_timeout_secs = 30;
       std::vector<torch::Tensor> trainable;
       for (const auto& v : optimizer->variables()) trainable.push_back(v.var);
-      dist = std::make_unique<DistributedStep>(hp, *o.cluster,
-                                               dist::session_options(hp, dist::process_environment()),
-                                               device_, *built.model,
-                                               std::move(trainable));
+      dist = std::make_unique<DistributedStep>(
+          hp, *o.cluster, dist::session_options(hp, dist::process_environment()), device_,
+          *built.model, std::move(trainable));
       std::vector<torch::Tensor> everything = built.model->parameters();
       for (const auto& b : built.model->buffers()) everything.push_back(b);
       dist->broadcast_from_chief(everything, "the rig's model");
@@ -92,18 +88,12 @@ class StepRig {
     so.read_every_step = o.read_every_step;
     so.autocast = o.autocast;
     so.accumulation_steps = o.accumulation_steps;
-    step = std::make_unique<Step>(so,
-                                  *built.model,
-                                  *optimizer,
-                                  *scaler,
-                                  *state,
-                                  dist.get(),
+    step = std::make_unique<Step>(so, *built.model, *optimizer, *scaler, *state, dist.get(),
                                   std::move(o.fault));
   }
 
   ~StepRig() {
-    if (dist)
-      dist->finish(0);
+    if (dist) dist->finish(0);
   }
 
   /// Step `i` (its batch drawn from seed 100 + i).
@@ -112,14 +102,10 @@ class StepRig {
     datasets::Batch b;
     // OptimizerPtr on the device: a copy from pageable host memory would itself
     // synchronise (gpu_test counts synchronisations).
-    b.images = torch::randn(
-        {kBatch, built.shape.channels, built.shape.height, built.shape.width},
-        torch::TensorOptions().device(device_));
-    b.labels = torch::randint(
-        0,
-        10,
-        {kBatch},
-        torch::TensorOptions().dtype(torch::kLong).device(device_));
+    b.images = torch::randn({kBatch, built.shape.channels, built.shape.height, built.shape.width},
+                            torch::TensorOptions().device(device_));
+    b.labels =
+        torch::randint(0, 10, {kBatch}, torch::TensorOptions().dtype(torch::kLong).device(device_));
     StepStats s;
     // Accumulating: the batch's rows, in order, as micro-batches.
     const int64_t micro = kBatch / accumulation_;
@@ -134,8 +120,7 @@ class StepRig {
     };
     const CombinedStep c = step->run(
         accumulation_ > 1 ? parts[0] : b, 0.01, [] { return 0.0; }, s, wanted, more);
-    if (combined)
-      *combined = c;
+    if (combined) *combined = c;
     return s;
   }
 
@@ -156,11 +141,9 @@ class StepRig {
 /// global step `at`.
 inline GradientFault inf_at(int64_t at) {
   return [at](int64_t step, const std::vector<optim::Variable>& vars) {
-    if (step != at)
-      return;
+    if (step != at) return;
     torch::NoGradGuard no_grad;
-    vars.front().var.mutable_grad().fill_(
-        std::numeric_limits<float>::infinity());
+    vars.front().var.mutable_grad().fill_(std::numeric_limits<float>::infinity());
   };
 }
 

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <vector>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "fastnn/errors.h"
 #include "src/train/loss.h"
@@ -50,8 +50,7 @@ TEST(Step, StepsThatDoNotReadTrainTheSameWeights) {
   const auto pa = every.built.model->parameters();
   const auto pb = asked.built.model->parameters();
   ASSERT_EQ(pa.size(), pb.size());
-  for (size_t i = 0; i < pa.size(); ++i)
-    EXPECT_TRUE(torch::equal(pa[i], pb[i])) << i;
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << i;
   // The 7th step did not read; settle() reads it: the same as reading then.
   const StepStats last = every.run(7, false);
   const StepStats unread = asked.run(7, false);
@@ -66,23 +65,20 @@ TEST(Step, StepsThatDoNotReadTrainTheSameWeights) {
 
 TEST(Step, InfOnAStepThatDidNotReadStopsTheNextStepThatReads) {
   StepRig asked = rig(false, inf_at(2));  // the step that ends at global_step 3
-  for (int i = 0; i < 5; ++i)
-    EXPECT_NO_THROW(asked.run(i, false)) << i;
+  for (int i = 0; i < 5; ++i) EXPECT_NO_THROW(asked.run(i, false)) << i;
   try {
     asked.run(5, true);
     FAIL() << "no DivergedError";
   } catch (const DivergedError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("Inf/NaN at global_step 3 "), std::string::npos)
-        << what;
+    EXPECT_NE(what.find("Inf/NaN at global_step 3 "), std::string::npos) << what;
     EXPECT_NE(what.find("seen at global_step 6"), std::string::npos) << what;
   }
 }
 
 TEST(Step, SettleStopsARunWhoseLastStepsHadInf) {
   StepRig asked = rig(false, inf_at(1));
-  for (int i = 0; i < 3; ++i)
-    asked.run(i, false);
+  for (int i = 0; i < 3; ++i) asked.run(i, false);
   EXPECT_THROW(asked.step->settle(), DivergedError);
 
   // Read every step, the same Inf is the NaN hook's to report: the step

@@ -92,7 +92,8 @@ TEST(TfCheckpointRestore, TfSlimMobilenetFromTensorflowTellsPersonFromNoPerson) 
                                                   "person_detection/testdata/person.bmp"),
                                   read_bmp(root / "tflite-micro/tensorflow/lite/micro/examples/"
                                                   "person_detection/testdata/no_person.bmp")}) *
-                            2.0 - 1.0;
+                          2.0 -
+                      1.0;
   const auto logits = model->forward(images).logits;
   EXPECT_EQ(logits.argmax(1)[0].item<int64_t>(), 1) << logits;
   EXPECT_EQ(logits.argmax(1)[1].item<int64_t>(), 0) << logits;

@@ -1,12 +1,13 @@
 // TrainState: the one list of what a replica holds, to and from a
 // checkpoint and through rank 0's broadcast.
+#include "src/train/train_state.h"
+
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "fastnn/errors.h"
 #include "models/model_factory.h"
-#include "src/train/train_state.h"
 
 namespace fastnn::train {
 namespace {
@@ -140,8 +141,7 @@ TEST(TrainState, BroadcastMakesAReplicaEqualToRankZeros) {
   // What the collective does: every tensor takes rank 0's value, in the
   // one order both replicas list them in.
   std::vector<torch::Tensor> sent;
-  chief.state->broadcast_from_chief(
-      [&](const std::vector<torch::Tensor>& t) { sent = t; });
+  chief.state->broadcast_from_chief([&](const std::vector<torch::Tensor>& t) { sent = t; });
   worker.state->broadcast_from_chief([&](const std::vector<torch::Tensor>& t) {
     ASSERT_EQ(t.size(), sent.size());
     torch::NoGradGuard no_grad;
