@@ -106,8 +106,15 @@ struct Trainer::Impl : TrainControl {
   void add_run_hooks();
   void init_from_checkpoint();
   void prepare();
+  void restore_or_initialize();
+  void open_input();
   void start_distributed();
-  void loop(Step& step, RunSummary& r);
+  StepOptions step_options() const;
+  void loop_reporting_failures(Step& step, RunSummary& summary);
+  void loop(Step& step, RunSummary& summary);
+  bool train_one_step(Step& step, RunSummary& summary, const std::function<double()>& clock,
+                      const NextMicroBatch& more);
+  void after_step(const StepStats& stats, const CombinedStep& combined, RunSummary& summary);
   void finish(RunSummary& r);
   void report_failure(RunSummary& r, int exit_code, const std::string& why);
   OutOfMemoryError out_of_memory(const c10::OutOfMemoryError& e) const;
@@ -167,22 +174,7 @@ void Trainer::Impl::prepare() {
   if (!hp.train_dir.empty() && cluster.is_chief()) {
     checkpoints = std::make_unique<CheckpointManager>(hp.train_dir, hp.max_to_keep);
   }
-  const auto latest = checkpoints ? checkpoints->latest() : std::nullopt;
-  if (!latest) init_from_checkpoint();
-  state = std::make_unique<TrainState>(*built.model, *optimizer, *scaler, hp.moving_average_decay);
-  if (latest) {
-    if (!hp.checkpoint_path.empty() || hp.task_type == "finetune") {
-      log::info() << "train_dir has a checkpoint: resuming from it; the "
-                     "fine-tuning source is not used";
-    }
-    state->from_checkpoint(latest->tensors, latest->path);
-    log::info() << "Restored " << latest->path << " (global_step " << state->step << ")";
-  }
-  // Only now, with the directory's checkpoint accepted by this model and
-  // optimizer: config.cfg must describe the checkpoints beside it.
-  if (checkpoints) {
-    io::write_file_atomic((fs::path(hp.train_dir) / "config.cfg").string(), format_hparams(hp));
-  }
+  restore_or_initialize();
   if (device.is_cuda()) {
     state->to(device);
     log::info() << "training on " << device.str();
@@ -199,6 +191,35 @@ void Trainer::Impl::prepare() {
     log::warning() << "train_dir is not set: no checkpoints, no config.cfg, no metrics.json";
   }
   install_stop_signals();
+  open_input();
+  built.model->train();
+}
+
+// The state: train_dir's latest checkpoint when there is one (the
+// fine-tuning source is then not used), else initialized and fine-tuned;
+// then config.cfg beside the checkpoints.
+void Trainer::Impl::restore_or_initialize() {
+  const auto latest = checkpoints ? checkpoints->latest() : std::nullopt;
+  if (!latest) init_from_checkpoint();
+  state = std::make_unique<TrainState>(*built.model, *optimizer, *scaler, hp.moving_average_decay);
+  if (latest) {
+    if (!hp.checkpoint_path.empty() || hp.task_type == "finetune") {
+      log::info() << "train_dir has a checkpoint: resuming from it; the "
+                     "fine-tuning source is not used";
+    }
+    state->from_checkpoint(latest->tensors, latest->path);
+    log::info() << "Restored " << latest->path << " (global_step " << state->step << ")";
+  }
+  // Only now, with the directory's checkpoint accepted by this model and
+  // optimizer: config.cfg must describe the checkpoints beside it.
+  if (checkpoints) {
+    io::write_file_atomic((fs::path(hp.train_dir) / "config.cfg").string(), format_hparams(hp));
+  }
+}
+
+// The feed: the input pipeline at the state's position (this rank's
+// shard), or one synthetic batch made on the device.
+void Trainer::Impl::open_input() {
   if (hp.synthetic_device_inputs) {
     // No pipeline: one random batch on the device, every step (benchmarks).
     log::chief() << "synthetic_device_inputs: one random batch of " << hp.batch_size << " made on "
@@ -206,7 +227,6 @@ void Trainer::Impl::prepare() {
     feed = make_synthetic_feed(hp.batch_size,
                                {built.shape.channels, built.shape.height, built.shape.width},
                                built.num_classes, device, static_cast<uint64_t>(cluster.rank) + 1);
-    built.model->train();
     return;
   }
   auto options = pipeline_options(hp, built, true, {cluster.rank, cluster.world_size});
@@ -215,7 +235,6 @@ void Trainer::Impl::prepare() {
   if (!dist) options.stop_requested = [] { return stop_signal() != 0; };
   pipeline = std::make_unique<datasets::Pipeline>(std::move(options));
   feed = make_device_feed(*pipeline, device);
-  built.model->train();
 }
 
 // Joins the job and makes every replica equal to rank 0's (restored or
@@ -373,131 +392,153 @@ std::string Trainer::describe() const {
   return os.str();
 }
 
-int Trainer::run() {
-  Impl& m = *impl_;
-  const HParams& h = m.hp;
-  StepOptions so;
-  so.label_smoothing = h.label_smoothing;
-  so.mixup.mixup_alpha = h.mixup_alpha;
-  so.mixup.cutmix_alpha = h.cutmix_alpha;
-  so.mixup.prob = h.mixup_prob;
-  so.mixup.switch_prob = h.mixup_switch_prob;
-  so.mixup.seed = static_cast<uint64_t>(h.seed);
-  so.mixup.rank = m.cluster.rank;
-  so.weight_decay = h.weight_decay;
-  so.max_gradient_norm = h.max_gradient_norm;
-  so.channels_last = h.data_format == "NHWC";
-  so.autocast = m.autocast;
-  so.accumulation_steps = h.gradient_accumulation_steps;
-  so.stop_requested = [&m] { return !m.job_stop_reason.empty(); };
+// What every step of this run is: the hyperparameters' step keys, the
+// autocast chosen for the device, and when the host reads its numbers.
+StepOptions Trainer::Impl::step_options() const {
+  StepOptions options;
+  options.label_smoothing = hp.label_smoothing;
+  options.mixup.mixup_alpha = hp.mixup_alpha;
+  options.mixup.cutmix_alpha = hp.cutmix_alpha;
+  options.mixup.prob = hp.mixup_prob;
+  options.mixup.switch_prob = hp.mixup_switch_prob;
+  options.mixup.seed = static_cast<uint64_t>(hp.seed);
+  options.mixup.rank = cluster.rank;
+  options.weight_decay = hp.weight_decay;
+  options.max_gradient_norm = hp.max_gradient_norm;
+  options.channels_last = hp.data_format == "NHWC";
+  options.autocast = autocast;
+  options.accumulation_steps = hp.gradient_accumulation_steps;
+  options.stop_requested = [this] { return !job_stop_reason.empty(); };
   // FASTNN_TEST_READ_ON_DEMAND=1 (tests): a CPU run reads its numbers as
   // a GPU run does, only on the steps the hooks ask for.
-  so.read_every_step =
-      !host_reads_synchronise(m.device) && std::getenv("FASTNN_TEST_READ_ON_DEMAND") == nullptr;
+  options.read_every_step =
+      !host_reads_synchronise(device) && std::getenv("FASTNN_TEST_READ_ON_DEMAND") == nullptr;
+  return options;
+}
+
+int Trainer::run() {
+  Impl& m = *impl_;
   log_autocast(m.device_options, m.autocast);
   try {
     m.prepare();
   } catch (const c10::OutOfMemoryError& e) {
     throw m.out_of_memory(e);
   }
-  Step step(so, *m.built.model, *m.optimizer, *m.scaler, *m.state, m.dist.get(),
+  Step step(m.step_options(), *m.built.model, *m.optimizer, *m.scaler, *m.state, m.dist.get(),
             gradient_fault_from_env());
   m.t0 = Clock::now();
-  RunSummary r;
-  r.start_step = m.state->step;
-  // A data error, divergence or a lost worker still ends with the hooks'
-  // after_run (metrics.json carries the exit status), then propagates.
+  RunSummary summary;
+  summary.start_step = m.state->step;
+  m.loop_reporting_failures(step, summary);
+  m.finish(summary);
+  return summary.exit_code;
+}
+
+// The loop; a data error, divergence or a lost worker still ends with the
+// hooks' after_run (metrics.json carries the exit status), then propagates.
+void Trainer::Impl::loop_reporting_failures(Step& step, RunSummary& summary) {
   try {
-    m.loop(step, r);
+    loop(step, summary);
     // Too many records rejected is an error also when training stops first.
-    if (r.exit_code == kExitOk && m.pipeline) m.pipeline->check_rejected_share();
+    if (summary.exit_code == kExitOk && pipeline) pipeline->check_rejected_share();
   } catch (const DataError& e) {
-    m.report_failure(r, kExitData, e.what());
+    report_failure(summary, kExitData, e.what());
     throw;
   } catch (const DivergedError& e) {
-    m.report_failure(r, kExitDiverged, e.what());
+    report_failure(summary, kExitDiverged, e.what());
     throw;
   } catch (const DistributedError& e) {
-    m.report_failure(r, kExitDistributed, e.what());
+    report_failure(summary, kExitDistributed, e.what());
     throw;
   } catch (const c10::OutOfMemoryError& e) {
     // No final checkpoint (as for every error): the ones written stay.
-    const OutOfMemoryError error = m.out_of_memory(e);
-    m.report_failure(r, kExitOutOfMemory, error.what());
+    const OutOfMemoryError error = out_of_memory(e);
+    report_failure(summary, kExitOutOfMemory, error.what());
     throw error;
   } catch (const OutOfMemoryError& e) {  // an evaluation's, or the input's staging buffers
-    m.report_failure(r, kExitOutOfMemory, e.what());
+    report_failure(summary, kExitOutOfMemory, e.what());
     throw;
   }
-  m.finish(r);
-  return r.exit_code;
 }
 
-void Trainer::Impl::loop(Step& step, RunSummary& r) {
-  auto clock = [this] { return now(); };
+void Trainer::Impl::loop(Step& step, RunSummary& summary) {
+  const std::function<double()> clock = [this] { return now(); };
   // The micro-batches after a step's first (gradient accumulation): their
   // wait is the input's too.
-  const NextMicroBatch more = [this, &r] {
+  const NextMicroBatch more = [this, &summary] {
     const double begin = now();
     auto batch = feed->next();
-    r.data_wait_secs += now() - begin;
+    summary.data_wait_secs += now() - begin;
     return batch;
   };
   for (auto& hook : hooks) hook->begin(*this);
-  while (!stop) {
-    // Distributed: a signal travels with the step's metrics instead, so
-    // every worker stops after the same step.
-    if (int sig = dist ? 0 : stop_signal()) {
-      r.exit_code = sig == SIGINT ? kExitSigint : kExitSigterm;
-      request_stop(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
-      break;
-    }
-    for (auto& hook : hooks) hook->before_step(*this);
-    StepStats s;
-    s.spans.input_begin = now();
-    auto batch = feed->next();
-    s.spans.input_end = now();
-    r.data_wait_secs += s.spans.input_end - s.spans.input_begin;
-    if (!batch) {
-      if (!dist && stop_signal()) continue;  // the feed stopped waiting for it
-      request_stop("input exhausted after num_epochs=" + std::to_string(hp.num_epochs));
-      break;
-    }
-    const int64_t next = state->step + 1;
-    if (out_of_memory_fault == next) throw_out_of_memory_fault(next);
-    bool wanted = next == final_step();
-    for (const auto& hook : hooks) wanted = wanted || hook->needs_metrics(*this, next);
-    CombinedStep combined;
-    try {
-      combined =
-          step.run(*batch, optim::learning_rate_at(schedule, state->step), clock, s, wanted, more);
-    } catch (const InputEndedInsideStep& e) {
-      request_stop("input exhausted after num_epochs=" + std::to_string(hp.num_epochs) + " (" +
-                   std::to_string(e.micro_batches) +
-                   " micro-batch(es) of the last step, fewer "
-                   "than gradient_accumulation_steps=" +
-                   std::to_string(hp.gradient_accumulation_steps) + ", not applied)");
-      break;
-    }
-    r.samples += s.batch_samples;
-    if (s.metrics_read) {
-      r.loss = s.loss;
-      r.accuracy = s.accuracy;
-    }
-    for (auto& hook : hooks) hook->after_step(*this, s);
-    if (combined.stop) {
-      r.exit_code = combined.exit_code;
-      request_stop(combined.exit_code == kExitOk && !job_stop_reason.empty()
-                       ? job_stop_reason
-                       : combined.stop_reason);
-    }
+  while (!stop && train_one_step(step, summary, clock, more)) {
   }
   // A GPU run's last steps may have left their numbers on the device: an
   // Inf/NaN among them stops the run here, before the final checkpoint.
   const LastStepMetrics last = step.settle();
   if (last.read) {
-    r.loss = last.loss;
-    r.accuracy = last.accuracy;
+    summary.loss = last.loss;
+    summary.accuracy = last.accuracy;
+  }
+}
+
+// One turn of the loop: a stop signal, the hooks around the step, the
+// input's next batch and the step. False when the loop must end now.
+bool Trainer::Impl::train_one_step(Step& step, RunSummary& summary,
+                                   const std::function<double()>& clock,
+                                   const NextMicroBatch& more) {
+  // Distributed: a signal travels with the step's metrics instead, so
+  // every worker stops after the same step.
+  if (const int sig = dist ? 0 : stop_signal()) {
+    summary.exit_code = sig == SIGINT ? kExitSigint : kExitSigterm;
+    request_stop(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM"));
+    return false;
+  }
+  for (auto& hook : hooks) hook->before_step(*this);
+  StepStats stats;
+  stats.spans.input_begin = now();
+  auto batch = feed->next();
+  stats.spans.input_end = now();
+  summary.data_wait_secs += stats.spans.input_end - stats.spans.input_begin;
+  if (!batch) {
+    if (!dist && stop_signal()) return true;  // the feed stopped waiting for it
+    request_stop("input exhausted after num_epochs=" + std::to_string(hp.num_epochs));
+    return false;
+  }
+  const int64_t next = state->step + 1;
+  if (out_of_memory_fault == next) throw_out_of_memory_fault(next);
+  bool wanted = next == final_step();
+  for (const auto& hook : hooks) wanted = wanted || hook->needs_metrics(*this, next);
+  CombinedStep combined;
+  try {
+    combined = step.run(*batch, optim::learning_rate_at(schedule, state->step), clock, stats,
+                        wanted, more);
+  } catch (const InputEndedInsideStep& e) {
+    request_stop("input exhausted after num_epochs=" + std::to_string(hp.num_epochs) + " (" +
+                 std::to_string(e.micro_batches) +
+                 " micro-batch(es) of the last step, fewer than gradient_accumulation_steps=" +
+                 std::to_string(hp.gradient_accumulation_steps) + ", not applied)");
+    return false;
+  }
+  after_step(stats, combined, summary);
+  return true;
+}
+
+// The step's numbers into the run's summary, the hooks' after_step, and a
+// stop the step's metrics carry (divergence, a signal, a worker's request).
+void Trainer::Impl::after_step(const StepStats& stats, const CombinedStep& combined,
+                               RunSummary& summary) {
+  summary.samples += stats.batch_samples;
+  if (stats.metrics_read) {
+    summary.loss = stats.loss;
+    summary.accuracy = stats.accuracy;
+  }
+  for (auto& hook : hooks) hook->after_step(*this, stats);
+  if (combined.stop) {
+    summary.exit_code = combined.exit_code;
+    request_stop(combined.exit_code == kExitOk && !job_stop_reason.empty() ? job_stop_reason
+                                                                           : combined.stop_reason);
   }
 }
 
