@@ -12,7 +12,6 @@
 #include "datasets/sharding.h"
 #include "datasets/slim_datasets.h"
 #include "fastnn/errors.h"
-#include "fastnn/hparams.h"
 #include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
 
@@ -148,13 +147,13 @@ std::vector<std::string> find_split_files(const DatasetSpec& spec, const std::st
   return found;
 }
 
-void resolve_image_folder(const HParams& hp, DatasetInfo& info) {
-  if (hp.dataset_dir.empty()) {
-    throw ConfigError(hp.where("dataset_dir") +
+void resolve_image_folder(const DatasetOptions& options, DatasetInfo& info) {
+  if (options.dir.empty()) {
+    throw ConfigError(options.where("dataset_dir") +
                       ": dataset_dir: not set (the folder of class sub-folders)");
   }
-  auto split = list_image_folder(hp.dataset_dir, info.split, hp.validation_fraction.value_or(0.1),
-                                 static_cast<uint64_t>(hp.validation_split_seed));
+  auto split = list_image_folder(options.dir, info.split, options.validation_fraction.value_or(0.1),
+                                 static_cast<uint64_t>(options.validation_split_seed));
   info.files = std::move(split.files);
   info.file_labels = std::move(split.labels);
   info.records_per_file.assign(info.files.size(), 1);
@@ -163,20 +162,21 @@ void resolve_image_folder(const HParams& hp, DatasetInfo& info) {
   info.labels = std::move(split.class_names);
 }
 
-void resolve_custom(const HParams& hp, const std::string& files, DatasetInfo& info) {
+void resolve_custom(const DatasetOptions& options, const std::string& files, DatasetInfo& info) {
   if (files.empty()) {
-    throw ConfigError(hp.where(info.split == hp.eval_split_name ? "eval_files" : "train_files") +
-                      ": dataset tfrecord: no file list for split '" + info.split +
-                      "' (set train_files, and eval_files for evaluation, to "
-                      "comma-separated files or globs relative to dataset_dir)");
+    throw ConfigError(
+        options.where(info.split == options.eval_split ? "eval_files" : "train_files") +
+        ": dataset tfrecord: no file list for split '" + info.split +
+        "' (set train_files, and eval_files for evaluation, to "
+        "comma-separated files or globs relative to dataset_dir)");
   }
-  if (!hp.num_classes) {
-    throw ConfigError(hp.where("num_classes") +
+  if (!options.num_classes) {
+    throw ConfigError(options.where("num_classes") +
                       ": num_classes: required with dataset_name=tfrecord");
   }
-  info.files = expand_file_list(files, hp.dataset_dir);
+  info.files = expand_file_list(files, options.dir);
   check_files_against_manifests(info.files);
-  info.num_classes = *hp.num_classes + hp.labels_offset;
+  info.num_classes = *options.num_classes + options.labels_offset;
   info.num_samples = 0;
   for (const auto& f : info.files) {
     info.records_per_file.push_back(count_tfrecords(f));
@@ -196,14 +196,14 @@ bool spec_has(const DatasetSpec& spec, const std::string& split) {
 }
 
 // A validation split held out of TFRecord training files is asked for.
-bool holds_out(const HParams& hp, const DatasetSpec& spec) {
-  return hp.validation_fraction.value_or(0) > 0 &&
+bool holds_out(const DatasetOptions& options, const DatasetSpec& spec) {
+  return options.validation_fraction.value_or(0) > 0 &&
          (spec.source == DatasetSource::kTFRecord || spec.source == DatasetSource::kCustomTFRecord);
 }
 
 // The dataset's own validation files stand in for the test split it lacks.
-bool validation_serves_as_test(const HParams& hp, const DatasetSpec& spec) {
-  return holds_out(hp, spec) && !spec_has(spec, "test") && spec_has(spec, "validation");
+bool validation_serves_as_test(const DatasetOptions& options, const DatasetSpec& spec) {
+  return holds_out(options, spec) && !spec_has(spec, "test") && spec_has(spec, "validation");
 }
 
 // Counts each file's records of info's split (header-only reads).
@@ -226,22 +226,95 @@ void count_split_records(DatasetInfo& info) {
 
 }  // namespace
 
-bool has_split(const HParams& hp, const std::string& split) {
-  const DatasetSpec& spec = find_dataset(hp.dataset_name);
+bool has_split(const DatasetOptions& options, const std::string& split) {
+  const DatasetSpec& spec = find_dataset(options.name);
   if (spec.source == DatasetSource::kImageFolder) {
-    return split == "train" || (split == "validation" && hp.validation_fraction.value_or(0.1) > 0);
+    return split == "train" ||
+           (split == "validation" && options.validation_fraction.value_or(0.1) > 0);
   }
-  if (holds_out(hp, spec) && split == "validation") return true;
-  if (validation_serves_as_test(hp, spec) && split == "test") return true;
+  if (holds_out(options, spec) && split == "validation") return true;
+  if (validation_serves_as_test(options, spec) && split == "test") return true;
   if (spec.source == DatasetSource::kCustomTFRecord) {
-    return split == hp.dataset_split_name ||
-           (split == hp.eval_split_name && !hp.eval_files.empty());
+    return split == options.train_split ||
+           (split == options.eval_split && !options.eval_files.empty());
   }
   return spec_has(spec, split);
 }
 
-DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
-  const DatasetSpec& spec = find_dataset(hp.dataset_name);
+namespace {
+
+// The split whose files are read: a held-out validation reads the training
+// split's, a test without files of its own the validation's. Sets the
+// split's holdout.
+std::string files_split_of(const DatasetOptions& options, const DatasetSpec& spec,
+                           const std::string& split, DatasetInfo& info) {
+  if (!holds_out(options, spec)) return split;
+  if (options.train_split == "validation") {
+    throw ConfigError(options.where("validation_fraction") +
+                      ": validation_fraction: the validation split is held out of "
+                      "the training split, so dataset_split_name cannot be "
+                      "'validation' (set validation_fraction=None to train on "
+                      "the dataset's own validation files)");
+  }
+  const double fraction = *options.validation_fraction;
+  const auto seed = static_cast<uint64_t>(options.validation_split_seed);
+  if (split == "validation") {
+    info.holdout = Holdout{fraction, seed, true};
+    return options.train_split;
+  }
+  if (split == options.train_split) {
+    info.holdout = Holdout{fraction, seed, false};
+  } else if (split == "test" && validation_serves_as_test(options, spec)) {
+    return "validation";
+  }
+  return split;
+}
+
+// A row of the table with its own splits: the split's size, then its files
+// (found in dataset_dir, or train_files / eval_files), which may not all be
+// empty.
+void resolve_table_files(const DatasetOptions& options, const DatasetSpec& spec,
+                         const std::string& split, const std::string& files_split,
+                         const std::string& files_override, DatasetInfo& info) {
+  bool known_split = false;
+  std::vector<std::string> split_names;
+  for (const auto& [name, size] : spec.splits) {
+    split_names.push_back(name);
+    if (name == files_split) {
+      info.num_samples = size;
+      known_split = true;
+    }
+  }
+  if (!known_split) {
+    throw ConfigError("dataset_split_name: " + config::quote_value(split) + " is not a split of " +
+                      spec.name + "; valid: " + join_list(split_names));
+  }
+  if (info.synthetic) return;
+  if (options.dir.empty() && files_override.empty()) {
+    throw ConfigError(options.where("dataset_dir") +
+                      ": dataset_dir: not set (the "
+                      "folder holding " +
+                      spec.name + "'s TFRecord files)");
+  }
+  if (files_override.empty()) {
+    info.files = find_split_files(spec, files_split, options.dir);
+  } else {
+    info.files = expand_file_list(files_override, options.dir);
+    check_files_against_manifests(info.files);
+  }
+  uintmax_t bytes = 0;
+  std::error_code ec;
+  for (const auto& file : info.files) bytes += fs::file_size(file, ec);
+  if (bytes == 0) {
+    throw DataError("dataset " + spec.name + ": the file(s) of split '" + split +
+                    "' are empty: " + join_list(info.files));
+  }
+}
+
+}  // namespace
+
+DatasetInfo get_dataset(const DatasetOptions& options, const std::string& split) {
+  const DatasetSpec& spec = find_dataset(options.name);
   DatasetInfo info;
   info.name = spec.name;
   info.split = split;
@@ -249,71 +322,19 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
   info.channels = spec.channels;
   info.synthetic = spec.source == DatasetSource::kSynthetic;
   if (spec.source == DatasetSource::kImageFolder) {
-    resolve_image_folder(hp, info);
+    resolve_image_folder(options, info);
     return info;
   }
-  // The split whose files are read: a held-out validation reads the
-  // training split's, a test without files of its own the validation's.
-  std::string files_split = split;
-  if (holds_out(hp, spec)) {
-    if (hp.dataset_split_name == "validation") {
-      throw ConfigError(hp.where("validation_fraction") +
-                        ": validation_fraction: the validation split is held out of "
-                        "the training split, so dataset_split_name cannot be "
-                        "'validation' (set validation_fraction=None to train on "
-                        "the dataset's own validation files)");
-    }
-    const double fraction = *hp.validation_fraction;
-    const auto seed = static_cast<uint64_t>(hp.validation_split_seed);
-    if (split == "validation") {
-      files_split = hp.dataset_split_name;
-      info.holdout = Holdout{fraction, seed, true};
-    } else if (split == hp.dataset_split_name) {
-      info.holdout = Holdout{fraction, seed, false};
-    } else if (split == "test" && validation_serves_as_test(hp, spec)) {
-      files_split = "validation";
-    }
-  }
-  const std::string& files_override = files_split == hp.dataset_split_name ? hp.train_files
-                                      : split == hp.eval_split_name && split == files_split
-                                          ? hp.eval_files
+  const std::string files_split = files_split_of(options, spec, split, info);
+  const std::string& files_override = files_split == options.train_split ? options.train_files
+                                      : split == options.eval_split && split == files_split
+                                          ? options.eval_files
                                           : std::string();
   if (spec.source == DatasetSource::kCustomTFRecord) {
-    resolve_custom(hp, files_override, info);
+    resolve_custom(options, files_override, info);
   } else {
-    bool known_split = false;
-    std::vector<std::string> split_names;
-    for (const auto& [name, n] : spec.splits) {
-      split_names.push_back(name);
-      if (name == files_split) {
-        info.num_samples = n;
-        known_split = true;
-      }
-    }
-    if (!known_split) {
-      throw ConfigError("dataset_split_name: " + config::quote_value(split) +
-                        " is not a split of " + spec.name + "; valid: " + join_list(split_names));
-    }
+    resolve_table_files(options, spec, split, files_split, files_override, info);
     if (info.synthetic) return info;
-    if (hp.dataset_dir.empty() && files_override.empty()) {
-      throw ConfigError(hp.where("dataset_dir") +
-                        ": dataset_dir: not set (the "
-                        "folder holding " +
-                        spec.name + "'s TFRecord files)");
-    }
-    if (files_override.empty()) {
-      info.files = find_split_files(spec, files_split, hp.dataset_dir);
-    } else {
-      info.files = expand_file_list(files_override, hp.dataset_dir);
-      check_files_against_manifests(info.files);
-    }
-    uintmax_t bytes = 0;
-    std::error_code ec;
-    for (const auto& f : info.files) bytes += fs::file_size(f, ec);
-    if (bytes == 0) {
-      throw DataError("dataset " + spec.name + ": the file(s) of split '" + split +
-                      "' are empty: " + join_list(info.files));
-    }
   }
   if (info.holdout.active()) {
     count_split_records(info);
@@ -323,8 +344,8 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
                       "' without a record (" + join_list(info.files) + ")");
     }
   }
-  if (!hp.dataset_dir.empty()) {
-    info.labels = read_labels_file((fs::path(hp.dataset_dir) / "labels.txt").string());
+  if (!options.dir.empty()) {
+    info.labels = read_labels_file((fs::path(options.dir) / "labels.txt").string());
   }
   return info;
 }

@@ -1,5 +1,5 @@
-// The dataset name table. A dataset resolves (hparams, split) to the files
-// to read and what is known about them.
+// The dataset name table. A dataset resolves (DatasetOptions, split) to the
+// files to read and what is known about them.
 //
 // On disk (TF-slim's layout; each row's header shows its own names):
 //   dataset_dir/<prefix>_<split>[_NNNNN-of-NNNNN].tfrecord
@@ -10,16 +10,44 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "datasets/sharding.h"
 
-namespace fastnn {
-struct HParams;
-}
-
 namespace fastnn::datasets {
+
+/// The dataset keys of the hyperparameters (docs/hyperparameters.md),
+/// converted once by train::dataset_options with where each was set.
+struct DatasetOptions {
+  /// dataset_name: a row of the name table.
+  std::string name = "mock";
+  /// dataset_dir: the split files, labels.txt (or the class sub-folders).
+  std::string dir;
+  /// train_files / eval_files: comma-separated files or globs relative to
+  /// `dir` that replace the training / evaluation split's files.
+  std::string train_files;
+  std::string eval_files;
+  /// dataset_split_name / eval_split_name.
+  std::string train_split = "train";
+  std::string eval_split = "test";
+  /// num_classes (required by dataset "tfrecord") and labels_offset.
+  std::optional<int64_t> num_classes;
+  int64_t labels_offset = 0;
+  /// validation_fraction / validation_split_seed: a validation split held
+  /// out of the training split's records.
+  std::optional<double> validation_fraction;
+  int64_t validation_split_seed = 0;
+  /// Where a key was set ("file:line", "command line") for the errors that
+  /// name it; a key absent here was left at its default.
+  std::map<std::string, std::string> sources;
+  std::string where(const std::string& key) const {
+    const auto it = sources.find(key);
+    return it == sources.end() ? "default" : it->second;
+  }
+};
 
 struct DatasetInfo {
   std::string name;
@@ -73,18 +101,18 @@ struct DatasetSpec {
   std::string file_pattern;
 };
 
-/// Resolves dataset `hp.dataset_name`, split `split`; train_files replaces
+/// Resolves dataset `options.name`, split `split`; train_files replaces
 /// the files of the training split (dataset_split_name), eval_files those
 /// of eval_split_name. With validation_fraction > 0 a TFRecord dataset's
 /// "validation" is the held-out share of the training split's records and
 /// the training split the rest; a dataset with its own validation files
 /// but no test split (flowers, imagenet) serves those as "test". Throws ConfigError for an unknown
 /// name or split, DataError naming the pattern when no file (or only empty files) exists.
-DatasetInfo get_dataset(const HParams& hp, const std::string& split);
+DatasetInfo get_dataset(const DatasetOptions& options, const std::string& split);
 
-/// Whether hp's dataset has split `split` under hp (a held-out
+/// Whether the dataset has split `split` under these options (a held-out
 /// "validation", the "test" a held-out validation frees, eval_files).
-bool has_split(const HParams& hp, const std::string& split);
+bool has_split(const DatasetOptions& options, const std::string& split);
 
 /// The table row for `name`; throws ConfigError listing valid names.
 const DatasetSpec& find_dataset(const std::string& name);

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "fastnn/errors.h"
-#include "fastnn/hparams.h"
 #include "models/lenet.h"
+#include "src/config/value_parse.h"
 // Classic CNNs
 #include "models/alexnet.h"
 #include "models/cifarnet.h"

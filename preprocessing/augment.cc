@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "fastnn/errors.h"
-#include "fastnn/hparams.h"
+#include "src/config/value_parse.h"
 
 namespace fastnn::preprocessing {
 namespace {

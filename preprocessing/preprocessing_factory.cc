@@ -1,9 +1,9 @@
 #include "preprocessing/preprocessing_factory.h"
 
 #include "fastnn/errors.h"
-#include "fastnn/hparams.h"
 #include "preprocessing/lenet_preprocessing.h"
 #include "preprocessing/slim_preprocessing.h"
+#include "src/config/value_parse.h"
 
 namespace fastnn::preprocessing {
 namespace {

@@ -392,11 +392,4 @@ std::string closest_key(const std::string& key);
 /// default of 100, ends the run, as in FastNN.
 bool stop_from_num_epochs(const HParams& hp);
 
-/// Splits a comma-separated list value (hooks, scopes, files), trimming
-/// blanks around items and dropping empty ones.
-std::vector<std::string> split_list(const std::string& list);
-
-/// "a, b, c": names for "valid values" messages.
-std::string join_list(const std::vector<std::string>& items);
-
 }  // namespace fastnn

@@ -563,23 +563,4 @@ bool stop_from_num_epochs(const HParams& hp) {
   return hp.sources.count("num_epochs") && !hp.sources.count("stop_at_step");
 }
 
-std::vector<std::string> split_list(const std::string& list) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    std::string_view item = config::trim(std::string_view(list).substr(start, comma - start));
-    if (!item.empty()) items.emplace_back(item);
-    start = comma + 1;
-  }
-  return items;
-}
-
-std::string join_list(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 }  // namespace fastnn

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fastnn::config {
 
@@ -91,3 +92,14 @@ inline std::string quote_value(std::string_view s) {
 }
 
 }  // namespace fastnn::config
+
+namespace fastnn {
+
+/// Splits a comma-separated list value (hooks, scopes, files), trimming
+/// blanks around items and dropping empty ones.
+std::vector<std::string> split_list(const std::string& list);
+
+/// "a, b, c": names for "valid values" messages.
+std::string join_list(const std::vector<std::string>& items);
+
+}  // namespace fastnn

@@ -7,6 +7,7 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "src/compat/torch_compat.h"
+#include "src/config/value_parse.h"
 
 namespace fastnn::optim {
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "fastnn/errors.h"
 #include "preprocessing/preprocessing_factory.h"
@@ -17,77 +18,93 @@
 
 namespace fastnn::train {
 
-ModelAndData build(const HParams& hp, const std::string& split, bool create_model) {
-  ModelAndData b;
+namespace {
+
+// The classes the network predicts: num_classes, or the dataset's after
+// labels_offset.
+int64_t resolve_num_classes(const HParams& hp, const datasets::DatasetInfo& dataset) {
+  const int64_t dataset_classes = dataset.num_classes - hp.labels_offset;
+  if (dataset.num_classes > 0 && dataset_classes < 1 && !dataset.synthetic) {
+    throw ConfigError(hp.where("labels_offset") + ": labels_offset: " +
+                      std::to_string(hp.labels_offset) + " leaves none of " + dataset.name + "'s " +
+                      std::to_string(dataset.num_classes) + " classes (labels are 0.." +
+                      std::to_string(dataset.num_classes - 1) + " before the offset)");
+  }
+  if (!hp.num_classes) return dataset_classes;
+  if (*hp.num_classes < dataset_classes && !dataset.synthetic) {
+    throw ConfigError(hp.where("num_classes") + ": num_classes: " +
+                      std::to_string(*hp.num_classes) + " is smaller than " + dataset.name + "'s " +
+                      std::to_string(dataset_classes) + " classes (after labels_offset)");
+  }
+  return *hp.num_classes;
+}
+
+// The preprocessing's name (the network's own unless preprocessing_name is
+// set; TF-slim's factory also accepts a network name) and the image shape,
+// both checked.
+void resolve_preprocessing(const HParams& hp, ModelAndData& built) {
+  built.preprocessing_name =
+      hp.preprocessing_name.empty() ? built.spec->preprocessing : hp.preprocessing_name;
+  for (const auto& name : models::model_names()) {
+    if (name == built.preprocessing_name) {
+      built.preprocessing_name = models::find_model(name).preprocessing;
+    }
+  }
+  // TF-slim's use_grayscale: images decoded to luma, a 1-channel network.
+  if (hp.use_grayscale) built.dataset.channels = 1;
+  const int64_t size = hp.train_image_size.value_or(built.spec->default_image_size);
+  built.shape = {built.dataset.channels, static_cast<int>(size), static_cast<int>(size)};
   try {
-    b.spec = &models::find_model(hp.model_name);
+    preprocessing::get_preprocessing(built.preprocessing_name, built.shape, true);
+  } catch (const ConfigError& e) {
+    throw ConfigError(hp.where("preprocessing_name") + ": " + e.what());
+  }
+  if (size != built.spec->default_image_size && built.spec->fixed_image_size) {
+    throw ConfigError(hp.where("train_image_size") + ": train_image_size: " + hp.model_name +
+                      " takes " + std::to_string(built.spec->default_image_size) + "x" +
+                      std::to_string(built.spec->default_image_size) + " images only");
+  }
+}
+
+// The network itself. A num_classes (or image size) too large to allocate
+// is the configuration's fault, not an internal error.
+void create_model(const HParams& hp, ModelAndData& built) {
+  models::ModelOptions options;
+  options.num_classes = built.num_classes;
+  options.in_channels = built.dataset.channels;
+  options.image_size = built.shape.height;
+  options.dropout_keep_prob = hp.dropout_keep_prob.value_or(built.spec->dropout_keep_prob);
+  try {
+    built.model = built.spec->create(options);
+  } catch (const std::bad_alloc&) {
+    throw ConfigError(hp.where("num_classes") + ": num_classes: " +
+                      std::to_string(built.num_classes) + ": the model does not fit in memory");
+  } catch (const c10::Error& e) {
+    if (std::string(e.what()).find("allocate") == std::string::npos) throw;
+    throw ConfigError(hp.where("num_classes") + ": num_classes: " +
+                      std::to_string(built.num_classes) + ": the model does not fit in memory (" +
+                      std::string(e.what_without_backtrace()).substr(0, 200) + ")");
+  }
+}
+
+}  // namespace
+
+ModelAndData build(const HParams& hp, const std::string& split, bool create) {
+  ModelAndData built;
+  try {
+    built.spec = &models::find_model(hp.model_name);
   } catch (const ConfigError& e) {
     throw ConfigError(hp.where("model_name") + ": " + e.what());
   }
   try {
-    b.dataset = datasets::get_dataset(hp, split);
+    built.dataset = datasets::get_dataset(dataset_options(hp), split);
   } catch (const ConfigError& e) {
     throw ConfigError(hp.where("dataset_name") + ": " + e.what());
   }
-  const int64_t dataset_classes = b.dataset.num_classes - hp.labels_offset;
-  if (b.dataset.num_classes > 0 && dataset_classes < 1 && !b.dataset.synthetic) {
-    throw ConfigError(hp.where("labels_offset") + ": labels_offset: " +
-                      std::to_string(hp.labels_offset) + " leaves none of " + b.dataset.name +
-                      "'s " + std::to_string(b.dataset.num_classes) + " classes (labels are 0.." +
-                      std::to_string(b.dataset.num_classes - 1) + " before the offset)");
-  }
-  if (hp.num_classes) {
-    if (*hp.num_classes < dataset_classes && !b.dataset.synthetic) {
-      throw ConfigError(hp.where("num_classes") + ": num_classes: " +
-                        std::to_string(*hp.num_classes) + " is smaller than " + b.dataset.name +
-                        "'s " + std::to_string(dataset_classes) + " classes (after labels_offset)");
-    }
-    b.num_classes = *hp.num_classes;
-  } else {
-    b.num_classes = dataset_classes;
-  }
-  b.preprocessing_name =
-      hp.preprocessing_name.empty() ? b.spec->preprocessing : hp.preprocessing_name;
-  for (const auto& name : models::model_names()) {
-    // TF-slim's factory also accepts a network name ("inception_v3").
-    if (name == b.preprocessing_name) {
-      b.preprocessing_name = models::find_model(name).preprocessing;
-    }
-  }
-  // TF-slim's use_grayscale: images decoded to luma, a 1-channel network.
-  if (hp.use_grayscale) b.dataset.channels = 1;
-  const int64_t size = hp.train_image_size.value_or(b.spec->default_image_size);
-  b.shape = {b.dataset.channels, static_cast<int>(size), static_cast<int>(size)};
-  try {
-    preprocessing::get_preprocessing(b.preprocessing_name, b.shape, true);
-  } catch (const ConfigError& e) {
-    throw ConfigError(hp.where("preprocessing_name") + ": " + e.what());
-  }
-  if (size != b.spec->default_image_size && b.spec->fixed_image_size) {
-    throw ConfigError(hp.where("train_image_size") + ": train_image_size: " + hp.model_name +
-                      " takes " + std::to_string(b.spec->default_image_size) + "x" +
-                      std::to_string(b.spec->default_image_size) + " images only");
-  }
-  if (!create_model) return b;
-  models::ModelOptions mo;
-  mo.num_classes = b.num_classes;
-  mo.in_channels = b.dataset.channels;
-  mo.image_size = size;
-  mo.dropout_keep_prob = hp.dropout_keep_prob.value_or(b.spec->dropout_keep_prob);
-  // A num_classes (or image size) too large to allocate is the
-  // configuration's fault, not an internal error.
-  try {
-    b.model = b.spec->create(mo);
-  } catch (const std::bad_alloc&) {
-    throw ConfigError(hp.where("num_classes") + ": num_classes: " + std::to_string(b.num_classes) +
-                      ": the model does not fit in memory");
-  } catch (const c10::Error& e) {
-    if (std::string(e.what()).find("allocate") == std::string::npos) throw;
-    throw ConfigError(hp.where("num_classes") + ": num_classes: " + std::to_string(b.num_classes) +
-                      ": the model does not fit in memory (" +
-                      std::string(e.what_without_backtrace()).substr(0, 200) + ")");
-  }
-  return b;
+  built.num_classes = resolve_num_classes(hp, built.dataset);
+  resolve_preprocessing(hp, built);
+  if (create) create_model(hp, built);
+  return built;
 }
 
 namespace {
@@ -149,6 +166,68 @@ datasets::PipelineOptions pipeline_options(const HParams& hp, const ModelAndData
   return o;
 }
 
+namespace {
+
+// The threads this run starts: OpenMP's team and LibTorch's pthreadpool
+// for intra-op work, and a reader and the decoders for each input
+// pipeline.
+int threads_needed(int intra, int decoders, int pipelines) {
+  return 2 * intra - 1 + pipelines * (1 + decoders);
+}
+
+// Under a process limit (ulimit -u) LibTorch's pool waits forever for a
+// thread that could not start and OpenMP exits: what is left is shared out
+// first. {intra-op threads, decoders per pipeline}.
+std::pair<int, int> share_startable_threads(int want_intra, int want_decoders, int pipelines) {
+  const int room =
+      io::startable_threads(threads_needed(want_intra, want_decoders, pipelines) + kSpareThreads);
+  int intra = want_intra, decoders = want_decoders;
+  while (threads_needed(intra, decoders, pipelines) + kSpareThreads > room &&
+         (intra > 1 || decoders > 1)) {
+    if (intra > 1 && (decoders == 1 || 2 * intra >= pipelines * decoders)) {
+      --intra;
+    } else {
+      --decoders;
+    }
+  }
+  if (threads_needed(intra, decoders, pipelines) > room) {
+    throw ConfigError(io::thread_limit_message(
+        "intra_op_parallelism_threads, num_preprocessing_threads",
+        "this run needs " + std::to_string(threads_needed(1, 1, pipelines)) +
+            " more threads at least, " + std::to_string(room) + " can start"));
+  }
+  if (intra < want_intra || decoders < want_decoders) {
+    auto line = log::warning();
+    line << "only " << room << " more threads can start (ulimit -u, or the container's pids "
+         << "limit): lowered";
+    if (intra < want_intra)
+      line << " intra_op_parallelism_threads " << want_intra << " -> " << intra;
+    if (decoders < want_decoders) {
+      line << " num_preprocessing_threads " << want_decoders << " -> " << decoders;
+    }
+  }
+  return {intra, decoders};
+}
+
+// LibTorch already splits work across its intra-op threads; a BLAS that
+// threads each call on its own oversubscribes the cores (measured: half
+// the throughput and a third of the time in the kernel on 2 cores).
+void single_threaded_blas() {
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set(1);
+    return;
+  }
+  static bool warned = false;
+  if (!warned) {
+    log::warning() << "OpenBLAS is not the active BLAS; matrix products "
+                      "will be far slower (apt-get install libopenblas0-pthread)";
+    warned = true;
+  }
+}
+
+}  // namespace
+
 int configure_threads(const HParams& hp, int pipelines) {
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   // 0 means "LibTorch's default", which is one thread on some builds; use
@@ -162,58 +241,35 @@ int configure_threads(const HParams& hp, int pipelines) {
   static std::tuple<int, int, int> asked_before{0, 0, 0};
   static int intra_before = 0;
   if (asked_before == std::make_tuple(want_intra, want_decoders, pipelines)) return intra_before;
-  // The threads this run starts: OpenMP's team and LibTorch's pthreadpool
-  // for intra-op work, and a reader and the decoders for each input
-  // pipeline. Under a process limit (ulimit -u) LibTorch's pool waits
-  // forever for a thread that could not start and OpenMP exits: what is
-  // left is shared out first.
-  auto needed = [pipelines](int intra, int decoders) {
-    return 2 * intra - 1 + pipelines * (1 + decoders);
-  };
-  const int room = io::startable_threads(needed(want_intra, want_decoders) + kSpareThreads);
-  int intra = want_intra, decoders = want_decoders;
-  while (needed(intra, decoders) + kSpareThreads > room && (intra > 1 || decoders > 1)) {
-    if (intra > 1 && (decoders == 1 || 2 * intra >= pipelines * decoders)) {
-      --intra;
-    } else {
-      --decoders;
-    }
-  }
-  if (needed(intra, decoders) > room) {
-    throw ConfigError(io::thread_limit_message(
-        "intra_op_parallelism_threads, num_preprocessing_threads",
-        "this run needs " + std::to_string(needed(1, 1)) + " more threads at least, " +
-            std::to_string(room) + " can start"));
-  }
-  if (intra < want_intra || decoders < want_decoders) {
-    auto line = log::warning();
-    line << "only " << room << " more threads can start (ulimit -u, or the container's pids "
-         << "limit): lowered";
-    if (intra < want_intra)
-      line << " intra_op_parallelism_threads " << want_intra << " -> " << intra;
-    if (decoders < want_decoders) {
-      line << " num_preprocessing_threads " << want_decoders << " -> " << decoders;
-    }
-  }
+  const auto [intra, decoders] = share_startable_threads(want_intra, want_decoders, pipelines);
   g_pipeline_threads = decoders;
   asked_before = {want_intra, want_decoders, pipelines};
   intra_before = intra;
   torch::set_num_threads(intra);
-  // LibTorch already splits work across its intra-op threads; a BLAS that
-  // threads each call on its own oversubscribes the cores (measured: half
-  // the throughput and a third of the time in the kernel on 2 cores).
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    set(1);
-  } else {
-    static bool warned = false;
-    if (!warned) {
-      log::warning() << "OpenBLAS is not the active BLAS; matrix products "
-                        "will be far slower (apt-get install libopenblas0-pthread)";
-      warned = true;
+  single_threaded_blas();
+  return intra;
+}
+
+datasets::DatasetOptions dataset_options(const HParams& hp) {
+  datasets::DatasetOptions options;
+  options.name = hp.dataset_name;
+  options.dir = hp.dataset_dir;
+  options.train_files = hp.train_files;
+  options.eval_files = hp.eval_files;
+  options.train_split = hp.dataset_split_name;
+  options.eval_split = hp.eval_split_name;
+  options.num_classes = hp.num_classes;
+  options.labels_offset = hp.labels_offset;
+  options.validation_fraction = hp.validation_fraction;
+  options.validation_split_seed = hp.validation_split_seed;
+  for (const char* key : {"dataset_name", "dataset_dir", "train_files", "eval_files",
+                          "dataset_split_name", "eval_split_name", "num_classes", "labels_offset",
+                          "validation_fraction", "validation_split_seed"}) {
+    if (const auto it = hp.sources.find(key); it != hp.sources.end()) {
+      options.sources.emplace(it->first, it->second);
     }
   }
-  return intra;
+  return options;
 }
 
 DeviceOptions device_options(const HParams& hp) {

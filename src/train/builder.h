@@ -33,6 +33,12 @@ void apply_data_format(const HParams& hp, models::ClassifierImpl& model);
 /// The batch in the layout hp.data_format asks for.
 torch::Tensor to_data_format(const HParams& hp, const torch::Tensor& images);
 
+/// The dataset keys of `hp` (dataset_name, dataset_dir, train_files,
+/// eval_files, the split names, num_classes, labels_offset,
+/// validation_fraction and its seed), with where each was set for the
+/// errors.
+datasets::DatasetOptions dataset_options(const HParams& hp);
+
 /// The device keys of `hp` (device, use_fp16, mixed_precision,
 /// cudnn_benchmark, whether nproc_per_node was given), with where each was
 /// set for the errors.

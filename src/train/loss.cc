@@ -5,8 +5,8 @@
 #include <atomic>
 #include <cmath>
 
-#include "fastnn/hparams.h"
 #include "src/compat/torch_compat.h"
+#include "src/config/value_parse.h"
 
 namespace fastnn::train {
 

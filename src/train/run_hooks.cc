@@ -15,6 +15,7 @@
 #include "fastnn/hparams.h"
 #include "src/io/atomic_file.h"
 #include "src/log/log.h"
+#include "src/train/builder.h"
 
 namespace fastnn::train {
 namespace {
@@ -309,11 +310,12 @@ void EvaluationHook::judge(TrainControl& c, int64_t step, bool ending) {
 
 std::vector<std::string> evaluation_splits(const HParams& hp) {
   std::vector<std::string> splits;
-  if (datasets::has_split(hp, "validation")) splits.push_back("validation");
+  const datasets::DatasetOptions dataset = dataset_options(hp);
+  if (datasets::has_split(dataset, "validation")) splits.push_back("validation");
   // Asked for by eval_every_n_iters, the eval split must exist (building it
   // says why not); only for the result it is optional.
   if (hp.eval_split_name != "validation" &&
-      (hp.eval_every_n_iters > 0 || datasets::has_split(hp, hp.eval_split_name))) {
+      (hp.eval_every_n_iters > 0 || datasets::has_split(dataset, hp.eval_split_name))) {
     splits.push_back(hp.eval_split_name);
   }
   if (hp.result_format == "smac" && (splits.empty() || splits.front() != "validation")) {

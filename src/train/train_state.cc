@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "fastnn/errors.h"
-#include "fastnn/hparams.h"
 #include "src/compat/torch_compat.h"
+#include "src/config/value_parse.h"
 #include "src/train/loss.h"
 #include "src/train/rng_state.h"
 

@@ -15,6 +15,7 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "fastnn/pipeline.h"
+#include "src/train/builder.h"
 #include "tests/datasets/test_data.h"
 
 namespace fastnn::datasets {
@@ -24,6 +25,15 @@ using testing::example_of;
 using testing::fresh_dir;
 using testing::png_of;
 using testing::write_records;
+
+// The dataset as the trainer resolves it: the keys through the builder's
+// conversion (train::dataset_options, which keeps where each was set).
+DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
+  return datasets::get_dataset(train::dataset_options(hp), split);
+}
+bool has_split(const HParams& hp, const std::string& split) {
+  return datasets::has_split(train::dataset_options(hp), split);
+}
 
 HParams hparams(const std::string& name, const fs::path& dir) {
   HParams hp;

@@ -17,6 +17,7 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "src/compat/torch_compat.h"
+#include "src/config/value_parse.h"
 #include "tests/test_paths.h"
 
 namespace fastnn::optim {
