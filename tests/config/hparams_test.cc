@@ -16,6 +16,7 @@
 #include "src/config/hparams_table.h"
 #include "src/config/job_settings.h"
 #include "src/config/value_parse.h"
+#include "tests/error_of.h"
 #include "tests/test_paths.h"
 
 #ifndef FASTNN_SOURCE_DIR
@@ -129,12 +130,7 @@ class HParamsTest : public ::testing::Test {
 
   // The ConfigError message of `fn`, or "" if it did not throw one.
   static std::string error_of(const std::function<void()>& fn) {
-    try {
-      fn();
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "";
+    return ::fastnn::testing::error_of<ConfigError>(fn);
   }
 
   std::string load_error(const std::string& text) {

@@ -17,6 +17,7 @@
 #include "fastnn/pipeline.h"
 #include "src/train/builder.h"
 #include "tests/datasets/test_data.h"
+#include "tests/error_of.h"
 
 namespace fastnn::datasets {
 namespace {
@@ -54,12 +55,7 @@ std::vector<int64_t> values(const at::Tensor& t) {
 }
 
 std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
+  return ::fastnn::testing::error_of<std::exception>(f, "(no exception)");
 }
 
 TEST(DatasetTable, ListsEveryDataset) {

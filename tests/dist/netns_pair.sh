@@ -22,5 +22,16 @@ netns_pair_up() {
     ip -n "$ns1" link set lo up && ip -n "$ns1" link set "$v1" up ||
     { echo "skipped: cannot create a veth pair"; exit 77; }
 }
+# Starts $bin/train_image_classifier "${args[@]}" as rank 1 in $ns1 and rank
+# 0 in $ns0, each with the environment "${common[@]}" and its log in
+# $work/r<rank>.log; sets p0 and p1 to their pids.
+netns_start_trainers() {
+  ip netns exec "$ns1" env "${common[@]}" RANK=1 "$bin/train_image_classifier" "${args[@]}" \
+    >"$work/r1.log" 2>&1 &
+  p1=$!
+  ip netns exec "$ns0" env "${common[@]}" RANK=0 "$bin/train_image_classifier" "${args[@]}" \
+    >"$work/r0.log" 2>&1 &
+  p0=$!
+}
 # Tests override this for their own temporary files.
 netns_cleanup_extra() { :; }

@@ -19,12 +19,7 @@ args=(--model_name=lenet --dataset_name=mock --num_classes=10 --batch_size=8
       --num_sample_per_epoch=10000 --stop_at_step=30 --log_loss_every_n_iters=10
       --num_preprocessing_threads=1 --intra_op_parallelism_threads=1
       --worker_timeout_secs=20 --train_dir="$work/train")
-ip netns exec "$ns1" env "${common[@]}" RANK=1 "$bin/train_image_classifier" "${args[@]}" \
-  >"$work/r1.log" 2>&1 &
-p1=$!
-ip netns exec "$ns0" env "${common[@]}" RANK=0 "$bin/train_image_classifier" "${args[@]}" \
-  >"$work/r0.log" 2>&1 &
-p0=$!
+netns_start_trainers
 wait $p0; rc0=$?
 wait $p1; rc1=$?
 tail -n 3 "$work/r0.log" "$work/r1.log"

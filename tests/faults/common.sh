@@ -122,6 +122,20 @@ random_sleep() {
 # The time in milliseconds.
 now_ms() { date +%s%3N; }
 
+# wait_trainer SECONDS MESSAGE: waits for the trainer to exit, polling
+# without a fork; fails with MESSAGE if it still runs after SECONDS. Sets rc
+# to its exit status.
+wait_trainer() {
+  local deadline=$((SECONDS + $1))
+  while kill -0 "$trainer_pid" 2>/dev/null; do
+    [ $SECONDS -lt $deadline ] || fail "$2"
+    nap 0.05
+  done
+  wait "$trainer_pid"
+  rc=$?
+  trainer_pid=
+}
+
 # Fork-free (the polls must not steal the trainer's CPU): sets `newest` to
 # the highest step of a model.ckpt-<step> file in the train_dir, 0 if none.
 scan_newest() {

@@ -24,6 +24,20 @@ make_dataset
 write_train_cfg momentum save_summaries_secs=0
 dir=$work/train
 
+# $log shows a resume (named $1) that restored exactly model.ckpt-$2, found
+# every model.ckpt-* file readable and, when $3 lists temporaries the kill
+# left, reported removing them.
+expect_resumed() {
+  grep -q "Restored .*model\.ckpt-$2 (global_step $2)" "$log" ||
+    fail "$1: did not restore model.ckpt-$2: $(grep -m1 Restored "$log")"
+  ! grep -q "passed over" "$log" ||
+    fail "$1: a model.ckpt-* file is unreadable: $(grep -m1 'passed over' "$log")"
+  if [ -n "$3" ]; then
+    grep -q "removed [0-9]* temporary file" "$log" ||
+      fail "$1: did not report removing the temporaries $(echo $3)"
+  fi
+}
+
 nap_open
 
 hits=0
@@ -62,16 +76,7 @@ for ((round = 1; round <= rounds; round++)); do
   left=$(procs_of_test)
   [ -z "$left" ] || fail "round $round: processes left after SIGKILL: $left"
   flock -n "$dir/.lock" true || fail "round $round: $dir/.lock is still held after SIGKILL"
-  if [ $round -gt 1 ]; then
-    grep -q "Restored .*model\.ckpt-$prev (global_step $prev)" "$log" ||
-      fail "round $round: did not restore model.ckpt-$prev: $(grep -m1 Restored "$log")"
-    ! grep -q "passed over" "$log" ||
-      fail "round $round: a model.ckpt-* file is unreadable: $(grep -m1 'passed over' "$log")"
-    if [ -n "$prev_tmps" ]; then
-      grep -q "removed [0-9]* temporary file" "$log" ||
-        fail "round $round: did not report removing the temporaries $(echo $prev_tmps)"
-    fi
-  fi
+  [ $round -le 1 ] || expect_resumed "round $round" "$prev" "$prev_tmps"
   # The newest model.ckpt-* must load: the next round's start restores it
   # (checked there, and by the final resume), and in the first and the last
   # round eval_image_classifier reads it too (a process start costs a second
@@ -104,14 +109,7 @@ log=$work/final.log
   --stop_at_step=$final --save_checkpoints_steps=1 --max_to_keep=2 >"$log" 2>&1
 rc=$?
 [ $rc = 0 ] || fail "final resume to step $final exited $rc"
-grep -q "Restored .*model\.ckpt-$prev (global_step $prev)" "$log" ||
-  fail "final resume did not restore model.ckpt-$prev: $(grep -m1 Restored "$log")"
-! grep -q "passed over" "$log" ||
-  fail "final resume: a model.ckpt-* file is unreadable: $(grep -m1 'passed over' "$log")"
-if [ -n "$had_tmps" ]; then
-  grep -q "removed [0-9]* temporary file" "$log" ||
-    fail "final resume did not report removing the temporaries $(echo $had_tmps)"
-fi
+expect_resumed "final resume" "$prev" "$had_tmps"
 tmps=$(temporaries)
 [ -z "$tmps" ] || fail "temporary files left after the clean resume: $(echo $tmps)"
 grep -q "\"final_step\": $final," "$dir/metrics.json" ||

@@ -52,12 +52,7 @@ args=(--model_name=lenet --dataset_name=mock --num_classes=10 --batch_size=8
       --num_preprocessing_threads=1 --intra_op_parallelism_threads=1 --use_fp16=False
       --save_checkpoints_steps=0 --save_interval_secs=0
       --worker_timeout_secs=$timeout_secs --train_dir="$work/train")
-ip netns exec "$ns1" env "${common[@]}" RANK=1 "$bin/train_image_classifier" "${args[@]}" \
-  >"$work/r1.log" 2>&1 &
-p1=$!
-ip netns exec "$ns0" env "${common[@]}" RANK=0 "$bin/train_image_classifier" "${args[@]}" \
-  >"$work/r0.log" 2>&1 &
-p0=$!
+netns_start_trainers
 
 # Both must be training: step 10 logged by each (the rendezvous takes
 # longer on a loaded machine; 180 s is generous).

@@ -106,44 +106,12 @@ if ! port_free "$PORT"; then
   echo "peer_flood: port ${FLOOD_PORT:-29613} is taken, using $PORT"
 fi
 
-cleanup() {
-  local p
-  # Only this shell's children not yet reaped: a pid already waited for may
-  # belong to someone else by now.
-  for p in $(jobs -p); do
-    kill -KILL "$p" 2>/dev/null
-  done
-  if [[ "${FLOOD_KEEP:-0}" == 1 || "${FAILED:-0}" == 1 ]]; then
-    echo "peer_flood: logs kept in $WORK"
-  else
-    rm -rf "$WORK"
-  fi
-}
-trap cleanup EXIT
+FLOOD_NAME=peer_flood
+KEEP_LOGS=${FLOOD_KEEP:-0}
+source "$(dirname "$0")/flood_common.sh"
+trap flood_cleanup EXIT
 
 FAILED=0
-fail() {
-  echo "FAIL: $*"
-  FAILED=1
-}
-
-# True while $1 runs (a zombie counts as exited).
-running() {
-  local stat
-  [[ -r /proc/$1/stat ]] || return 1
-  read -r stat 2>/dev/null </proc/$1/stat || return 1
-  stat=${stat##*) }
-  [[ ${stat:0:1} != Z ]]
-}
-
-# True once something listens on TCP $PORT (read from /proc; no connection;
-# grep, not a shell loop: a flood leaves many TIME_WAIT lines there).
-listening() {
-  local re
-  re=$(printf '^ *[0-9]+: [0-9A-F]+:%04X [0-9A-F]+:[0-9A-F]+ 0A ' "$PORT")
-  grep -Eq "$re" /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
 now() { echo "$EPOCHREALTIME"; }
 TICK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 cpu_secs() { awk -v t="$1" -v h="$TICK" 'BEGIN{printf "%.1f", t / h}'; }

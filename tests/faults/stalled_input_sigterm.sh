@@ -37,14 +37,7 @@ done
 nap 0.5
 t0=$(now_ms)
 kill -TERM "$trainer_pid"
-deadline=$((SECONDS + 20))
-while kill -0 "$trainer_pid" 2>/dev/null; do
-  [ $SECONDS -lt $deadline ] || fail "the trainer still ran 20 s after SIGTERM (waiting for a batch)"
-  nap 0.05
-done
-wait "$trainer_pid"
-rc=$?
-trainer_pid=
+wait_trainer 20 "the trainer still ran 20 s after SIGTERM (waiting for a batch)"
 ms=$(($(now_ms) - t0))
 [ $rc = 143 ] || fail "exit $rc after SIGTERM (expected 143)"
 grep -q "received SIGTERM" "$work/train.log" || fail "no 'received SIGTERM' in the log"

@@ -55,37 +55,10 @@ fi
 ADDR=127.0.0.1:$PORT
 
 FAILED=0
-cleanup() {
-  local p
-  # Only this shell's children not yet reaped: a pid already waited for may
-  # belong to someone else by now.
-  for p in $(jobs -p); do
-    kill -KILL "$p" 2>/dev/null
-  done
-  if [[ "${WRONG_TOKEN_KEEP:-0}" == 1 || $FAILED == 1 ]]; then
-    echo "wrong_token_flood: logs kept in $WORK"
-  else
-    rm -rf "$WORK"
-  fi
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  FAILED=1
-}
-
-running() {
-  local stat
-  read -r stat 2>/dev/null </proc/$1/stat || return 1
-  stat=${stat##*) }
-  [[ ${stat:0:1} != Z ]]
-}
-
-listening() {
-  local re
-  re=$(printf '^ *[0-9]+: [0-9A-F]+:%04X [0-9A-F]+:[0-9A-F]+ 0A ' "$PORT")
-  grep -Eq "$re" /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
+FLOOD_NAME=wrong_token_flood
+KEEP_LOGS=${WRONG_TOKEN_KEEP:-0}
+source "$(dirname "$0")/flood_common.sh"
+trap flood_cleanup EXIT
 
 echo "wrong_token_flood: 2 workers, lenet on mock data, $STEPS steps, coordinator $ADDR"
 WPIDS=()

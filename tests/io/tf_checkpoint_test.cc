@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fastnn/errors.h"
+#include "tests/error_of.h"
 #include "tests/test_paths.h"
 
 namespace fastnn::io {
@@ -238,12 +239,7 @@ void flip_byte(const fs::path& file, std::streamoff at) {
 }
 
 std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "(no DataError)";
+  return ::fastnn::testing::error_of<DataError>(f, "(no DataError)");
 }
 
 TEST(TfCheckpointTest, BadBytesAreDataErrorsNamingTheFileAndTheTensor) {

@@ -10,24 +10,15 @@
 namespace fastnn::models {
 namespace {
 
-// One 1000-class model shared by the read-only tests (building it is most
-// of their cost).
-class AlexNetV2 : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    torch::manual_seed(0);
-    model_ = testing::create("alexnet_v2", 1000);
-  }
-  static void TearDownTestSuite() { model_.reset(); }
-  static std::shared_ptr<ClassifierImpl> model_;
-};
-std::shared_ptr<ClassifierImpl> AlexNetV2::model_;
+// One 1000-class model (TF-slim's default dropout keep 0.5) shared by the
+// read-only tests (building it is most of their cost).
+constexpr char kAlexNetV2[] = "alexnet_v2";
+using AlexNetV2 = testing::SharedNetwork<kAlexNetV2, 1000, 50>;
 
 TEST_F(AlexNetV2, OutputShape) {
   torch::NoGradGuard no_grad;
   auto out = model_->forward(torch::randn({2, 3, 224, 224}));
-  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 1000}));
-  EXPECT_FALSE(out.aux_logits.defined());
+  testing::expect_logits(out, 2, 1000, /*aux=*/false);
 }
 
 TEST_F(AlexNetV2, ParameterCountMatchesTFSlim) {

@@ -58,8 +58,7 @@ TEST(CifarNet, LrnMatchesTFFormulaWithCifarNetParameters) {
 
 TEST(CifarNet, OutputShape) {
   auto out = create("cifarnet", 10)->forward(torch::randn({2, 3, 32, 32}));
-  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 10}));
-  EXPECT_FALSE(out.aux_logits.defined());
+  testing::expect_logits(out, 2, 10, /*aux=*/false);
 }
 
 TEST(CifarNet, ParameterCountMatchesTFSlim) {

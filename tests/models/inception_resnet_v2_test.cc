@@ -69,10 +69,7 @@ TEST_F(InceptionResnetV2, TFSlimVariableNames) {
       {"AuxLogits/Logits/weights", {kClasses, 768}},
       {"Logits/Logits/weights", {kClasses, 1536}},
       {"Logits/Logits/biases", {kClasses}}};
-  for (const auto& [name, shape] : expected) {
-    ASSERT_TRUE(vars.count(s + name)) << name;
-    EXPECT_EQ(vars[s + name].sizes(), shape) << name;
-  }
+  expect_shapes(vars, expected, s);
   for (const auto& bad :
        {"Repeat/block35_11/Conv2d_1x1/weights", "Repeat_2/block8_10/Conv2d_1x1/weights",
         "Block8/Conv2d_1x1/BatchNorm/beta"}) {
@@ -95,10 +92,8 @@ TEST_F(InceptionResnetV2, XavierInitializers) {
   auto vars = variables();
   // No initializer in the arg_scope: slim's Xavier-uniform,
   // U(-b, b), b = sqrt(6 / (fan_in + fan_out)).
-  auto w = vars["InceptionResnetV2/Conv2d_7b_1x1/weights"];
-  const double bound = std::sqrt(6.0 / (2080 + 1536));
-  EXPECT_LE(w.abs().max().item<double>(), bound);
-  EXPECT_NEAR(w.std().item<double>(), bound / std::sqrt(3.0), 0.01 * bound);
+  expect_xavier_uniform(vars["InceptionResnetV2/Conv2d_7b_1x1/weights"], 2080, 1536, 0.0,
+                        "Conv2d_7b_1x1");
   EXPECT_EQ(vars["InceptionResnetV2/Block8/Conv2d_1x1/biases"].abs().max().item<float>(), 0.0f);
 }
 

@@ -14,13 +14,6 @@ namespace {
 // out BatchNorm betas (inception_arg_scope has no gamma); logits convs
 // in * classes + classes.
 
-TEST(InceptionV1, OutputShape) {
-  auto m = create("inception_v1", 1000);
-  auto out = eval_forward(*m, 1, 224);
-  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 1000}));
-  EXPECT_FALSE(out.aux_logits.defined());
-}
-
 TEST(InceptionV1, ParameterCountMatchesTFSlim) {
   auto m = create("inception_v1", 1000);
   // Stem (Conv2d_1a_7x7, 2b_1x1, 2c_3x3) 124,416; Mixed_3b 155,504;
@@ -55,20 +48,6 @@ TEST(InceptionV1, Initializers) {
   EXPECT_NEAR(w.std().item<double>(), truncated_std(0.01), 3e-4);
   auto l = variable(*m, "InceptionV1/Logits/Conv2d_0c_1x1/weights");
   EXPECT_NEAR(l.std().item<double>(), truncated_std(std::sqrt(2.6 / 1024)), 1e-3);
-}
-
-TEST(InceptionV1, OneTrainingStepLowersTheLoss) {
-  auto [before, after] = fixed_lr_step("inception_v1", 64, 1e-6);
-  EXPECT_LT(after, before);
-}
-
-TEST(InceptionV1, SaveLoadRoundTrip) { expect_round_trip("inception_v1", 64); }
-
-TEST(InceptionV2, OutputShape) {
-  auto m = create("inception_v2", 1000);
-  auto out = eval_forward(*m, 1, 224);
-  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 1000}));
-  EXPECT_FALSE(out.aux_logits.defined());
 }
 
 TEST(InceptionV2, ParameterCountMatchesTFSlim) {
@@ -109,21 +88,6 @@ TEST(InceptionV2, Initializers) {
   // Variance scaling: sqrt(1.3 * 2 / fan_in), fan_in = 3 * 3 * 64.
   auto c = variable(*m, "InceptionV2/Conv2d_2c_3x3/weights");
   EXPECT_NEAR(c.std().item<double>(), truncated_std(std::sqrt(2.6 / 576)), 1e-3);
-}
-
-TEST(InceptionV2, OneTrainingStepLowersTheLoss) {
-  auto [before, after] = fixed_lr_step("inception_v2", 64, 1e-6);
-  EXPECT_LT(after, before);
-}
-
-TEST(InceptionV2, SaveLoadRoundTrip) { expect_round_trip("inception_v2", 64); }
-
-TEST(InceptionV3, OutputAndAuxShapes) {
-  auto m = create("inception_v3", 1000);
-  auto out = eval_forward(*m, 1, 299);
-  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 1000}));
-  ASSERT_TRUE(out.aux_logits.defined());
-  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{1, 1000}));
 }
 
 TEST(InceptionV3, ParameterCountMatchesTFSlim) {
@@ -172,12 +136,37 @@ TEST(InceptionV3, SmallInputsShrinkTheAuxKernel) {
   EXPECT_THROW(create("inception_v3", 10, 99), c10::Error);
 }
 
-TEST(InceptionV3, OneTrainingStepLowersTheLoss) {
-  auto [before, after] = fixed_lr_step("inception_v3", 107, 1e-6);
-  EXPECT_LT(after, before);
+// The checks every version shares: eval-mode logits (and, for v3, the
+// auxiliary logits) at the default size, one SGD step (lr 1e-6) and a
+// save/load round trip at a small size.
+struct Version {
+  const char* name;
+  int64_t default_size;  // the OutputShape check's input side
+  bool aux;              // whether eval mode gives auxiliary logits
+  int64_t small_size;    // the training step's and round trip's side
+};
+
+class InceptionVersions : public ::testing::TestWithParam<Version> {};
+
+TEST_P(InceptionVersions, OutputShape) {
+  const auto& v = GetParam();
+  auto out = eval_forward(*create(v.name, 1000), 1, v.default_size);
+  expect_logits(out, 1, 1000, v.aux, v.name);
 }
 
-TEST(InceptionV3, SaveLoadRoundTrip) { expect_round_trip("inception_v3", 107); }
+TEST_P(InceptionVersions, OneTrainingStepLowersTheLoss) {
+  expect_fixed_lr_step_lowers_loss(GetParam().name, GetParam().small_size, 1e-6);
+}
+
+TEST_P(InceptionVersions, SaveLoadRoundTrip) {
+  expect_round_trip(GetParam().name, GetParam().small_size);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, InceptionVersions,
+                         ::testing::Values(Version{"inception_v1", 224, false, 64},
+                                           Version{"inception_v2", 224, false, 64},
+                                           Version{"inception_v3", 299, true, 107}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace fastnn::models::testing

@@ -61,10 +61,7 @@ TEST_F(InceptionV4, TFSlimVariableNames) {
       {"InceptionV4/AuxLogits/Aux_logits/biases", {kClasses}},
       {"InceptionV4/Logits/Logits/weights", {kClasses, 1536}},
       {"InceptionV4/Logits/Logits/biases", {kClasses}}};
-  for (const auto& [name, shape] : expected) {
-    ASSERT_TRUE(vars.count(name)) << name;
-    EXPECT_EQ(vars[name].sizes(), shape) << name;
-  }
+  expect_shapes(vars, expected);
   int64_t convs = 0;
   for (const auto& [name, t] : vars) {
     EXPECT_EQ(name.find("gamma"), std::string::npos) << name;
@@ -83,15 +80,11 @@ TEST_F(InceptionV4, Initializers) {
   auto vars = variables();
   // variance_scaling_initializer(): truncated normal (2 sigma) with
   // sigma = sqrt(1.3 * 2 / fan_in); its std is 0.8796 sigma.
-  auto w = vars["InceptionV4/Mixed_6b/Branch_0/Conv2d_0a_1x1/weights"];
-  const double sigma = std::sqrt(1.3 * 2.0 / 1024);
-  EXPECT_NEAR(w.std().item<double>(), 0.8796 * sigma, 0.02 * sigma);
-  EXPECT_LE(w.abs().max().item<double>(), 2 * sigma + 1e-6);
-  // fully_connected keeps Xavier-uniform: U(-b, b), b = sqrt(6/(in+out)).
-  auto fc = vars["InceptionV4/Logits/Logits/weights"];
-  const double bound = std::sqrt(6.0 / (1536 + kClasses));
-  EXPECT_LE(fc.abs().max().item<double>(), bound + 1e-6);  // float rounding
-  EXPECT_NEAR(fc.std().item<double>(), bound / std::sqrt(3.0), 0.01 * bound);
+  expect_truncated_normal(vars["InceptionV4/Mixed_6b/Branch_0/Conv2d_0a_1x1/weights"],
+                          std::sqrt(1.3 * 2.0 / 1024), "Mixed_6b");
+  // fully_connected keeps Xavier-uniform: U(-b, b), b = sqrt(6/(in+out)),
+  // up to float rounding.
+  expect_xavier_uniform(vars["InceptionV4/Logits/Logits/weights"], 1536, kClasses, 1e-6, "Logits");
   EXPECT_EQ(vars["InceptionV4/Logits/Logits/biases"].abs().max().item<float>(), 0.0f);
 }
 

@@ -19,16 +19,19 @@ const char* const kV1Names[] = {"mobilenet_v1", "mobilenet_v1_075", "mobilenet_v
                                 "mobilenet_v1_025"};
 const char* const kV2Names[] = {"mobilenet_v2", "mobilenet_v2_140", "mobilenet_v2_035"};
 
+// Expects each {name, count} network's trainable parameter count.
+void expect_parameter_counts(const std::vector<std::pair<const char*, int64_t>>& counts) {
+  for (const auto& [name, count] : counts) {
+    EXPECT_EQ(trainable_parameters(*create(name, 1001)), count) << name;
+  }
+}
+
 TEST(MobileNet, OutputShapes) {
-  for (const char* name : kV1Names) {
-    auto out = eval_forward(*create(name, 1001), 2, 224);
-    EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 1001})) << name;
-    EXPECT_FALSE(out.aux_logits.defined());
-  }
-  for (const char* name : kV2Names) {
-    auto out = eval_forward(*create(name, 1001), 2, 224);
-    EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 1001})) << name;
-  }
+  auto expect_output = [](const char* name) {
+    expect_logits(eval_forward(*create(name, 1001), 2, 224), 2, 1001, /*aux=*/false, name);
+  };
+  for (const char* name : kV1Names) expect_output(name);
+  for (const char* name : kV2Names) expect_output(name);
 }
 
 // Depths d(x) = max(int(x * multiplier), 8) for the layer list 32, then
@@ -36,18 +39,18 @@ TEST(MobileNet, OutputShapes) {
 // 512 x 5, 1024, 1024. For 1.0: conv weights 3,185,088 (TF-slim's layer
 // table) + 2 x 10,944 BatchNorm channels + logits 1024 * 1001 + 1001.
 TEST(MobileNetV1, ParameterCountsMatchTFSlim) {
-  EXPECT_EQ(trainable_parameters(*create("mobilenet_v1", 1001)),
-            3185088 + 2 * 10944 + 1026025);  // 4,233,001
-  // 0.75: conv weights 1,800,144 (TF-slim's table), 8,208 BN channels,
-  // logits 768 * 1001 + 1001.
-  EXPECT_EQ(trainable_parameters(*create("mobilenet_v1_075", 1001)),
-            1800144 + 2 * 8208 + 769769);  // 2,586,329
-  // 0.5: conv weights 807,648; 5,472 BN channels; logits 512 * 1001 + 1001.
-  EXPECT_EQ(trainable_parameters(*create("mobilenet_v1_050", 1001)),
-            807648 + 2 * 5472 + 513513);  // 1,332,105
-  // 0.25: conv weights 207,600; 2,736 BN channels; logits 256 * 1001 + 1001.
-  EXPECT_EQ(trainable_parameters(*create("mobilenet_v1_025", 1001)),
-            207600 + 2 * 2736 + 257257);  // 470,329
+  expect_parameter_counts({
+      {"mobilenet_v1", 3185088 + 2 * 10944 + 1026025},  // 4,233,001
+      // 0.75: conv weights 1,800,144 (TF-slim's table), 8,208 BN channels,
+      // logits 768 * 1001 + 1001.
+      {"mobilenet_v1_075", 1800144 + 2 * 8208 + 769769},  // 2,586,329
+      // 0.5: conv weights 807,648; 5,472 BN channels; logits 512 * 1001 +
+      // 1001.
+      {"mobilenet_v1_050", 807648 + 2 * 5472 + 513513},  // 1,332,105
+      // 0.25: conv weights 207,600; 2,736 BN channels; logits 256 * 1001 +
+      // 1001.
+      {"mobilenet_v1_025", 207600 + 2 * 2736 + 257257},  // 470,329
+  });
 }
 
 TEST(MobileNetV1, TFSlimVariables) {
@@ -92,16 +95,16 @@ TEST(MobileNetV2, MakeDivisibleFollowsTFSlim) {
 //   0.35: 16 | 8 8 8 16 16 16 24 24 24 24 32 32 32 56 56 56 112 | 1280
 // (finegrain_classification_mode keeps 1280).
 TEST(MobileNetV2, ParameterCountsMatchTFSlim) {
-  // 3,504,872 at 1000 classes (the published trainable count of
-  // MobileNetV2 1.0) + 1281 for the 1001st class.
-  EXPECT_EQ(trainable_parameters(*create("mobilenet_v2", 1001)),
-            3504872 + 1281);  // 3,506,153
-  // Body 4,315,776 (summed from the 1.4 depth list) + 1792 * 1001 + 1001.
-  EXPECT_EQ(trainable_parameters(*create("mobilenet_v2_140", 1001)),
-            4315776 + 1794793);  // 6,110,569
-  // Body 396,128 (from the 0.35 depth list) + 1280 * 1001 + 1001.
-  EXPECT_EQ(trainable_parameters(*create("mobilenet_v2_035", 1001)),
-            396128 + 1282281);  // 1,678,409
+  expect_parameter_counts({
+      // 3,504,872 at 1000 classes (the published trainable count of
+      // MobileNetV2 1.0) + 1281 for the 1001st class.
+      {"mobilenet_v2", 3504872 + 1281},  // 3,506,153
+      // Body 4,315,776 (summed from the 1.4 depth list) + 1792 * 1001 +
+      // 1001.
+      {"mobilenet_v2_140", 4315776 + 1794793},  // 6,110,569
+      // Body 396,128 (from the 0.35 depth list) + 1280 * 1001 + 1001.
+      {"mobilenet_v2_035", 396128 + 1282281},  // 1,678,409
+  });
 }
 
 TEST(MobileNetV2, TFSlimVariables) {
@@ -137,8 +140,7 @@ TEST(MobileNetV2, TFSlimVariables) {
 TEST(MobileNet, OneTrainingStepLowersTheLoss) {
   for (const char* name : {"mobilenet_v1", "mobilenet_v1_025", "mobilenet_v2", "mobilenet_v2_140",
                            "mobilenet_v2_035", "mobilenet_v1_075", "mobilenet_v1_050"}) {
-    auto [before, after] = fixed_lr_step(name, 64, 1e-6);
-    EXPECT_LT(after, before) << name;
+    expect_fixed_lr_step_lowers_loss(name, 64, 1e-6);
   }
 }
 

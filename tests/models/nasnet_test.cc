@@ -8,20 +8,18 @@
 #include <map>
 
 #include "models/model_factory.h"
-#include "src/optim/optimizers.h"
 #include "tests/models/net_checks.h"
-#include "tests/models/train_step.h"
 
 namespace fastnn::models {
 namespace {
 
-std::shared_ptr<ClassifierImpl> make(const std::string& name, int64_t classes, int64_t size = 0,
-                                     double keep = 1.0) {
-  ModelOptions o;
-  o.num_classes = classes;
-  o.image_size = size;
-  o.dropout_keep_prob = keep;
-  return find_model(name).create(o);
+using testing::expect_logits;
+using testing::expect_variables;
+using testing::tf_shapes;
+
+// Dropout off (keep 1.0) unless the test says otherwise.
+std::shared_ptr<ClassifierImpl> make(const std::string& name, int64_t classes, int64_t size = 0) {
+  return testing::create(name, classes, size, /*keep=*/1.0);
 }
 
 int64_t count(ClassifierImpl& m, const std::string& skip = "") {
@@ -32,31 +30,8 @@ int64_t count(ClassifierImpl& m, const std::string& skip = "") {
   return n;
 }
 
-// TF-slim opens no outer scope for NASNet; tf_variable_name() joins the
-// empty scope with a '/', which is dropped here.
-std::map<std::string, std::vector<int64_t>> tf_shapes(ClassifierImpl& m) {
-  std::map<std::string, std::vector<int64_t>> out;
-  for (const auto& v : model_variables(m)) {
-    auto t = v.tensor;
-    // TF layout: conv [kh, kw, in, out], depthwise [kh, kw, in, 1].
-    const bool dw = v.name.find("depthwise_weights") != std::string::npos;
-    if (t.dim() == 4) t = t.permute({2, 3, dw ? 0 : 1, dw ? 1 : 0});
-    if (t.dim() == 2) t = t.t();  // [in, out]
-    const auto name = v.name[0] == '/' ? v.name.substr(1) : v.name;
-    out[name] = t.sizes().vec();
-  }
-  return out;
-}
-
-void expect_variables(ClassifierImpl& m,
-                      const std::vector<std::pair<std::string, std::vector<int64_t>>>& want) {
-  const auto have = tf_shapes(m);
-  for (const auto& [name, shape] : want) {
-    auto it = have.find(name);
-    ASSERT_NE(it, have.end()) << name;
-    EXPECT_EQ(it->second, shape) << name;
-  }
-}
+// TF-slim opens no outer scope for NASNet; testing::tf_name() drops the '/'
+// that tf_variable_name() puts before the names.
 
 // Trainable parameters, derived by hand and tallied by a short script that
 // walks the cell definitions (nasnet_utils' operations and
@@ -94,15 +69,10 @@ TEST(NasNet, CifarShapesNamesAndCount) {
   auto m = make("nasnet_cifar", 10);
   auto x = torch::randn({2, 3, 32, 32});
   m->train();
-  auto out = m->forward(x);
-  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 10}));
-  ASSERT_TRUE(out.aux_logits.defined());
-  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{2, 10}));
+  ASSERT_NO_FATAL_FAILURE(expect_logits(m->forward(x), 2, 10, /*aux=*/true));
   m->eval();
   torch::NoGradGuard no_grad;
-  out = m->forward(x);
-  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 10}));
-  EXPECT_FALSE(out.aux_logits.defined());  // aux head only in training
+  expect_logits(m->forward(x), 2, 10, /*aux=*/false);  // aux head only in training
   EXPECT_THROW(m->forward(torch::randn({1, 3, 33, 33})), c10::Error);
 
   expect_variables(
@@ -157,10 +127,7 @@ TEST(NasNet, MobileShapesNamesAndCount) {
   auto m = make("nasnet_mobile", 1001);
   auto x = torch::randn({2, 3, 224, 224});
   m->train();
-  auto out = m->forward(x);
-  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, 1001}));
-  ASSERT_TRUE(out.aux_logits.defined());
-  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{2, 1001}));
+  ASSERT_NO_FATAL_FAILURE(expect_logits(m->forward(x), 2, 1001, /*aux=*/true));
   m->eval();
   {
     torch::NoGradGuard no_grad;
@@ -238,31 +205,16 @@ TEST(NasNet, DropPathOnlyInTrainingAndAfterWarmUp) {
   EXPECT_TRUE(torch::equal(m->forward(x).logits, m->forward(x).logits));
 }
 
-// One SGD step (logits + 0.4 * aux, dropout off, BN in training mode)
-// sized to lower the loss by 1% to first order, as in inception_v4_test.
+// One SGD step (logits + 0.4 * aux, dropout off, BN in training mode, in
+// float64) sized to lower the loss by 1% to first order, as in
+// inception_v4_test.
 void expect_training_step_lowers_loss(const std::string& name, int64_t size) {
   torch::manual_seed(0);
-  auto m = make(name, 5, size, 1.0);
+  auto m = make(name, 5, size);
   m->to(torch::kFloat64);
-  m->train();
-  std::vector<optim::Variable> vars;
-  for (const auto& v : model_variables(*m)) {
-    if (v.trainable) vars.push_back({v.name, v.tensor});
-  }
-  optim::GradientDescent opt(vars);
   auto x = torch::randn({4, 3, size, size}, torch::kFloat64);
   auto y = torch::arange(4, torch::kInt64) % 5;
-  auto loss_of = [&] {
-    auto out = m->forward(x);
-    namespace F = torch::nn::functional;
-    return F::cross_entropy(out.logits, y) + 0.4 * F::cross_entropy(out.aux_logits, y);
-  };
-  auto loss0 = loss_of();
-  m->zero_grad(/*set_to_none=*/false);
-  loss0.backward();
-  opt.step(fastnn::testing::first_order_rate(vars, loss0.item<double>()));
-  torch::NoGradGuard no_grad;
-  EXPECT_LT(loss_of().item<double>(), loss0.item<double>()) << name;
+  testing::expect_first_order_step(*m, x, y, name);
 }
 
 // Smallest ImageNet input: the aux cell's map must hold the 5x5 pool:

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,15 +38,23 @@ inline int64_t trainable_parameters(ClassifierImpl& m) {
   return n;
 }
 
-/// TF-slim name -> shape in TF's layout: conv [kh, kw, in, out],
-/// fully connected [in, out].
+/// A variable's TF-slim name. Networks that TF-slim builds without an outer
+/// scope (NASNet, PNASNet) get a leading '/' from tf_variable_name(), which
+/// TF-slim's names do not have; it is dropped here.
+inline std::string tf_name(const std::string& name) {
+  return !name.empty() && name[0] == '/' ? name.substr(1) : name;
+}
+
+/// TF-slim name -> shape in TF's layout: conv [kh, kw, in, out], depthwise
+/// [kh, kw, in, 1], fully connected [in, out].
 inline std::map<std::string, std::vector<int64_t>> tf_shapes(ClassifierImpl& m) {
   std::map<std::string, std::vector<int64_t>> out;
   for (const auto& v : model_variables(m)) {
     auto t = v.tensor;
-    if (t.dim() == 4) t = t.permute({2, 3, 1, 0});
+    const bool dw = v.name.find("depthwise_weights") != std::string::npos;
+    if (t.dim() == 4) t = t.permute({2, 3, dw ? 0 : 1, dw ? 1 : 0});
     if (t.dim() == 2) t = t.t();
-    out[v.name] = t.sizes().vec();
+    out[tf_name(v.name)] = t.sizes().vec();
   }
   return out;
 }
@@ -68,7 +77,7 @@ inline std::vector<int64_t> torch_shape(const std::string& name, const std::vect
 inline void expect_variables(
     ClassifierImpl& m, const std::vector<std::pair<std::string, std::vector<int64_t>>>& want) {
   std::map<std::string, std::vector<int64_t>> have;
-  for (const auto& v : model_variables(m)) have[v.name] = v.tensor.sizes().vec();
+  for (const auto& v : model_variables(m)) have[tf_name(v.name)] = v.tensor.sizes().vec();
   for (const auto& [name, shape] : want) {
     auto it = have.find(name);
     ASSERT_NE(it, have.end()) << "missing " << name;
@@ -98,6 +107,22 @@ inline int count_named(ClassifierImpl& m, const std::string& suffix) {
   return n;
 }
 
+/// A truncated normal (2 sigma) of `sigma`: its std is 0.8796 sigma (within
+/// 2 %) and nothing lies beyond 2 sigma.
+inline void expect_truncated_normal(const torch::Tensor& t, double sigma, const std::string& name) {
+  EXPECT_NEAR(t.std().item<double>(), 0.8796 * sigma, 0.02 * sigma) << name;
+  EXPECT_LE(t.abs().max().item<double>(), 2 * sigma + 1e-6) << name;
+}
+
+/// Xavier-uniform U(-b, b), b = sqrt(6 / (fan_in + fan_out)): nothing beyond
+/// b + `slack` (float rounding), and a std of b / sqrt(3) within 1 %.
+inline void expect_xavier_uniform(const torch::Tensor& t, int64_t fan_in, int64_t fan_out,
+                                  double slack, const std::string& name) {
+  const double bound = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+  EXPECT_LE(t.abs().max().item<double>(), bound + slack) << name;
+  EXPECT_NEAR(t.std().item<double>(), bound / std::sqrt(3.0), 0.01 * bound) << name;
+}
+
 /// Standard deviation of TF's truncated normal (re-drawn beyond 2 sigma).
 inline double truncated_std(double stddev) { return stddev * 0.8796; }
 
@@ -106,6 +131,31 @@ inline ModelOutput eval_forward(ClassifierImpl& m, int64_t batch, int64_t image_
   torch::NoGradGuard no_grad;
   m.eval();
   return m.forward(torch::randn({batch, 3, image_size, image_size}));
+}
+
+/// The logits are [batch, classes]; the auxiliary logits the same when
+/// `aux`, else absent.
+inline void expect_logits(const ModelOutput& out, int64_t batch, int64_t classes, bool aux,
+                          const std::string& name = "") {
+  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{batch, classes})) << name;
+  if (!aux) {
+    EXPECT_FALSE(out.aux_logits.defined()) << name;
+    return;
+  }
+  ASSERT_TRUE(out.aux_logits.defined()) << name;
+  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{batch, classes})) << name;
+}
+
+/// Expects every {name, LibTorch shape} in `expected` among `vars` (a
+/// variable_map), each name after `prefix`.
+inline void expect_shapes(const std::map<std::string, torch::Tensor>& vars,
+                          const std::map<std::string, std::vector<int64_t>>& expected,
+                          const std::string& prefix = "") {
+  for (const auto& [name, shape] : expected) {
+    auto it = vars.find(prefix + name);
+    ASSERT_NE(it, vars.end()) << name;
+    EXPECT_EQ(it->second.sizes(), shape) << name;
+  }
 }
 
 /// The model's trainable variables, for an optimizer.
@@ -173,6 +223,33 @@ inline torch::Tensor loss_with_aux(ClassifierImpl& m, const torch::Tensor& x,
   return l;
 }
 
+/// Loss (with the auxiliary head's, as in loss_with_aux) before and after
+/// one SGD step on the batch (x, y) in training mode; `rate(vars, loss)`
+/// picks the step size from the variables' gradients and the loss before.
+template <typename Rate>
+std::pair<double, double> step_losses(ClassifierImpl& m, const torch::Tensor& x,
+                                      const torch::Tensor& y, Rate rate) {
+  m.train();
+  auto vars = trainable_variables(m);
+  optim::GradientDescent opt(vars);
+  auto loss0 = loss_with_aux(m, x, y);
+  m.zero_grad(/*set_to_none=*/false);
+  loss0.backward();
+  opt.step(rate(vars, loss0.item<double>()));
+  torch::NoGradGuard no_grad;
+  return {loss0.item<double>(), loss_with_aux(m, x, y).item<double>()};
+}
+
+/// One SGD step on (x, y) at the rate that lowers the loss by 1 % to first
+/// order (train_step.h); expects the loss to go down.
+inline void expect_first_order_step(ClassifierImpl& m, const torch::Tensor& x,
+                                    const torch::Tensor& y, const std::string& name) {
+  const auto [before, after] = step_losses(m, x, y, [](const auto& vars, double loss) {
+    return fastnn::testing::first_order_rate(vars, loss);
+  });
+  EXPECT_LT(after, before) << name;
+}
+
 /// Loss before and after one SGD step at a fixed `lr` on a fixed batch of 4
 /// (training mode, dropout off); the auxiliary head, if any, adds 0.4 x its
 /// loss as in FastNN's loss_fn. Deep BatchNorm networks start with
@@ -182,17 +259,16 @@ inline std::pair<double, double> fixed_lr_step(const std::string& name, int64_t 
                                                double lr) {
   torch::manual_seed(0);
   auto m = create(name, 5, image_size, /*keep=*/1.0);
-  m->train();
-  optim::GradientDescent opt(trainable_variables(*m));
   auto x = torch::randn({4, 3, image_size, image_size});
   auto y = torch::tensor({0, 1, 2, 3}, torch::kInt64);
-  auto loss = [&] { return loss_with_aux(*m, x, y); };
-  auto loss0 = loss();
-  m->zero_grad(/*set_to_none=*/false);
-  loss0.backward();
-  opt.step(lr);
-  torch::NoGradGuard no_grad;
-  return {loss0.item<double>(), loss().item<double>()};
+  return step_losses(*m, x, y, [lr](const auto&, double) { return lr; });
+}
+
+/// Expects one fixed_lr_step to lower the loss.
+inline void expect_fixed_lr_step_lowers_loss(const std::string& name, int64_t image_size,
+                                             double lr) {
+  const auto [before, after] = fixed_lr_step(name, image_size, lr);
+  EXPECT_LT(after, before) << name;
 }
 
 /// Every variable by TF-slim name, in LibTorch's layout.
@@ -203,16 +279,16 @@ inline std::map<std::string, torch::Tensor> variable_map(ClassifierImpl& m) {
 }
 
 /// A test suite's one instance of the network kName with kClasses classes
-/// (seed 0, dropout keep 0.8), built once for the suite. Give each test
-/// file's kName its own identifier: GCC 14 merged the model_ of two
-/// instantiations whose arguments were both an anonymous namespace's kName
-/// (both suites then tested one network).
-template <const char* kName, int64_t kClasses>
+/// (seed 0, dropout keep kKeepPercent / 100), built once for the suite.
+/// Give each test file's kName its own identifier: GCC 14 merged the model_
+/// of two instantiations whose arguments were both an anonymous namespace's
+/// kName (both suites then tested one network).
+template <const char* kName, int64_t kClasses, int kKeepPercent = 80>
 class SharedNetwork : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     torch::manual_seed(0);
-    model_ = create(kName, kClasses, 0, 0.8);
+    model_ = create(kName, kClasses, 0, kKeepPercent / 100.0);
   }
   static void TearDownTestSuite() { model_.reset(); }
   static std::map<std::string, torch::Tensor> variables() { return variable_map(*model_); }
@@ -247,17 +323,9 @@ inline void expect_first_order_step_lowers_loss(const std::string& name, int64_t
                                                 int64_t image_size) {
   torch::manual_seed(0);
   auto m = create(name, classes, image_size, /*keep=*/1.0);
-  m->train();
-  auto vars = trainable_variables(*m);
-  optim::GradientDescent opt(vars);
   auto x = torch::randn({4, 3, image_size, image_size});
   auto y = torch::randint(0, classes, {4}, torch::kInt64);
-  auto loss_of = [&] { return loss_with_aux(*m, x, y); };
-  auto loss0 = loss_of();
-  m->zero_grad(/*set_to_none=*/false);
-  loss0.backward();
-  opt.step(fastnn::testing::first_order_rate(vars, loss0.item<double>()));
-  EXPECT_LT(loss_of().item<double>(), loss0.item<double>()) << name;
+  expect_first_order_step(*m, x, y, name);
 }
 
 /// Copies every variable of one model into a fresh one after a training

@@ -8,24 +8,15 @@
 namespace fastnn::models {
 namespace {
 
-// One 1000-class model shared by the tests (building it is most of their
-// cost).
-class OverFeat : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    torch::manual_seed(0);
-    model_ = testing::create("overfeat", 1000);
-  }
-  static void TearDownTestSuite() { model_.reset(); }
-  static std::shared_ptr<ClassifierImpl> model_;
-};
-std::shared_ptr<ClassifierImpl> OverFeat::model_;
+// One 1000-class model (TF-slim's default dropout keep 0.5) shared by the
+// tests (building it is most of their cost).
+constexpr char kOverFeat[] = "overfeat";
+using OverFeat = testing::SharedNetwork<kOverFeat, 1000, 50>;
 
 TEST_F(OverFeat, OutputShape) {
   torch::NoGradGuard no_grad;
   auto out = model_->forward(torch::randn({1, 3, 231, 231}));
-  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 1000}));
-  EXPECT_FALSE(out.aux_logits.defined());
+  testing::expect_logits(out, 1, 1000, /*aux=*/false);
 }
 
 TEST_F(OverFeat, ParameterCountMatchesTFSlim) {

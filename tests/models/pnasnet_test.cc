@@ -9,9 +9,7 @@
 #include <map>
 
 #include "models/model_factory.h"
-#include "src/optim/optimizers.h"
 #include "tests/models/net_checks.h"
-#include "tests/models/train_step.h"
 
 namespace fastnn::models {
 namespace {
@@ -22,34 +20,17 @@ constexpr int64_t kClasses = 1001;
 // three stride-2 cells) is still 5x5: 67 -> 33 -> 17 -> 9 -> 5.
 constexpr int64_t kMinSize = 67;
 
+using testing::expect_logits;
+using testing::tf_name;
+using testing::tf_shapes;
+
 std::shared_ptr<ClassifierImpl> make(const std::string& name, int64_t size = 0, double keep = 0.5,
                                      int64_t classes = kClasses) {
-  ModelOptions o;
-  o.num_classes = classes;
-  o.dropout_keep_prob = keep;
-  o.image_size = size;
-  return find_model(name).create(o);
+  return testing::create(name, classes, size, keep);
 }
 
-// TF-slim's variable names have no outer model scope. tf_variable_name()
-// joins an empty scope with '/', so the leading one is dropped here.
-std::string tf_name(const std::string& name) {
-  return !name.empty() && name[0] == '/' ? name.substr(1) : name;
-}
-
-// TF-slim name -> shape in TF's layout: conv [kh, kw, in, out] (depthwise
-// [kh, kw, in, 1]), fully connected [in, out].
-std::map<std::string, std::vector<int64_t>> tf_shapes(ClassifierImpl& m) {
-  std::map<std::string, std::vector<int64_t>> out;
-  for (const auto& v : model_variables(m)) {
-    auto t = v.tensor;
-    if (t.dim() == 4) t = t.permute({2, 3, 0, 1});
-    if (t.dim() == 4 && v.name.find("depthwise") == std::string::npos) t = t.permute({0, 1, 3, 2});
-    if (t.dim() == 2) t = t.t();
-    out[tf_name(v.name)] = t.sizes().vec();
-  }
-  return out;
-}
+// TF-slim's variable names have no outer model scope; testing::tf_name()
+// drops the '/' that tf_variable_name() puts before them.
 
 struct Counts {
   int64_t all = 0, without_aux = 0;
@@ -63,16 +44,6 @@ Counts trainable(ClassifierImpl& m) {
     if (tf_name(v.name).rfind("aux_", 0) != 0) c.without_aux += v.tensor.numel();
   }
   return c;
-}
-
-void expect_shapes(ClassifierImpl& m,
-                   const std::vector<std::pair<std::string, std::vector<int64_t>>>& want) {
-  const auto have = tf_shapes(m);
-  for (const auto& [name, shape] : want) {
-    auto it = have.find(name);
-    ASSERT_NE(it, have.end()) << name;
-    EXPECT_EQ(it->second, shape) << name;
-  }
 }
 
 TEST(Pnasnet, Registered) {
@@ -107,36 +78,36 @@ TEST(PnasnetLarge, ParameterCountAndNames) {
   const auto n = trainable(*m);
   EXPECT_EQ(n.without_aux, 86061989);
   EXPECT_EQ(n.all, 90648974);
-  expect_shapes(*m,
-                {{"conv0/weights", {3, 3, 3, 96}},
-                 {"conv0_bn/gamma", {96}},
-                 {"conv0_bn/moving_variance", {96}},
-                 {"cell_stem_0/1x1/weights", {1, 1, 96, 54}},
-                 {"cell_stem_0/beginning_bn/beta", {54}},
-                 {"cell_stem_0/comb_iter_0/left/separable_5x5_1/depthwise_weights", {5, 5, 96, 1}},
-                 {"cell_stem_0/comb_iter_0/left/separable_5x5_1/pointwise_weights", {1, 1, 96, 54}},
-                 {"cell_stem_0/comb_iter_0/right/1x1/weights", {1, 1, 96, 54}},
-                 {"cell_stem_0/comb_iter_0/left/bn_sep_5x5_2/gamma", {54}},
-                 {"cell_stem_0/comb_iter_4/right/1x1/weights", {1, 1, 54, 54}},
-                 {"cell_stem_0/comb_iter_4/right/bn_1/moving_mean", {54}},
-                 {"cell_stem_1/path1_conv/weights", {1, 1, 96, 54}},
-                 {"cell_stem_1/path2_conv/weights", {1, 1, 96, 54}},
-                 {"cell_stem_1/final_path_bn/gamma", {108}},
-                 {"cell_0/path1_conv/weights", {1, 1, 270, 108}},
-                 {"cell_1/prev_1x1/weights", {1, 1, 540, 216}},
-                 {"cell_4/prev_1x1/weights", {1, 1, 1080, 432}},
-                 {"cell_4/1x1/weights", {1, 1, 1080, 432}},
-                 {"cell_4/comb_iter_1/left/separable_7x7_1/depthwise_weights", {7, 7, 432, 1}},
-                 {"cell_4/comb_iter_1/left/separable_7x7_2/depthwise_weights", {7, 7, 432, 1}},
-                 {"cell_11/comb_iter_3/left/separable_3x3_2/pointwise_weights", {1, 1, 864, 864}},
-                 {"aux_7/aux_logits/proj/weights", {1, 1, 2160, 128}},
-                 {"aux_7/aux_logits/aux_bn0/beta", {128}},
-                 {"aux_7/aux_logits/Conv/weights", {6, 6, 128, 768}},
-                 {"aux_7/aux_logits/aux_bn1/gamma", {768}},
-                 {"aux_7/aux_logits/FC/weights", {768, kClasses}},
-                 {"aux_7/aux_logits/FC/biases", {kClasses}},
-                 {"final_layer/FC/weights", {4320, kClasses}},
-                 {"final_layer/FC/biases", {kClasses}}});
+  testing::expect_variables(
+      *m, {{"conv0/weights", {3, 3, 3, 96}},
+           {"conv0_bn/gamma", {96}},
+           {"conv0_bn/moving_variance", {96}},
+           {"cell_stem_0/1x1/weights", {1, 1, 96, 54}},
+           {"cell_stem_0/beginning_bn/beta", {54}},
+           {"cell_stem_0/comb_iter_0/left/separable_5x5_1/depthwise_weights", {5, 5, 96, 1}},
+           {"cell_stem_0/comb_iter_0/left/separable_5x5_1/pointwise_weights", {1, 1, 96, 54}},
+           {"cell_stem_0/comb_iter_0/right/1x1/weights", {1, 1, 96, 54}},
+           {"cell_stem_0/comb_iter_0/left/bn_sep_5x5_2/gamma", {54}},
+           {"cell_stem_0/comb_iter_4/right/1x1/weights", {1, 1, 54, 54}},
+           {"cell_stem_0/comb_iter_4/right/bn_1/moving_mean", {54}},
+           {"cell_stem_1/path1_conv/weights", {1, 1, 96, 54}},
+           {"cell_stem_1/path2_conv/weights", {1, 1, 96, 54}},
+           {"cell_stem_1/final_path_bn/gamma", {108}},
+           {"cell_0/path1_conv/weights", {1, 1, 270, 108}},
+           {"cell_1/prev_1x1/weights", {1, 1, 540, 216}},
+           {"cell_4/prev_1x1/weights", {1, 1, 1080, 432}},
+           {"cell_4/1x1/weights", {1, 1, 1080, 432}},
+           {"cell_4/comb_iter_1/left/separable_7x7_1/depthwise_weights", {7, 7, 432, 1}},
+           {"cell_4/comb_iter_1/left/separable_7x7_2/depthwise_weights", {7, 7, 432, 1}},
+           {"cell_11/comb_iter_3/left/separable_3x3_2/pointwise_weights", {1, 1, 864, 864}},
+           {"aux_7/aux_logits/proj/weights", {1, 1, 2160, 128}},
+           {"aux_7/aux_logits/aux_bn0/beta", {128}},
+           {"aux_7/aux_logits/Conv/weights", {6, 6, 128, 768}},
+           {"aux_7/aux_logits/aux_bn1/gamma", {768}},
+           {"aux_7/aux_logits/FC/weights", {768, kClasses}},
+           {"aux_7/aux_logits/FC/biases", {kClasses}},
+           {"final_layer/FC/weights", {4320, kClasses}},
+           {"final_layer/FC/biases", {kClasses}}});
   const auto shapes = tf_shapes(*m);
   EXPECT_EQ(shapes.count("cell_stem_0/prev_1x1/weights"), 0u);
   EXPECT_EQ(shapes.count("cell_12/1x1/weights"), 0u);
@@ -171,18 +142,18 @@ TEST(PnasnetMobile, ParameterCountAndNames) {
   const auto n = trainable(*m);
   EXPECT_EQ(n.without_aux, 5065568);
   EXPECT_EQ(n.all, 7479113);
-  expect_shapes(*m,
-                {{"conv0/weights", {3, 3, 3, 32}},
-                 {"cell_stem_0/comb_iter_0/left/separable_5x5_1/depthwise_weights", {5, 5, 32, 1}},
-                 {"cell_stem_0/comb_iter_0/right/1x1/weights", {1, 1, 32, 13}},
-                 {"cell_stem_1/path1_conv/weights", {1, 1, 32, 13}},
-                 {"cell_stem_1/path2_conv/weights", {1, 1, 32, 14}},
-                 {"cell_stem_1/final_path_bn/beta", {27}},
-                 {"cell_stem_1/comb_iter_0/left/separable_5x5_1/depthwise_weights", {5, 5, 27, 1}},
-                 {"cell_3/comb_iter_4/right/1x1/weights", {1, 1, 108, 108}},
-                 {"aux_5/aux_logits/proj/weights", {1, 1, 540, 128}},
-                 {"aux_5/aux_logits/Conv/weights", {4, 4, 128, 768}},
-                 {"final_layer/FC/weights", {1080, kClasses}}});
+  testing::expect_variables(
+      *m, {{"conv0/weights", {3, 3, 3, 32}},
+           {"cell_stem_0/comb_iter_0/left/separable_5x5_1/depthwise_weights", {5, 5, 32, 1}},
+           {"cell_stem_0/comb_iter_0/right/1x1/weights", {1, 1, 32, 13}},
+           {"cell_stem_1/path1_conv/weights", {1, 1, 32, 13}},
+           {"cell_stem_1/path2_conv/weights", {1, 1, 32, 14}},
+           {"cell_stem_1/final_path_bn/beta", {27}},
+           {"cell_stem_1/comb_iter_0/left/separable_5x5_1/depthwise_weights", {5, 5, 27, 1}},
+           {"cell_3/comb_iter_4/right/1x1/weights", {1, 1, 108, 108}},
+           {"aux_5/aux_logits/proj/weights", {1, 1, 540, 128}},
+           {"aux_5/aux_logits/Conv/weights", {4, 4, 128, 768}},
+           {"final_layer/FC/weights", {1080, kClasses}}});
   const auto shapes = tf_shapes(*m);
   EXPECT_EQ(shapes.count("cell_9/1x1/weights"), 0u);
   EXPECT_EQ(shapes.count("cell_stem_0/prev_1x1/weights"), 0u);
@@ -194,24 +165,20 @@ TEST(PnasnetMobile, OutputShapesAndInitializer) {
   auto m = make("pnasnet_mobile");
   torch::NoGradGuard no_grad;
   m->train();
-  auto out = m->forward(torch::randn({2, 3, 224, 224}));
-  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{2, kClasses}));
-  ASSERT_TRUE(out.aux_logits.defined());
-  EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{2, kClasses}));
+  ASSERT_NO_FATAL_FAILURE(
+      expect_logits(m->forward(torch::randn({2, 3, 224, 224})), 2, kClasses, /*aux=*/true));
   m->eval();
-  out = m->forward(torch::randn({1, 3, 224, 224}));
-  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, kClasses}));
-  EXPECT_FALSE(out.aux_logits.defined());  // TF-slim: training graph only.
+  // TF-slim: auxiliary logits in the training graph only.
+  expect_logits(m->forward(torch::randn({1, 3, 224, 224})), 1, kClasses, /*aux=*/false);
   EXPECT_THROW(m->forward(torch::randn({1, 3, 225, 225})), c10::Error);
 
   // variance_scaling_initializer(mode='FAN_OUT'): truncated normal (2
   // sigma), sigma = sqrt(1.3 * 2 / fan_out); its std is 0.8796 sigma.
   std::map<std::string, torch::Tensor> vars;
   for (const auto& v : model_variables(*m)) vars[tf_name(v.name)] = v.tensor;
-  auto w = vars["cell_8/comb_iter_3/left/separable_3x3_2/pointwise_weights"];
-  const double sigma = std::sqrt(1.3 * 2.0 / 216);
-  EXPECT_NEAR(w.std().item<double>(), 0.8796 * sigma, 0.02 * sigma);
-  EXPECT_LE(w.abs().max().item<double>(), 2 * sigma + 1e-6);
+  testing::expect_truncated_normal(
+      vars["cell_8/comb_iter_3/left/separable_3x3_2/pointwise_weights"], std::sqrt(1.3 * 2.0 / 216),
+      "pointwise_weights");
   auto dw = vars["cell_8/comb_iter_3/left/separable_3x3_2/depthwise_weights"];
   EXPECT_LE(dw.abs().max().item<double>(), 2 * std::sqrt(1.3 * 2.0 / 9) + 1e-6);
   EXPECT_EQ(vars["final_layer/FC/biases"].abs().max().item<float>(), 0.0f);
@@ -260,25 +227,9 @@ TEST_P(PnasnetBoth, OneTrainingStepLowersTheLoss) {
   // Deterministic forwards: drop path is off at step 0 (and pnasnet_mobile
   // has none).
   std::dynamic_pointer_cast<PnasnetImpl>(m)->set_global_step(0);
-  m->train();
-  std::vector<optim::Variable> vars;
-  for (const auto& v : model_variables(*m)) {
-    if (v.trainable) vars.push_back({v.name, v.tensor});
-  }
-  optim::GradientDescent opt(vars);
   auto x = torch::randn({4, 3, kMinSize, kMinSize});
   auto y = torch::arange(4, torch::kInt64) % 5;
-  auto loss_of = [&] {
-    auto out = m->forward(x);
-    namespace F = torch::nn::functional;
-    return F::cross_entropy(out.logits, y) + 0.4 * F::cross_entropy(out.aux_logits, y);
-  };
-  auto loss0 = loss_of();
-  m->zero_grad(/*set_to_none=*/false);
-  loss0.backward();
-  opt.step(fastnn::testing::first_order_rate(vars, loss0.item<double>()));
-  torch::NoGradGuard no_grad;
-  EXPECT_LT(loss_of().item<double>(), loss0.item<double>());
+  testing::expect_first_order_step(*m, x, y, GetParam());
 }
 
 TEST_P(PnasnetBoth, SaveLoadRoundTrip) { testing::expect_round_trip(GetParam(), kMinSize); }

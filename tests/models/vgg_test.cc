@@ -16,8 +16,7 @@ TEST(Vgg, OutputShape) {
   torch::NoGradGuard no_grad;
   for (const char* name : kNames) {
     auto out = create(name, 1000)->forward(torch::randn({1, 3, 224, 224}));
-    EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 1000})) << name;
-    EXPECT_FALSE(out.aux_logits.defined());
+    testing::expect_logits(out, 1, 1000, /*aux=*/false, name);
   }
 }
 

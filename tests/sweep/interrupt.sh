@@ -47,14 +47,8 @@ start() {
 # finish SIGNAL_NAME CODE: waits for the sweep, expects CODE and both trials
 # stopped once by SIGNAL_NAME with their checkpoint saved, without a result.
 finish() {
-  local deadline=$((SECONDS + 120)) rc t log stop
-  while kill -0 "$trainer_pid" 2>/dev/null; do
-    [ $SECONDS -lt $deadline ] || fail "$name: the sweep still runs 120 s after the signal"
-    nap 0.05
-  done
-  wait "$trainer_pid"
-  rc=$?
-  trainer_pid=
+  local rc t log stop
+  wait_trainer 120 "$name: the sweep still runs 120 s after the signal"
   [ "$rc" = "$2" ] || fail "$name: the sweep exited $rc (expected $2)"
   for t in 000 001; do
     log=$work/$name/trial-$t/log.txt

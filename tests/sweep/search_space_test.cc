@@ -12,6 +12,7 @@
 #include "fastnn/errors.h"
 #include "src/sweep/checks.h"
 #include "src/sweep/runner.h"
+#include "tests/error_of.h"
 
 namespace fastnn::sweep {
 namespace {
@@ -25,12 +26,7 @@ momentum | optimizer in {momentum, rmsprop}
 )";
 
 std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return ::fastnn::testing::error_of<ConfigError>(fn);
 }
 
 TEST(SearchSpace, ParsesSmacPcs) {

@@ -9,18 +9,14 @@
 
 #include "fastnn/errors.h"
 #include "src/train/checkpoint_format.h"
+#include "tests/datasets/test_data.h"
 #include "tests/test_paths.h"
 
 namespace fastnn::train {
 namespace {
 namespace fs = std::filesystem;
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::path(FASTNN_TEST_TMP) / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+using fastnn::testing::fresh_dir;
 
 std::string io_read(const fs::path& p) {
   std::ifstream in(p);

@@ -13,6 +13,7 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "src/train/builder.h"
+#include "tests/error_of.h"
 
 namespace fastnn::train {
 namespace {
@@ -25,12 +26,7 @@ DeviceOptions load(std::vector<std::string> args) {
 }
 
 std::string config_error(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return ::fastnn::testing::error_of<ConfigError>(fn);
 }
 
 TEST(Device, CpuIsAlwaysTheCpu) {
