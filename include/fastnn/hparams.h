@@ -388,7 +388,7 @@ std::string closest_key(const std::string& key);
 
 /// Whether num_epochs ends the run and is the schedule's horizon: num_epochs
 /// is set and stop_at_step is not (the trainer then derives stop_at_step,
-/// optim::resolve_stop_at_step). Otherwise stop_at_step, set or FastNN's
+/// train::resolve_stop_at_step). Otherwise stop_at_step, set or FastNN's
 /// default of 100, ends the run, as in FastNN.
 bool stop_from_num_epochs(const HParams& hp);
 

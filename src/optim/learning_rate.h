@@ -6,10 +6,6 @@
 #include <cstdint>
 #include <string>
 
-namespace fastnn {
-struct HParams;
-}
-
 namespace fastnn::optim {
 
 /// Everything a schedule needs, resolved once before training.
@@ -44,24 +40,5 @@ double learning_rate_at(const ScheduleOptions& o, int64_t step);
 /// batch per optimizer step: batch_size × gradient_accumulation_steps ×
 /// workers. 0 when samples_per_epoch is unknown (<= 0).
 int64_t epochs_to_steps(double epochs, int64_t samples_per_epoch, int64_t batch);
-
-/// The step at which the run ends: hp.stop_at_step, or, when
-/// stop_from_num_epochs(hp) (fastnn/hparams.h), the end of num_epochs passes over a worker's
-/// `samples_per_worker` in steps of batch_size × gradient_accumulation_steps
-/// images (the input pipeline's own
-/// count: batches run on across epoch boundaries). ConfigError (exit 2)
-/// when that end is unknown (samples_per_worker <= 0) or is step 0.
-int64_t resolve_stop_at_step(const HParams& hp, int64_t samples_per_worker);
-
-/// Resolves hp into ScheduleOptions; the horizon (cosine's total_steps, the
-/// luong schemes' reference) is hp.stop_at_step, which the trainer has
-/// replaced by resolve_stop_at_step's. FastNN semantics (decay_scheme
-/// counted from stop_at_step) unless num_epochs_per_decay is set, in which
-/// case TF-slim's decay_steps = epochs_to_steps(epochs_per_decay,
-/// samples_per_epoch, images_per_step * num_workers) applies from step 0.
-/// warmup_epochs converts the same way. ConfigError when cosine's horizon is
-/// not beyond the warmup.
-ScheduleOptions schedule_from_hparams(const HParams& hp, int64_t samples_per_epoch,
-                                      int64_t num_workers);
 
 }  // namespace fastnn::optim

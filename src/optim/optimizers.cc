@@ -389,67 +389,43 @@ using Vars = std::vector<Variable>;
 
 struct OptimizerRow {
   const char* name;
-  OptimizerPtr (*make)(const HParams& hp, Vars vars);
+  OptimizerPtr (*make)(const OptimizerOptions& o, Vars vars);
 };
 
 // The one list of `optimizer` values (TF-slim's, then FastNN's
-// adamweightdecay): each row reads its options from FastNN's keys.
+// adamweightdecay): each row makes its optimizer with its own options.
 const OptimizerRow kOptimizers[] = {
     {"adadelta",
-     [](const HParams& hp, Vars vars) -> OptimizerPtr {
-       AdadeltaOptions o;
-       o.rho = hp.adadelta_rho;
-       o.epsilon = hp.opt_epsilon;
-       return std::make_unique<Adadelta>(std::move(vars), o);
+     [](const OptimizerOptions& o, Vars vars) -> OptimizerPtr {
+       return std::make_unique<Adadelta>(std::move(vars), o.adadelta);
      }},
     {"adagrad",
-     [](const HParams& hp, Vars vars) -> OptimizerPtr {
-       AdagradOptions o;
-       o.initial_accumulator_value = hp.adagrad_initial_accumulator_value;
-       return std::make_unique<Adagrad>(std::move(vars), o);
+     [](const OptimizerOptions& o, Vars vars) -> OptimizerPtr {
+       return std::make_unique<Adagrad>(std::move(vars), o.adagrad);
      }},
     {"adam",
-     [](const HParams& hp, Vars vars) -> OptimizerPtr {
-       AdamOptions o;
-       o.beta1 = hp.adam_beta1;
-       o.beta2 = hp.adam_beta2;
-       o.epsilon = hp.opt_epsilon;
-       return std::make_unique<Adam>(std::move(vars), o);
+     [](const OptimizerOptions& o, Vars vars) -> OptimizerPtr {
+       return std::make_unique<Adam>(std::move(vars), o.adam);
      }},
     {"ftrl",
-     [](const HParams& hp, Vars vars) -> OptimizerPtr {
-       FtrlOptions o;
-       o.learning_rate_power = hp.ftrl_learning_rate_power;
-       o.initial_accumulator_value = hp.ftrl_initial_accumulator_value;
-       o.l1 = hp.ftrl_l1;
-       o.l2 = hp.ftrl_l2;
-       return std::make_unique<Ftrl>(std::move(vars), o);
+     [](const OptimizerOptions& o, Vars vars) -> OptimizerPtr {
+       return std::make_unique<Ftrl>(std::move(vars), o.ftrl);
      }},
     {"momentum",
-     [](const HParams& hp, Vars vars) -> OptimizerPtr {
-       MomentumOptions o;
-       o.momentum = hp.momentum;
-       return std::make_unique<Momentum>(std::move(vars), o);
+     [](const OptimizerOptions& o, Vars vars) -> OptimizerPtr {
+       return std::make_unique<Momentum>(std::move(vars), o.momentum);
      }},
     {"rmsprop",
-     [](const HParams& hp, Vars vars) -> OptimizerPtr {
-       RMSPropOptions o;
-       o.decay = hp.rmsprop_decay;
-       o.momentum = hp.rmsprop_momentum;
-       o.epsilon = hp.opt_epsilon;
-       return std::make_unique<RMSProp>(std::move(vars), o);
+     [](const OptimizerOptions& o, Vars vars) -> OptimizerPtr {
+       return std::make_unique<RMSProp>(std::move(vars), o.rmsprop);
      }},
     {"sgd",
-     [](const HParams&, Vars vars) -> OptimizerPtr {
+     [](const OptimizerOptions&, Vars vars) -> OptimizerPtr {
        return std::make_unique<GradientDescent>(std::move(vars));
      }},
     {"adamweightdecay",
-     [](const HParams& hp, Vars vars) -> OptimizerPtr {
-       AdamWeightDecayOptions o;
-       o.beta1 = hp.adam_beta1;
-       o.beta2 = hp.adam_beta2;
-       o.epsilon = hp.opt_epsilon;
-       return std::make_unique<AdamWeightDecay>(std::move(vars), o);
+     [](const OptimizerOptions& o, Vars vars) -> OptimizerPtr {
+       return std::make_unique<AdamWeightDecay>(std::move(vars), o.adam_weight_decay);
      }},
 };
 
@@ -461,11 +437,12 @@ std::vector<std::string> optimizer_names() {
   return out;
 }
 
-std::unique_ptr<Optimizer> create_optimizer(const HParams& hp, std::vector<Variable> vars) {
+std::unique_ptr<Optimizer> create_optimizer(const OptimizerOptions& options,
+                                            std::vector<Variable> vars) {
   for (const OptimizerRow& row : kOptimizers) {
-    if (hp.optimizer == row.name) return row.make(hp, std::move(vars));
+    if (options.name == row.name) return row.make(options, std::move(vars));
   }
-  throw ConfigError(hp.where("optimizer") + ": optimizer: '" + hp.optimizer +
+  throw ConfigError(options.name_where + ": optimizer: '" + options.name +
                     "' is not valid; valid values: " + join_list(optimizer_names()));
 }
 
@@ -475,7 +452,7 @@ std::string format_optimizers_markdown() {
       "The valid values of `optimizer` (the optimizer factory's table; an "
       "unknown name stops the run with exit code 2 and this list).\n\n"
       "| `optimizer` | TensorFlow 1 optimizer |\n|---|---|\n";
-  const HParams defaults;
+  const OptimizerOptions defaults;
   for (const OptimizerRow& row : kOptimizers) {
     out += "| `" + std::string(row.name) + "` | " + row.make(defaults, {})->name() + " |\n";
   }

@@ -2,8 +2,9 @@
 // against TensorFlow's, docs/design.md). Each keeps its slots as
 // named tensors ("<var>/Momentum", "<var>/RMSProp", ...) so checkpoints can
 // save and restore them. Settings come in an options struct whose defaults
-// are TensorFlow 1's; create_optimizer fills them from FastNN's keys, whose
-// defaults differ (opt_epsilon = 1.0, rmsprop_momentum = 0.9).
+// are TensorFlow 1's; the builder's optimizer_options fills them from
+// FastNN's keys, whose defaults differ (opt_epsilon = 1.0,
+// rmsprop_momentum = 0.9).
 #pragma once
 
 #include <torch/types.h>
@@ -11,10 +12,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-namespace fastnn {
-struct HParams;
-}
 
 namespace fastnn::optim {
 
@@ -290,11 +287,28 @@ class AdamWeightDecay : public Optimizer {
   std::vector<bool> decayed_;
 };
 
-/// The optimizer named by `hp.optimizer`, its options read from FastNN's
-/// keys. Throws ConfigError "<where>: optimizer: 'X' is not valid; valid
-/// values: ..." (where = hp.where("optimizer"), e.g. "flowers.cfg:3") for a
-/// name not in the table; the config loader does not check this key.
-std::unique_ptr<Optimizer> create_optimizer(const HParams& hp, std::vector<Variable> vars);
+/// Which optimizer create_optimizer makes, and the options of each (only
+/// the named one's are read).
+struct OptimizerOptions {
+  /// A value of optimizer_names().
+  std::string name = "rmsprop";
+  /// Where `name` was set ("flowers.cfg:3", "command line"), for the error.
+  std::string name_where = "default";
+  AdadeltaOptions adadelta;
+  AdagradOptions adagrad;
+  AdamOptions adam;
+  FtrlOptions ftrl;
+  MomentumOptions momentum;
+  RMSPropOptions rmsprop;
+  AdamWeightDecayOptions adam_weight_decay;
+};
+
+/// The optimizer named by `options.name`, with its row's options. Throws
+/// ConfigError "<name_where>: optimizer: 'X' is not valid; valid values:
+/// ..." for a name not in the table; the config loader does not check this
+/// key.
+std::unique_ptr<Optimizer> create_optimizer(const OptimizerOptions& options,
+                                            std::vector<Variable> vars);
 
 /// The valid values of `optimizer`, in table order. The only list of them.
 std::vector<std::string> optimizer_names();

@@ -35,6 +35,7 @@
 #include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
 #include "src/tools/tool_main.h"
+#include "src/train/builder.h"
 #include "src/train/inference_model.h"
 
 namespace {
@@ -43,7 +44,7 @@ using namespace fastnn;
 int classify(LoadResult& args, const std::vector<std::string>& images) {
   const HParams& hp = args.hp;
   if (images.empty()) throw ConfigError("no image: name image files, or --image_list=FILE");
-  const train::InferenceModel loaded = train::load_inference_model(hp);
+  const train::InferenceModel loaded = train::load_inference_model(train::inference_options(hp));
   const models::ModelSpec& spec = *loaded.spec;
   const models::ModelOptions& o = loaded.options;
   auto model = loaded.model;

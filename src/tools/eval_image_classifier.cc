@@ -5,6 +5,7 @@
 
 #include "fastnn/errors.h"
 #include "src/tools/tool_main.h"
+#include "src/train/builder.h"
 #include "src/train/evaluator.h"
 
 namespace {
@@ -49,9 +50,14 @@ int main(int argc, char** argv) {
                 "file '" +
                 path + "'");
           }
-          return fastnn::train::evaluation_loop(hp, path, print_result);
+          return fastnn::train::evaluation_loop(
+              fastnn::train::eval_loop_options(hp), path,
+              [&hp](const std::string& checkpoint) {
+                return fastnn::train::evaluate_checkpoint(hp, checkpoint);
+              },
+              print_result);
         }
-        print_result(fastnn::train::evaluate(hp, path));
+        print_result(fastnn::train::evaluate_checkpoint(hp, path));
         return 0;
       });
 }

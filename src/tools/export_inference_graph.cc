@@ -32,6 +32,7 @@
 #include "src/export/onnx_export.h"
 #include "src/io/atomic_file.h"
 #include "src/tools/tool_main.h"
+#include "src/train/builder.h"
 #include "src/train/inference_model.h"
 
 namespace {
@@ -57,7 +58,8 @@ int export_graph(LoadResult& args, const std::string& batch_size) {
   if (auto s = args.extras.find("image_size"); s != args.extras.end()) {
     image_size = positive("image_size", s->second);
   }
-  const train::InferenceModel loaded = train::load_inference_model(hp, image_size);
+  const train::InferenceModel loaded =
+      train::load_inference_model(train::inference_options(hp), image_size);
   exporter::OnnxExportOptions o;
   o.batch_size = batch;
   o.channels = loaded.options.in_channels;

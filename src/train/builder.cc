@@ -15,6 +15,7 @@
 #include "preprocessing/preprocessing_factory.h"
 #include "src/io/thread_limit.h"
 #include "src/log/log.h"
+#include "src/train/checkpoint.h"
 
 namespace fastnn::train {
 
@@ -296,8 +297,145 @@ void apply_data_format(const HParams& hp, models::ClassifierImpl& model) {
 }
 
 torch::Tensor to_data_format(const HParams& hp, const torch::Tensor& images) {
-  if (hp.data_format != "NHWC" || images.dim() != 4) return images;
+  return to_data_format(hp.data_format == "NHWC", images);
+}
+
+torch::Tensor to_data_format(bool channels_last, const torch::Tensor& images) {
+  if (!channels_last || images.dim() != 4) return images;
   return images.contiguous(at::MemoryFormat::ChannelsLast);
+}
+
+optim::OptimizerOptions optimizer_options(const HParams& hp) {
+  optim::OptimizerOptions o;
+  o.name = hp.optimizer;
+  o.name_where = hp.where("optimizer");
+  o.adadelta.rho = hp.adadelta_rho;
+  o.adadelta.epsilon = hp.opt_epsilon;
+  o.adagrad.initial_accumulator_value = hp.adagrad_initial_accumulator_value;
+  o.adam.beta1 = hp.adam_beta1;
+  o.adam.beta2 = hp.adam_beta2;
+  o.adam.epsilon = hp.opt_epsilon;
+  o.ftrl.learning_rate_power = hp.ftrl_learning_rate_power;
+  o.ftrl.initial_accumulator_value = hp.ftrl_initial_accumulator_value;
+  o.ftrl.l1 = hp.ftrl_l1;
+  o.ftrl.l2 = hp.ftrl_l2;
+  o.momentum.momentum = hp.momentum;
+  o.rmsprop.decay = hp.rmsprop_decay;
+  o.rmsprop.momentum = hp.rmsprop_momentum;
+  o.rmsprop.epsilon = hp.opt_epsilon;
+  // BERT's optimizer shares Adam's keys.
+  o.adam_weight_decay.beta1 = hp.adam_beta1;
+  o.adam_weight_decay.beta2 = hp.adam_beta2;
+  o.adam_weight_decay.epsilon = hp.opt_epsilon;
+  return o;
+}
+
+int64_t resolve_stop_at_step(const HParams& hp, int64_t samples_per_worker) {
+  if (!stop_from_num_epochs(hp)) return hp.stop_at_step;
+  const int64_t steps = optim::epochs_to_steps(static_cast<double>(hp.num_epochs),
+                                               samples_per_worker, hp.images_per_step());
+  if (steps <= 0) {
+    throw ConfigError(hp.where("num_epochs") + ": num_epochs: " + std::to_string(hp.num_epochs) +
+                      " epochs of " + std::to_string(samples_per_worker) +
+                      " samples per worker in steps of " + std::to_string(hp.images_per_step()) +
+                      " images make no step; set stop_at_step");
+  }
+  return steps;
+}
+
+optim::ScheduleOptions schedule_options(const HParams& hp, int64_t samples_per_epoch,
+                                        int64_t num_workers) {
+  using optim::epochs_to_steps;
+  optim::ScheduleOptions o;
+  o.type = hp.learning_rate_decay_type;
+  o.learning_rate = hp.learning_rate;
+  o.end_learning_rate = hp.end_learning_rate;
+  o.decay_factor = hp.learning_rate_decay_factor;
+  const int64_t global_batch = hp.images_per_step() * std::max<int64_t>(1, num_workers);
+  if (hp.warmup_scheme == "t2t" || hp.warmup_scheme == "linear") {
+    o.warmup = hp.warmup_scheme;
+    o.warmup_steps = hp.warmup_epochs
+                         ? epochs_to_steps(*hp.warmup_epochs, samples_per_epoch, global_batch)
+                         : hp.warmup_steps;
+  }
+  o.total_steps = hp.stop_at_step;
+  o.alpha = hp.min_lr_ratio;
+  if (o.type == "cosine" && o.total_steps <= o.warmup_steps) {
+    throw ConfigError(hp.where("learning_rate_decay_type") +
+                      ": learning_rate_decay_type: 'cosine' needs a horizon (" +
+                      std::to_string(o.total_steps) + " steps, from " +
+                      (stop_from_num_epochs(hp) ? "num_epochs" : "stop_at_step") +
+                      ") beyond the warmup (" + std::to_string(o.warmup_steps) + " steps)");
+  }
+  const int64_t s = hp.stop_at_step;
+  if (hp.num_epochs_per_decay) {
+    o.decay_start = 0;
+    o.decay_steps = epochs_to_steps(*hp.num_epochs_per_decay, samples_per_epoch, global_batch);
+    if (o.decay_steps <= 0 && o.type != "fixed" && o.type != "cosine") {
+      throw ConfigError(hp.where("num_epochs_per_decay") +
+                        ": num_epochs_per_decay: gives decay_steps = 0 "
+                        "(samples per epoch too small for the batch size)");
+    }
+  } else if (hp.decay_scheme == "luong5" || hp.decay_scheme == "luong10") {
+    o.decay_start = s / 2;
+    o.decay_steps = (s - o.decay_start) / (hp.decay_scheme == "luong5" ? 5 : 10);
+  } else if (hp.decay_scheme == "luong234") {
+    o.decay_start = s * 2 / 3;
+    o.decay_steps = (s - o.decay_start) / 4;
+  } else {
+    o.decay_start = s;
+    o.decay_steps = 0;
+  }
+  return o;
+}
+
+LossScaleOptions loss_scale_options(const HParams& hp, bool fp16_autocast) {
+  LossScaleOptions o;
+  o.dynamic = hp.loss_scaling == "dynamic" || (hp.loss_scaling == "auto" && fp16_autocast);
+  if (o.dynamic) {
+    // An explicit loss_scale is the dynamic policy's starting point.
+    if (hp.sources.count("loss_scale")) o.initial_scale = hp.loss_scale;
+  } else {
+    o.initial_scale = hp.loss_scale;
+  }
+  return o;
+}
+
+EvalOptions eval_options(const HParams& hp, const ModelAndData& built) {
+  EvalOptions o;
+  o.pipeline = pipeline_options(hp, built, /*is_training=*/false);
+  o.channels_last = hp.data_format == "NHWC";
+  return o;
+}
+
+EvalLoopOptions eval_loop_options(const HParams& hp) {
+  EvalLoopOptions o;
+  o.interval_secs = hp.eval_interval_secs;
+  o.timeout_secs = hp.eval_timeout_secs;
+  return o;
+}
+
+EvalResult evaluate_checkpoint(const HParams& hp, const std::string& checkpoint_path) {
+  configure_threads(hp);
+  const std::string path = resolve_checkpoint(checkpoint_path);
+  const ModelAndData built = build(hp, hp.eval_split_name);
+  apply_data_format(hp, *built.model);
+  return evaluate(eval_options(hp, built), device_options(hp), built, path);
+}
+
+InferenceOptions inference_options(const HParams& hp) {
+  return {/*model_name=*/hp.model_name,
+          /*checkpoint_path=*/hp.checkpoint_path,
+          /*num_classes=*/hp.num_classes,
+          /*image_size=*/hp.eval_image_size,
+          /*use_grayscale=*/hp.use_grayscale};
+}
+
+DistributedStepOptions distributed_step_options(const HParams& hp) {
+  return {/*batch_size=*/hp.batch_size,
+          /*accumulation_steps=*/hp.gradient_accumulation_steps,
+          /*stop_at_step=*/hp.stop_at_step,
+          /*tensor_fusion_max_bytes=*/hp.tensor_fusion_max_bytes};
 }
 
 }  // namespace fastnn::train

@@ -73,26 +73,27 @@ struct DistributedStep::Impl {
   std::unique_ptr<BatchNormPool> batch_norm;
 };
 
-DistributedStep::DistributedStep(const HParams& hp, const dist::ClusterSpec& spec,
-                                 const dist::SessionOptions& options, const torch::Device& device,
-                                 torch::nn::Module& model, std::vector<torch::Tensor> trainable)
+DistributedStep::DistributedStep(const DistributedStepOptions& options,
+                                 const dist::ClusterSpec& spec, const dist::SessionOptions& session,
+                                 const torch::Device& device, torch::nn::Module& model,
+                                 std::vector<torch::Tensor> trainable)
     : spec_(spec),
-      batch_size_(hp.batch_size),
-      accumulation_steps_(hp.gradient_accumulation_steps),
+      batch_size_(options.batch_size),
+      accumulation_steps_(options.accumulation_steps),
       impl_(std::make_unique<Impl>()) {
-  const std::chrono::milliseconds timeout = options.worker_timeout;
+  const std::chrono::milliseconds timeout = session.worker_timeout;
   impl_->timeout = timeout;
-  impl_->heartbeat_interval = options.heartbeat_interval;
-  impl_->stop_at_step = hp.stop_at_step;
-  impl_->session = std::make_unique<dist::WorkerSession>(spec, options);
+  impl_->heartbeat_interval = session.heartbeat_interval;
+  impl_->stop_at_step = options.stop_at_step;
+  impl_->session = std::make_unique<dist::WorkerSession>(spec, session);
   impl_->comm = make_collective(spec, device, timeout, impl_->session->store());
   impl_->reducer = std::make_unique<dist::GradientReducer>(*impl_->comm, std::move(trainable),
-                                                           hp.tensor_fusion_max_bytes);
+                                                           options.tensor_fusion_max_bytes);
   impl_->batch_norm = std::make_unique<BatchNormPool>(model);
   log::info() << "distributed: rank " << spec.rank << " of " << spec.world_size << " ("
               << dist::source_name(spec.source) << "), " << impl_->comm->backend() << ", "
               << impl_->reducer->buckets().size() << " gradient buckets of at most "
-              << hp.tensor_fusion_max_bytes << " bytes, " << impl_->batch_norm->size()
+              << options.tensor_fusion_max_bytes << " bytes, " << impl_->batch_norm->size()
               << " BatchNorm layers pooled";
 }
 

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "fastnn/hparams.h"
 #include "src/dist/cluster.h"
 #include "src/dist/session.h"
 
@@ -65,6 +64,19 @@ enum StepHead : int64_t {
 /// many steps after it was asked.
 constexpr int64_t kStopAgreementSteps = 10;
 
+/// What a worker's DistributedStep needs of the run.
+struct DistributedStepOptions {
+  /// Images per micro-batch on this worker (batch_size).
+  int64_t batch_size = 32;
+  /// Micro-batches per optimizer step (gradient_accumulation_steps).
+  int64_t accumulation_steps = 1;
+  /// The run's last step, for the ETA reported to the coordinator.
+  int64_t stop_at_step = 0;
+  /// The largest gradient bucket all-reduced at once
+  /// (tensor_fusion_max_bytes).
+  int64_t tensor_fusion_max_bytes = 8388608;
+};
+
 class DistributedStep {
  public:
   /// Joins the job through the coordinator (WorkerSession: rendezvous
@@ -72,7 +84,7 @@ class DistributedStep {
   /// through its store (Gloo for the CPU, NCCL for a CUDA `device`), and
   /// builds the gradient buckets of `trainable` (registration order; on
   /// `device` already).
-  DistributedStep(const HParams& hp, const dist::ClusterSpec& spec,
+  DistributedStep(const DistributedStepOptions& options, const dist::ClusterSpec& spec,
                   const dist::SessionOptions& session, const torch::Device& device,
                   torch::nn::Module& model, std::vector<torch::Tensor> trainable);
   ~DistributedStep();

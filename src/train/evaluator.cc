@@ -37,10 +37,11 @@ namespace {
 // while they fit.
 class EvalInput {
  public:
-  EvalInput(const HParams& hp, const ModelAndData& b, const torch::Device& device, EvalCache* cache)
+  EvalInput(const datasets::PipelineOptions& options, const ModelAndData& b,
+            const torch::Device& device, EvalCache* cache)
       : device_(device), cache_(cache), split_(b.dataset.split) {
     if (cache_ && cache_->complete) return;
-    pipeline_ = std::make_unique<datasets::Pipeline>(pipeline_options(hp, b, false));
+    pipeline_ = std::make_unique<datasets::Pipeline>(options);
     feed_ = make_device_feed(*pipeline_, device);
     keeping_ = cache_ && !cache_->too_large && cache_->budget_bytes > 0;
     if (keeping_) {
@@ -98,7 +99,7 @@ class EvalInput {
   size_t next_ = 0;
 };
 
-EvalResult evaluate_batches(const HParams& hp, const ModelAndData& b, EvalCache* cache) {
+EvalResult evaluate_batches(const EvalOptions& o, const ModelAndData& b, EvalCache* cache) {
   const auto t0 = std::chrono::steady_clock::now();
   EvalResult r;
   r.split = b.dataset.split;
@@ -109,7 +110,7 @@ EvalResult evaluate_batches(const HParams& hp, const ModelAndData& b, EvalCache*
   b.model->eval();
   // Evaluated where the model is (the training device, for the hook).
   const torch::Device device = device_of(*b.model);
-  EvalInput input(hp, b, device, cache);
+  EvalInput input(o.pipeline, b, device, cache);
   torch::NoGradGuard no_grad;
   double loss_sum = 0;
   const int64_t k = std::min<int64_t>(5, b.num_classes);
@@ -124,7 +125,7 @@ EvalResult evaluate_batches(const HParams& hp, const ModelAndData& b, EvalCache*
       input.abandon();
       break;
     }
-    auto logits = b.model->forward(to_data_format(hp, batch->images)).logits;
+    auto logits = b.model->forward(to_data_format(o.channels_last, batch->images)).logits;
     loss_sum += torch::nn::functional::cross_entropy(
                     logits, batch->labels,
                     torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
@@ -162,21 +163,19 @@ int64_t default_eval_cache_budget() {
   return memory > 0 ? static_cast<int64_t>(memory / 8) : 0;
 }
 
-EvalResult evaluate_model(const HParams& hp, const ModelAndData& b, EvalCache* cache) {
+EvalResult evaluate_model(const EvalOptions& o, const ModelAndData& b, EvalCache* cache) {
   try {
-    return evaluate_batches(hp, b, cache);
+    return evaluate_batches(o, b, cache);
   } catch (const c10::OutOfMemoryError& e) {
     throw out_of_memory_error(e, device_of(*b.model),
-                              "evaluating the " + b.dataset.split +
-                                  " split at eval_batch_size=" + std::to_string(hp.eval_batch_size),
+                              "evaluating the " + b.dataset.split + " split at eval_batch_size=" +
+                                  std::to_string(o.pipeline.batch_size),
                               "eval_batch_size");
   }
 }
 
-EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {
-  configure_threads(hp);
-  const std::string path = resolve_checkpoint(checkpoint_path);
-  ModelAndData b = build(hp, hp.eval_split_name);
+EvalResult evaluate(const EvalOptions& o, const DeviceOptions& device_opts, const ModelAndData& b,
+                    const std::string& path) {
   const TensorMap ckpt = load_tensors(path);
   RestoreOptions ro;
   const std::string suffix = "/ExponentialMovingAverage";
@@ -186,17 +185,15 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path) {
       ro.use_moving_averages = true;
     }
   }
-  apply_data_format(hp, *b.model);
   restore_model(*b.model, ckpt, path, ro);
   // The same device choice as training (a GPU when present, device=cpu to
   // keep it off one).
-  const DeviceOptions device_opts = device_options(hp);
   const torch::Device device = choose_device(device_opts, 0);
   if (device.is_cuda()) {
     prepare_device(device_opts, device);
     b.model->to(device);
   }
-  EvalResult r = evaluate_model(hp, b);
+  EvalResult r = evaluate_model(o, b);
   r.checkpoint = path;
   r.moving_averages = ro.use_moving_averages;
   if (auto it = ckpt.find("global_step"); it != ckpt.end()) {
@@ -288,7 +285,8 @@ std::optional<std::string> newest_checkpoint(const std::string& train_dir) {
 
 }  // namespace
 
-int evaluation_loop(const HParams& hp, const std::string& train_dir,
+int evaluation_loop(const EvalLoopOptions& o, const std::string& train_dir,
+                    const EvaluateCheckpoint& evaluate,
                     const std::function<void(const EvalResult&)>& report) {
   install_stop_signals();
   mark_state_saved();  // evaluation holds nothing a second signal could lose
@@ -299,14 +297,14 @@ int evaluation_loop(const HParams& hp, const std::string& train_dir,
   // The next "waiting" line: at once before the first checkpoint, then
   // once a minute of waiting.
   auto next_said = Clock::now();
-  const auto interval = std::chrono::seconds(std::max<int64_t>(1, hp.eval_interval_secs));
+  const auto interval = std::chrono::seconds(std::max<int64_t>(1, o.interval_secs));
   while (true) {
     if (const int sig = stop_signal()) return sig == SIGINT ? kExitSigint : kExitSigterm;
     const std::optional<std::string> latest = newest_checkpoint(train_dir);
     if (latest && *latest != last_path && fs::exists(*latest)) {
       EvalResult r;
       try {
-        r = evaluate(hp, *latest);
+        r = evaluate(*latest);
       } catch (const DataError&) {
         // Pruned (max_to_keep) between reading the index and the file: the
         // index names a newer one by now.
@@ -349,8 +347,8 @@ int evaluation_loop(const HParams& hp, const std::string& train_dir,
       return kExitOk;
     }
     const double idle = std::chrono::duration<double>(Clock::now() - last_new).count();
-    if (hp.eval_timeout_secs > 0 && idle >= static_cast<double>(hp.eval_timeout_secs)) {
-      log::info() << "evaluation loop: no new checkpoint for " << hp.eval_timeout_secs
+    if (o.timeout_secs > 0 && idle >= static_cast<double>(o.timeout_secs)) {
+      log::info() << "evaluation loop: no new checkpoint for " << o.timeout_secs
                   << " s (eval_timeout_secs)";
       return kExitOk;
     }
@@ -359,7 +357,7 @@ int evaluation_loop(const HParams& hp, const std::string& train_dir,
       line << "evaluation loop: waiting for a checkpoint ";
       if (last_step >= 0) line << "newer than global_step " << last_step << " ";
       line << "(model.ckpt-*) in " << train_dir << ", checking every " << interval.count() << " s";
-      if (hp.eval_timeout_secs > 0) line << " for up to eval_timeout_secs=" << hp.eval_timeout_secs;
+      if (o.timeout_secs > 0) line << " for up to eval_timeout_secs=" << o.timeout_secs;
       if (idle >= 1) line << " (" << static_cast<int64_t>(idle) << " s so far)";
       next_said = Clock::now() + kWaitReport;
     }

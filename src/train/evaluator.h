@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "fastnn/hparams.h"
 #include "fastnn/pipeline.h"
+#include "src/train/device.h"
 
 namespace fastnn::train {
 
@@ -57,19 +57,47 @@ struct EvalCache {
 /// Evaluation caches' budget: an eighth of this machine's memory.
 int64_t default_eval_cache_budget();
 
+/// How a split is evaluated.
+struct EvalOptions {
+  /// The split's input: every record once, eval_batch_size images a batch
+  /// (the builder's pipeline_options for evaluation).
+  datasets::PipelineOptions pipeline;
+  /// data_format=NHWC: each batch goes channels-last, as the model's
+  /// weights (apply_data_format).
+  bool channels_last = false;
+};
+
 /// Evaluates `built.model` as it is (eval mode for the pass, then back)
 /// on built.dataset; used by evaluate() and by evaluation during training
 /// (with a `cache` kept between passes).
 /// Checks stop_signal() between batches (EvalResult::stopped).
-EvalResult evaluate_model(const HParams& hp, const ModelAndData& built, EvalCache* cache = nullptr);
+EvalResult evaluate_model(const EvalOptions& options, const ModelAndData& built,
+                          EvalCache* cache = nullptr);
 
-/// Evaluates `checkpoint_path` (a file, or a train_dir for its latest) on
-/// hp.eval_split_name with hp.eval_batch_size.
-EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path);
+/// Restores the checkpoint file `checkpoint` (resolve_checkpoint's; its
+/// moving averages when it has them) into `built.model`, a network built
+/// for the evaluation split (apply_data_format done), and evaluates it on
+/// the device training would use (a GPU when present, device=cpu to keep it
+/// off one).
+EvalResult evaluate(const EvalOptions& options, const DeviceOptions& device,
+                    const ModelAndData& built, const std::string& checkpoint);
+
+/// The evaluation loop's settings.
+struct EvalLoopOptions {
+  /// Seconds between two looks for a new checkpoint (eval_interval_secs).
+  int64_t interval_secs = 0;
+  /// > 0: the loop ends after this many seconds without a new checkpoint
+  /// (eval_timeout_secs).
+  int64_t timeout_secs = 0;
+};
+
+/// Evaluates one checkpoint file of the train_dir (the builder's
+/// evaluate_checkpoint).
+using EvaluateCheckpoint = std::function<EvalResult(const std::string& checkpoint)>;
 
 /// TF-slim's evaluation loop over a train_dir: evaluates its latest
-/// checkpoint whenever a new one appears (checking every
-/// hp.eval_interval_secs), calls `report` with each result and writes
+/// checkpoint with `evaluate` whenever a new one appears (checking every
+/// options.interval_secs), calls `report` with each result and writes
 /// accuracy, recall_5 and loss to TensorBoard events in
 /// train_dir/eval_<split>/ (when it cannot be written: a warning, and the
 /// loop goes on without them). Says what it waits for, at once before the
@@ -78,9 +106,10 @@ EvalResult evaluate(const HParams& hp, const std::string& checkpoint_path);
 /// holds train_dir's lock: a resumed run is not taken for its
 /// predecessor), saying how it ended: 0 after evaluating its last
 /// checkpoint, 3 when it wrote none. Also returns 0 after
-/// hp.eval_timeout_secs (> 0) without a new checkpoint, and 130/143 on
+/// options.timeout_secs (> 0) without a new checkpoint, and 130/143 on
 /// SIGINT/SIGTERM.
-int evaluation_loop(const HParams& hp, const std::string& train_dir,
+int evaluation_loop(const EvalLoopOptions& options, const std::string& train_dir,
+                    const EvaluateCheckpoint& evaluate,
                     const std::function<void(const EvalResult&)>& report);
 
 /// The result as one JSON object (no newline).

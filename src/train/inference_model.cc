@@ -39,22 +39,22 @@ CheckpointShape shape_in_checkpoint(const models::ModelSpec& spec, models::Model
 
 }  // namespace
 
-InferenceModel load_inference_model(const HParams& hp, int64_t image_size) {
-  if (hp.checkpoint_path.empty()) {
+InferenceModel load_inference_model(const InferenceOptions& options, int64_t image_size) {
+  if (options.checkpoint_path.empty()) {
     throw ConfigError("checkpoint_path: not set (a checkpoint, this project's or TensorFlow's)");
   }
   InferenceModel m;
-  m.spec = &models::find_model(hp.model_name);
+  m.spec = &models::find_model(options.model_name);
   models::ModelOptions& o = m.options;
   o.image_size =
-      image_size > 0 ? image_size : hp.eval_image_size.value_or(m.spec->default_image_size);
+      image_size > 0 ? image_size : options.image_size.value_or(m.spec->default_image_size);
   o.dropout_keep_prob = 1.0;
-  m.checkpoint = resolve_checkpoint(hp.checkpoint_path);
+  m.checkpoint = resolve_checkpoint(options.checkpoint_path);
   const TensorMap ckpt = load_tensors(m.checkpoint);
   const CheckpointShape found = shape_in_checkpoint(*m.spec, o, ckpt);
-  o.in_channels = hp.use_grayscale || found.grayscale ? 1 : 3;
-  if (hp.num_classes) {
-    o.num_classes = *hp.num_classes;
+  o.in_channels = options.use_grayscale || found.grayscale ? 1 : 3;
+  if (options.num_classes) {
+    o.num_classes = *options.num_classes;
   } else if (found.classes > 0) {
     o.num_classes = found.classes;
   } else {

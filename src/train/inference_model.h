@@ -3,19 +3,34 @@
 // them. Shared by classify_image and export_inference_graph.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
-#include "fastnn/hparams.h"
 #include "models/model_factory.h"
 
 namespace fastnn::train {
+
+/// Which network to restore, from where.
+struct InferenceOptions {
+  /// A name of the model factory.
+  std::string model_name;
+  /// A checkpoint file, a TF prefix or a train_dir (resolve_checkpoint).
+  std::string checkpoint_path;
+  /// Classes of the logits; unset: the checkpoint's logits size.
+  std::optional<int64_t> num_classes;
+  /// The image size (eval_image_size); unset: the network's default.
+  std::optional<int64_t> image_size;
+  /// 1-channel images (else 1 only when the checkpoint reads 1 channel).
+  bool use_grayscale = false;
+};
 
 struct InferenceModel {
   std::shared_ptr<models::ClassifierImpl> model;
   /// What it was built with (num_classes, in_channels, image_size).
   models::ModelOptions options;
-  /// The model factory's row for hp.model_name.
+  /// The model factory's row for the model_name.
   const models::ModelSpec* spec = nullptr;
   /// The checkpoint file (or TF prefix) actually read.
   std::string checkpoint;
@@ -23,13 +38,14 @@ struct InferenceModel {
   bool moving_averages = false;
 };
 
-/// hp.model_name restored from hp.checkpoint_path (ours or TensorFlow's,
-/// resolve_checkpoint). num_classes: hp.num_classes, else the checkpoint's
-/// logits size; image_size: `image_size` when > 0, else hp.eval_image_size,
-/// else the network's default; 1 channel when hp.use_grayscale or when the
-/// checkpoint's first convolution reads 1 channel (an MNIST network). Throws
-/// ConfigError (no checkpoint_path, unknown network, variables that do not
-/// fit) or DataError (no checkpoint, bad bytes).
-InferenceModel load_inference_model(const HParams& hp, int64_t image_size = 0);
+/// options.model_name restored from options.checkpoint_path (ours or
+/// TensorFlow's, resolve_checkpoint). num_classes: options.num_classes, else
+/// the checkpoint's logits size; image_size: `image_size` when > 0, else
+/// options.image_size, else the network's default; 1 channel when
+/// options.use_grayscale or when the checkpoint's first convolution reads 1
+/// channel (an MNIST network). Throws ConfigError (no checkpoint_path,
+/// unknown network, variables that do not fit) or DataError (no checkpoint,
+/// bad bytes).
+InferenceModel load_inference_model(const InferenceOptions& options, int64_t image_size = 0);
 
 }  // namespace fastnn::train

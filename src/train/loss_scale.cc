@@ -4,18 +4,6 @@
 
 namespace fastnn::train {
 
-LossScaleOptions loss_scale_options(const HParams& hp, bool fp16_autocast) {
-  LossScaleOptions o;
-  o.dynamic = hp.loss_scaling == "dynamic" || (hp.loss_scaling == "auto" && fp16_autocast);
-  if (o.dynamic) {
-    // An explicit loss_scale is the dynamic policy's starting point.
-    if (hp.sources.count("loss_scale")) o.initial_scale = hp.loss_scale;
-  } else {
-    o.initial_scale = hp.loss_scale;
-  }
-  return o;
-}
-
 LossScaler::LossScaler(LossScaleOptions options)
     : options_(options), scale_(options.initial_scale) {}
 

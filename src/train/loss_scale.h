@@ -7,9 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
-#include "fastnn/hparams.h"
 
 namespace fastnn::train {
 
@@ -26,11 +23,6 @@ struct LossScaleOptions {
   /// The scale never falls below this.
   double min_scale = 1.0;
 };
-
-/// Resolves hp.loss_scaling ("auto", "static", "dynamic") and hp.loss_scale:
-/// auto is dynamic exactly when `fp16_autocast` (CUDA half precision) is on.
-/// An explicit loss_scale is the dynamic policy's starting scale.
-LossScaleOptions loss_scale_options(const HParams& hp, bool fp16_autocast);
 
 class LossScaler {
  public:

@@ -236,7 +236,7 @@ bool EvaluationHook::evaluate(int64_t step) {
   const bool averages = swap_averages_ && swap_averages_();
   for (size_t i = 0; i < evals_.size(); ++i) {
     try {
-      results.push_back(evaluate_model(hp_, evals_[i], &caches_[i]));
+      results.push_back(evaluate_model(eval_options(hp_, evals_[i]), evals_[i], &caches_[i]));
     } catch (...) {
       if (averages) swap_averages_();
       throw;

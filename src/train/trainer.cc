@@ -242,8 +242,8 @@ void Trainer::Impl::open_input() {
 void Trainer::Impl::start_distributed() {
   std::vector<torch::Tensor> trainable;
   for (const auto& v : optimizer->variables()) trainable.push_back(v.var);
-  dist = std::make_unique<DistributedStep>(hp, cluster, session, device, *built.model,
-                                           std::move(trainable));
+  dist = std::make_unique<DistributedStep>(distributed_step_options(hp), cluster, session, device,
+                                           *built.model, std::move(trainable));
   dist->measure_batch_norm([this](const torch::Tensor& images) { built.model->forward(images); },
                            {built.shape.channels, built.shape.height, built.shape.width});
   state->broadcast_from_chief([this](const std::vector<torch::Tensor>& tensors) {
@@ -333,7 +333,7 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
                       ": trainable_scopes: " + config::quote_value(h.trainable_scopes) +
                       " matches no variable of " + m.built.model->scope());
   }
-  m.optimizer = optim::create_optimizer(h, std::move(vars));
+  m.optimizer = optim::create_optimizer(optimizer_options(h), std::move(vars));
   // A batch larger than this worker's part of the split never fills: a
   // configuration error now, not 0 steps (or an epoch buffered) later.
   // Synthetic data is not sharded: every worker makes all of it.
@@ -350,7 +350,7 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
   m.epochs_final_step =
       optim::epochs_to_steps(static_cast<double>(h.num_epochs), shard_samples, h.images_per_step());
   if (stop_from_num_epochs(h)) {
-    m.hp.stop_at_step = optim::resolve_stop_at_step(h, shard_samples);
+    m.hp.stop_at_step = resolve_stop_at_step(h, shard_samples);
     log::chief() << "num_epochs=" << h.num_epochs << " without stop_at_step: the run ends at step "
                  << h.stop_at_step << " (" << shard_samples << " samples per worker in batches of "
                  << h.batch_size
@@ -362,7 +362,7 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
   const int64_t samples_per_epoch = h.sources.count("num_sample_per_epoch")
                                         ? h.num_sample_per_epoch
                                         : m.built.dataset.num_samples;
-  m.schedule = optim::schedule_from_hparams(h, samples_per_epoch, m.cluster.world_size);
+  m.schedule = schedule_options(h, samples_per_epoch, m.cluster.world_size);
   // bfloat16 has fp32's exponent range: "auto" scales the loss dynamically
   // only under float16 autocast (CUDA).
   m.scaler = std::make_unique<LossScaler>(

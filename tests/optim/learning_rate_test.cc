@@ -7,6 +7,7 @@
 
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
+#include "src/train/builder.h"
 
 namespace fastnn::optim {
 namespace {
@@ -23,7 +24,7 @@ TEST(LearningRate, FixedIgnoresWarmupAndDecay) {
 
 TEST(LearningRate, FastNNDefaultsAreConstant) {
   HParams hp;  // exponential, decay_scheme '' -> no decay during training
-  auto o = schedule_from_hparams(hp, 60000, 1);
+  auto o = train::schedule_options(hp, 60000, 1);
   EXPECT_EQ(o.decay_steps, 0);
   EXPECT_DOUBLE_EQ(learning_rate_at(o, 0), 0.01);
   EXPECT_DOUBLE_EQ(learning_rate_at(o, 99), 0.01);
@@ -34,7 +35,7 @@ TEST(LearningRate, Luong234CountsFromStopAtStep) {
   hp.stop_at_step = 1200;
   hp.decay_scheme = "luong234";
   hp.learning_rate = 1.0;
-  auto o = schedule_from_hparams(hp, 0, 1);
+  auto o = train::schedule_options(hp, 0, 1);
   EXPECT_EQ(o.decay_start, 800);  // int(1200*2/3)
   EXPECT_EQ(o.decay_steps, 100);  // int((1200-800)/4)
   EXPECT_DOUBLE_EQ(learning_rate_at(o, 799), 1.0);
@@ -47,11 +48,11 @@ TEST(LearningRate, Luong5And10) {
   HParams hp;
   hp.stop_at_step = 1000;
   hp.decay_scheme = "luong5";
-  auto o = schedule_from_hparams(hp, 0, 1);
+  auto o = train::schedule_options(hp, 0, 1);
   EXPECT_EQ(o.decay_start, 500);
   EXPECT_EQ(o.decay_steps, 100);
   hp.decay_scheme = "luong10";
-  o = schedule_from_hparams(hp, 0, 1);
+  o = train::schedule_options(hp, 0, 1);
   EXPECT_EQ(o.decay_steps, 50);
 }
 
@@ -71,14 +72,14 @@ TEST(LearningRate, SlimExponentialFromEpochsPerDecay) {
   hp.learning_rate = 0.1;
   hp.batch_size = 100;
   hp.num_epochs_per_decay = 2.0;
-  auto o = schedule_from_hparams(hp, 1000, 1);
+  auto o = train::schedule_options(hp, 1000, 1);
   EXPECT_EQ(o.decay_start, 0);
   EXPECT_EQ(o.decay_steps, 20);  // int(1000 * 2 / 100)
   EXPECT_DOUBLE_EQ(learning_rate_at(o, 19), 0.1);
   EXPECT_NEAR(learning_rate_at(o, 20), 0.094, 1e-15);
   EXPECT_NEAR(learning_rate_at(o, 45), 0.1 * 0.94 * 0.94, 1e-15);
   // Workers divide the steps per epoch.
-  EXPECT_EQ(schedule_from_hparams(hp, 1000, 2).decay_steps, 10);
+  EXPECT_EQ(train::schedule_options(hp, 1000, 2).decay_steps, 10);
 }
 
 TEST(LearningRate, Polynomial) {
@@ -173,7 +174,7 @@ TEST(LearningRate, GoyalImageNetScheduleFromEpochs) {
   hp.num_epochs_per_decay = 30.0;
   hp.warmup_scheme = "linear";
   hp.warmup_epochs = 5.0;
-  auto o = schedule_from_hparams(hp, 1281167, 8);
+  auto o = train::schedule_options(hp, 1281167, 8);
   EXPECT_EQ(o.warmup, "linear");
   EXPECT_EQ(o.warmup_steps, 3127);  // int(1281167 * 5 / 2048)
   EXPECT_EQ(o.decay_steps, 18767);  // int(1281167 * 30 / 2048) = int(18767.09)
@@ -190,13 +191,13 @@ TEST(LearningRate, WarmupEpochsServeT2TAndNoneTurnsThemOff) {
   hp.learning_rate = 3.0;
   hp.batch_size = 100;
   hp.warmup_epochs = 2.0;
-  auto o = schedule_from_hparams(hp, 1000, 1);
+  auto o = train::schedule_options(hp, 1000, 1);
   EXPECT_EQ(o.warmup, "t2t");
   EXPECT_EQ(o.warmup_steps, 20);                     // int(1000 * 2 / 100)
   EXPECT_NEAR(learning_rate_at(o, 10), 0.3, 1e-15);  // 3 * 0.01^(10/20)
-  EXPECT_EQ(schedule_from_hparams(hp, 1000, 2).warmup_steps, 10);
+  EXPECT_EQ(train::schedule_options(hp, 1000, 2).warmup_steps, 10);
   hp.warmup_scheme = "none";
-  EXPECT_EQ(schedule_from_hparams(hp, 1000, 1).warmup_steps, 0);
+  EXPECT_EQ(train::schedule_options(hp, 1000, 1).warmup_steps, 0);
 }
 
 // num_epochs set without stop_at_step: the run ends where the input does
@@ -205,31 +206,31 @@ TEST(LearningRate, NumEpochsWithoutStopAtStepIsTheHorizon) {
   HParams hp;
   hp.num_epochs = 90;
   hp.batch_size = 256;
-  EXPECT_EQ(resolve_stop_at_step(hp, 160145), 100);  // neither set: FastNN's 100
+  EXPECT_EQ(train::resolve_stop_at_step(hp, 160145), 100);  // neither set: FastNN's 100
   hp.sources["num_epochs"] = "imagenet_gpu.cfg:30";
   EXPECT_TRUE(stop_from_num_epochs(hp));
   // ImageNet on 8 workers: 1281167 / 8 = 160145 samples each;
   // 90 * 160145 / 256 = 56300.97.
-  EXPECT_EQ(resolve_stop_at_step(hp, 160145), 56300);
+  EXPECT_EQ(train::resolve_stop_at_step(hp, 160145), 56300);
   hp.sources["stop_at_step"] = "command line";
   hp.stop_at_step = 500;
   EXPECT_FALSE(stop_from_num_epochs(hp));
-  EXPECT_EQ(resolve_stop_at_step(hp, 160145), 500);
+  EXPECT_EQ(train::resolve_stop_at_step(hp, 160145), 500);
 
   HParams small;
   small.sources["num_epochs"] = "x.cfg:1";
   small.num_epochs = 3;
   small.batch_size = 100;
   small.learning_rate = 1.0;
-  small.stop_at_step = resolve_stop_at_step(small, 1000);  // as the trainer does
+  small.stop_at_step = train::resolve_stop_at_step(small, 1000);  // as the trainer does
   EXPECT_EQ(small.stop_at_step, 30);
   small.learning_rate_decay_type = "cosine";
-  auto o = schedule_from_hparams(small, 1000, 1);
+  auto o = train::schedule_options(small, 1000, 1);
   EXPECT_EQ(o.total_steps, 30);
   EXPECT_NEAR(learning_rate_at(o, 15), 0.5, 1e-15);
   small.learning_rate_decay_type = "exponential";
   small.decay_scheme = "luong234";
-  o = schedule_from_hparams(small, 1000, 1);
+  o = train::schedule_options(small, 1000, 1);
   EXPECT_EQ(o.decay_start, 20);  // int(30 * 2 / 3)
   EXPECT_EQ(o.decay_steps, 2);   // int((30 - 20) / 4)
 }
@@ -237,14 +238,14 @@ TEST(LearningRate, NumEpochsWithoutStopAtStepIsTheHorizon) {
 TEST(LearningRate, AnUnknownOrTooShortHorizonIsAConfigError) {
   HParams hp;
   hp.sources["num_epochs"] = "x.cfg:1";
-  EXPECT_THROW(resolve_stop_at_step(hp, 0), ConfigError);
+  EXPECT_THROW(train::resolve_stop_at_step(hp, 0), ConfigError);
   hp.stop_at_step = 100;
   hp.learning_rate_decay_type = "cosine";
   hp.sources["learning_rate_decay_type"] = "x.cfg:2";
   hp.batch_size = 10;
   hp.warmup_epochs = 1.0;  // 1000 / 10 = 100 steps: the whole horizon
   try {
-    schedule_from_hparams(hp, 1000, 1);
+    train::schedule_options(hp, 1000, 1);
     FAIL() << "no ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
@@ -252,7 +253,7 @@ TEST(LearningRate, AnUnknownOrTooShortHorizonIsAConfigError) {
                  "from num_epochs) beyond the warmup (100 steps)");
   }
   hp.warmup_epochs = 0.5;  // 50 steps
-  EXPECT_EQ(schedule_from_hparams(hp, 1000, 1).warmup_steps, 50);
+  EXPECT_EQ(train::schedule_options(hp, 1000, 1).warmup_steps, 50);
 }
 
 // gradient_accumulation_steps=K: an optimizer step takes K batches, so the
@@ -265,15 +266,15 @@ TEST(LearningRate, AccumulatedStepsCountOptimizerSteps) {
   hp.batch_size = 100;
   hp.gradient_accumulation_steps = 4;
   EXPECT_EQ(hp.images_per_step(), 400);
-  hp.stop_at_step = resolve_stop_at_step(hp, 1000);
+  hp.stop_at_step = train::resolve_stop_at_step(hp, 1000);
   EXPECT_EQ(hp.stop_at_step, 7);  // int(3 * 1000 / 400)
   hp.num_epochs_per_decay = 1.0;
   hp.warmup_scheme = "linear";
   hp.warmup_epochs = 2.0;
   hp.learning_rate_decay_type = "exponential";
-  const auto o = schedule_from_hparams(hp, 1000, 2);  // two workers
-  EXPECT_EQ(o.decay_steps, 1);                        // int(1000 / 800)
-  EXPECT_EQ(o.warmup_steps, 2);                       // int(2 * 1000 / 800)
+  const auto o = train::schedule_options(hp, 1000, 2);  // two workers
+  EXPECT_EQ(o.decay_steps, 1);                          // int(1000 / 800)
+  EXPECT_EQ(o.warmup_steps, 2);                         // int(2 * 1000 / 800)
 }
 
 }  // namespace

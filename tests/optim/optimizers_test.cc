@@ -18,6 +18,7 @@
 #include "fastnn/hparams.h"
 #include "src/compat/torch_compat.h"
 #include "src/config/value_parse.h"
+#include "src/train/builder.h"
 #include "tests/test_paths.h"
 
 namespace fastnn::optim {
@@ -117,12 +118,12 @@ TEST(Optimizers, FactoryUsesFastNNKeys) {
   HParams hp;
   hp.optimizer = "rmsprop";
   auto w = torch::zeros({1}).requires_grad_();
-  auto opt = create_optimizer(hp, {{"w", w}});
+  auto opt = create_optimizer(train::optimizer_options(hp), {{"w", w}});
   EXPECT_EQ(opt->name(), "RMSProp");
   hp.optimizer = "momentum";
-  EXPECT_EQ(create_optimizer(hp, {{"w", w}})->name(), "Momentum");
+  EXPECT_EQ(create_optimizer(train::optimizer_options(hp), {{"w", w}})->name(), "Momentum");
   hp.optimizer = "sgd";
-  EXPECT_EQ(create_optimizer(hp, {{"w", w}})->name(), "GradientDescent");
+  EXPECT_EQ(create_optimizer(train::optimizer_options(hp), {{"w", w}})->name(), "GradientDescent");
 }
 
 TEST(Optimizers, UnknownNameIsAConfigError) {
@@ -130,7 +131,7 @@ TEST(Optimizers, UnknownNameIsAConfigError) {
   hp.optimizer = "adamw";
   auto w = torch::zeros({1}).requires_grad_();
   try {
-    create_optimizer(hp, {{"w", w}});
+    create_optimizer(train::optimizer_options(hp), {{"w", w}});
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("adamw"), std::string::npos);
@@ -273,7 +274,8 @@ TEST(Optimizers, FactoryBuildsAllEightWithFastNNKeys) {
       {"sgd", "GradientDescent"}, {"adamweightdecay", "AdamWeightDecay"}};
   for (const auto& name : optimizer_names()) {
     hp.optimizer = name;
-    EXPECT_EQ(create_optimizer(hp, {{"w", w}})->name(), expected.at(name));
+    EXPECT_EQ(create_optimizer(train::optimizer_options(hp), {{"w", w}})->name(),
+              expected.at(name));
   }
   EXPECT_EQ(optimizer_names().size(), 8u);
   const auto names = optimizer_names();
@@ -283,7 +285,7 @@ TEST(Optimizers, FactoryBuildsAllEightWithFastNNKeys) {
   for (const auto& name : names) {
     hp.optimizer = name;
     auto v = torch::full({2}, kW0, torch::kFloat64).requires_grad_();
-    auto opt = create_optimizer(hp, {{"v", v}});
+    auto opt = create_optimizer(train::optimizer_options(hp), {{"v", v}});
     ASSERT_EQ(opt->variables().size(), 1u) << name;
     EXPECT_EQ(opt->variables()[0].name, "v");
     v.mutable_grad() = torch::full({2}, 0.5, torch::kFloat64);
@@ -299,7 +301,7 @@ TEST(Optimizers, UnknownNameListsEveryValidNameAndWhereItWasSet) {
   hp.sources["optimizer"] = "flowers.cfg:3";
   auto w = torch::zeros({1}).requires_grad_();
   try {
-    create_optimizer(hp, {{"w", w}});
+    create_optimizer(train::optimizer_options(hp), {{"w", w}});
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     const std::string what = e.what();
@@ -329,7 +331,7 @@ TEST(Optimizers, UnknownNameFromAFileIsReportedWithFileAndLine) {
   ASSERT_NO_THROW(r = load_hparams(3, argv));
   EXPECT_EQ(r.hp.optimizer, "adamw");
   try {
-    create_optimizer(r.hp, {});
+    create_optimizer(train::optimizer_options(r.hp), {});
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()), path + ":2: optimizer: 'adamw' is not valid; valid values: " +
@@ -338,7 +340,7 @@ TEST(Optimizers, UnknownNameFromAFileIsReportedWithFileAndLine) {
   const char* cli[] = {"train_image_classifier", "--optimizer=Adam"};
   ASSERT_NO_THROW(r = load_hparams(2, cli));
   try {
-    create_optimizer(r.hp, {});
+    create_optimizer(train::optimizer_options(r.hp), {});
     FAIL() << "expected ConfigError (names are case-sensitive)";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("command line: optimizer: 'Adam'", 0), 0u) << e.what();
@@ -424,7 +426,7 @@ TEST(Optimizers, FactoryMapsFastNNKeysOntoOptions) {
     ASSERT_EQ(by_hand.count(name), 1u) << name;
     hp.optimizer = name;
     Fixture a, b;
-    auto made = create_optimizer(hp, a.vars());
+    auto made = create_optimizer(train::optimizer_options(hp), a.vars());
     auto expected = by_hand.at(name)(b.vars());
     std::vector<double> wa, wb;
     a.run(*made, &wa);
@@ -529,7 +531,7 @@ std::vector<torch::Tensor> train_twenty_steps(const std::string& optimizer, bool
   hp.optimizer = optimizer;
   hp.momentum = 0.9;
   hp.rmsprop_momentum = 0.9;
-  auto opt = create_optimizer(hp, vars);
+  auto opt = create_optimizer(train::optimizer_options(hp), vars);
   for (int step = 0; step < 20; ++step) {
     for (size_t i = 0; i < vars.size(); ++i) {
       auto& v = vars[i].var;

@@ -24,6 +24,7 @@
 #include "src/optim/learning_rate.h"
 #include "src/optim/optimizers.h"
 #include "src/tools/tool_main.h"
+#include "src/train/builder.h"
 #include "tests/tf_oracle/npy.h"
 
 namespace {
@@ -35,7 +36,7 @@ int print_schedule(LoadResult& args) {
     return args.extras.count(key) ? std::stoll(args.extras.at(key)) : fallback;
   };
   const auto schedule =
-      optim::schedule_from_hparams(args.hp, count("samples_per_epoch", 0), count("num_workers", 1));
+      train::schedule_options(args.hp, count("samples_per_epoch", 0), count("num_workers", 1));
   std::cout.precision(17);
   for (int64_t s = 0; s < count("schedule_steps", 0); ++s) {
     std::cout << optim::learning_rate_at(schedule, s) << "\n";
@@ -52,7 +53,7 @@ int run_optimizer(LoadResult& args) {
   auto var = v0.clone().to(torch::kFloat32);
   const std::string name =
       args.extras.count("variable_name") ? args.extras.at("variable_name") : "v";
-  auto opt = optim::create_optimizer(args.hp, {{name, var}});
+  auto opt = optim::create_optimizer(train::optimizer_options(args.hp), {{name, var}});
   std::vector<torch::Tensor> trajectory;
   for (int64_t t = 0; t < grads.size(0); ++t) {
     var.mutable_grad() = grads[t].clone();

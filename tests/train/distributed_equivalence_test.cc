@@ -16,6 +16,7 @@
 #include "src/dist/process_group.h"
 #include "src/optim/optimizers.h"
 #include "src/train/batch_norm_pool.h"
+#include "src/train/builder.h"
 #include "src/train/distributed_step.h"
 #include "src/train/loss.h"
 
@@ -84,7 +85,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const HParams& hp, const Model&
   std::vector<optim::Variable> vars;
   int i = 0;
   for (auto& p : m->parameters()) vars.push_back({"v" + std::to_string(i++), p});
-  return optim::create_optimizer(hp, std::move(vars));
+  return optim::create_optimizer(optimizer_options(hp), std::move(vars));
 }
 
 struct Data {
@@ -164,7 +165,8 @@ void train_worker(int rank, int port, const Model& m, const Data& d, std::vector
   spec.coordinator = "127.0.0.1:" + std::to_string(port);
   std::vector<torch::Tensor> trainable;
   for (auto& p : m->parameters()) trainable.push_back(p);
-  DistributedStep ds(hp, spec, dist::session_options(hp, dist::process_environment()),
+  DistributedStep ds(distributed_step_options(hp), spec,
+                     dist::session_options(hp, dist::process_environment()),
                      torch::Device(torch::kCPU), *m, trainable);
   struct Finish {
     DistributedStep& ds;

@@ -47,29 +47,29 @@ TEST(EvalCache, LaterPassesReadNoFileAndGiveTheSameResult) {
   Rig rig("eval_cache_kept");
   EvalCache cache;
   cache.budget_bytes = int64_t{1} << 30;
-  const EvalResult first = evaluate_model(rig.hp, rig.built, &cache);
+  const EvalResult first = evaluate_model(eval_options(rig.hp, rig.built), rig.built, &cache);
   ASSERT_TRUE(cache.complete);
   EXPECT_FALSE(cache.too_large);
   EXPECT_EQ(cache.batches.size(), 4u);
   EXPECT_EQ(cache.bytes, 100 * (rig.built.shape.numel() * 4 + 8));
   fs::remove(rig.file);  // a pipeline now would fail
-  expect_same(first, evaluate_model(rig.hp, rig.built, &cache));
-  expect_same(first, evaluate_model(rig.hp, rig.built, &cache));
+  expect_same(first, evaluate_model(eval_options(rig.hp, rig.built), rig.built, &cache));
+  expect_same(first, evaluate_model(eval_options(rig.hp, rig.built), rig.built, &cache));
 }
 
 TEST(EvalCache, ASplitOverTheBudgetIsReadAgainEveryPass) {
   Rig rig("eval_cache_over");
-  const EvalResult uncached = evaluate_model(rig.hp, rig.built);
+  const EvalResult uncached = evaluate_model(eval_options(rig.hp, rig.built), rig.built);
   EvalCache cache;
   cache.budget_bytes = 2 * 32 * (rig.built.shape.numel() * 4 + 8);  // two batches, not three
-  expect_same(uncached, evaluate_model(rig.hp, rig.built, &cache));
+  expect_same(uncached, evaluate_model(eval_options(rig.hp, rig.built), rig.built, &cache));
   EXPECT_TRUE(cache.too_large);
   EXPECT_FALSE(cache.complete);
   EXPECT_TRUE(cache.batches.empty());
   EXPECT_EQ(cache.bytes, 0);
-  expect_same(uncached, evaluate_model(rig.hp, rig.built, &cache));
+  expect_same(uncached, evaluate_model(eval_options(rig.hp, rig.built), rig.built, &cache));
   fs::remove(rig.file);
-  EXPECT_ANY_THROW(evaluate_model(rig.hp, rig.built, &cache));
+  EXPECT_ANY_THROW(evaluate_model(eval_options(rig.hp, rig.built), rig.built, &cache));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "src/train/builder.h"
 #include "src/train/loss_scale.h"
 
 namespace fastnn::train {

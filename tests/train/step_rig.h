@@ -64,7 +64,7 @@ class StepRig {
     for (const auto& v : models::model_variables(*built.model)) {
       if (v.trainable) vars.push_back({v.name, v.tensor});
     }
-    optimizer = optim::create_optimizer(hp, std::move(vars));
+    optimizer = optim::create_optimizer(optimizer_options(hp), std::move(vars));
     scaler = std::make_unique<LossScaler>(loss_scale_options(hp, false));
     state = std::make_unique<TrainState>(*built.model, *optimizer, *scaler, std::nullopt);
     if (device_.is_cuda()) state->to(device_);
@@ -74,9 +74,10 @@ class StepRig {
       hp.worker_timeout_secs = 30;
       std::vector<torch::Tensor> trainable;
       for (const auto& v : optimizer->variables()) trainable.push_back(v.var);
-      dist = std::make_unique<DistributedStep>(
-          hp, *o.cluster, dist::session_options(hp, dist::process_environment()), device_,
-          *built.model, std::move(trainable));
+      dist =
+          std::make_unique<DistributedStep>(distributed_step_options(hp), *o.cluster,
+                                            dist::session_options(hp, dist::process_environment()),
+                                            device_, *built.model, std::move(trainable));
       std::vector<torch::Tensor> everything = built.model->parameters();
       for (const auto& b : built.model->buffers()) everything.push_back(b);
       dist->broadcast_from_chief(everything, "the rig's model");
