@@ -119,23 +119,24 @@ std::vector<std::string> find_split_files(const DatasetSpec& spec, const std::st
   // Written by convert_dataset: its manifest names the files (issue 23).
   if (!spec.file_prefix.empty()) {
     const std::string path = manifest_path(dir, spec.file_prefix);
-    if (const auto m = read_manifest(path)) return manifest_split_files(path, *m, split);
+    if (const auto manifest = read_manifest(path))
+      return manifest_split_files(path, *manifest, split);
   }
   std::vector<std::string> patterns;
   if (!spec.file_pattern.empty()) {
-    std::string p = spec.file_pattern;
-    p.replace(p.find("%s"), 2, split);
-    patterns.push_back(p);
+    std::string pattern = spec.file_pattern;
+    pattern.replace(pattern.find("%s"), 2, split);
+    patterns.push_back(pattern);
   } else {
     const std::string base = spec.file_prefix + "_" + split;
     patterns = {base + ".tfrecord",
                 base + "_[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].tfrecord"};
   }
   std::vector<std::string> found;
-  for (const auto& p : patterns) {
+  for (const auto& pattern : patterns) {
     try {
-      auto f = expand_file_list(p, dir);
-      found.insert(found.end(), f.begin(), f.end());
+      auto files = expand_file_list(pattern, dir);
+      found.insert(found.end(), files.begin(), files.end());
     } catch (const DataError&) {
     }
   }
@@ -283,10 +284,10 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
   } else {
     bool known_split = false;
     std::vector<std::string> split_names;
-    for (const auto& [name, n] : spec.splits) {
+    for (const auto& [name, samples] : spec.splits) {
       split_names.push_back(name);
       if (name == files_split) {
-        info.num_samples = n;
+        info.num_samples = samples;
         known_split = true;
       }
     }
@@ -309,7 +310,7 @@ DatasetInfo get_dataset(const HParams& hp, const std::string& split) {
     }
     uintmax_t bytes = 0;
     std::error_code ec;
-    for (const auto& f : info.files) bytes += fs::file_size(f, ec);
+    for (const auto& file : info.files) bytes += fs::file_size(file, ec);
     if (bytes == 0) {
       throw DataError("dataset " + spec.name + ": the file(s) of split '" + split +
                       "' are empty: " + join_list(info.files));
