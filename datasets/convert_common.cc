@@ -177,61 +177,66 @@ std::string shard_file_name(const std::string& prefix, const std::string& split,
   return prefix + "_" + split + buf;
 }
 
-std::vector<ConvertedSplit> write_dataset(const ConvertOptions& o,
+std::vector<ConvertedSplit> write_dataset(const ConvertOptions& options,
                                           const std::vector<SplitSource>& splits) {
-  if (o.num_shards < 1 || o.num_shards > 99999) {
-    throw ConfigError("num_shards: " + std::to_string(o.num_shards) + " is not in [1, 99999]");
+  if (options.num_shards < 1 || options.num_shards > 99999) {
+    throw ConfigError("num_shards: " + std::to_string(options.num_shards) +
+                      " is not in [1, 99999]");
   }
-  check_folder_flag("--dataset_dir", o.output_dir);
-  check_prefix_flag(o.prefix);
-  const std::string labels_path = (fs::path(o.output_dir) / "labels.txt").string();
+  check_folder_flag("--dataset_dir", options.output_dir);
+  check_prefix_flag(options.prefix);
+  const std::string labels_path = (fs::path(options.output_dir) / "labels.txt").string();
   std::vector<std::string> stale;
-  for (const auto& s : splits) {
-    for (const auto& p : existing_outputs(o.output_dir, o.prefix, s.split)) {
-      stale.push_back(p);
+  for (const auto& source : splits) {
+    for (const auto& path : existing_outputs(options.output_dir, options.prefix, source.split)) {
+      stale.push_back(path);
     }
   }
   if (fs::exists(labels_path)) stale.insert(stale.begin(), labels_path);
-  const std::string manifest = manifest_path(o.output_dir, o.prefix);
-  if (!stale.empty() && !o.overwrite) {
-    std::optional<Manifest> m;
+  const std::string manifest = manifest_path(options.output_dir, options.prefix);
+  if (!stale.empty() && !options.overwrite) {
+    std::optional<Manifest> previous;
     try {
-      m = read_manifest(manifest);
+      previous = read_manifest(manifest);
     } catch (const DataError&) {
     }
-    throw ConfigError(config::quote_value(fs::path(stale.front()).filename().string()) +
-                      " exists in " + config::quote_value(o.output_dir) +
-                      "; pass --overwrite to replace it (no file was written)" +
-                      (m && !m->complete ? "; an earlier conversion into it was interrupted" : ""));
+    throw ConfigError(
+        config::quote_value(fs::path(stale.front()).filename().string()) + " exists in " +
+        config::quote_value(options.output_dir) +
+        "; pass --overwrite to replace it (no file was written)" +
+        (previous && !previous->complete ? "; an earlier conversion into it was interrupted" : ""));
   }
   std::error_code ec;
-  fs::create_directories(o.output_dir, ec);
+  fs::create_directories(options.output_dir, ec);
   if (ec) {
-    throw ConfigError("--dataset_dir " + config::quote_value(o.output_dir) +
+    throw ConfigError("--dataset_dir " + config::quote_value(options.output_dir) +
                       ": cannot create it: " + ec.message());
   }
 
   int64_t total = 0;
-  for (const auto& s : splits) total += s.count;
-  Progress progress(o.progress, total);
+  for (const auto& source : splits) total += source.count;
+  Progress progress(options.progress, total);
   int64_t done = 0;
-  const int threads = std::max(1, o.num_threads);
+  const int threads = std::max(1, options.num_threads);
   std::vector<std::unique_ptr<io::TFRecordWriter>> writers;
   std::vector<ConvertedSplit> result;
-  for (const auto& s : splits) {
+  for (const auto& source : splits) {
     ConvertedSplit cs;
-    cs.split = s.split;
-    cs.examples = s.count;
-    for (int k = 0; k < o.num_shards; ++k) {
-      cs.paths.push_back(
-          (fs::path(o.output_dir) / shard_file_name(o.prefix, s.split, k, o.num_shards)).string());
+    cs.split = source.split;
+    cs.examples = source.count;
+    for (int k = 0; k < options.num_shards; ++k) {
+      cs.paths.push_back((fs::path(options.output_dir) /
+                          shard_file_name(options.prefix, source.split, k, options.num_shards))
+                             .string());
       writers.push_back(std::make_unique<io::TFRecordWriter>(cs.paths.back()));
-      io::TFRecordWriter& w = *writers.back();
-      const int64_t end = s.count * (k + 1) / o.num_shards;
-      for (int64_t b = s.count * k / o.num_shards; b < end; b += kBlock) {
-        const int64_t e = std::min(end, b + kBlock);
-        for (const auto& rec : encode_block(s, b, e, threads)) w.write(rec);
-        done += e - b;
+      io::TFRecordWriter& writer = *writers.back();
+      const int64_t end = source.count * (k + 1) / options.num_shards;
+      for (int64_t block_begin = source.count * k / options.num_shards; block_begin < end;
+           block_begin += kBlock) {
+        const int64_t block_end = std::min(end, block_begin + kBlock);
+        for (const auto& rec : encode_block(source, block_begin, block_end, threads))
+          writer.write(rec);
+        done += block_end - block_begin;
         progress.update(done);
       }
     }
@@ -241,31 +246,32 @@ std::vector<ConvertedSplit> write_dataset(const ConvertOptions& o,
   // Everything is encoded: only now do the outputs appear. From the first
   // rename to the last removal the folder may mix two conversions: the
   // manifest says so to readers until the complete one replaces it.
-  Manifest m;
+  Manifest listing;
   for (const auto& cs : result) {
     for (size_t k = 0; k < cs.paths.size(); ++k) {
-      const int64_t n = static_cast<int64_t>(cs.paths.size());
-      m.files.push_back({cs.split, fs::path(cs.paths[k]).filename().string(),
-                         cs.examples * static_cast<int64_t>(k + 1) / n -
-                             cs.examples * static_cast<int64_t>(k) / n,
-                         0});
+      const int64_t shards = static_cast<int64_t>(cs.paths.size());
+      listing.files.push_back({cs.split, fs::path(cs.paths[k]).filename().string(),
+                               cs.examples * static_cast<int64_t>(k + 1) / shards -
+                                   cs.examples * static_cast<int64_t>(k) / shards,
+                               0});
     }
   }
-  write_manifest(manifest, m);
-  for (auto& w : writers) w->close();
+  write_manifest(manifest, listing);
+  for (auto& writer : writers) writer->close();
   std::string labels_txt;
-  for (size_t i = 0; i < o.class_names.size(); ++i) {
-    labels_txt += std::to_string(i) + ":" + o.class_names[i] + "\n";
+  for (size_t i = 0; i < options.class_names.size(); ++i) {
+    labels_txt += std::to_string(i) + ":" + options.class_names[i] + "\n";
   }
   io::write_file_atomic(labels_path, labels_txt);
   std::set<std::string> written;
   for (const auto& cs : result) written.insert(cs.paths.begin(), cs.paths.end());
-  for (const auto& p : stale) {
-    if (p != labels_path && !written.count(p)) fs::remove(p);
+  for (const auto& path : stale) {
+    if (path != labels_path && !written.count(path)) fs::remove(path);
   }
-  for (auto& f : m.files) f.bytes = fs::file_size(fs::path(o.output_dir) / f.name);
-  m.complete = true;
-  write_manifest(manifest, m);
+  for (auto& file : listing.files)
+    file.bytes = fs::file_size(fs::path(options.output_dir) / file.name);
+  listing.complete = true;
+  write_manifest(manifest, listing);
   return result;
 }
 

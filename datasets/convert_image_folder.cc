@@ -31,19 +31,19 @@ std::string encode_one(const Item& item) {
 
 }  // namespace
 
-std::vector<ConvertedSplit> convert_image_folder(const ConvertOptions& options) {
-  ConvertOptions o = options;
-  if (o.prefix.empty()) o.prefix = "image_folder";
-  select_split({}, "train", o.validation_fraction, 0);  // a usage error first
-  const ImageFolderSplit all = scan_image_folder(o.input_dir);
+std::vector<ConvertedSplit> convert_image_folder(const ConvertOptions& requested) {
+  ConvertOptions options = requested;
+  if (options.prefix.empty()) options.prefix = "image_folder";
+  select_split({}, "train", options.validation_fraction, 0);  // a usage error first
+  const ImageFolderSplit all = scan_image_folder(options.input_dir);
   if (all.files.empty()) {
-    throw DataError("image_folder: no image in '" + o.input_dir +
+    throw DataError("image_folder: no image in '" + options.input_dir +
                     "' (expected <class>/<image>.{jpg,jpeg,png})");
   }
-  o.class_names = all.class_names;
+  options.class_names = all.class_names;
   auto items_of = [&](const char* split) {
     const ImageFolderSplit part =
-        select_split(all, split, o.validation_fraction, o.validation_split_seed);
+        select_split(all, split, options.validation_fraction, options.validation_split_seed);
     auto items = std::make_shared<std::vector<Item>>();
     for (size_t i = 0; i < part.files.size(); ++i) {
       items->emplace_back(part.files[i], part.labels[i]);
@@ -55,12 +55,12 @@ std::vector<ConvertedSplit> convert_image_folder(const ConvertOptions& options) 
   std::vector<SplitSource> splits;
   for (auto& [name, items] :
        {std::make_pair("train", train), std::make_pair("validation", validation)}) {
-    int64_t n = static_cast<int64_t>(items->size());
-    if (o.max_examples > 0) n = std::min(n, o.max_examples);
-    if (n == 0) continue;
-    splits.push_back({name, n, [items](int64_t i) { return encode_one((*items)[i]); }});
+    int64_t count = static_cast<int64_t>(items->size());
+    if (options.max_examples > 0) count = std::min(count, options.max_examples);
+    if (count == 0) continue;
+    splits.push_back({name, count, [items](int64_t index) { return encode_one((*items)[index]); }});
   }
-  return write_dataset(o, splits);
+  return write_dataset(options, splits);
 }
 
 }  // namespace fastnn::datasets

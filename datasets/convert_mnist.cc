@@ -40,14 +40,14 @@ std::string encode_one(const IdxArray& images, const IdxArray& labels, int64_t i
 }  // namespace
 
 IdxArray read_idx(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) throw DataError("cannot open '" + path + "'");
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (!file) throw DataError("cannot open '" + path + "'");
   std::vector<uint8_t> bytes;
   uint8_t buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0) bytes.insert(bytes.end(), buf, buf + n);
-  const bool read_error = n < 0;
-  gzclose(f);
+  int got;
+  while ((got = gzread(file, buf, sizeof(buf))) > 0) bytes.insert(bytes.end(), buf, buf + got);
+  const bool read_error = got < 0;
+  gzclose(file);
   if (read_error) throw DataError("'" + path + "': read error (corrupt gzip?)");
   auto be32 = [&](size_t off) {
     return (uint32_t(bytes[off]) << 24) | (uint32_t(bytes[off + 1]) << 16) |
@@ -62,19 +62,19 @@ IdxArray read_idx(const std::string& path) {
   if (ndim < 1 || ndim > 4 || bytes.size() < 4 + 4 * size_t(ndim)) {
     throw DataError("'" + path + "': bad idx header");
   }
-  IdxArray a;
+  IdxArray array;
   size_t total = 1;
   for (int i = 0; i < ndim; ++i) {
-    a.dims.push_back(be32(4 + 4 * i));
-    total *= a.dims.back();
+    array.dims.push_back(be32(4 + 4 * i));
+    total *= array.dims.back();
   }
   const size_t header = 4 + 4 * size_t(ndim);
   if (bytes.size() - header != total) {
     throw DataError("'" + path + "': payload has " + std::to_string(bytes.size() - header) +
                     " bytes, header promises " + std::to_string(total));
   }
-  a.data.assign(bytes.begin() + header, bytes.end());
-  return a;
+  array.data.assign(bytes.begin() + header, bytes.end());
+  return array;
 }
 
 std::vector<ConvertedSplit> convert_mnist(const ConvertOptions& options) {

@@ -118,23 +118,24 @@ std::vector<std::string> find_split_files(const DatasetSpec& spec, const std::st
   // Written by convert_dataset: its manifest names the files (issue 23).
   if (!spec.file_prefix.empty()) {
     const std::string path = manifest_path(dir, spec.file_prefix);
-    if (const auto m = read_manifest(path)) return manifest_split_files(path, *m, split);
+    if (const auto manifest = read_manifest(path))
+      return manifest_split_files(path, *manifest, split);
   }
   std::vector<std::string> patterns;
   if (!spec.file_pattern.empty()) {
-    std::string p = spec.file_pattern;
-    p.replace(p.find("%s"), 2, split);
-    patterns.push_back(p);
+    std::string pattern = spec.file_pattern;
+    pattern.replace(pattern.find("%s"), 2, split);
+    patterns.push_back(pattern);
   } else {
     const std::string base = spec.file_prefix + "_" + split;
     patterns = {base + ".tfrecord",
                 base + "_[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].tfrecord"};
   }
   std::vector<std::string> found;
-  for (const auto& p : patterns) {
+  for (const auto& pattern : patterns) {
     try {
-      auto f = expand_file_list(p, dir);
-      found.insert(found.end(), f.begin(), f.end());
+      auto files = expand_file_list(pattern, dir);
+      found.insert(found.end(), files.begin(), files.end());
     } catch (const DataError&) {
     }
   }

@@ -72,12 +72,12 @@ ImageFolderSplit scan_image_folder(const std::string& dir) {
                     (ec && ec.value() != ENOENT ? " (" + ec.message() + ")" : ""));
   }
   ImageFolderSplit out;
-  for (const auto& p : entries(dir)) {
-    const Kind kind = kind_of(p);
-    if (kind == Kind::kDirectory) out.class_names.push_back(p.filename().string());
+  for (const auto& entry : entries(dir)) {
+    const Kind kind = kind_of(entry);
+    if (kind == Kind::kDirectory) out.class_names.push_back(entry.filename().string());
     // A class folder that vanished would shift every later class's label.
     if (kind == Kind::kDangling) {
-      throw DataError(dangling(p) +
+      throw DataError(dangling(entry) +
                       ": it may have been a class folder; restore its "
                       "target or remove it");
     }
@@ -87,12 +87,12 @@ ImageFolderSplit scan_image_folder(const std::string& dir) {
                     "/<class>/<image>.jpg)");
   }
   std::vector<std::pair<std::string, int64_t>> all;
-  for (size_t c = 0; c < out.class_names.size(); ++c) {
-    for (const auto& p : entries(fs::path(dir) / out.class_names[c])) {
-      if (!is_image_name(p)) continue;
-      const Kind kind = kind_of(p);
+  for (size_t class_index = 0; class_index < out.class_names.size(); ++class_index) {
+    for (const auto& entry : entries(fs::path(dir) / out.class_names[class_index])) {
+      if (!is_image_name(entry)) continue;
+      const Kind kind = kind_of(entry);
       if (kind == Kind::kFile || kind == Kind::kDangling) {
-        all.emplace_back(p.string(), static_cast<int64_t>(c));
+        all.emplace_back(entry.string(), static_cast<int64_t>(class_index));
       }
     }
   }

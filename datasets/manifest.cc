@@ -72,23 +72,23 @@ std::optional<Manifest> read_manifest(const std::string& path) {
   std::istringstream in(io::read_file(path));
   std::string line;
   if (!std::getline(in, line) || line != kMagic) throw bad("no '" + std::string(kMagic) + "' line");
-  Manifest m;
+  Manifest manifest;
   if (!std::getline(in, line) || (line != "state complete" && line != "state converting")) {
     throw bad("no 'state complete' or 'state converting' line");
   }
-  m.complete = line == "state complete";
+  manifest.complete = line == "state complete";
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     std::string word;
-    ManifestFile f;
-    if (!(fields >> word >> f.split >> f.records >> f.bytes) || word != "file" ||
-        !(fields.get() == ' ') || !std::getline(fields, f.name) || f.name.empty() ||
-        f.name.find('/') != std::string::npos) {
+    ManifestFile file;
+    if (!(fields >> word >> file.split >> file.records >> file.bytes) || word != "file" ||
+        !(fields.get() == ' ') || !std::getline(fields, file.name) || file.name.empty() ||
+        file.name.find('/') != std::string::npos) {
       throw bad("bad line '" + line.substr(0, 100) + "'");
     }
-    m.files.push_back(std::move(f));
+    manifest.files.push_back(std::move(file));
   }
-  return m;
+  return manifest;
 }
 
 void write_manifest(const std::string& path, const Manifest& m) {

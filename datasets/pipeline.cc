@@ -204,23 +204,23 @@ std::string Pipeline::State::rejected_share_error(bool at_end) const {
 // Returns false when take does (the pipeline is stopping).
 template <typename Take>
 bool Pipeline::State::read_files(Take&& take) {
-  for (size_t f : plan.files) {
+  for (size_t file_index : plan.files) {
     if (!opt.file_labels.empty()) {
-      if (!take([&](Record& r) {
-            r.file = static_cast<uint32_t>(f);
-            r.label = opt.file_labels[f];
+      if (!take([&](Record& record) {
+            record.file = static_cast<uint32_t>(file_index);
+            record.label = opt.file_labels[file_index];
             std::error_code ec;
-            const uintmax_t size = std::filesystem::file_size(opt.files[f], ec);
+            const uintmax_t size = std::filesystem::file_size(opt.files[file_index], ec);
             if (!ec && size > static_cast<uintmax_t>(opt.max_record_bytes)) {
-              r.refused = opt.files[f] + ": file of " + std::to_string(size) +
-                          " bytes is over the limit of " + std::to_string(opt.max_record_bytes) +
-                          " (max_record_bytes)";
+              record.refused = opt.files[file_index] + ": file of " + std::to_string(size) +
+                               " bytes is over the limit of " +
+                               std::to_string(opt.max_record_bytes) + " (max_record_bytes)";
             } else {
               try {
-                r.data = read_image_file(opt.files[f]);
+                record.data = read_image_file(opt.files[file_index]);
               } catch (const DataError& e) {  // a dangling link, permissions
-                r.refused = e.what();
-                r.refused_kind = Skip::kImage;
+                record.refused = e.what();
+                record.refused_kind = Skip::kImage;
               }
             }
             std::lock_guard<std::mutex> lock(mu);
@@ -231,12 +231,12 @@ bool Pipeline::State::read_files(Take&& take) {
       continue;
     }
     const Holdout holdout{opt.holdout_fraction, opt.holdout_seed, opt.holdout_keep};
-    const std::string file_name = std::filesystem::path(opt.files[f]).filename().string();
+    const std::string file_name = std::filesystem::path(opt.files[file_index]).filename().string();
     io::TFRecordReaderOptions ro;
     ro.skip_corrupt = opt.skip_corrupt;
     ro.max_skipped_share = opt.max_skipped_share;
     ro.max_record_bytes = static_cast<uint64_t>(opt.max_record_bytes);
-    io::TFRecordReader reader(io::open_file(opt.files[f]), ro);
+    io::TFRecordReader reader(io::open_file(opt.files[file_index]), ro);
     std::string data;
     int64_t index = 0;
     io::RecordStats counted;  // the reader's skips already in stats
@@ -245,11 +245,13 @@ bool Pipeline::State::read_files(Take&& take) {
       const auto& rs = reader.stats();
       if (rs.skipped > counted.skipped) {
         const auto skips = static_cast<int64_t>(rs.skipped - counted.skipped);
-        const auto t = static_cast<int64_t>(rs.skipped_truncated - counted.skipped_truncated);
-        const auto o = static_cast<int64_t>(rs.skipped_oversized - counted.skipped_oversized);
-        count(Skip::kTruncated, t);
-        count(Skip::kOversized, o);
-        count(Skip::kCrc, skips - t - o);
+        const auto truncated =
+            static_cast<int64_t>(rs.skipped_truncated - counted.skipped_truncated);
+        const auto oversized =
+            static_cast<int64_t>(rs.skipped_oversized - counted.skipped_oversized);
+        count(Skip::kTruncated, truncated);
+        count(Skip::kOversized, oversized);
+        count(Skip::kCrc, skips - truncated - oversized);
         index += skips;
         {
           std::lock_guard<std::mutex> lock(mu);
@@ -266,11 +268,11 @@ bool Pipeline::State::read_files(Take&& take) {
         std::lock_guard<std::mutex> lock(mu);
         ++stats.records_read;
       }
-      if (!take([&](Record& r) {
-            r.file = static_cast<uint32_t>(f);
-            r.index = index;
-            r.offset = reader.record_offset();
-            r.data.swap(data);
+      if (!take([&](Record& record) {
+            record.file = static_cast<uint32_t>(file_index);
+            record.index = index;
+            record.offset = reader.record_offset();
+            record.data.swap(data);
           })) {
         return false;
       }
@@ -302,22 +304,22 @@ void Pipeline::State::read_loop() {
     cv.notify_all();
     return true;
   };
-  auto emit = [&](Record&& r) -> bool {
-    cur.records.push_back(std::move(r));
+  auto emit = [&](Record&& record) -> bool {
+    cur.records.push_back(std::move(record));
     if (static_cast<int64_t>(cur.records.size()) == opt.batch_size) {
       return push_batch();
     }
     return true;
   };
-  auto feed = [&](Record&& r) -> bool {
-    if (!shuffle) return emit(std::move(r));
+  auto feed = [&](Record&& record) -> bool {
+    if (!shuffle) return emit(std::move(record));
     if (static_cast<int64_t>(buffer.size()) < opt.shuffle_buffer_size) {
-      buffer.push_back(std::move(r));
+      buffer.push_back(std::move(record));
       return true;
     }
-    size_t j = rng() % buffer.size();
-    std::swap(buffer[j], r);
-    return emit(std::move(r));
+    size_t slot = rng() % buffer.size();
+    std::swap(buffer[slot], record);
+    return emit(std::move(record));
   };
 
   const int64_t epochs = opt.is_training ? opt.num_epochs : 1;
@@ -329,9 +331,9 @@ void Pipeline::State::read_loop() {
     }
     if (opt.synthetic_samples > 0) {
       for (int64_t i = 0; i < opt.synthetic_samples; ++i) {
-        Record r;
-        r.index = i;
-        if (!feed(std::move(r))) return;
+        Record record;
+        record.index = i;
+        if (!feed(std::move(record))) return;
       }
       continue;
     }
@@ -345,18 +347,18 @@ void Pipeline::State::read_loop() {
       ++ordinal;
       if (!mine || kept >= limit) return true;
       ++kept;
-      Record r;
-      make(r);
-      if (opt.cache && epoch == 0 && r.refused.empty()) {
-        r.entry = std::make_shared<CacheEntry>();
-        r.entry->data.swap(r.data);
+      Record record;
+      make(record);
+      if (opt.cache && epoch == 0 && record.refused.empty()) {
+        record.entry = std::make_shared<CacheEntry>();
+        record.entry->data.swap(record.data);
       }
-      if (opt.cache && epoch == 0) cache.push_back(r);
-      return feed(std::move(r));
+      if (opt.cache && epoch == 0) cache.push_back(record);
+      return feed(std::move(record));
     };
     if (opt.cache && epoch > 0) {
-      for (const auto& c : cache) {
-        if (!feed(Record(c))) return;
+      for (const auto& cached : cache) {
+        if (!feed(Record(cached))) return;
       }
       kept = static_cast<int64_t>(cache.size());
     } else if (!read_files(take)) {
@@ -369,11 +371,11 @@ void Pipeline::State::read_loop() {
     }
   }
   while (!buffer.empty()) {
-    size_t j = rng() % buffer.size();
-    std::swap(buffer[j], buffer.back());
-    Record r = std::move(buffer.back());
+    size_t slot = rng() % buffer.size();
+    std::swap(buffer[slot], buffer.back());
+    Record record = std::move(buffer.back());
     buffer.pop_back();
-    if (!emit(std::move(r))) return;
+    if (!emit(std::move(record))) return;
   }
   if (!opt.is_training && !cur.records.empty()) {
     if (!push_batch()) return;
@@ -417,42 +419,43 @@ int64_t Pipeline::State::encoded_image(std::string_view data, int64_t file_label
   return label;
 }
 
-int64_t Pipeline::State::decode_record(const Record& r, std::mt19937_64& rng, float* out,
+int64_t Pipeline::State::decode_record(const Record& record, std::mt19937_64& rng, float* out,
                                        CacheTally& tally) {
-  if (!r.refused.empty()) throw BadRecord(r.refused_kind, r.refused);
+  if (!record.refused.empty()) throw BadRecord(record.refused_kind, record.refused);
   // Preprocessing's DataErrors are undecodable images or channel
   // mismatches.
-  if (r.entry && opt.preprocess_decoded) {
-    CacheEntry& e = *r.entry;
+  if (record.entry && opt.preprocess_decoded) {
+    CacheEntry& entry = *record.entry;
     bool decoded_now = false;
-    std::call_once(e.once, [&] {  // a throw leaves it to the next copy
+    std::call_once(entry.once, [&] {  // a throw leaves it to the next copy
       io::ImageRecord ex;
       std::string_view encoded;
-      const int64_t label = encoded_image(e.data, r.label, ex, encoded);
+      const int64_t label = encoded_image(entry.data, record.label, ex, encoded);
       try {
-        e.image = io::decode_image(encoded, opt.channels);
-      } catch (const DataError& x) {
-        throw BadRecord(Skip::kImage, x.what());
+        entry.image = io::decode_image(encoded, opt.channels);
+      } catch (const DataError& e) {
+        throw BadRecord(Skip::kImage, e.what());
       }
-      e.label = label;
-      std::string().swap(e.data);
+      entry.label = label;
+      std::string().swap(entry.data);
       decoded_now = true;
     });
     try {
-      opt.preprocess_decoded(e.image, rng, out);
-    } catch (const DataError& x) {
-      throw BadRecord(Skip::kImage, x.what());
+      opt.preprocess_decoded(entry.image, rng, out);
+    } catch (const DataError& e) {
+      throw BadRecord(Skip::kImage, e.what());
     }
     if (decoded_now) {
-      tally.bytes_added += static_cast<int64_t>(e.image.pixels.size());
+      tally.bytes_added += static_cast<int64_t>(entry.image.pixels.size());
     } else {
       ++tally.from_cache;
     }
-    return e.label - opt.labels_offset;
+    return entry.label - opt.labels_offset;
   }
   io::ImageRecord ex;
   std::string_view encoded;
-  const int64_t label = encoded_image(r.entry ? r.entry->data : r.data, r.label, ex, encoded);
+  const int64_t label =
+      encoded_image(record.entry ? record.entry->data : record.data, record.label, ex, encoded);
   try {
     opt.preprocess({encoded, opt.channels}, rng, out);
   } catch (const DataError& e) {
@@ -463,18 +466,18 @@ int64_t Pipeline::State::decode_record(const Record& r, std::mt19937_64& rng, fl
 
 Decoded Pipeline::State::decode(RawBatch& rb) {
   const auto& shape = opt.shape;
-  const int64_t n = static_cast<int64_t>(rb.records.size());
+  const int64_t batch_size = static_cast<int64_t>(rb.records.size());
   // Pageable memory: a GPU feed copies each batch through a few page-locked
   // staging buffers of its own (src/cuda/cuda_device.h), so the batches
   // held ahead here pin nothing.
-  auto images = torch::empty({n, shape.channels, shape.height, shape.width});
-  auto labels = torch::empty({n}, torch::TensorOptions().dtype(torch::kInt64));
+  auto images = torch::empty({batch_size, shape.channels, shape.height, shape.width});
+  auto labels = torch::empty({batch_size}, torch::TensorOptions().dtype(torch::kInt64));
   float* out = images.data_ptr<float>();
   int64_t* lab = labels.data_ptr<int64_t>();
   int64_t kept = 0;
   CacheTally tally;
-  for (int64_t i = 0; i < n; ++i) {
-    const Record& r = rb.records[i];
+  for (int64_t i = 0; i < batch_size; ++i) {
+    const Record& record = rb.records[i];
     if (opt.synthetic_samples > 0) {
       std::mt19937_64 rng(mix_seed(opt.seed, rb.index, i));
       std::uniform_real_distribution<float> pixel(-1.0f, 1.0f);
@@ -483,16 +486,16 @@ Decoded Pipeline::State::decode(RawBatch& rb) {
       lab[kept++] = static_cast<int64_t>(rng() % static_cast<uint64_t>(opt.num_classes));
       continue;
     }
-    if (r.skip == Skip::kPad) continue;
+    if (record.skip == Skip::kPad) continue;
     try {
       std::mt19937_64 rng(mix_seed(opt.seed, rb.index, i));
-      lab[kept] = decode_record(r, rng, out + kept * shape.numel(), tally);
+      lab[kept] = decode_record(record, rng, out + kept * shape.numel(), tally);
       ++kept;
     } catch (const BadRecord& e) {
-      if (!opt.skip_corrupt) throw DataError(where(r) + ": " + e.what());
+      if (!opt.skip_corrupt) throw DataError(where(record) + ": " + e.what());
       count(e.kind);
       std::lock_guard<std::mutex> lock(mu);
-      if (first_rejection.empty()) first_rejection = where(r) + ": " + e.what();
+      if (first_rejection.empty()) first_rejection = where(record) + ": " + e.what();
     }
   }
   {
@@ -503,12 +506,12 @@ Decoded Pipeline::State::decode(RawBatch& rb) {
     const std::string error = rejected_share_error(false);
     if (!error.empty()) throw DataError(error);
   }
-  Decoded d;
-  d.batch.index = rb.index;
-  d.empty = kept == 0;
-  d.batch.images = kept == n ? images : images.narrow(0, 0, kept);
-  d.batch.labels = kept == n ? labels : labels.narrow(0, 0, kept);
-  return d;
+  Decoded decoded;
+  decoded.batch.index = rb.index;
+  decoded.empty = kept == 0;
+  decoded.batch.images = kept == batch_size ? images : images.narrow(0, 0, kept);
+  decoded.batch.labels = kept == batch_size ? labels : labels.narrow(0, 0, kept);
+  return decoded;
 }
 
 void Pipeline::State::work_loop() {
@@ -598,24 +601,25 @@ int64_t records_per_epoch(const PipelineOptions& o, const ShardPlan& plan) {
 // record's bytes; plus the bookkeeping of each. 0 when none could be read.
 constexpr int kSampled = 16;
 constexpr int64_t kEntryOverhead = sizeof(CacheEntry) + sizeof(Record) + 64;
-int64_t bytes_per_cached_record(const PipelineOptions& o) {
+int64_t bytes_per_cached_record(const PipelineOptions& options) {
   std::vector<std::string> records;
   try {
-    if (!o.file_labels.empty()) {
-      for (size_t f = 0; f < o.files.size() && records.size() < kSampled; ++f) {
+    if (!options.file_labels.empty()) {
+      for (size_t file_index = 0; file_index < options.files.size() && records.size() < kSampled;
+           ++file_index) {
         std::error_code ec;
-        if (std::filesystem::file_size(o.files[f], ec) >
-            static_cast<uintmax_t>(o.max_record_bytes)) {
+        if (std::filesystem::file_size(options.files[file_index], ec) >
+            static_cast<uintmax_t>(options.max_record_bytes)) {
           continue;
         }
-        records.push_back(read_image_file(o.files[f]));
+        records.push_back(read_image_file(options.files[file_index]));
       }
     } else {
       io::TFRecordReaderOptions ro;
       ro.skip_corrupt = true;
       ro.max_skipped_share = 1;
-      ro.max_record_bytes = static_cast<uint64_t>(o.max_record_bytes);
-      io::TFRecordReader reader(io::open_file(o.files.front()), ro);
+      ro.max_record_bytes = static_cast<uint64_t>(options.max_record_bytes);
+      io::TFRecordReader reader(io::open_file(options.files.front()), ro);
       std::string data;
       while (records.size() < kSampled && reader.next(&data)) records.push_back(data);
     }
@@ -623,17 +627,18 @@ int64_t bytes_per_cached_record(const PipelineOptions& o) {
   }
   int64_t total = 0, counted = 0;
   for (const auto& data : records) {
-    if (!o.preprocess_decoded) {
+    if (!options.preprocess_decoded) {
       total += static_cast<int64_t>(data.size());
       ++counted;
       continue;
     }
     try {
       io::ImageRecord ex;
-      if (o.file_labels.empty()) ex = io::decode_image_example(data);
+      if (options.file_labels.empty()) ex = io::decode_image_example(data);
       const io::ImageInfo info =
-          io::read_image_info(o.file_labels.empty() ? std::string_view(ex.encoded) : data);
-      total += int64_t{info.height} * info.width * (o.channels > 0 ? o.channels : info.channels);
+          io::read_image_info(options.file_labels.empty() ? std::string_view(ex.encoded) : data);
+      total += int64_t{info.height} * info.width *
+               (options.channels > 0 ? options.channels : info.channels);
       ++counted;
     } catch (const DataError&) {
     }
@@ -643,18 +648,19 @@ int64_t bytes_per_cached_record(const PipelineOptions& o) {
 
 // datasets_use_caching: refuses a cache whose estimated size is over the
 // budget, and says what it will cost.
-void check_cache_budget(const PipelineOptions& o, const ShardPlan& plan, PipelineStats& stats) {
-  const int64_t records = records_per_epoch(o, plan);
-  const int64_t each = bytes_per_cached_record(o);
+void check_cache_budget(const PipelineOptions& options, const ShardPlan& plan,
+                        PipelineStats& stats) {
+  const int64_t records = records_per_epoch(options, plan);
+  const int64_t each = bytes_per_cached_record(options);
   const double estimate = static_cast<double>(records) * static_cast<double>(each);
-  double budget = static_cast<double>(o.cache_budget_bytes);
+  double budget = static_cast<double>(options.cache_budget_bytes);
   std::string of_what = "cache_budget_bytes";
   if (budget <= 0) {
     const double memory =
         static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-    const double ahead = 4.0 * static_cast<double>(o.batch_size) *
-                         static_cast<double>(o.shape.numel()) *
-                         static_cast<double>(o.prefetch_batches);
+    const double ahead = 4.0 * static_cast<double>(options.batch_size) *
+                         static_cast<double>(options.shape.numel()) *
+                         static_cast<double>(options.prefetch_batches);
     budget = memory / 2 - ahead;
     char text[96];
     std::snprintf(text, sizeof text,
@@ -663,7 +669,7 @@ void check_cache_budget(const PipelineOptions& o, const ShardPlan& plan, Pipelin
                   memory / (1 << 30), ahead / (1 << 30));
     of_what = text;
   }
-  const std::string what = o.preprocess_decoded
+  const std::string what = options.preprocess_decoded
                                ? "the decoded images of " + std::to_string(records) + " records"
                                : std::to_string(records) + " records as read";
   if (estimate > budget) {
@@ -684,44 +690,46 @@ void check_cache_budget(const PipelineOptions& o, const ShardPlan& plan, Pipelin
 }  // namespace
 
 Pipeline::Pipeline(PipelineOptions options) : state_(std::make_shared<State>()) {
-  State& s = *state_;
-  s.opt = std::move(options);
-  if (s.opt.batch_size < 1) throw ConfigError("batch_size must be >= 1");
-  if (s.opt.max_record_bytes < 1 || s.opt.max_image_pixels < 1) {
+  State& shared = *state_;
+  shared.opt = std::move(options);
+  if (shared.opt.batch_size < 1) throw ConfigError("batch_size must be >= 1");
+  if (shared.opt.max_record_bytes < 1 || shared.opt.max_image_pixels < 1) {
     throw ConfigError("max_record_bytes and max_image_pixels must be >= 1");
   }
-  if (!(s.opt.max_skipped_share >= 0 && s.opt.max_skipped_share <= 1)) {
+  if (!(shared.opt.max_skipped_share >= 0 && shared.opt.max_skipped_share <= 1)) {
     throw ConfigError("max_skipped_share must be in [0, 1], got " +
-                      std::to_string(s.opt.max_skipped_share));
+                      std::to_string(shared.opt.max_skipped_share));
   }
-  check_batches_ahead(s.opt);
-  if (s.opt.files.empty() && s.opt.synthetic_samples <= 0) {
+  check_batches_ahead(shared.opt);
+  if (shared.opt.files.empty() && shared.opt.synthetic_samples <= 0) {
     throw DataError("input pipeline: no files to read");
   }
-  if (!s.opt.file_labels.empty() && s.opt.file_labels.size() != s.opt.files.size()) {
+  if (!shared.opt.file_labels.empty() && shared.opt.file_labels.size() != shared.opt.files.size()) {
     throw ConfigError("input pipeline: file_labels and files differ in size");
   }
-  if (s.opt.synthetic_samples > 0 || s.opt.num_shards <= 1) {
-    for (size_t f = 0; f < s.opt.files.size(); ++f) s.plan.files.push_back(f);
+  if (shared.opt.synthetic_samples > 0 || shared.opt.num_shards <= 1) {
+    for (size_t file_index = 0; file_index < shared.opt.files.size(); ++file_index)
+      shared.plan.files.push_back(file_index);
   } else {
-    s.plan = plan_shards(records_per_file(s.opt), s.opt.shard_index, s.opt.num_shards);
-    s.stats.shard_samples = s.plan.samples;
-    s.stats.shard_dropped = s.plan.dropped;
-    log::info() << "Input " << describe(s.plan, s.opt.files.size());
+    shared.plan =
+        plan_shards(records_per_file(shared.opt), shared.opt.shard_index, shared.opt.num_shards);
+    shared.stats.shard_samples = shared.plan.samples;
+    shared.stats.shard_dropped = shared.plan.dropped;
+    log::info() << "Input " << describe(shared.plan, shared.opt.files.size());
   }
-  s.opt.num_parallel_batches = std::max<int64_t>(1, s.opt.num_parallel_batches);
-  s.opt.prefetch_batches = std::max<int64_t>(1, s.opt.prefetch_batches);
-  s.next_index = s.opt.skip_batches;
-  if (s.opt.synthetic_samples > 0) s.opt.cache = false;  // nothing to read
-  if (s.opt.cache) check_cache_budget(s.opt, s.plan, s.stats);
+  shared.opt.num_parallel_batches = std::max<int64_t>(1, shared.opt.num_parallel_batches);
+  shared.opt.prefetch_batches = std::max<int64_t>(1, shared.opt.prefetch_batches);
+  shared.next_index = shared.opt.skip_batches;
+  if (shared.opt.synthetic_samples > 0) shared.opt.cache = false;  // nothing to read
+  if (shared.opt.cache) check_cache_budget(shared.opt, shared.plan, shared.stats);
   // Each thread holds the state, and says when it ends. Under a process
   // limit (ulimit -u) fewer decoding threads do the work; without a reader
   // and one decoder the threads started are stopped before the error
   // unwinds (a joinable std::thread would abort).
-  auto start = [&s, state = state_](void (State::*loop)()) {
+  auto start = [&shared, state = state_](void (State::*loop)()) {
     {
-      std::lock_guard<std::mutex> lock(s.mu);
-      ++s.live_threads;
+      std::lock_guard<std::mutex> lock(shared.mu);
+      ++shared.live_threads;
     }
     try {
       return std::thread([state, loop] {
@@ -735,26 +743,26 @@ Pipeline::Pipeline(PipelineOptions options) : state_(std::make_shared<State>()) 
         state->cv.notify_all();
       });
     } catch (...) {
-      std::lock_guard<std::mutex> lock(s.mu);
-      --s.live_threads;
+      std::lock_guard<std::mutex> lock(shared.mu);
+      --shared.live_threads;
       throw;
     }
   };
-  const int wanted = std::max(1, s.opt.num_threads);
+  const int wanted = std::max(1, shared.opt.num_threads);
   try {
-    s.reader = start(&State::read_loop);
-    for (int i = 0; i < wanted; ++i) s.workers.push_back(start(&State::work_loop));
+    shared.reader = start(&State::read_loop);
+    for (int i = 0; i < wanted; ++i) shared.workers.push_back(start(&State::work_loop));
   } catch (const std::system_error& e) {
-    if (!io::is_thread_limit(e) || s.workers.empty()) {
-      s.stop_threads();
+    if (!io::is_thread_limit(e) || shared.workers.empty()) {
+      shared.stop_threads();
       if (!io::is_thread_limit(e)) throw;
       throw ConfigError(io::thread_limit_message(
           "input pipeline", "lower num_preprocessing_threads or raise the limit"));
     }
-    log::warning() << "input pipeline: " << s.workers.size() << " of " << wanted
+    log::warning() << "input pipeline: " << shared.workers.size() << " of " << wanted
                    << " decoding threads started (the process limit is reached)";
   } catch (...) {
-    s.stop_threads();
+    shared.stop_threads();
     throw;
   }
 }

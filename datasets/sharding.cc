@@ -23,14 +23,14 @@ ShardPlan plan_shards(const std::vector<int64_t>& records_per_file, int shard_in
   plan.num_shards = num_shards;
   int64_t total = 0;
   bool equal = true;
-  for (int64_t n : records_per_file) {
-    total += n;
-    equal = equal && n == records_per_file.front();
+  for (int64_t records : records_per_file) {
+    total += records;
+    equal = equal && records == records_per_file.front();
   }
-  const size_t w = static_cast<size_t>(num_shards);
-  const bool file_level = records_per_file.size() % w == 0 && equal;
+  const size_t workers = static_cast<size_t>(num_shards);
+  const bool file_level = records_per_file.size() % workers == 0 && equal;
   for (size_t i = 0; i < records_per_file.size(); ++i) {
-    if (!file_level || i % w == static_cast<size_t>(shard_index)) {
+    if (!file_level || i % workers == static_cast<size_t>(shard_index)) {
       plan.files.push_back(i);
     }
   }

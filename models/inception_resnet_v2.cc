@@ -95,12 +95,12 @@ torch::Tensor run(std::vector<InceptionResnetBlock>& blocks, torch::Tensor x) {
 
 }  // namespace
 
-InceptionResnetV2Impl::InceptionResnetV2Impl(const ModelOptions& o)
+InceptionResnetV2Impl::InceptionResnetV2Impl(const ModelOptions& options)
     : ClassifierImpl("InceptionResnetV2") {
-  if (o.image_size > 0) image_size_ = o.image_size;
+  if (options.image_size > 0) image_size_ = options.image_size;
   const Init init{Init::kXavier, 0.0};  // slim.conv2d's default
   stem_ = LayerChain(
-      *this, o.in_channels,
+      *this, options.in_channels,
       {conv_layer("Conv2d_1a_3x3", 32, {3, 3}, 2, kValid),
        conv_layer("Conv2d_2a_3x3", 32, {3, 3}, 1, kValid), conv_layer("Conv2d_2b_3x3", 64, {3, 3}),
        max_pool_layer("MaxPool_3a_3x3", 3, 2, kValid),
@@ -127,13 +127,13 @@ InceptionResnetV2Impl::InceptionResnetV2Impl(const ModelOptions& o)
   AuxHeadOptions aux;
   aux.in_channels = c17;
   aux.feature_size = size;
-  aux.num_classes = o.num_classes;
+  aux.num_classes = options.num_classes;
   aux.conv_scope = "Conv2d_2a_5x5";
   aux.fc_scope = "Logits";
   aux.init = init;
   aux_ = register_module("AuxLogits", AuxHead(aux));
-  logits_ = register_module(
-      "Logits", LogitsHead(conv_7b_.out_channels(), o.num_classes, o.dropout_keep_prob));
+  logits_ = register_module("Logits", LogitsHead(conv_7b_.out_channels(), options.num_classes,
+                                                 options.dropout_keep_prob));
 }
 
 ModelOutput InceptionResnetV2Impl::forward(torch::Tensor x) {

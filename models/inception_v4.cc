@@ -225,26 +225,26 @@ std::vector<BranchSpec> inception_c() {
 
 }  // namespace
 
-InceptionV4Impl::InceptionV4Impl(const ModelOptions& o) : ClassifierImpl("InceptionV4") {
-  if (o.image_size > 0) image_size_ = o.image_size;
+InceptionV4Impl::InceptionV4Impl(const ModelOptions& options) : ClassifierImpl("InceptionV4") {
+  if (options.image_size > 0) image_size_ = options.image_size;
   const Init init;  // inception_arg_scope: variance_scaling_initializer()
   stem_ = LayerChain(
-      *this, o.in_channels,
+      *this, options.in_channels,
       {conv_layer("Conv2d_1a_3x3", 32, {3, 3}, 2, kValid),
        conv_layer("Conv2d_2a_3x3", 32, {3, 3}, 1, kValid), conv_layer("Conv2d_2b_3x3", 64, {3, 3})},
       init);
   std::vector<std::pair<std::string, std::vector<BranchSpec>>> stages = {
       {"Mixed_3a", mixed_3a()}, {"Mixed_4a", mixed_4a()}, {"Mixed_5a", mixed_5a()}};
-  for (char c = 'b'; c <= 'e'; ++c) {
-    stages.emplace_back(std::string("Mixed_5") + c, inception_a());
+  for (char letter = 'b'; letter <= 'e'; ++letter) {
+    stages.emplace_back(std::string("Mixed_5") + letter, inception_a());
   }
   stages.emplace_back("Mixed_6a", reduction_a());
-  for (char c = 'b'; c <= 'h'; ++c) {
-    stages.emplace_back(std::string("Mixed_6") + c, inception_b());
+  for (char letter = 'b'; letter <= 'h'; ++letter) {
+    stages.emplace_back(std::string("Mixed_6") + letter, inception_b());
   }
   stages.emplace_back("Mixed_7a", reduction_b());
-  for (char c = 'b'; c <= 'd'; ++c) {
-    stages.emplace_back(std::string("Mixed_7") + c, inception_c());
+  for (char letter = 'b'; letter <= 'd'; ++letter) {
+    stages.emplace_back(std::string("Mixed_7") + letter, inception_c());
   }
 
   int64_t channels = stem_.out_channels();
@@ -262,12 +262,13 @@ InceptionV4Impl::InceptionV4Impl(const ModelOptions& o) : ClassifierImpl("Incept
   }
   TORCH_CHECK(aux.feature_size >= 5, "image_size: inception_v4 needs images ",
               "of at least 107x107 (its AuxLogits pool needs a 5x5 map), got ", image_size_);
-  aux.num_classes = o.num_classes;
+  aux.num_classes = options.num_classes;
   aux.conv_scope = "Conv2d_2a";
   aux.fc_scope = "Aux_logits";
   aux.init = init;
   aux_ = register_module("AuxLogits", AuxHead(aux));
-  logits_ = register_module("Logits", LogitsHead(channels, o.num_classes, o.dropout_keep_prob));
+  logits_ = register_module("Logits",
+                            LogitsHead(channels, options.num_classes, options.dropout_keep_prob));
 }
 
 ModelOutput InceptionV4Impl::forward(torch::Tensor x) {

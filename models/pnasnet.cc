@@ -206,45 +206,46 @@ struct PnasCellShape {
 
 class PnasCellImpl : public torch::nn::Module {
  public:
-  PnasCellImpl(PnasCellShape s, double drop_path_keep_prob)
+  PnasCellImpl(PnasCellShape shape, double drop_path_keep_prob)
       : drop_path_keep_prob_(drop_path_keep_prob) {
     // The first stem cell has no previous layer: TF-slim's
     // _reduce_prev_layer hands back the cell's input as it is, whatever
     // its channel count (no prev_1x1 projection).
-    const bool first = s.prev_channels == 0;
+    const bool first = shape.prev_channels == 0;
     if (first) {
-      s.prev_channels = s.in_channels;
-      s.prev_size = s.in_size;
+      shape.prev_channels = shape.in_channels;
+      shape.prev_size = shape.in_size;
     }
-    const int64_t f = s.filters;
-    int64_t prev_out = s.prev_channels;
+    const int64_t filters = shape.filters;
+    int64_t prev_out = shape.prev_channels;
     if (first) {
       // prev is x itself.
-    } else if (s.prev_size != s.in_size) {  // factorized_reduction, stride 2
+    } else if (shape.prev_size != shape.in_size) {  // factorized_reduction, stride 2
       // An odd filter count gives path2 the extra channel (TF-slim's
       // int(f / 2) + f % 2).
-      path1_ = register_module("path1_conv", PnasConv(s.prev_channels, f / 2, 1));
-      path2_ = register_module("path2_conv", PnasConv(s.prev_channels, f / 2 + f % 2, 1));
-      prev_bn_ = register_module("final_path_bn", batch_norm(f));
-      prev_out = f;
-    } else if (s.prev_channels != f) {
-      prev_1x1_ = register_module("prev_1x1", PnasConv(s.prev_channels, f, 1));
-      prev_bn_ = register_module("prev_bn", batch_norm(f));
-      prev_out = f;
+      path1_ = register_module("path1_conv", PnasConv(shape.prev_channels, filters / 2, 1));
+      path2_ = register_module("path2_conv",
+                               PnasConv(shape.prev_channels, filters / 2 + filters % 2, 1));
+      prev_bn_ = register_module("final_path_bn", batch_norm(filters));
+      prev_out = filters;
+    } else if (shape.prev_channels != filters) {
+      prev_1x1_ = register_module("prev_1x1", PnasConv(shape.prev_channels, filters, 1));
+      prev_bn_ = register_module("prev_bn", batch_norm(filters));
+      prev_out = filters;
     }
-    conv_ = register_module("1x1", PnasConv(s.in_channels, f, 1));
-    bn_ = register_module("beginning_bn", batch_norm(f));
-    std::vector<int64_t> channels = {f, prev_out};
-    for (int b = 0; b < kBlocks; ++b) {
+    conv_ = register_module("1x1", PnasConv(shape.in_channels, filters, 1));
+    bn_ = register_module("beginning_bn", batch_norm(filters));
+    std::vector<int64_t> channels = {filters, prev_out};
+    for (int block = 0; block < kBlocks; ++block) {
       std::shared_ptr<PnasOpImpl> ops[2];
       for (int side = 0; side < 2; ++side) {
-        const int idx = kHiddenStateIndices[2 * b + side];
-        ops[side] = std::make_shared<PnasOpImpl>(kOperations[2 * b + side], channels[idx], f,
-                                                 idx < 2 ? s.stride : 1);
+        const int idx = kHiddenStateIndices[2 * block + side];
+        ops[side] = std::make_shared<PnasOpImpl>(kOperations[2 * block + side], channels[idx],
+                                                 filters, idx < 2 ? shape.stride : 1);
       }
-      combs_.push_back(register_module("comb_iter_" + std::to_string(b),
+      combs_.push_back(register_module("comb_iter_" + std::to_string(block),
                                        std::make_shared<CombIterImpl>(ops[0], ops[1])));
-      channels.push_back(f);
+      channels.push_back(filters);
     }
   }
 
@@ -286,27 +287,28 @@ class PnasCellImpl : public torch::nn::Module {
   std::vector<std::shared_ptr<CombIterImpl>> combs_;
 };
 
-PnasnetImpl::PnasnetImpl(const ModelOptions& o, const PnasnetConfig& c)
+PnasnetImpl::PnasnetImpl(const ModelOptions& options, const PnasnetConfig& config)
     : ClassifierImpl(""),
-      dropout_keep_prob_(o.dropout_keep_prob),
-      total_training_steps_(c.total_training_steps),
-      image_size_(o.image_size > 0 ? o.image_size : c.default_image_size) {
+      dropout_keep_prob_(options.dropout_keep_prob),
+      total_training_steps_(config.total_training_steps),
+      image_size_(options.image_size > 0 ? options.image_size : config.default_image_size) {
   TORCH_CHECK(image_size_ >= 3, "image_size: pnasnet needs at least 3, got ", image_size_);
-  const auto stem_filters = static_cast<int64_t>(32 * c.stem_multiplier);
-  conv0_ = register_module("conv0", PnasConv(o.in_channels, stem_filters, 3, 2, Padding::kValid));
+  const auto stem_filters = static_cast<int64_t>(32 * config.stem_multiplier);
+  conv0_ =
+      register_module("conv0", PnasConv(options.in_channels, stem_filters, 3, 2, Padding::kValid));
   conv0_bn_ = register_module("conv0_bn", batch_norm(stem_filters));
 
   // (channels, side) of the last two cell outputs; channels 0 = none.
   std::pair<int64_t, int64_t> prev = {0, 0};
   std::pair<int64_t, int64_t> cur = {stem_filters, (image_size_ - 3) / 2 + 1};
-  const int64_t total_cells = c.num_cells + 2;  // Stem cells included.
+  const int64_t total_cells = config.num_cells + 2;  // Stem cells included.
   auto add_cell = [&](const std::string& name, double scaling, int64_t stride) {
-    const auto filters = static_cast<int64_t>(c.num_conv_filters * scaling);
+    const auto filters = static_cast<int64_t>(config.num_conv_filters * scaling);
     const int64_t cell_num = static_cast<int64_t>(cells_.size());
     const double layer_ratio = static_cast<double>(cell_num + 1) / total_cells;
     auto cell = std::make_shared<PnasCellImpl>(
         PnasCellShape{cur.first, cur.second, prev.first, prev.second, filters, stride},
-        1.0 - layer_ratio * (1.0 - c.drop_path_keep_prob));
+        1.0 - layer_ratio * (1.0 - config.drop_path_keep_prob));
     cells_.push_back(register_module(name, cell));
     prev = cur;
     cur = {kBlocks * filters, (cur.second + stride - 1) / stride};
@@ -317,11 +319,11 @@ PnasnetImpl::PnasnetImpl(const ModelOptions& o, const PnasnetConfig& c)
   // calc_reduction_layers(num_cells, 2): int(k / 3 * num_cells), k = 1, 2.
   std::vector<int64_t> reductions;
   for (int k = 1; k <= 2; ++k) {
-    reductions.push_back(static_cast<int64_t>(static_cast<double>(k) / 3 * c.num_cells));
+    reductions.push_back(static_cast<int64_t>(static_cast<double>(k) / 3 * config.num_cells));
   }
   double scaling = 1.0;
   int64_t aux_channels = 0, aux_size = 0;
-  for (int64_t i = 0; i < c.num_cells; ++i) {
+  for (int64_t i = 0; i < config.num_cells; ++i) {
     const bool reduce = i == reductions[0] || i == reductions[1];
     if (reduce) scaling *= 2.0;
     add_cell("cell_" + std::to_string(i), scaling, reduce ? 2 : 1);
@@ -341,10 +343,10 @@ PnasnetImpl::PnasnetImpl(const ModelOptions& o, const PnasnetConfig& c)
   aux_bn0_ = aux_logits->register_module("aux_bn0", batch_norm(128));
   aux_conv_ = aux_logits->register_module("Conv", PnasConv(128, 768, pooled, 1, Padding::kValid));
   aux_bn1_ = aux_logits->register_module("aux_bn1", batch_norm(768));
-  aux_fc_ = aux_logits->register_module("FC", fully_connected(768, o.num_classes));
+  aux_fc_ = aux_logits->register_module("FC", fully_connected(768, options.num_classes));
 
   auto final_layer = register_module("final_layer", std::make_shared<torch::nn::Module>());
-  fc_ = final_layer->register_module("FC", fully_connected(cur.first, o.num_classes));
+  fc_ = final_layer->register_module("FC", fully_connected(cur.first, options.num_classes));
 }
 
 void PnasnetImpl::set_global_step(int64_t step) {

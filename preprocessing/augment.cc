@@ -189,33 +189,33 @@ std::array<double, 6> inverse_affine(double cx, double cy, double angle, double 
 // the product with (x, y, 1) as the BLAS kernel forms it (x*a, then a
 // fused multiply-add of y*b, then + c); unnormalized as (g + 1) * size/2
 // - 0.5 and rounded half to even.
-void warp_nearest(ByteImage& img, const std::array<double, 6>& m) {
-  const int w = img.width, h = img.height;
-  const auto half_w = static_cast<float>(0.5 * w);
-  const auto half_h = static_cast<float>(0.5 * h);
-  float t[6];
-  for (int i = 0; i < 6; ++i) t[i] = static_cast<float>(m[i]);
-  const float ax = t[0] / half_w, bx = t[1] / half_w, cx = t[2] / half_w;
-  const float ay = t[3] / half_h, by = t[4] / half_h, cy = t[5] / half_h;
-  const auto x0 = static_cast<float>(-w * 0.5 + 0.5);
-  const auto y0 = static_cast<float>(-h * 0.5 + 0.5);
-  const float scale_w = static_cast<float>(w) / 2, scale_h = static_cast<float>(h) / 2;
+void warp_nearest(ByteImage& img, const std::array<double, 6>& matrix) {
+  const int width = img.width, height = img.height;
+  const auto half_w = static_cast<float>(0.5 * width);
+  const auto half_h = static_cast<float>(0.5 * height);
+  float coeffs[6];
+  for (int i = 0; i < 6; ++i) coeffs[i] = static_cast<float>(matrix[i]);
+  const float ax = coeffs[0] / half_w, bx = coeffs[1] / half_w, cx = coeffs[2] / half_w;
+  const float ay = coeffs[3] / half_h, by = coeffs[4] / half_h, cy = coeffs[5] / half_h;
+  const auto x0 = static_cast<float>(-width * 0.5 + 0.5);
+  const auto y0 = static_cast<float>(-height * 0.5 + 0.5);
+  const float scale_w = static_cast<float>(width) / 2, scale_h = static_cast<float>(height) / 2;
   ByteImage out = img;
   std::fill(out.data.begin(), out.data.end(), uint8_t{0});
-  const size_t plane = size_t(w) * h;
-  for (int y = 0; y < h; ++y) {
-    const float yb = y0 + static_cast<float>(y);
-    for (int x = 0; x < w; ++x) {
-      const float xb = x0 + static_cast<float>(x);
+  const size_t plane = size_t(width) * height;
+  for (int row = 0; row < height; ++row) {
+    const float yb = y0 + static_cast<float>(row);
+    for (int col = 0; col < width; ++col) {
+      const float xb = x0 + static_cast<float>(col);
       const float gx = std::fma(yb, bx, xb * ax) + cx;
       const float gy = std::fma(yb, by, xb * ay) + cy;
       const float sx = std::nearbyint((gx + 1.0f) * scale_w - 0.5f);
       const float sy = std::nearbyint((gy + 1.0f) * scale_h - 0.5f);
-      if (!(sx >= 0 && sx < w && sy >= 0 && sy < h)) continue;
-      const size_t from = size_t(sy) * w + size_t(sx);
-      const size_t to = size_t(y) * w + x;
-      for (int c = 0; c < img.channels; ++c) {
-        out.data[c * plane + to] = img.data[c * plane + from];
+      if (!(sx >= 0 && sx < width && sy >= 0 && sy < height)) continue;
+      const size_t from = size_t(sy) * width + size_t(sx);
+      const size_t to = size_t(row) * width + col;
+      for (int channel = 0; channel < img.channels; ++channel) {
+        out.data[channel * plane + to] = img.data[channel * plane + from];
       }
     }
   }
@@ -261,15 +261,15 @@ const char* augment_op_name(AugmentOp op) {
 }
 
 void apply_augment_op(ByteImage& img, AugmentOp op, double magnitude) {
-  const double w = img.width, h = img.height;
+  const double width = img.width, height = img.height;
   switch (op) {
     case AugmentOp::kIdentity:
       return;
     case AugmentOp::kShearX:  // about the top-left corner: center [0, 0]
-      return warp_nearest(img, inverse_affine(0 - w * 0.5, 0 - h * 0.5, 0.0, 0.0, 0.0,
+      return warp_nearest(img, inverse_affine(0 - width * 0.5, 0 - height * 0.5, 0.0, 0.0, 0.0,
                                               degrees(std::atan(magnitude)), 0.0));
     case AugmentOp::kShearY:
-      return warp_nearest(img, inverse_affine(0 - w * 0.5, 0 - h * 0.5, 0.0, 0.0, 0.0, 0.0,
+      return warp_nearest(img, inverse_affine(0 - width * 0.5, 0 - height * 0.5, 0.0, 0.0, 0.0, 0.0,
                                               degrees(std::atan(magnitude))));
     case AugmentOp::kTranslateX:
       return warp_nearest(img, inverse_affine(0.0, 0.0, 0.0, std::trunc(magnitude), 0.0, 0.0, 0.0));
@@ -330,36 +330,36 @@ std::vector<std::string> augment_policy_names() {
 std::vector<AugmentSpaceEntry> augmentation_space(const std::string& policy, int num_bins,
                                                   int height, int width) {
   if (policy == "trivialaugment") {
-    const int n = num_bins;
+    const int bins = num_bins;
     return {{Op::kIdentity, {}, false},
-            {Op::kShearX, linspace(0.0, 0.99, n), true},
-            {Op::kShearY, linspace(0.0, 0.99, n), true},
-            {Op::kTranslateX, linspace(0.0, 32.0, n), true},
-            {Op::kTranslateY, linspace(0.0, 32.0, n), true},
-            {Op::kRotate, linspace(0.0, 135.0, n), true},
-            {Op::kBrightness, linspace(0.0, 0.99, n), true},
-            {Op::kColor, linspace(0.0, 0.99, n), true},
-            {Op::kContrast, linspace(0.0, 0.99, n), true},
-            {Op::kSharpness, linspace(0.0, 0.99, n), true},
-            {Op::kPosterize, posterize_bins(n, 6), false},
-            {Op::kSolarize, linspace(255.0, 0.0, n), false},
+            {Op::kShearX, linspace(0.0, 0.99, bins), true},
+            {Op::kShearY, linspace(0.0, 0.99, bins), true},
+            {Op::kTranslateX, linspace(0.0, 32.0, bins), true},
+            {Op::kTranslateY, linspace(0.0, 32.0, bins), true},
+            {Op::kRotate, linspace(0.0, 135.0, bins), true},
+            {Op::kBrightness, linspace(0.0, 0.99, bins), true},
+            {Op::kColor, linspace(0.0, 0.99, bins), true},
+            {Op::kContrast, linspace(0.0, 0.99, bins), true},
+            {Op::kSharpness, linspace(0.0, 0.99, bins), true},
+            {Op::kPosterize, posterize_bins(bins, 6), false},
+            {Op::kSolarize, linspace(255.0, 0.0, bins), false},
             {Op::kAutoContrast, {}, false},
             {Op::kEqualize, {}, false}};
   }
-  const int n = policy == "autoaugment_imagenet" ? 10 : num_bins;
+  const int bins = policy == "autoaugment_imagenet" ? 10 : num_bins;
   std::vector<AugmentSpaceEntry> space = {
       {Op::kIdentity, {}, false},
-      {Op::kShearX, linspace(0.0, 0.3, n), true},
-      {Op::kShearY, linspace(0.0, 0.3, n), true},
-      {Op::kTranslateX, linspace(0.0, 150.0 / 331.0 * width, n), true},
-      {Op::kTranslateY, linspace(0.0, 150.0 / 331.0 * height, n), true},
-      {Op::kRotate, linspace(0.0, 30.0, n), true},
-      {Op::kBrightness, linspace(0.0, 0.9, n), true},
-      {Op::kColor, linspace(0.0, 0.9, n), true},
-      {Op::kContrast, linspace(0.0, 0.9, n), true},
-      {Op::kSharpness, linspace(0.0, 0.9, n), true},
-      {Op::kPosterize, posterize_bins(n, 4), false},
-      {Op::kSolarize, linspace(255.0, 0.0, n), false},
+      {Op::kShearX, linspace(0.0, 0.3, bins), true},
+      {Op::kShearY, linspace(0.0, 0.3, bins), true},
+      {Op::kTranslateX, linspace(0.0, 150.0 / 331.0 * width, bins), true},
+      {Op::kTranslateY, linspace(0.0, 150.0 / 331.0 * height, bins), true},
+      {Op::kRotate, linspace(0.0, 30.0, bins), true},
+      {Op::kBrightness, linspace(0.0, 0.9, bins), true},
+      {Op::kColor, linspace(0.0, 0.9, bins), true},
+      {Op::kContrast, linspace(0.0, 0.9, bins), true},
+      {Op::kSharpness, linspace(0.0, 0.9, bins), true},
+      {Op::kPosterize, posterize_bins(bins, 4), false},
+      {Op::kSolarize, linspace(255.0, 0.0, bins), false},
       {Op::kAutoContrast, {}, false},
       {Op::kEqualize, {}, false}};
   if (policy == "autoaugment_imagenet") {

@@ -208,7 +208,7 @@ Taps window_taps(int start, int length, int out_length, int scale_num, int origi
 
 FASTNN_VECTOR_CLONES
 void resize_window_bilinear(const io::DecodedRegion& src, const Window& box, int height, int width,
-                            float* out, const std::function<void(int y)>& after_row) {
+                            float* out, const std::function<void(int out_row)>& after_row) {
   const io::Image& img = src.image;
   const int ch = img.channels;
   const Taps ty =
@@ -224,9 +224,9 @@ void resize_window_bilinear(const io::DecodedRegion& src, const Window& box, int
   const int first = tx.i0.front(), last = tx.i1.back();
   const size_t span = size_t(last - first + 1) * ch;
   std::vector<int> x0(width), x1(width);
-  for (int x = 0; x < width; ++x) {
-    x0[x] = (tx.i0[x] - first) * ch;
-    x1[x] = (tx.i1[x] - first) * ch;
+  for (int col = 0; col < width; ++col) {
+    x0[col] = (tx.i0[col] - first) * ch;
+    x1[col] = (tx.i1[col] - first) * ch;
   }
   std::vector<float> unit(span);
   struct Blended {
@@ -234,49 +234,50 @@ void resize_window_bilinear(const io::DecodedRegion& src, const Window& box, int
     std::vector<float> planes;
   };
   Blended slot[2];
-  for (auto& b : slot) b.planes.resize(size_t(width) * ch);
+  for (auto& blend : slot) blend.planes.resize(size_t(width) * ch);
   const size_t stride = size_t(img.width) * ch;
   const size_t plane = size_t(height) * width;
   // The horizontal blend of source row `row`, in the slot not holding `keep`.
   auto blended = [&](int row, int keep) -> const float* {
-    for (const auto& b : slot) {
-      if (b.row == row) return b.planes.data();
+    for (const auto& blend : slot) {
+      if (blend.row == row) return blend.planes.data();
     }
-    Blended& b = slot[0].row == keep ? slot[1] : slot[0];
-    const uint8_t* a = img.pixels.data() + row * stride + size_t(first) * ch;
-    for (size_t k = 0; k < span; ++k) unit[k] = static_cast<float>(a[k]) * (1.0f / 255.0f);
-    float* o = b.planes.data();
+    Blended& blend = slot[0].row == keep ? slot[1] : slot[0];
+    const uint8_t* source_row = img.pixels.data() + row * stride + size_t(first) * ch;
+    for (size_t k = 0; k < span; ++k) unit[k] = static_cast<float>(source_row[k]) * (1.0f / 255.0f);
+    float* dst = blend.planes.data();
     if (ch == 3) {
-      for (int x = 0; x < width; ++x) {
-        const float* l = &unit[x0[x]];
-        const float* r = &unit[x1[x]];
-        const float f = tx.frac[x];
-        o[x] = l[0] + (r[0] - l[0]) * f;
-        o[width + x] = l[1] + (r[1] - l[1]) * f;
-        o[2 * width + x] = l[2] + (r[2] - l[2]) * f;
+      for (int col = 0; col < width; ++col) {
+        const float* left = &unit[x0[col]];
+        const float* right = &unit[x1[col]];
+        const float frac = tx.frac[col];
+        dst[col] = left[0] + (right[0] - left[0]) * frac;
+        dst[width + col] = left[1] + (right[1] - left[1]) * frac;
+        dst[2 * width + col] = left[2] + (right[2] - left[2]) * frac;
       }
     } else {
-      for (int c = 0; c < ch; ++c, o += width) {
-        for (int x = 0; x < width; ++x) {
-          const float l = unit[x0[x] + c], r = unit[x1[x] + c];
-          o[x] = l + (r - l) * tx.frac[x];
+      for (int channel = 0; channel < ch; ++channel, dst += width) {
+        for (int col = 0; col < width; ++col) {
+          const float left = unit[x0[col] + channel], right = unit[x1[col] + channel];
+          dst[col] = left + (right - left) * tx.frac[col];
         }
       }
     }
-    b.row = row;
-    return b.planes.data();
+    blend.row = row;
+    return blend.planes.data();
   };
-  for (int y = 0; y < height; ++y) {
-    const float* top = blended(ty.i0[y], ty.i1[y]);
-    const float* bottom = blended(ty.i1[y], ty.i0[y]);
-    const float fy = ty.frac[y];
-    for (int c = 0; c < ch; ++c) {
-      const float* t = top + size_t(c) * width;
-      const float* u = bottom + size_t(c) * width;
-      float* o = out + size_t(c) * plane + size_t(y) * width;
-      for (int x = 0; x < width; ++x) o[x] = t[x] + (u[x] - t[x]) * fy;
+  for (int out_row = 0; out_row < height; ++out_row) {
+    const float* top = blended(ty.i0[out_row], ty.i1[out_row]);
+    const float* bottom = blended(ty.i1[out_row], ty.i0[out_row]);
+    const float fy = ty.frac[out_row];
+    for (int channel = 0; channel < ch; ++channel) {
+      const float* top_plane = top + size_t(channel) * width;
+      const float* bottom_plane = bottom + size_t(channel) * width;
+      float* dst = out + size_t(channel) * plane + size_t(out_row) * width;
+      for (int col = 0; col < width; ++col)
+        dst[col] = top_plane[col] + (bottom_plane[col] - top_plane[col]) * fy;
     }
-    if (after_row) after_row(y);
+    if (after_row) after_row(out_row);
   }
 }
 

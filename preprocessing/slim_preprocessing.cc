@@ -115,43 +115,46 @@ void inception_color(float* r, float* g, float* b, int n, float delta, float sat
 
 // Crop + resize, random flip, brightness, saturation, clip, (x - 0.5) * 2:
 // each resized row gets the per-pixel work while still in cache.
-void inception_train_region(const io::DecodedRegion& src, const Draws& d, const OutputShape& s,
-                            std::mt19937_64& rng, float* out, const AugmentFn& augment) {
-  check_channels(src.image, s, "inception");
-  const bool flip = d.flip;
-  const float delta = d.brightness;
-  const float saturation = d.saturation;
-  const size_t plane = size_t(s.height) * s.width;
-  const int ch = s.channels;
-  auto color = [&](int y) {
-    float* r = out + size_t(y) * s.width;
+void inception_train_region(const io::DecodedRegion& src, const Draws& draws,
+                            const OutputShape& shape, std::mt19937_64& rng, float* out,
+                            const AugmentFn& augment) {
+  check_channels(src.image, shape, "inception");
+  const bool flip = draws.flip;
+  const float delta = draws.brightness;
+  const float saturation = draws.saturation;
+  const size_t plane = size_t(shape.height) * shape.width;
+  const int ch = shape.channels;
+  auto color = [&](int row) {
+    float* row_start = out + size_t(row) * shape.width;
     if (ch == 3) {
-      inception_color(r, r + plane, r + 2 * plane, s.width, delta, saturation);
+      inception_color(row_start, row_start + plane, row_start + 2 * plane, shape.width, delta,
+                      saturation);
     } else {
-      for (int x = 0; x < s.width; ++x) {
-        r[x] = to_unit_range(r[x] + delta);
+      for (int col = 0; col < shape.width; ++col) {
+        row_start[col] = to_unit_range(row_start[col] + delta);
       }
     }
   };
-  auto flip_row = [&](int y) {
-    float* r = out + size_t(y) * s.width;
-    for (int c = 0; c < ch; ++c) std::reverse(r + c * plane, r + c * plane + s.width);
+  auto flip_row = [&](int row) {
+    float* row_start = out + size_t(row) * shape.width;
+    for (int channel = 0; channel < ch; ++channel)
+      std::reverse(row_start + channel * plane, row_start + channel * plane + shape.width);
   };
   if (!augment) {
-    resize_window_bilinear(src, d.crop, s.height, s.width, out, [&](int y) {
-      color(y);
-      if (flip) flip_row(y);
+    resize_window_bilinear(src, draws.crop, shape.height, shape.width, out, [&](int row) {
+      color(row);
+      if (flip) flip_row(row);
     });
     return;
   }
-  resize_window_bilinear(src, d.crop, s.height, s.width, out);
+  resize_window_bilinear(src, draws.crop, shape.height, shape.width, out);
   if (flip) {
-    for (int y = 0; y < s.height; ++y) flip_row(y);
+    for (int row = 0; row < shape.height; ++row) flip_row(row);
   }
-  ByteImage bytes = bytes_from_chw(out, ch, s.height, s.width);
+  ByteImage bytes = bytes_from_chw(out, ch, shape.height, shape.width);
   augment(bytes, rng);
   bytes_to_chw(bytes, out);
-  for (int y = 0; y < s.height; ++y) color(y);
+  for (int row = 0; row < shape.height; ++row) color(row);
 }
 
 void inception_eval_region(const io::DecodedRegion& src, const Window& box, const OutputShape& s,

@@ -117,39 +117,39 @@ void apply(const Setting& s, const std::string& location, HParams* hp,
 // comment lines; throws for malformed ones.
 bool split_line(std::string_view line, const std::string& location, std::string* key,
                 std::string* value) {
-  std::string_view t = config::trim(line);
-  if (t.empty() || t.front() == '#') return false;
-  size_t eq = t.find('=');
+  std::string_view trimmed = config::trim(line);
+  if (trimmed.empty() || trimmed.front() == '#') return false;
+  size_t eq = trimmed.find('=');
   if (eq == std::string_view::npos) {
     throw ConfigError(location + ": missing '=' (expected key=value)");
   }
-  std::string_view k = config::trim(t.substr(0, eq));
-  if (k.substr(0, 2) == "--") k.remove_prefix(2);
-  if (k.empty()) throw ConfigError(location + ": missing key before '='");
-  *key = std::string(k);
-  std::string_view v = config::trim(t.substr(eq + 1));
-  if (!v.empty() && (v.front() == '\'' || v.front() == '"')) {
+  std::string_view key_text = config::trim(trimmed.substr(0, eq));
+  if (key_text.substr(0, 2) == "--") key_text.remove_prefix(2);
+  if (key_text.empty()) throw ConfigError(location + ": missing key before '='");
+  *key = std::string(key_text);
+  std::string_view value_text = config::trim(trimmed.substr(eq + 1));
+  if (!value_text.empty() && (value_text.front() == '\'' || value_text.front() == '"')) {
     // The closing quote is the one followed by the end or " # comment".
-    for (size_t i = v.find(v.front(), 1); i != std::string_view::npos;
-         i = v.find(v.front(), i + 1)) {
-      std::string_view rest = v.substr(i + 1);
+    for (size_t close = value_text.find(value_text.front(), 1); close != std::string_view::npos;
+         close = value_text.find(value_text.front(), close + 1)) {
+      std::string_view rest = value_text.substr(close + 1);
       std::string_view rest_trimmed = config::trim(rest);
       if (rest.empty() || (rest.size() != rest_trimmed.size() &&
                            (rest_trimmed.empty() || rest_trimmed.front() == '#'))) {
-        *value = std::string(v.substr(0, i + 1));
+        *value = std::string(value_text.substr(0, close + 1));
         return true;
       }
     }
     throw ConfigError(location + ": " + shown(*key) + ": unterminated quote in " +
-                      shown(std::string(v)));
+                      shown(std::string(value_text)));
   }
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (v[i] == '#' && (i == 0 || v[i - 1] == ' ' || v[i - 1] == '\t')) {
-      v = config::trim(v.substr(0, i));
+  for (size_t i = 0; i < value_text.size(); ++i) {
+    if (value_text[i] == '#' && (i == 0 || value_text[i - 1] == ' ' || value_text[i - 1] == '\t')) {
+      value_text = config::trim(value_text.substr(0, i));
       break;
     }
   }
-  *value = std::string(v);
+  *value = std::string(value_text);
   return true;
 }
 
@@ -200,19 +200,21 @@ void load_file(const std::string& path, HParams* hp, std::vector<std::string>* w
   std::map<std::string, int> first_line;
   std::string line;
   uint64_t offset = 0;
-  for (int n = 1; read_config_line(in, path, n, &offset, &line); ++n) {
-    const std::string location = path + ":" + std::to_string(n);
-    if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // BOM
-    Setting s;
-    if (!split_line(line, location, &s.written, &s.value)) continue;
-    s.spec = resolve(s.written);
-    if (!s.spec) throw ConfigError(location + ": " + unknown_key(s.written, {}));
-    auto [it, fresh] = first_line.emplace(s.spec->name, n);
+  for (int line_number = 1; read_config_line(in, path, line_number, &offset, &line);
+       ++line_number) {
+    const std::string location = path + ":" + std::to_string(line_number);
+    if (line_number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // BOM
+    Setting setting;
+    if (!split_line(line, location, &setting.written, &setting.value)) continue;
+    setting.spec = resolve(setting.written);
+    if (!setting.spec) throw ConfigError(location + ": " + unknown_key(setting.written, {}));
+    auto [it, fresh] = first_line.emplace(setting.spec->name, line_number);
     if (!fresh) {
-      warnings->push_back(location + ": '" + s.spec->name + "' is set again (first set on line " +
-                          std::to_string(it->second) + "); the last value wins");
+      warnings->push_back(location + ": '" + setting.spec->name +
+                          "' is set again (first set on line " + std::to_string(it->second) +
+                          "); the last value wins");
     }
-    apply(s, location, hp, warnings);
+    apply(setting, location, hp, warnings);
   }
   if (first_line.empty()) {
     warnings->push_back(path +
@@ -360,8 +362,8 @@ LoadResult load_hparams(int argc, const char* const* argv,
       result.extras[name] = value;
       continue;
     }
-    Setting s{resolve(name), value, name};
-    if (!s.spec && name.rfind("no", 0) == 0 && !has_value) {
+    Setting setting{resolve(name), value, name};
+    if (!setting.spec && name.rfind("no", 0) == 0 && !has_value) {
       const KeySpec* negated = resolve(name.substr(2));
       if (negated && std::holds_alternative<bool HParams::*>(negated->field)) {
         settings.push_back({negated, "False", name.substr(2)});
@@ -373,28 +375,28 @@ LoadResult load_hparams(int argc, const char* const* argv,
                           "' is not a bool key, so it has no --no form");
       }
     }
-    if (!s.spec) {
+    if (!setting.spec) {
       throw ConfigError(kCli + ": " + shown(arg) + ": " + unknown_key(name, extra_keys));
     }
     if (!has_value) {
-      if (std::holds_alternative<bool HParams::*>(s.spec->field)) {
-        s.value = "True";
+      if (std::holds_alternative<bool HParams::*>(setting.spec->field)) {
+        setting.value = "True";
       } else if (take_next()) {
-        s.value = value;
+        setting.value = value;
       } else {
         throw ConfigError(kCli + ": " + shown(arg) + ": missing value (expected " + shown(arg) +
                           "=VALUE)");
       }
     }
-    note_repeat(s.spec->name, s.value, &given, &repeats);
-    settings.push_back(s);
+    note_repeat(setting.spec->name, setting.value, &given, &repeats);
+    settings.push_back(setting);
   }
   if (!result.config_path.empty()) {
     load_file(result.config_path, &result.hp, &result.warnings);
   }
   result.warnings.insert(result.warnings.end(), repeats.begin(), repeats.end());
-  for (const Setting& s : settings) {
-    apply(s, kCli, &result.hp, &result.warnings);
+  for (const Setting& setting : settings) {
+    apply(setting, kCli, &result.hp, &result.warnings);
   }
   validate(result.hp);
   return result;
@@ -413,8 +415,8 @@ void validate(const HParams& hp) {
       throw ConfigError(head + config::quote_value(*text) +
                         " is not valid; valid values: " + join_choices(spec.choices));
     }
-    std::optional<double> v = config::numeric_value(spec, hp);
-    if (v && !spec.range.contains(*v)) {
+    std::optional<double> value = config::numeric_value(spec, hp);
+    if (value && !spec.range.contains(*value)) {
       throw ConfigError(head + config::format_value(spec, hp) + " is out of range (must be " +
                         spec.range.describe() + ")");
     }
@@ -492,10 +494,10 @@ std::string format_help(const std::string& program, const std::string& usage) {
       "  --print_cluster   print the resolved cluster and where it came from\n"
       "  --KEY VALUE       same as --KEY=VALUE; a bare --KEY sets a bool key\n"
       "  --noKEY           sets the bool KEY to False\n";
-  for (config::Group g : config::all_groups()) {
-    out += std::string("\n") + config::group_title(g) + ":\n";
+  for (config::Group group : config::all_groups()) {
+    out += std::string("\n") + config::group_title(group) + ":\n";
     for (const KeySpec& spec : config::key_table()) {
-      if (spec.group != g) continue;
+      if (spec.group != group) continue;
       std::string head = "--" + std::string(spec.name) + " (" + config::type_name(spec) +
                          "; default: " + default_text(spec) + ")";
       if (spec.ignored()) head += " (ignored)";
@@ -504,8 +506,8 @@ std::string format_help(const std::string& program, const std::string& usage) {
     }
   }
   out += "\nAliases (accepted with a warning):\n";
-  for (const config::Alias& a : config::alias_table()) {
-    out += "  --" + std::string(a.alias) + " -> --" + a.canonical + "\n";
+  for (const config::Alias& entry : config::alias_table()) {
+    out += "  --" + std::string(entry.alias) + " -> --" + entry.canonical + "\n";
   }
   return out;
 }

@@ -630,13 +630,13 @@ std::string assign_value(const KeySpec& spec, std::string_view text, HParams* hp
           }
           NumberStatus status;
           if constexpr (kInt) {
-            int64_t v = 0;
-            status = parse_int(raw, &v);
-            if (status == NumberStatus::kOk) slot = v;
+            int64_t parsed = 0;
+            status = parse_int(raw, &parsed);
+            if (status == NumberStatus::kOk) slot = parsed;
           } else {
-            double v = 0;
-            status = parse_double(raw, &v);
-            if (status == NumberStatus::kOk) slot = v;
+            double parsed = 0;
+            status = parse_double(raw, &parsed);
+            if (status == NumberStatus::kOk) slot = parsed;
           }
           if (status == NumberStatus::kOk) return "";
           if (status == NumberStatus::kOutOfRange) {

@@ -136,15 +136,15 @@ class PrefetchingFeed : public train::DeviceFeed {
     c10::cuda::CUDAStreamGuard guard(copy_stream_);
     // Both allocated before either copy is enqueued: an allocation that
     // fails leaves the slot unread, as acquire() assumes.
-    datasets::Batch b;
-    b.index = host->index;
-    b.images = torch::empty(images.sizes(), images.options().device(device_));
-    b.labels = torch::empty(labels.sizes(), labels.options().device(device_));
-    copy(images, b.images);
-    copy(labels, b.labels);
+    datasets::Batch batch;
+    batch.index = host->index;
+    batch.images = torch::empty(images.sizes(), images.options().device(device_));
+    batch.labels = torch::empty(labels.sizes(), labels.options().device(device_));
+    copy(images, batch.images);
+    copy(labels, batch.labels);
     ring_.event(slot).record(copy_stream_);
     ring_.submit(slot);
-    ahead_ = std::move(b);
+    ahead_ = std::move(batch);
     ahead_slot_ = slot;
   }
 

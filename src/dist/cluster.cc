@@ -140,37 +140,38 @@ ClusterSpec from_flags(const HParams& hp) {
 }
 
 ClusterSpec from_tf_config(const std::string& text) {
-  nlohmann::json j;
+  nlohmann::json tf_config;
   try {
-    j = nlohmann::json::parse(text);
+    tf_config = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     throw ConfigError(std::string("TF_CONFIG is not valid JSON: ") + e.what());
   }
   auto fail = [](const std::string& why) { throw ConfigError("TF_CONFIG: " + why); };
-  if (!j.is_object() || !j.contains("cluster") || !j["cluster"].is_object()) {
+  if (!tf_config.is_object() || !tf_config.contains("cluster") ||
+      !tf_config["cluster"].is_object()) {
     fail("no \"cluster\" object");
   }
   auto list = [&](const char* role) {
     std::vector<std::string> out;
-    if (!j["cluster"].contains(role)) return out;
-    const auto& v = j["cluster"][role];
-    if (!v.is_array()) fail(std::string("cluster.") + role + " is not a list");
-    for (const auto& h : v) {
-      if (!h.is_string()) fail(std::string("cluster.") + role + " holds a non-string");
-      split_host_port(h.get<std::string>(), std::string("TF_CONFIG cluster.") + role);
-      out.push_back(h.get<std::string>());
+    if (!tf_config["cluster"].contains(role)) return out;
+    const auto& hosts = tf_config["cluster"][role];
+    if (!hosts.is_array()) fail(std::string("cluster.") + role + " is not a list");
+    for (const auto& host : hosts) {
+      if (!host.is_string()) fail(std::string("cluster.") + role + " holds a non-string");
+      split_host_port(host.get<std::string>(), std::string("TF_CONFIG cluster.") + role);
+      out.push_back(host.get<std::string>());
     }
     return out;
   };
   std::vector<std::string> chief = list("chief"), master = list("master"), worker = list("worker");
   chief.insert(chief.end(), master.begin(), master.end());
   if (chief.size() > 1) fail("more than one chief/master task");
-  if (!j.contains("task") || !j["task"].is_object() ||
-      !j["task"].value("type", nlohmann::json()).is_string()) {
+  if (!tf_config.contains("task") || !tf_config["task"].is_object() ||
+      !tf_config["task"].value("type", nlohmann::json()).is_string()) {
     fail("no \"task\" object with a \"type\"");
   }
-  const std::string type = j["task"]["type"].get<std::string>();
-  const auto& index_json = j["task"].value("index", nlohmann::json(0));
+  const std::string type = tf_config["task"]["type"].get<std::string>();
+  const auto& index_json = tf_config["task"].value("index", nlohmann::json(0));
   if (!index_json.is_number_integer()) fail("task.index is not an integer");
   if (index_json.is_number_unsigned()
           ? index_json.get<uint64_t>() > kMaxWorldSize
@@ -253,10 +254,10 @@ int nproc_per_node(const HParams& hp) {
 /// PAI-DLC / Kubeflow PyTorchJob: WORLD_SIZE and RANK count nodes (pods),
 /// not processes; NPROC_PER_NODE (or nproc_per_node) processes run on each.
 ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
-  for (const char* k : {"RANK", "WORLD_SIZE"}) {
-    if (!present(env, k)) {
-      throw ConfigError(std::string(k) + " is not set but " +
-                        (std::string(k) == "RANK" ? "WORLD_SIZE" : "RANK") +
+  for (const char* var : {"RANK", "WORLD_SIZE"}) {
+    if (!present(env, var)) {
+      throw ConfigError(std::string(var) + " is not set but " +
+                        (std::string(var) == "RANK" ? "WORLD_SIZE" : "RANK") +
                         " is (PAI-DLC/Kubeflow set both)");
     }
   }
@@ -270,14 +271,15 @@ ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
   int nproc = nproc_per_node(hp);
   std::string nproc_from = "nproc_per_node (" + hp.where("nproc_per_node") + ")";
   if (present(env, "NPROC_PER_NODE")) {
-    const int e = env_int(env, "NPROC_PER_NODE");
-    if (e < 1) throw ConfigError("NPROC_PER_NODE=" + std::to_string(e) + " must be >= 1");
-    if (hp.sources.count("nproc_per_node") && e != nproc) {
+    const int env_nproc = env_int(env, "NPROC_PER_NODE");
+    if (env_nproc < 1)
+      throw ConfigError("NPROC_PER_NODE=" + std::to_string(env_nproc) + " must be >= 1");
+    if (hp.sources.count("nproc_per_node") && env_nproc != nproc) {
       throw ConfigError("nproc_per_node=" + std::to_string(nproc) + " (" +
                         hp.where("nproc_per_node") +
-                        ") contradicts NPROC_PER_NODE=" + std::to_string(e));
+                        ") contradicts NPROC_PER_NODE=" + std::to_string(env_nproc));
     }
-    nproc = e;
+    nproc = env_nproc;
     nproc_from = "NPROC_PER_NODE";
   }
   if (int64_t{nodes} * nproc > kMaxWorldSize) {
@@ -354,23 +356,25 @@ ClusterSpec from_slurm(const Environment& env) {
     spec.provenance.emplace_back("local_rank", "SLURM_LOCALID");
   }
   if (present(env, "SLURM_NTASKS_PER_NODE")) {
-    auto v = expand_tasks_per_node(env.at("SLURM_NTASKS_PER_NODE"), "SLURM_NTASKS_PER_NODE");
-    spec.local_world_size = v[0];
+    auto tasks_per_node =
+        expand_tasks_per_node(env.at("SLURM_NTASKS_PER_NODE"), "SLURM_NTASKS_PER_NODE");
+    spec.local_world_size = tasks_per_node[0];
     spec.provenance.emplace_back("local_world_size", "SLURM_NTASKS_PER_NODE");
   } else if (present(env, "SLURM_TASKS_PER_NODE")) {
-    auto v = expand_tasks_per_node(env.at("SLURM_TASKS_PER_NODE"), "SLURM_TASKS_PER_NODE");
+    auto tasks_per_node =
+        expand_tasks_per_node(env.at("SLURM_TASKS_PER_NODE"), "SLURM_TASKS_PER_NODE");
     const int node = present(env, "SLURM_NODEID") ? env_int(env, "SLURM_NODEID") : 0;
-    if (node < 0 || node >= static_cast<int>(v.size())) {
+    if (node < 0 || node >= static_cast<int>(tasks_per_node.size())) {
       throw ConfigError("SLURM_NODEID=" + std::to_string(node) +
                         " is out of range of SLURM_TASKS_PER_NODE");
     }
-    spec.local_world_size = v[node];
+    spec.local_world_size = tasks_per_node[node];
     spec.provenance.emplace_back("local_world_size", "SLURM_TASKS_PER_NODE[SLURM_NODEID]");
   }
-  for (const char* k : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
-    if (auto list = get(env, k)) {
-      spec.hosts = expand_nodelist(*list, k);
-      spec.provenance.emplace_back("hosts", k);
+  for (const char* var : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+    if (auto list = get(env, var)) {
+      spec.hosts = expand_nodelist(*list, var);
+      spec.provenance.emplace_back("hosts", var);
       break;
     }
   }
@@ -379,8 +383,8 @@ ClusterSpec from_slurm(const Environment& env) {
   } else if (!spec.hosts.empty()) {
     int port = kDefaultPort;
     std::string origin = "first Slurm node, default port " + std::to_string(kDefaultPort);
-    if (auto p = master_port(env)) {
-      port = *p;
+    if (auto port_value = master_port(env)) {
+      port = *port_value;
       origin = "first Slurm node, MASTER_PORT";
     }
     spec.coordinator = spec.hosts[0] + ":" + std::to_string(port);
@@ -523,14 +527,14 @@ std::vector<std::string> expand_nodelist(const std::string& list, const std::str
   std::vector<std::string> items;
   std::string cur;
   int depth = 0;
-  for (char c : list) {
-    if (c == '[') ++depth;
-    if (c == ']' && --depth < 0) throw bad();
-    if (c == ',' && depth == 0) {
+  for (char ch : list) {
+    if (ch == '[') ++depth;
+    if (ch == ']' && --depth < 0) throw bad();
+    if (ch == ',' && depth == 0) {
       if (!cur.empty()) items.push_back(cur);
       cur.clear();
     } else {
-      cur += c;
+      cur += ch;
     }
   }
   if (depth != 0) throw bad();
@@ -559,12 +563,12 @@ std::vector<std::string> expand_nodelist(const std::string& list, const std::str
         throw bad();
       }
       if (lo < 0 || hi < lo || hi - lo > 100000) throw bad();
-      for (int64_t n = lo; n <= hi; ++n) {
-        std::string num = std::to_string(n);
+      for (int64_t number = lo; number <= hi; ++number) {
+        std::string num = std::to_string(number);
         if (num.size() < lo_text.size()) {
           num.insert(0, lo_text.size() - num.size(), '0');
         }
-        for (const std::string& r : rest) out.push_back(prefix + num + r);
+        for (const std::string& suffix : rest) out.push_back(prefix + num + suffix);
       }
     }
   }
@@ -796,8 +800,8 @@ ClusterSpec resolve_cluster(const HParams& hp, const Environment& env,
 std::string describe(const ClusterSpec& spec) {
   std::ostringstream os;
   auto origin = [&](const std::string& field) -> std::string {
-    for (const auto& [k, v] : spec.provenance) {
-      if (k == field) return "  (" + v + ")";
+    for (const auto& [key, value] : spec.provenance) {
+      if (key == field) return "  (" + value + ")";
     }
     return "  (default)";
   };
@@ -819,8 +823,8 @@ std::string describe(const ClusterSpec& spec) {
     os << "launcher = starts " << spec.launch_workers << " local workers, ranks " << spec.rank
        << ".." << spec.rank + spec.launch_workers - 1 << "\n";
   }
-  for (const auto& [k, v] : spec.provenance) {
-    if (k == "ignored") os << "ignored sources = " << v << "\n";
+  for (const auto& [key, value] : spec.provenance) {
+    if (key == "ignored") os << "ignored sources = " << value << "\n";
   }
   if (!spec.distributed()) os << "mode = single process\n";
   return os.str();

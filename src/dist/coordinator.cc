@@ -132,7 +132,7 @@ CoordinatorServer::CoordinatorServer(const CoordinatorOptions& options)
   if (auto* health = impl_->server->GetHealthCheckService()) {
     health->SetServingStatus(kServiceName, true);
   }
-  impl_->monitor = std::thread([s = impl_->service.get()] { s->monitor(); });
+  impl_->monitor = std::thread([service = impl_->service.get()] { service->monitor(); });
 }
 
 CoordinatorServer::~CoordinatorServer() { shutdown(); }

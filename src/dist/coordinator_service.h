@@ -84,23 +84,24 @@ class Service final : public pb::Coordinator::Service {
                               std::to_string(req->world_size()) + ", the coordinator " +
                               std::to_string(opts_.world_size));
     }
-    if (auto s = check_rank(req->rank()); !s.ok()) return s;
+    if (auto status = check_rank(req->rank()); !status.ok()) return status;
     std::unique_lock<std::mutex> lock(mu_);
-    Worker& w = workers_[req->rank()];
-    if (w.joined && rendezvous_done_ && (w.pid != req->pid() || w.host != req->host())) {
+    Worker& worker = workers_[req->rank()];
+    if (worker.joined && rendezvous_done_ &&
+        (worker.pid != req->pid() || worker.host != req->host())) {
       return grpc::Status(grpc::FAILED_PRECONDITION, "rank " + std::to_string(req->rank()) +
-                                                         " already joined as " + w.host + ":" +
-                                                         std::to_string(w.pid));
+                                                         " already joined as " + worker.host + ":" +
+                                                         std::to_string(worker.pid));
     }
     // Before completion a restarted process simply replaces the old one.
-    w.joined = true;
-    w.host = req->host();
-    w.pid = req->pid();
-    w.last_seen = Clock::now();
+    worker.joined = true;
+    worker.host = req->host();
+    worker.pid = req->pid();
+    worker.last_seen = Clock::now();
     if (!rendezvous_done_ && joined_locked() == opts_.world_size) {
       rendezvous_done_ = true;
       if (state_ == pb::RENDEZVOUS) state_ = pb::RUNNING;
-      for (auto& x : workers_) x.last_seen = Clock::now();
+      for (auto& entry : workers_) entry.last_seen = Clock::now();
       cv_.notify_all();
     }
     const auto deadline = Clock::now() + wait_of(req->wait_ms());
@@ -113,8 +114,8 @@ class Service final : public pb::Coordinator::Service {
     if (shutting_down_) return shutting_down_status();
     resp->set_complete(rendezvous_done_);
     resp->set_joined(joined_locked());
-    for (int r = 0; r < opts_.world_size && resp->missing_size() < kMaxListedRanks; ++r) {
-      if (!workers_[r].joined) resp->add_missing(r);
+    for (int rank = 0; rank < opts_.world_size && resp->missing_size() < kMaxListedRanks; ++rank) {
+      if (!workers_[rank].joined) resp->add_missing(rank);
     }
     return grpc::Status::OK;
   }
@@ -216,10 +217,10 @@ class Service final : public pb::Coordinator::Service {
           return abort_status();
         }
         resp->set_ok(missing.empty());
-        for (const auto& k : missing) resp->add_missing(k);
+        for (const auto& key : missing) resp->add_missing(key);
         if (missing.empty() && req->op() == pb::StoreRequest::GET) {
-          auto v = kv_.get(keys[0]);
-          if (v) resp->set_value(std::string(v->begin(), v->end()));
+          auto value = kv_.get(keys[0]);
+          if (value) resp->set_value(std::string(value->begin(), value->end()));
         }
         return grpc::Status::OK;
       }

@@ -34,41 +34,42 @@ GradientReducer::GradientReducer(Collective& comm, std::vector<torch::Tensor> pa
   filled_.assign(params_.size(), false);
   int64_t bytes = 0;
   for (size_t k = params_.size(); k-- > 0;) {
-    const auto& p = params_[k];
-    TORCH_CHECK(p.requires_grad(), "GradientReducer: parameter ", k, " does not require grad");
-    const int64_t size = p.numel() * static_cast<int64_t>(p.element_size());
+    const auto& param = params_[k];
+    TORCH_CHECK(param.requires_grad(), "GradientReducer: parameter ", k, " does not require grad");
+    const int64_t size = param.numel() * static_cast<int64_t>(param.element_size());
     const bool fits = !buckets_.empty() && bytes + size <= bucket_cap_bytes &&
-                      buckets_.back().flat.scalar_type() == p.scalar_type();
+                      buckets_.back().flat.scalar_type() == param.scalar_type();
     if (!fits) {
       buckets_.emplace_back();
-      buckets_.back().flat = torch::empty({0}, p.options().requires_grad(false));
+      buckets_.back().flat = torch::empty({0}, param.options().requires_grad(false));
       bytes = 0;
     }
-    Bucket& b = buckets_.back();
-    where_[k] = {buckets_.size() - 1, b.params.size()};
-    b.offsets.push_back(b.flat.numel());
-    b.params.push_back(k);
-    b.flat = torch::empty({b.flat.numel() + p.numel()}, b.flat.options());
+    Bucket& bucket = buckets_.back();
+    where_[k] = {buckets_.size() - 1, bucket.params.size()};
+    bucket.offsets.push_back(bucket.flat.numel());
+    bucket.params.push_back(k);
+    bucket.flat = torch::empty({bucket.flat.numel() + param.numel()}, bucket.flat.options());
     bytes += size;
   }
   torch::NoGradGuard no_grad;
   views_.resize(params_.size());
   for (size_t k = 0; k < params_.size(); ++k) {
     const auto [bi, pos] = where_[k];
-    auto& p = params_[k];
+    auto& param = params_[k];
     // The parameter's own strides (channels-last convolution weights
     // included, as DDP's bucket views): .grad keeps its parameter's layout
     // and backward's result lands in the bucket without a transpose.
-    auto slice = buckets_[bi].flat.narrow(0, buckets_[bi].offsets[pos], p.numel());
-    views_[k] = p.is_non_overlapping_and_dense() ? slice.as_strided(p.sizes(), p.strides())
-                                                 : slice.view(p.sizes());
-    if (p.grad().defined()) {
-      views_[k].copy_(p.grad());
+    auto slice = buckets_[bi].flat.narrow(0, buckets_[bi].offsets[pos], param.numel());
+    views_[k] = param.is_non_overlapping_and_dense()
+                    ? slice.as_strided(param.sizes(), param.strides())
+                    : slice.view(param.sizes());
+    if (param.grad().defined()) {
+      views_[k].copy_(param.grad());
     } else {
       views_[k].zero_();
     }
-    p.mutable_grad() = views_[k];
-    accumulators_.push_back(torch::autograd::impl::grad_accumulator(p));
+    param.mutable_grad() = views_[k];
+    accumulators_.push_back(torch::autograd::impl::grad_accumulator(param));
     hook_keys_.push_back(accumulators_.back()->add_post_hook(
         std::make_unique<AfterAccumulate>([this, k] { on_gradient(k); })));
   }

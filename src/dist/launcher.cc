@@ -117,10 +117,10 @@ LaunchOptions launch_options(const ClusterSpec& spec, const HParams& hp, const E
   return o;
 }
 
-int launch(const LaunchOptions& o) {
-  if (o.nproc < 1) throw ConfigError("launcher: nproc must be >= 1");
-  const int world = o.world_size > 0 ? o.world_size : o.nproc;
-  const int port = o.master_port > 0 ? o.master_port : pick_free_port();
+int launch(const LaunchOptions& options) {
+  if (options.nproc < 1) throw ConfigError("launcher: nproc must be >= 1");
+  const int world = options.world_size > 0 ? options.world_size : options.nproc;
+  const int port = options.master_port > 0 ? options.master_port : pick_free_port();
 
   struct sigaction sa {
   }, old_int{}, old_term{};
@@ -131,37 +131,37 @@ int launch(const LaunchOptions& o) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
 
-  std::vector<Child> children(o.nproc);
+  std::vector<Child> children(options.nproc);
   int result = 0;
   bool failed = false, forwarded = false, kill_armed = false, killed = false;
   Clock::time_point kill_at;
   try {
-    for (int i = 0; i < o.nproc; ++i) {
-      Environment env = o.env;
-      env["RANK"] = std::to_string(o.first_rank + i);
+    for (int i = 0; i < options.nproc; ++i) {
+      Environment env = options.env;
+      env["RANK"] = std::to_string(options.first_rank + i);
       env["WORLD_SIZE"] = std::to_string(world);
       env["LOCAL_RANK"] = std::to_string(i);
-      env["LOCAL_WORLD_SIZE"] = std::to_string(o.nproc);
-      env["MASTER_ADDR"] = o.master_addr;
+      env["LOCAL_WORLD_SIZE"] = std::to_string(options.nproc);
+      env["MASTER_ADDR"] = options.master_addr;
       env["MASTER_PORT"] = std::to_string(port);
       env[kLauncherMarker] = "1";
-      if (!o.token.empty()) env["FASTNN_JOB_TOKEN"] = o.token;
-      children[i].rank = o.first_rank + i;
-      children[i].pid = spawn(o.program, o.args, env);
+      if (!options.token.empty()) env["FASTNN_JOB_TOKEN"] = options.token;
+      children[i].rank = options.first_rank + i;
+      children[i].pid = spawn(options.program, options.args, env);
       children[i].alive = true;
     }
   } catch (...) {
     signal_all(children, SIGKILL);
-    for (Child& c : children) {
-      if (c.alive) waitpid(c.pid, nullptr, 0);
+    for (Child& child : children) {
+      if (child.alive) waitpid(child.pid, nullptr, 0);
     }
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     throw;
   }
-  std::cerr << "launcher: started " << o.nproc << " workers (ranks " << o.first_rank << ".."
-            << o.first_rank + o.nproc - 1 << " of " << world << "), coordinator " << o.master_addr
-            << ":" << port << "\n";
+  std::cerr << "launcher: started " << options.nproc << " workers (ranks " << options.first_rank
+            << ".." << options.first_rank + options.nproc - 1 << " of " << world
+            << "), coordinator " << options.master_addr << ":" << port << "\n";
 
   int seen_signals = 0;
   for (;;) {
@@ -176,21 +176,21 @@ int launch(const LaunchOptions& o) {
       forwarded = true;
     }
     bool any_alive = false;
-    for (Child& c : children) {
-      if (!c.alive) continue;
+    for (Child& child : children) {
+      if (!child.alive) continue;
       int status = 0;
-      const pid_t r = waitpid(c.pid, &status, WNOHANG);
-      if (r == 0) {
+      const pid_t waited = waitpid(child.pid, &status, WNOHANG);
+      if (waited == 0) {
         any_alive = true;
         continue;
       }
-      c.alive = false;
+      child.alive = false;
       int code = kExitDistributed;
       std::string how;
-      if (r > 0 && WIFEXITED(status)) {
+      if (waited > 0 && WIFEXITED(status)) {
         code = WEXITSTATUS(status);
         how = "exited with code " + std::to_string(code);
-      } else if (r > 0 && WIFSIGNALED(status)) {
+      } else if (waited > 0 && WIFSIGNALED(status)) {
         how = std::string("was killed by signal ") + std::to_string(WTERMSIG(status));
       } else {
         how = "was lost (waitpid failed)";
@@ -198,11 +198,11 @@ int launch(const LaunchOptions& o) {
       if (code != 0 && !failed) {
         failed = true;
         result = code;
-        std::cerr << "launcher: worker rank " << c.rank << " (pid " << c.pid << ") " << how
+        std::cerr << "launcher: worker rank " << child.rank << " (pid " << child.pid << ") " << how
                   << (forwarded ? "" : "; stopping the other workers") << "\n";
         if (!forwarded) {
           signal_all(children, SIGTERM);
-          kill_at = Clock::now() + o.grace;
+          kill_at = Clock::now() + options.grace;
           kill_armed = true;
         }
       }

@@ -99,11 +99,12 @@ std::unique_ptr<Collective> connect_nccl(c10::intrusive_ptr<c10d::Store> store,
                       ", and this process sees " + std::to_string(devices) + " CUDA device(s)");
   }
   apply_nccl_environment();
-  auto o = c10d::ProcessGroupNCCL::Options::create();
-  o->timeout = options.timeout;
+  auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+  nccl_options->timeout = options.timeout;
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> group;
   try {
-    group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.world_size, o);
+    group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.world_size,
+                                                        nccl_options);
   } catch (const std::exception& e) {
     throw DistributedError("NCCL process group of " + std::to_string(options.world_size) +
                            " workers (rank " + std::to_string(options.rank) +

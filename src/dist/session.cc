@@ -320,20 +320,20 @@ struct WorkerSession::Impl {
       req.set_wait_ms(wait.count());
       pb::JoinResponse resp;
       auto ctx = client->context(wait + milliseconds(1000));
-      grpc::Status s = client->stub().Join(ctx.get(), req, &resp);
-      if (s.ok()) {
+      grpc::Status status = client->stub().Join(ctx.get(), req, &resp);
+      if (status.ok()) {
         reached = true;
         last = resp;
         if (resp.complete()) return;
         continue;
       }
-      if (s.error_code() == grpc::ABORTED) {
-        throw DistributedError("rendezvous aborted: " + s.error_message());
+      if (status.error_code() == grpc::ABORTED) {
+        throw DistributedError("rendezvous aborted: " + status.error_message());
       }
-      if (!transient(s)) {
-        throw DistributedError(client->explain(s, "rendezvous"));
+      if (!transient(status)) {
+        throw DistributedError(client->explain(status, "rendezvous"));
       }
-      last_error = client->explain(s, "rendezvous");
+      last_error = client->explain(status, "rendezvous");
       std::this_thread::sleep_for(std::min(
           milliseconds(200),
           std::chrono::duration_cast<milliseconds>(deadline - Clock::now() + milliseconds(1))));
@@ -365,10 +365,10 @@ struct WorkerSession::Impl {
     const std::string kText = "fastnn/settings/text", kHash = "fastnn/settings/hash",
                       kDiff = "fastnn/settings/differences";
     KeyValueStore& kv = *store;
-    uint64_t h = 14695981039346656037ull;  // FNV-1a
-    for (unsigned char c : opts.job_settings) h = (h ^ c) * 1099511628211ull;
-    const std::vector<uint8_t> hash(reinterpret_cast<const uint8_t*>(&h),
-                                    reinterpret_cast<const uint8_t*>(&h) + sizeof h);
+    uint64_t digest = 14695981039346656037ull;  // FNV-1a
+    for (unsigned char byte : opts.job_settings) digest = (digest ^ byte) * 1099511628211ull;
+    const std::vector<uint8_t> hash(reinterpret_cast<const uint8_t*>(&digest),
+                                    reinterpret_cast<const uint8_t*>(&digest) + sizeof digest);
     if (spec.is_chief()) {
       kv.set(kText, {opts.job_settings.begin(), opts.job_settings.end()});
       kv.set(kHash, hash);
@@ -413,20 +413,20 @@ struct WorkerSession::Impl {
       auto ctx = client->context(call_timeout);
       inflight = ctx.get();
       lock.unlock();
-      grpc::Status s = client->stub().Heartbeat(ctx.get(), req, &resp);
+      grpc::Status status = client->stub().Heartbeat(ctx.get(), req, &resp);
       lock.lock();
       inflight = nullptr;
       if (stopping) break;
       const auto now = Clock::now();
-      if (s.ok()) {
+      if (status.ok()) {
         last_ok = now;
         if (req.request_stop()) stop_pending = false;
         if (resp.stop_requested()) stop_requested = true;
         if (!resp.failure().empty() && !failure) failure = resp.failure();
         continue;
       }
-      last_error = client->explain(s, "heartbeat");
-      if (!failure && !transient(s)) {
+      last_error = client->explain(status, "heartbeat");
+      if (!failure && !transient(status)) {
         failure = last_error;
       } else if (!failure && now - last_ok > opts.worker_timeout) {
         failure = "coordinator " + spec.coordinator + " lost: no response for " +
@@ -541,25 +541,25 @@ void WorkerSession::request_stop() {
 }
 
 void WorkerSession::finish(int exit_code) {
-  Impl& m = *impl_;
+  Impl& impl = *impl_;
   int64_t step = 0;
   bool coordinator_lost = false, job_failed = false;
   {
-    std::lock_guard<std::mutex> lock(m.mu);
-    if (m.finished) return;
-    m.finished = true;
-    m.stopping = true;
-    if (m.inflight) m.inflight->TryCancel();  // do not wait out an unanswered heartbeat
-    step = m.report.step;
-    coordinator_lost = m.failure && m.failure->rfind("coordinator ", 0) == 0;
-    job_failed = m.failure.has_value();
+    std::lock_guard<std::mutex> lock(impl.mu);
+    if (impl.finished) return;
+    impl.finished = true;
+    impl.stopping = true;
+    if (impl.inflight) impl.inflight->TryCancel();  // do not wait out an unanswered heartbeat
+    step = impl.report.step;
+    coordinator_lost = impl.failure && impl.failure->rfind("coordinator ", 0) == 0;
+    job_failed = impl.failure.has_value();
   }
-  m.cv.notify_all();
-  if (m.heartbeat.joinable()) m.heartbeat.join();
-  if (!m.client) return;
+  impl.cv.notify_all();
+  if (impl.heartbeat.joinable()) impl.heartbeat.join();
+  if (!impl.client) return;
   if (!coordinator_lost) {
     pb::FinishRequest req;
-    req.set_rank(m.spec.rank);
+    req.set_rank(impl.spec.rank);
     req.set_exit_code(exit_code);
     req.set_step(step);
     // Best effort, failing fast: the channel is up while heartbeats flow,
@@ -570,16 +570,16 @@ void WorkerSession::finish(int exit_code) {
     const auto until = Clock::now() + milliseconds(job_failed ? 0 : 1000);
     for (;;) {
       pb::FinishResponse resp;
-      auto ctx = m.client->context(milliseconds(1000),
-                                   /*wait_for_ready=*/false);
-      grpc::Status st = m.client->stub().Finish(ctx.get(), req, &resp);
+      auto ctx = impl.client->context(milliseconds(1000),
+                                      /*wait_for_ready=*/false);
+      grpc::Status st = impl.client->stub().Finish(ctx.get(), req, &resp);
       if (st.error_code() != grpc::UNAVAILABLE || Clock::now() >= until) break;
       std::this_thread::sleep_for(milliseconds(100));
     }
   }
-  if (m.server) {
-    m.server->drain(m.opts.worker_timeout);
-    m.server->shutdown();
+  if (impl.server) {
+    impl.server->drain(impl.opts.worker_timeout);
+    impl.server->shutdown();
   }
 }
 

@@ -382,52 +382,65 @@ class Converter {
 
   static const std::unordered_map<std::string, Op>& ops() {
     static const std::unordered_map<std::string, Op> table = {
-        {"aten::_convolution", [](Converter& c, Node* n) { c.conv(n); }},
-        {"aten::batch_norm", [](Converter& c, Node* n) { c.batch_norm(n); }},
-        {"aten::relu", [](Converter& c, Node* n) { c.node("Relu", {c.input(n, 0)}, n->output()); }},
-        {"aten::clamp", [](Converter& c, Node* n) { c.clamp(n); }},
-        {"aten::max_pool2d", [](Converter& c, Node* n) { c.max_pool(n); }},
-        {"aten::avg_pool2d", [](Converter& c, Node* n) { c.avg_pool(n, 2); }},
-        {"aten::avg_pool3d", [](Converter& c, Node* n) { c.avg_pool(n, 3); }},
-        {"aten::constant_pad_nd", [](Converter& c, Node* n) { c.pad(n, c.double_arg(n, 2)); }},
+        {"aten::_convolution", [](Converter& converter, Node* node) { converter.conv(node); }},
+        {"aten::batch_norm", [](Converter& converter, Node* node) { converter.batch_norm(node); }},
+        {"aten::relu",
+         [](Converter& converter, Node* node) {
+           converter.node("Relu", {converter.input(node, 0)}, node->output());
+         }},
+        {"aten::clamp", [](Converter& converter, Node* node) { converter.clamp(node); }},
+        {"aten::max_pool2d", [](Converter& converter, Node* node) { converter.max_pool(node); }},
+        {"aten::avg_pool2d", [](Converter& converter, Node* node) { converter.avg_pool(node, 2); }},
+        {"aten::avg_pool3d", [](Converter& converter, Node* node) { converter.avg_pool(node, 3); }},
+        {"aten::constant_pad_nd",
+         [](Converter& converter, Node* node) {
+           converter.pad(node, converter.double_arg(node, 2));
+         }},
         // F::pad's enum form (local_response_norm): at::padding_mode.
         {"aten::_pad_enum",
-         [](Converter& c, Node* n) {
-           if (c.int_arg(n, 2) != static_cast<int64_t>(at::padding_mode::constant))
-             c.unmapped("aten::_pad_enum", "a mode other than constant");
-           c.pad(n, c.is_none(n, 3) ? 0.0 : c.double_arg(n, 3));
+         [](Converter& converter, Node* node) {
+           if (converter.int_arg(node, 2) != static_cast<int64_t>(at::padding_mode::constant))
+             converter.unmapped("aten::_pad_enum", "a mode other than constant");
+           converter.pad(node, converter.is_none(node, 3) ? 0.0 : converter.double_arg(node, 3));
          }},
-        {"aten::add", [](Converter& c, Node* n) { c.binary(n, "Add"); }},
-        {"aten::mul", [](Converter& c, Node* n) { c.binary(n, "Mul"); }},
-        {"aten::div", [](Converter& c, Node* n) { c.binary(n, "Div"); }},
-        {"aten::pow", [](Converter& c, Node* n) { c.binary(n, "Pow"); }},
-        {"aten::cat", [](Converter& c, Node* n) { c.cat(n); }},
-        {"aten::flatten", [](Converter& c, Node* n) { c.flatten(n); }},
-        {"aten::view", [](Converter& c, Node* n) { c.reshape(n, c.ints_arg(n, 1)); }},
-        {"aten::reshape", [](Converter& c, Node* n) { c.reshape(n, c.ints_arg(n, 1)); }},
+        {"aten::add", [](Converter& converter, Node* node) { converter.binary(node, "Add"); }},
+        {"aten::mul", [](Converter& converter, Node* node) { converter.binary(node, "Mul"); }},
+        {"aten::div", [](Converter& converter, Node* node) { converter.binary(node, "Div"); }},
+        {"aten::pow", [](Converter& converter, Node* node) { converter.binary(node, "Pow"); }},
+        {"aten::cat", [](Converter& converter, Node* node) { converter.cat(node); }},
+        {"aten::flatten", [](Converter& converter, Node* node) { converter.flatten(node); }},
+        {"aten::view", [](Converter& converter,
+                          Node* node) { converter.reshape(node, converter.ints_arg(node, 1)); }},
+        {"aten::reshape", [](Converter& converter,
+                             Node* node) { converter.reshape(node, converter.ints_arg(node, 1)); }},
         {"aten::permute",
-         [](Converter& c, Node* n) {
-           auto* p = c.node("Transpose", {c.input(n, 0)}, n->output());
+         [](Converter& converter, Node* node) {
+           auto* transpose =
+               converter.node("Transpose", {converter.input(node, 0)}, node->output());
            std::vector<int64_t> perm;
-           for (const int64_t d : c.ints_arg(n, 1)) perm.push_back(c.axis(n, d, n->input(0)));
-           attr(p, "perm", perm);
+           for (const int64_t dim : converter.ints_arg(node, 1))
+             perm.push_back(converter.axis(node, dim, node->input(0)));
+           attr(transpose, "perm", perm);
          }},
-        {"aten::slice", [](Converter& c, Node* n) { c.slice(n); }},
-        {"aten::squeeze", [](Converter& c, Node* n) { c.squeeze(n, "Squeeze"); }},
-        {"aten::unsqueeze", [](Converter& c, Node* n) { c.squeeze(n, "Unsqueeze"); }},
-        {"aten::mean", [](Converter& c, Node* n) { c.mean(n); }},
-        {"aten::addmm", [](Converter& c, Node* n) { c.addmm(n); }},
+        {"aten::slice", [](Converter& converter, Node* node) { converter.slice(node); }},
+        {"aten::squeeze",
+         [](Converter& converter, Node* node) { converter.squeeze(node, "Squeeze"); }},
+        {"aten::unsqueeze",
+         [](Converter& converter, Node* node) { converter.squeeze(node, "Unsqueeze"); }},
+        {"aten::mean", [](Converter& converter, Node* node) { converter.mean(node); }},
+        {"aten::addmm", [](Converter& converter, Node* node) { converter.addmm(node); }},
         {"aten::matmul",
-         [](Converter& c, Node* n) {
-           c.node("MatMul", {c.input(n, 0), c.input(n, 1)}, n->output());
+         [](Converter& converter, Node* node) {
+           converter.node("MatMul", {converter.input(node, 0), converter.input(node, 1)},
+                          node->output());
          }},
         {"aten::dropout",
-         [](Converter& c, Node* n) {
-           if (c.bool_arg(n, 2)) c.unmapped("aten::dropout", "training mode");
-           c.alias(n);
+         [](Converter& converter, Node* node) {
+           if (converter.bool_arg(node, 2)) converter.unmapped("aten::dropout", "training mode");
+           converter.alias(node);
          }},
-        {"aten::contiguous", [](Converter& c, Node* n) { c.alias(n); }},
-        {"aten::detach", [](Converter& c, Node* n) { c.alias(n); }},
+        {"aten::contiguous", [](Converter& converter, Node* node) { converter.alias(node); }},
+        {"aten::detach", [](Converter& converter, Node* node) { converter.alias(node); }},
     };
     return table;
   }
@@ -465,7 +478,7 @@ std::string export_onnx(models::ClassifierImpl& model, const OnnxExportOptions& 
   const bool dynamic = options.batch_size == 0;
   const int64_t batch = dynamic ? kTracedDynamicBatch : options.batch_size;
   model.eval();
-  for (auto& p : model.parameters()) p.requires_grad_(false);
+  for (auto& param : model.parameters()) param.requires_grad_(false);
   torch::NoGradGuard no_grad;
   const torch::Tensor images =
       torch::zeros({batch, options.channels, options.image_size, options.image_size});
@@ -502,20 +515,20 @@ std::string export_onnx(models::ClassifierImpl& model, const OnnxExportOptions& 
   opset->set_domain("");
   opset->set_version(kOnnxOpset);
   for (const auto& [key, value] : options.metadata) {
-    auto* m = proto.add_metadata_props();
-    m->set_key(key);
-    m->set_value(value);
+    auto* prop = proto.add_metadata_props();
+    prop->set_key(key);
+    prop->set_value(value);
   }
-  onnx::GraphProto* g = proto.mutable_graph();
-  g->set_name(options.model_name.empty() ? "network" : options.model_name);
-  tensor_type(g->add_input(), "images", images.sizes().vec(), dynamic);
-  tensor_type(g->add_output(), "logits", logits.sizes().vec(), dynamic);
+  onnx::GraphProto* graph_proto = proto.mutable_graph();
+  graph_proto->set_name(options.model_name.empty() ? "network" : options.model_name);
+  tensor_type(graph_proto->add_input(), "images", images.sizes().vec(), dynamic);
+  tensor_type(graph_proto->add_output(), "logits", logits.sizes().vec(), dynamic);
 
-  Converter c(g, options.model_name, dynamic, batch);
-  c.name_variables(model);
-  c.set_name(graph->inputs()[0], "images");
-  c.set_name(graph->outputs()[0], "logits");
-  for (Node* n : graph->nodes()) c.convert(n);
+  Converter converter(graph_proto, options.model_name, dynamic, batch);
+  converter.name_variables(model);
+  converter.set_name(graph->inputs()[0], "images");
+  converter.set_name(graph->outputs()[0], "logits");
+  for (Node* node : graph->nodes()) converter.convert(node);
   onnx::checker::check_model(proto);
   std::string bytes;
   if (!proto.SerializeToString(&bytes)) {

@@ -141,8 +141,8 @@ std::string read_file(const std::string& path) {
     if (size == out.size()) {
       out.resize(out.size() * 2);
     }
-    ssize_t r = ::read(fd, &out[size], out.size() - size);
-    if (r < 0) {
+    ssize_t got = ::read(fd, &out[size], out.size() - size);
+    if (got < 0) {
       if (errno == EINTR) {
         continue;
       }
@@ -150,10 +150,10 @@ std::string read_file(const std::string& path) {
       ::close(fd);
       throw DataError("cannot read '" + path + "': " + std::strerror(err));
     }
-    if (r == 0) {
+    if (got == 0) {
       break;
     }
-    size += static_cast<size_t>(r);
+    size += static_cast<size_t>(got);
   }
   out.resize(size);
   ::close(fd);

@@ -80,35 +80,35 @@ uint32_t crc32c_extend_portable(uint32_t crc, const void* data, size_t n) {
 bool crc32c_sse42_available() { return __builtin_cpu_supports("sse4.2"); }
 
 __attribute__((target("sse4.2"))) uint32_t crc32c_extend_sse42(uint32_t crc, const void* data,
-                                                               size_t n) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  uint32_t c = ~crc;
-  while (n > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0) {
-    c = _mm_crc32_u8(c, *p++);
-    --n;
+                                                               size_t remaining) {
+  const auto* cursor = static_cast<const uint8_t*>(data);
+  uint32_t state = ~crc;
+  while (remaining > 0 && (reinterpret_cast<uintptr_t>(cursor) & 7) != 0) {
+    state = _mm_crc32_u8(state, *cursor++);
+    --remaining;
   }
 #if defined(__x86_64__)
-  uint64_t c64 = c;
-  while (n >= 8) {
-    uint64_t v;
-    std::memcpy(&v, p, sizeof(v));
-    c64 = _mm_crc32_u64(c64, v);
-    p += 8;
-    n -= 8;
+  uint64_t c64 = state;
+  while (remaining >= 8) {
+    uint64_t word;
+    std::memcpy(&word, cursor, sizeof(word));
+    c64 = _mm_crc32_u64(c64, word);
+    cursor += 8;
+    remaining -= 8;
   }
-  c = static_cast<uint32_t>(c64);
+  state = static_cast<uint32_t>(c64);
 #endif
-  while (n >= 4) {
-    uint32_t v;
-    std::memcpy(&v, p, sizeof(v));
-    c = _mm_crc32_u32(c, v);
-    p += 4;
-    n -= 4;
+  while (remaining >= 4) {
+    uint32_t word;
+    std::memcpy(&word, cursor, sizeof(word));
+    state = _mm_crc32_u32(state, word);
+    cursor += 4;
+    remaining -= 4;
   }
-  while (n-- > 0) {
-    c = _mm_crc32_u8(c, *p++);
+  while (remaining-- > 0) {
+    state = _mm_crc32_u8(state, *cursor++);
   }
-  return ~c;
+  return ~state;
 }
 
 #else

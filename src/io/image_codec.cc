@@ -184,7 +184,7 @@ ScaledPlan plan_region(const DecodeOptions& o, int height, int width) {
 // when libjpeg reports an error or the data ends early. Rows below the
 // region are never decoded (jpeg_abort_decompress): a file cut short there is
 // caught by its missing EOI marker, a cut scan followed by EOI is not.
-bool decode_jpeg_into(std::string_view bytes, const DecodeOptions& o, DecodedRegion* region,
+bool decode_jpeg_into(std::string_view bytes, const DecodeOptions& options, DecodedRegion* region,
                       char* message) {
   jpeg_decompress_struct cinfo;
   JpegError err;
@@ -208,8 +208,8 @@ bool decode_jpeg_into(std::string_view bytes, const DecodeOptions& o, DecodedReg
     jpeg_destroy_decompress(&cinfo);
     return false;
   }
-  const ScaledPlan plan =
-      plan_region(o, static_cast<int>(cinfo.image_height), static_cast<int>(cinfo.image_width));
+  const ScaledPlan plan = plan_region(options, static_cast<int>(cinfo.image_height),
+                                      static_cast<int>(cinfo.image_width));
   if (plan.top == plan.bottom || plan.left == plan.right) {
     std::snprintf(message, JMSG_LENGTH_MAX, "region outside the image");
     jpeg_destroy_decompress(&cinfo);
@@ -219,7 +219,8 @@ bool decode_jpeg_into(std::string_view bytes, const DecodeOptions& o, DecodedReg
   cinfo.scale_denom = 8;
   const J_COLOR_SPACE stored = cinfo.jpeg_color_space;
   const bool cmyk = stored == JCS_CMYK || stored == JCS_YCCK;
-  const int out_channels = o.channels != 0 ? o.channels : (stored == JCS_GRAYSCALE ? 1 : 3);
+  const int out_channels =
+      options.channels != 0 ? options.channels : (stored == JCS_GRAYSCALE ? 1 : 3);
   if (cmyk) {
     cinfo.out_color_space = JCS_CMYK;
   } else {
@@ -252,8 +253,8 @@ bool decode_jpeg_into(std::string_view bytes, const DecodeOptions& o, DecodedReg
   JSAMPARRAY cmyk_buffer = cmyk ? (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo),
                                                              JPOOL_IMAGE, cinfo.output_width * 4, 1)
                                 : nullptr;
-  for (JDIMENSION y = 0; y < rows; ++y) {
-    uint8_t* row = out->pixels.data() + y * stride;
+  for (JDIMENSION scanline = 0; scanline < rows; ++scanline) {
+    uint8_t* row = out->pixels.data() + scanline * stride;
     if (cmyk) {
       jpeg_read_scanlines(&cinfo, cmyk_buffer, 1);
       cmyk_row(cmyk_buffer[0], out->width, out_channels, cinfo.saw_Adobe_marker != 0, row);
@@ -308,32 +309,34 @@ ImageInfo png_info(std::string_view b) {
           color_type == 0 || color_type == 4 ? 1 : 3};
 }
 
-ImageInfo jpeg_info(std::string_view b) {
-  size_t i = 2;
-  while (i + 4 <= b.size()) {
-    if (static_cast<uint8_t>(b[i]) != 0xFF) break;
-    const uint8_t m = static_cast<uint8_t>(b[i + 1]);
-    if (m == 0xFF) {  // fill byte
-      ++i;
+ImageInfo jpeg_info(std::string_view bytes) {
+  size_t pos = 2;
+  while (pos + 4 <= bytes.size()) {
+    if (static_cast<uint8_t>(bytes[pos]) != 0xFF) break;
+    const uint8_t marker = static_cast<uint8_t>(bytes[pos + 1]);
+    if (marker == 0xFF) {  // fill byte
+      ++pos;
       continue;
     }
-    if (m == 0x01 || (m >= 0xD0 && m <= 0xD8)) {  // markers without length
-      i += 2;
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) {  // markers without length
+      pos += 2;
       continue;
     }
-    if (m == 0xD9 || m == 0xDA) break;  // EOI or scan data before any frame
-    const size_t len = be16(b, i + 2);
-    const bool sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
+    if (marker == 0xD9 || marker == 0xDA) break;  // EOI or scan data before any frame
+    const size_t len = be16(bytes, pos + 2);
+    const bool sof =
+        marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC;
     if (sof) {
       // Length (2), precision (1), height (2), width (2), components (1).
-      if (len < 8 || i + 10 > b.size()) break;
-      ImageInfo info{ImageFormat::kJpeg, static_cast<int>(be16(b, i + 5)),
-                     static_cast<int>(be16(b, i + 7)), static_cast<uint8_t>(b[i + 9]) == 1 ? 1 : 3};
+      if (len < 8 || pos + 10 > bytes.size()) break;
+      ImageInfo info{ImageFormat::kJpeg, static_cast<int>(be16(bytes, pos + 5)),
+                     static_cast<int>(be16(bytes, pos + 7)),
+                     static_cast<uint8_t>(bytes[pos + 9]) == 1 ? 1 : 3};
       if (info.height == 0 || info.width == 0) break;
       return info;
     }
     if (len < 2) break;
-    i += 2 + len;
+    pos += 2 + len;
   }
   throw DataError("undecodable JPEG: no frame header (SOF) with a size");
 }

@@ -107,23 +107,25 @@ std::string forged_block_handles(const leveldb::RandomAccessFile& file, uint64_t
   std::string footer;
   if (!read_exact(file, size - kFooterBytes, kFooterBytes, &footer)) return "unreadable footer";
   if (load_le(footer.data() + 40, 8) != kTableMagic) return "no table footer";
-  std::string_view f(footer);
+  std::string_view footer_rest(footer);
   uint64_t handles[4];
-  for (uint64_t& h : handles) {
-    if (!get_varint64(&f, &h)) return "a malformed footer";
+  for (uint64_t& handle : handles) {
+    if (!get_varint64(&footer_rest, &handle)) return "a malformed footer";
   }
   const uint64_t limit = size - kFooterBytes;
   // Checks one block: inside the file, of a known type, and (snappy) valid.
-  auto check_block = [&](uint64_t offset, uint64_t n, std::string* contents) -> std::string {
-    if (offset > limit || n > limit - offset || kTrailer > limit - offset - n) {
+  auto check_block = [&](uint64_t offset, uint64_t block_size,
+                         std::string* contents) -> std::string {
+    if (offset > limit || block_size > limit - offset || kTrailer > limit - offset - block_size) {
       return "a block handle past the end of the file";
     }
     std::string type;
-    if (!read_exact(file, offset + n, 1, &type)) return "an unreadable block";
+    if (!read_exact(file, offset + block_size, 1, &type)) return "an unreadable block";
     if (type[0] != 0 && type[0] != 1) return "a block of unknown compression";
     if (type[0] == 0 && !contents) return "";
     std::string raw;
-    if (!read_exact(file, offset, static_cast<size_t>(n), &raw)) return "an unreadable block";
+    if (!read_exact(file, offset, static_cast<size_t>(block_size), &raw))
+      return "an unreadable block";
     if (type[0] == 1) {
       if (!snappy::IsValidCompressedBuffer(raw.data(), raw.size())) {
         return "a snappy block that does not decompress";
@@ -148,7 +150,7 @@ std::string forged_block_handles(const leveldb::RandomAccessFile& file, uint64_t
   if (restarts > (index.size() - 4) / 4) return "a malformed index block";
   std::string_view entries(index.data(), index.size() - 4 - 4 * restarts);
   while (!entries.empty()) {
-    uint64_t shared, unshared, value_len, offset, n;
+    uint64_t shared, unshared, value_len, offset, block_size;
     if (!get_varint64(&entries, &shared) || !get_varint64(&entries, &unshared) ||
         !get_varint64(&entries, &value_len) || unshared > entries.size() ||
         value_len > entries.size() - unshared) {
@@ -156,10 +158,10 @@ std::string forged_block_handles(const leveldb::RandomAccessFile& file, uint64_t
     }
     std::string_view value = entries.substr(unshared, value_len);
     entries.remove_prefix(unshared + value_len);
-    if (!get_varint64(&value, &offset) || !get_varint64(&value, &n)) {
+    if (!get_varint64(&value, &offset) || !get_varint64(&value, &block_size)) {
       return "a malformed index block";
     }
-    const std::string why = check_block(offset, n, nullptr);
+    const std::string why = check_block(offset, block_size, nullptr);
     if (!why.empty()) return why;
   }
   return "";
@@ -284,60 +286,60 @@ void append_values(const Field& field, std::string* out) {
 }
 
 // A V1 slice's values as little-endian bytes (numbers) or strings.
-void v1_values(const tfckpt::TensorProto& p, const TfTensorInfo& info, const std::string& where,
+void v1_values(const tfckpt::TensorProto& proto, const TfTensorInfo& info, const std::string& where,
                TfTensor* out) {
   const size_t width = tf_dtype_bytes(info.dtype);
-  const auto n = static_cast<size_t>(info.num_elements);
+  const auto elements = static_cast<size_t>(info.num_elements);
   if (info.dtype == kTfString) {
-    if (static_cast<size_t>(p.string_val_size()) != n) {
-      throw DataError(where + ": " + std::to_string(p.string_val_size()) + " strings for " +
-                      std::to_string(n) + " elements");
+    if (static_cast<size_t>(proto.string_val_size()) != elements) {
+      throw DataError(where + ": " + std::to_string(proto.string_val_size()) + " strings for " +
+                      std::to_string(elements) + " elements");
     }
-    out->strings.assign(p.string_val().begin(), p.string_val().end());
+    out->strings.assign(proto.string_val().begin(), proto.string_val().end());
     return;
   }
-  if (!p.tensor_content().empty()) {
-    out->bytes = p.tensor_content();
+  if (!proto.tensor_content().empty()) {
+    out->bytes = proto.tensor_content();
   } else {
     switch (info.dtype) {
       case kTfFloat:
-        append_values<decltype(p.float_val()), float>(p.float_val(), &out->bytes);
+        append_values<decltype(proto.float_val()), float>(proto.float_val(), &out->bytes);
         break;
       case kTfDouble:
-        append_values<decltype(p.double_val()), double>(p.double_val(), &out->bytes);
+        append_values<decltype(proto.double_val()), double>(proto.double_val(), &out->bytes);
         break;
       case kTfInt32:
-        append_values<decltype(p.int_val()), int32_t>(p.int_val(), &out->bytes);
+        append_values<decltype(proto.int_val()), int32_t>(proto.int_val(), &out->bytes);
         break;
       case kTfInt16:
-        append_values<decltype(p.int_val()), int16_t>(p.int_val(), &out->bytes);
+        append_values<decltype(proto.int_val()), int16_t>(proto.int_val(), &out->bytes);
         break;
       case kTfUInt16:
-        append_values<decltype(p.int_val()), uint16_t>(p.int_val(), &out->bytes);
+        append_values<decltype(proto.int_val()), uint16_t>(proto.int_val(), &out->bytes);
         break;
       case kTfInt8:
-        append_values<decltype(p.int_val()), int8_t>(p.int_val(), &out->bytes);
+        append_values<decltype(proto.int_val()), int8_t>(proto.int_val(), &out->bytes);
         break;
       case kTfUInt8:
-        append_values<decltype(p.int_val()), uint8_t>(p.int_val(), &out->bytes);
+        append_values<decltype(proto.int_val()), uint8_t>(proto.int_val(), &out->bytes);
         break;
       case kTfInt64:
-        append_values<decltype(p.int64_val()), int64_t>(p.int64_val(), &out->bytes);
+        append_values<decltype(proto.int64_val()), int64_t>(proto.int64_val(), &out->bytes);
         break;
       case kTfBool:
-        append_values<decltype(p.bool_val()), uint8_t>(p.bool_val(), &out->bytes);
+        append_values<decltype(proto.bool_val()), uint8_t>(proto.bool_val(), &out->bytes);
         break;
       case kTfHalf:
       case kTfBFloat16:
-        append_values<decltype(p.half_val()), uint16_t>(p.half_val(), &out->bytes);
+        append_values<decltype(proto.half_val()), uint16_t>(proto.half_val(), &out->bytes);
         break;
       default:
         break;
     }
   }
-  if (out->bytes.size() != n * width) {
+  if (out->bytes.size() != elements * width) {
     throw DataError(where + ": " + std::to_string(out->bytes.size() / std::max<size_t>(width, 1)) +
-                    " values for " + std::to_string(n) + " elements");
+                    " values for " + std::to_string(elements) + " elements");
   }
 }
 
@@ -347,36 +349,36 @@ void v1_values(const tfckpt::TensorProto& p, const TfTensorInfo& info, const std
 // the checksum's 4 bytes and the string bytes.
 void v2_strings(const std::string& data, const TfTensorInfo& info, const std::string& where,
                 TfTensor* out) {
-  const auto n = static_cast<uint64_t>(info.num_elements);
-  if (n > data.size())
-    throw DataError(where + ": " + std::to_string(n) + " strings in " +
+  const auto elements = static_cast<uint64_t>(info.num_elements);
+  if (elements > data.size())
+    throw DataError(where + ": " + std::to_string(elements) + " strings in " +
                     std::to_string(data.size()) + " bytes");
   std::vector<uint64_t> lengths;
-  lengths.reserve(n);
+  lengths.reserve(elements);
   size_t pos = 0;
   uint32_t crc = 0;
   uint64_t total = 0;
-  for (uint64_t i = 0; i < n; ++i) {
-    uint64_t v = 0;
+  for (uint64_t i = 0; i < elements; ++i) {
+    uint64_t length = 0;
     int shift = 0;
     while (true) {
       if (pos >= data.size() || shift > 63) throw DataError(where + ": a string length is cut off");
-      const auto b = static_cast<uint8_t>(data[pos++]);
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      const auto byte = static_cast<uint8_t>(data[pos++]);
+      length |= static_cast<uint64_t>(byte & 0x7f) << shift;
       shift += 7;
-      if (!(b & 0x80)) break;
+      if (!(byte & 0x80)) break;
     }
-    if (v > data.size())
-      throw DataError(where + ": a string of " + std::to_string(v) + " bytes in " +
+    if (length > data.size())
+      throw DataError(where + ": a string of " + std::to_string(length) + " bytes in " +
                       std::to_string(data.size()));
-    total += v;
-    if (v <= std::numeric_limits<uint32_t>::max()) {
-      const auto v32 = static_cast<uint32_t>(v);
+    total += length;
+    if (length <= std::numeric_limits<uint32_t>::max()) {
+      const auto v32 = static_cast<uint32_t>(length);
       crc = crc32c_extend(crc, &v32, sizeof v32);
     } else {
-      crc = crc32c_extend(crc, &v, sizeof v);
+      crc = crc32c_extend(crc, &length, sizeof length);
     }
-    lengths.push_back(v);
+    lengths.push_back(length);
   }
   if (data.size() - pos < 4 || data.size() - pos - 4 != total) {
     throw DataError(where + ": the string lengths add up to " + std::to_string(total) +
@@ -426,31 +428,32 @@ bool is_regular(const std::string& p) {
 
 // V1 shards "BASE-SSSSS-of-NNNNN" (all of them, in order), given one of
 // them, a "BASE-?????-of-NNNNN" pattern, or BASE.
-std::vector<std::string> v1_shards(const std::string& p) {
+std::vector<std::string> v1_shards(const std::string& path) {
   static const std::regex shard(R"((.*)-(\d{5}|\?{5})-of-(\d{5}))");
-  std::smatch m;
+  std::smatch match;
   std::string base;
   int count = 0;
-  if (std::regex_match(p, m, shard)) {
-    base = m[1];
-    count = std::stoi(m[3]);
+  if (std::regex_match(path, match, shard)) {
+    base = match[1];
+    count = std::stoi(match[3]);
   } else {
-    const fs::path dir = fs::path(p).parent_path().empty() ? "." : fs::path(p).parent_path();
-    const std::string stem = fs::path(p).filename().string() + "-";
+    const fs::path dir = fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path();
+    const std::string stem = fs::path(path).filename().string() + "-";
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
-      std::smatch n;
-      if (name.rfind(stem, 0) == 0 && std::regex_match(name, n, shard) && n[2] == "00000") {
-        base = p;
-        count = std::stoi(n[3]);
+      std::smatch shard_match;
+      if (name.rfind(stem, 0) == 0 && std::regex_match(name, shard_match, shard) &&
+          shard_match[2] == "00000") {
+        base = path;
+        count = std::stoi(shard_match[3]);
         break;
       }
     }
   }
   std::vector<std::string> files;
   if (count <= 0) {
-    if (is_regular(p)) files.push_back(p);
+    if (is_regular(path)) files.push_back(path);
     return files;
   }
   char suffix[32];
@@ -458,7 +461,7 @@ std::vector<std::string> v1_shards(const std::string& p) {
     std::snprintf(suffix, sizeof suffix, "-%05d-of-%05d", i, count);
     files.push_back(base + suffix);
     if (!is_regular(files.back())) {
-      throw DataError("the V1 checkpoint " + in_quotes(p) + " lacks its shard " +
+      throw DataError("the V1 checkpoint " + in_quotes(path) + " lacks its shard " +
                       in_quotes(files.back()));
     }
   }
@@ -691,41 +694,43 @@ TfCheckpoint& TfCheckpoint::operator=(TfCheckpoint&&) noexcept = default;
 TfCheckpoint::~TfCheckpoint() = default;
 
 TfCheckpoint TfCheckpoint::open(const std::string& given) {
-  std::string p = given;
+  std::string path = given;
   std::error_code ec;
-  if (fs::is_directory(p, ec)) p = from_checkpoint_state(p);
+  if (fs::is_directory(path, ec)) path = from_checkpoint_state(path);
   auto impl = std::make_unique<Impl>();
   static const std::regex data_file(R"((.*)\.data-\d{5}-of-\d{5})");
-  std::smatch m;
+  std::smatch match;
   std::string prefix;
-  if (ends_with(p, ".index") && is_regular(p)) {
-    prefix = p.substr(0, p.size() - 6);
-  } else if (std::regex_match(p, m, data_file) && is_regular(std::string(m[1]) + ".index")) {
-    prefix = m[1];
-  } else if (is_regular(p + ".index")) {
-    prefix = p;
+  if (ends_with(path, ".index") && is_regular(path)) {
+    prefix = path.substr(0, path.size() - 6);
+  } else if (std::regex_match(path, match, data_file) &&
+             is_regular(std::string(match[1]) + ".index")) {
+    prefix = match[1];
+  } else if (is_regular(path + ".index")) {
+    prefix = path;
   }
   if (!prefix.empty()) {
     impl->path = prefix;
     impl->add_table(open_table_file(prefix + ".index"));
     impl->files.push_back(prefix + ".index");
     if (impl->format == TfCheckpointFormat::kV2) {
-      for (int s = 0; s < impl->num_shards; ++s) impl->files.push_back(impl->shard_path(s));
+      for (int shard = 0; shard < impl->num_shards; ++shard)
+        impl->files.push_back(impl->shard_path(shard));
     }
   } else {
-    const std::vector<std::string> shards = v1_shards(p);
+    const std::vector<std::string> shards = v1_shards(path);
     if (shards.empty()) {
       throw DataError("no TensorFlow checkpoint at " + in_quotes(given) + " (looked for " +
-                      in_quotes(p + ".index") + ", " + in_quotes(p) + " and " +
-                      in_quotes(p + "-00000-of-NNNNN") + ")");
+                      in_quotes(path + ".index") + ", " + in_quotes(path) + " and " +
+                      in_quotes(path + "-00000-of-NNNNN") + ")");
     }
     impl->path = shards.front();
-    for (const auto& f : shards) {
-      if (!is_tf_checkpoint(f)) {
-        throw DataError(in_quotes(f) + " is not a TensorFlow checkpoint (no table footer)");
+    for (const auto& file : shards) {
+      if (!is_tf_checkpoint(file)) {
+        throw DataError(in_quotes(file) + " is not a TensorFlow checkpoint (no table footer)");
       }
-      impl->add_table(open_table_file(f));
-      impl->files.push_back(f);
+      impl->add_table(open_table_file(file));
+      impl->files.push_back(file);
     }
   }
   impl->finish();

@@ -267,18 +267,18 @@ bool TFRecordReader::next(std::string* record) {
             header);
       continue;
     }
-    const auto* h = reinterpret_cast<const unsigned char*>(header_bytes);
-    const uint32_t stored_length_crc = get_le32(h + 8);
-    const uint32_t length_crc = mask_crc(crc32c(h, 8));
+    const auto* octets = reinterpret_cast<const unsigned char*>(header_bytes);
+    const uint32_t stored_length_crc = get_le32(octets + 8);
+    const uint32_t length_crc = mask_crc(crc32c(octets, 8));
     if (stored_length_crc != length_crc) {
       std::string reason = crc_mismatch("length", stored_length_crc, length_crc);
-      if (offset == 0 && h[0] == 0x1f && h[1] == 0x8b) {
+      if (offset == 0 && octets[0] == 0x1f && octets[1] == 0x8b) {
         reason += "; the file looks gzip-compressed, which is not supported";
       }
       fault(index, offset, reason, header);
       continue;
     }
-    const uint64_t length = get_le64(h);
+    const uint64_t length = get_le64(octets);
     if (options_.max_record_bytes > 0 && length > options_.max_record_bytes) {
       fault(index, offset,
             "record of " + std::to_string(length) + " bytes is over the limit of " +

@@ -54,14 +54,14 @@ int startable_threads(int cap) {
   const pthread_attr_t* use = &attr;
   std::vector<pthread_t> started;
   while (static_cast<int>(started.size()) < cap) {
-    pthread_t t;
-    const int err = pthread_create(&t, use, wait_at_gate, &gate);
+    pthread_t thread;
+    const int err = pthread_create(&thread, use, wait_at_gate, &gate);
     if (err == EINVAL && use) {
       use = nullptr;  // the stack too small after all: the default one
       continue;
     }
     if (err != 0) break;
-    started.push_back(t);
+    started.push_back(thread);
   }
   pthread_attr_destroy(&attr);
   {
@@ -69,7 +69,7 @@ int startable_threads(int cap) {
     gate.open = true;
   }
   gate.cv.notify_all();
-  for (pthread_t t : started) pthread_join(t, nullptr);
+  for (pthread_t thread : started) pthread_join(thread, nullptr);
   // A joined thread still counts against the limit until the kernel has
   // released it, a moment after the join returns.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);

@@ -112,9 +112,9 @@ void check_setup(const SweepOptions& o, const std::vector<Assignment>& trials,
   }
 }
 
-void check_sweep_args(const SweepOptions& o) {
-  const fs::path file = fs::path(o.out_dir) / "sweep.args";
-  const nlohmann::json now = shared_args(o);
+void check_sweep_args(const SweepOptions& options) {
+  const fs::path file = fs::path(options.out_dir) / "sweep.args";
+  const nlohmann::json now = shared_args(options);
   if (fs::exists(file)) {
     nlohmann::json then;
     std::vector<std::string> then_args;
@@ -130,14 +130,15 @@ void check_sweep_args(const SweepOptions& o) {
     std::string why;
     const auto now_args = now.at("args").get<std::vector<std::string>>();
     if (then_args != now_args) {
-      const std::string a = missing_from(then_args, now_args),
-                        b = missing_from(now_args, then_args);
-      why = a == b ? "the same arguments in another order" : "then " + a + ", now " + b;
+      const std::string only_then = missing_from(then_args, now_args),
+                        only_now = missing_from(now_args, then_args);
+      why = only_then == only_now ? "the same arguments in another order"
+                                  : "then " + only_then + ", now " + only_now;
     } else {
-      why = "the base config " + config::quote_value(o.base_config) + " changed since";
+      why = "the base config " + config::quote_value(options.base_config) + " changed since";
     }
     throw ConfigError(
-        "--out " + config::quote_value(o.out_dir) +
+        "--out " + config::quote_value(options.out_dir) +
         " holds a sweep run with other trial arguments (" + file.string() + "): " + why +
         "; rerun it with the same --config and arguments after --, or use " + "another --out");
   }
@@ -157,9 +158,9 @@ int sweep_exit_code(const SweepOutcome& outcome, const std::string& metric, int 
     return outcome.stop_code;
   }
   std::map<int, std::vector<int>> failed;  // exit code -> trials
-  for (const auto& r : results) {
-    if (r.has_metric) return kExitOk;
-    if (r.status != "no_metric") failed[r.exit_code].push_back(r.index);
+  for (const auto& result : results) {
+    if (result.has_metric) return kExitOk;
+    if (result.status != "no_metric") failed[result.exit_code].push_back(result.index);
   }
   if (failed.empty()) {
     *message = "no trial produced a result: every trial ended without " +
@@ -176,8 +177,8 @@ int sweep_exit_code(const SweepOutcome& outcome, const std::string& metric, int 
   }
   const int first = failed.begin()->second.front();
   std::string log;
-  for (const auto& r : results) {
-    if (r.index == first) log = (fs::path(r.dir).parent_path() / "log.txt").string();
+  for (const auto& result : results) {
+    if (result.index == first) log = (fs::path(result.dir).parent_path() / "log.txt").string();
   }
   *message = "no trial produced a result (" + list + "); see " + log;
   const int code = failed.begin()->first;

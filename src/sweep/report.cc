@@ -145,161 +145,182 @@ std::vector<std::string> param_names(const std::vector<TrialResult>& results) {
 std::string scatter(const std::string& name, const std::vector<TrialResult>& results, double mlo,
                     double mhi, const std::string& metric) {
   const Axis axis = axis_for(name, results);
-  const double W = 300, H = 200, L = 48, B = 36, T = 12, R = 12;
-  const double pw = W - L - R, ph = H - T - B;
-  std::ostringstream s;
-  s << "<figure><svg viewBox='0 0 " << W << " " << H << "' width='" << W << "' height='" << H
-    << "' role='img'><title>" << esc(metric + " against " + name) << "</title>";
-  s << "<rect x='" << L << "' y='" << T << "' width='" << pw << "' height='" << ph
-    << "' class='plot'/>";
+  const double width = 300, height = 200, margin_left = 48, margin_bottom = 36, margin_top = 12,
+               margin_right = 12;
+  const double pw = width - margin_left - margin_right, ph = height - margin_top - margin_bottom;
+  std::ostringstream svg;
+  svg << "<figure><svg viewBox='0 0 " << width << " " << height << "' width='" << width
+      << "' height='" << height << "' role='img'><title>" << esc(metric + " against " + name)
+      << "</title>";
+  svg << "<rect x='" << margin_left << "' y='" << margin_top << "' width='" << pw << "' height='"
+      << ph << "' class='plot'/>";
   for (int i = 0; i <= 2; ++i) {
-    const double t = i / 2.0;
-    const double y = T + ph * (1 - t);
-    s << "<text x='" << L - 4 << "' y='" << y + 4 << "' class='tick' text-anchor='end'>"
-      << num(mlo + t * (mhi - mlo)) << "</text>";
+    const double pos = i / 2.0;
+    const double py = margin_top + ph * (1 - pos);
+    svg << "<text x='" << margin_left - 4 << "' y='" << py + 4
+        << "' class='tick' text-anchor='end'>" << num(mlo + pos * (mhi - mlo)) << "</text>";
   }
   if (axis.numeric) {
     for (int i = 0; i <= 2; ++i) {
-      const double t = i / 2.0;
-      s << "<text x='" << L + pw * t << "' y='" << H - B + 14
-        << "' class='tick' text-anchor='middle'>" << axis.label(t) << "</text>";
+      const double pos = i / 2.0;
+      svg << "<text x='" << margin_left + pw * pos << "' y='" << height - margin_bottom + 14
+          << "' class='tick' text-anchor='middle'>" << axis.label(pos) << "</text>";
     }
   } else {
-    for (const auto& c : axis.categories) {
-      const double t = *axis.at(c);
-      s << "<text x='" << L + 10 + (pw - 20) * t << "' y='" << H - B + 14
-        << "' class='tick' text-anchor='middle'>" << esc(c) << "</text>";
+    for (const auto& category : axis.categories) {
+      const double pos = *axis.at(category);
+      svg << "<text x='" << margin_left + 10 + (pw - 20) * pos << "' y='"
+          << height - margin_bottom + 14 << "' class='tick' text-anchor='middle'>" << esc(category)
+          << "</text>";
     }
   }
-  s << "<text x='" << L + pw / 2 << "' y='" << H - 4 << "' class='label' text-anchor='middle'>"
-    << esc(name) << (axis.log ? " (log)" : "") << "</text>";
-  for (const auto& r : results) {
-    auto it = r.params.find(name);
-    if (it == r.params.end()) continue;
-    const auto t = axis.at(it->second);
-    if (!t) continue;
-    const double x = axis.numeric ? L + pw * *t : L + 10 + (pw - 20) * *t;
-    if (r.has_metric) {
-      const double y = T + ph * (1 - (mhi > mlo ? (r.metric - mlo) / (mhi - mlo) : 0.5));
-      s << "<circle cx='" << x << "' cy='" << y << "' r='4' fill='" << colour(r.metric, mlo, mhi)
-        << "'><title>" << trial_name(r.index) << ": " << num(r.metric) << "</title></circle>";
+  svg << "<text x='" << margin_left + pw / 2 << "' y='" << height - 4
+      << "' class='label' text-anchor='middle'>" << esc(name) << (axis.log ? " (log)" : "")
+      << "</text>";
+  for (const auto& trial : results) {
+    auto it = trial.params.find(name);
+    if (it == trial.params.end()) continue;
+    const auto pos = axis.at(it->second);
+    if (!pos) continue;
+    const double px = axis.numeric ? margin_left + pw * *pos : margin_left + 10 + (pw - 20) * *pos;
+    if (trial.has_metric) {
+      const double py =
+          margin_top + ph * (1 - (mhi > mlo ? (trial.metric - mlo) / (mhi - mlo) : 0.5));
+      svg << "<circle cx='" << px << "' cy='" << py << "' r='4' fill='"
+          << colour(trial.metric, mlo, mhi) << "'><title>" << trial_name(trial.index) << ": "
+          << num(trial.metric) << "</title></circle>";
     } else {
-      const double y = T + ph + 6;
-      s << "<text x='" << x << "' y='" << y + 4 << "' class='fail' text-anchor='middle'>×<title>"
-        << trial_name(r.index) << ": " << esc(r.status) << "</title></text>";
+      const double py = margin_top + ph + 6;
+      svg << "<text x='" << px << "' y='" << py + 4
+          << "' class='fail' text-anchor='middle'>×<title>" << trial_name(trial.index) << ": "
+          << esc(trial.status) << "</title></text>";
     }
   }
-  s << "</svg></figure>";
-  return s.str();
+  svg << "</svg></figure>";
+  return svg.str();
 }
 
 std::string parallel(const std::vector<std::string>& names, const std::vector<TrialResult>& results,
                      double mlo, double mhi, const std::string& metric) {
-  const double W = 900, H = 300, L = 40, R = 60, T = 24, B = 40;
-  const size_t n = names.size() + 1;
-  const double step = n > 1 ? (W - L - R) / (n - 1) : 0;
+  const double width = 900, height = 300, margin_left = 40, margin_right = 60, margin_top = 24,
+               margin_bottom = 40;
+  const size_t axis_count = names.size() + 1;
+  const double step = axis_count > 1 ? (width - margin_left - margin_right) / (axis_count - 1) : 0;
   std::vector<Axis> axes;
   for (const auto& name : names) axes.push_back(axis_for(name, results));
-  std::ostringstream s;
-  s << "<svg viewBox='0 0 " << W << " " << H << "' width='" << W << "' height='" << H
-    << "' role='img'><title>parallel coordinates</title>";
+  std::ostringstream svg;
+  svg << "<svg viewBox='0 0 " << width << " " << height << "' width='" << width << "' height='"
+      << height << "' role='img'><title>parallel coordinates</title>";
   // Worst first, so the best lines are drawn on top.
   std::vector<const TrialResult*> order;
-  for (const auto& r : results) {
-    if (r.has_metric) order.push_back(&r);
+  for (const auto& trial : results) {
+    if (trial.has_metric) order.push_back(&trial);
   }
-  std::sort(order.begin(), order.end(),
-            [](const TrialResult* a, const TrialResult* b) { return a->metric < b->metric; });
-  for (const TrialResult* r : order) {
+  std::sort(order.begin(), order.end(), [](const TrialResult* lhs, const TrialResult* rhs) {
+    return lhs->metric < rhs->metric;
+  });
+  for (const TrialResult* trial : order) {
     std::ostringstream pts;
     for (size_t i = 0; i < names.size(); ++i) {
-      auto it = r->params.find(names[i]);
-      const auto t = it == r->params.end() ? std::nullopt : axes[i].at(it->second);
-      if (!t) continue;
-      pts << L + step * i << "," << T + (H - T - B) * (1 - *t) << " ";
+      auto it = trial->params.find(names[i]);
+      const auto pos = it == trial->params.end() ? std::nullopt : axes[i].at(it->second);
+      if (!pos) continue;
+      pts << margin_left + step * i << ","
+          << margin_top + (height - margin_top - margin_bottom) * (1 - *pos) << " ";
     }
-    const double mt = mhi > mlo ? (r->metric - mlo) / (mhi - mlo) : 0.5;
-    pts << L + step * names.size() << "," << T + (H - T - B) * (1 - mt);
-    s << "<polyline points='" << pts.str() << "' fill='none' stroke='"
-      << colour(r->metric, mlo, mhi) << "' stroke-width='2' opacity='0.85'><title>"
-      << trial_name(r->index) << ": " << num(r->metric) << "</title></polyline>";
+    const double mt = mhi > mlo ? (trial->metric - mlo) / (mhi - mlo) : 0.5;
+    pts << margin_left + step * names.size() << ","
+        << margin_top + (height - margin_top - margin_bottom) * (1 - mt);
+    svg << "<polyline points='" << pts.str() << "' fill='none' stroke='"
+        << colour(trial->metric, mlo, mhi) << "' stroke-width='2' opacity='0.85'><title>"
+        << trial_name(trial->index) << ": " << num(trial->metric) << "</title></polyline>";
   }
-  for (size_t i = 0; i < n; ++i) {
-    const double x = L + step * i;
-    s << "<line x1='" << x << "' y1='" << T << "' x2='" << x << "' y2='" << H - B
-      << "' class='axis'/>";
+  for (size_t i = 0; i < axis_count; ++i) {
+    const double px = margin_left + step * i;
+    svg << "<line x1='" << px << "' y1='" << margin_top << "' x2='" << px << "' y2='"
+        << height - margin_bottom << "' class='axis'/>";
     const std::string name = i < names.size() ? names[i] : metric;
-    s << "<text x='" << x << "' y='" << H - B + 16 << "' class='label' text-anchor='middle'>"
-      << esc(name) << "</text>";
+    svg << "<text x='" << px << "' y='" << height - margin_bottom + 16
+        << "' class='label' text-anchor='middle'>" << esc(name) << "</text>";
     if (i < names.size() && !axes[i].numeric) {
-      for (const auto& c : axes[i].categories) {
-        s << "<text x='" << x + 4 << "' y='" << T + (H - T - B) * (1 - *axes[i].at(c)) + 4
-          << "' class='tick'>" << esc(c) << "</text>";
+      for (const auto& category : axes[i].categories) {
+        svg << "<text x='" << px + 4 << "' y='"
+            << margin_top + (height - margin_top - margin_bottom) * (1 - *axes[i].at(category)) + 4
+            << "' class='tick'>" << esc(category) << "</text>";
       }
     } else {
       const std::string top = i < names.size() ? axes[i].label(1) : num(mhi);
       const std::string bottom = i < names.size() ? axes[i].label(0) : num(mlo);
-      s << "<text x='" << x + 4 << "' y='" << T + 4 << "' class='tick'>" << top << "</text>";
-      s << "<text x='" << x + 4 << "' y='" << H - B << "' class='tick'>" << bottom << "</text>";
+      svg << "<text x='" << px + 4 << "' y='" << margin_top + 4 << "' class='tick'>" << top
+          << "</text>";
+      svg << "<text x='" << px + 4 << "' y='" << height - margin_bottom << "' class='tick'>"
+          << bottom << "</text>";
     }
   }
-  s << "</svg>";
-  return s.str();
+  svg << "</svg>";
+  return svg.str();
 }
 
 std::string curves_chart(const std::string& tag, const std::vector<const TrialResult*>& top,
                          const std::vector<Curve>& curves) {
-  const double W = 440, H = 240, L = 66, R = 12, T = 12, B = 36;
+  const double width = 440, height = 240, margin_left = 66, margin_right = 12, margin_top = 12,
+               margin_bottom = 36;
   int64_t smax = 1;
   double vlo = INFINITY, vhi = -INFINITY;
-  for (const auto& c : curves) {
-    for (const auto& [step, v] : c) {
-      if (!std::isfinite(v)) continue;
+  for (const auto& curve : curves) {
+    for (const auto& [step, value] : curve) {
+      if (!std::isfinite(value)) continue;
       smax = std::max(smax, step);
-      vlo = std::min(vlo, v);
-      vhi = std::max(vhi, v);
+      vlo = std::min(vlo, value);
+      vhi = std::max(vhi, value);
     }
   }
-  std::ostringstream s;
-  s << "<figure><svg viewBox='0 0 " << W << " " << H << "' width='" << W << "' height='" << H
-    << "' role='img'><title>" << esc(tag) << " of the best trials</title>";
-  s << "<rect x='" << L << "' y='" << T << "' width='" << W - L - R << "' height='" << H - T - B
-    << "' class='plot'/>";
+  std::ostringstream svg;
+  svg << "<figure><svg viewBox='0 0 " << width << " " << height << "' width='" << width
+      << "' height='" << height << "' role='img'><title>" << esc(tag)
+      << " of the best trials</title>";
+  svg << "<rect x='" << margin_left << "' y='" << margin_top << "' width='"
+      << width - margin_left - margin_right << "' height='" << height - margin_top - margin_bottom
+      << "' class='plot'/>";
   if (!(vhi >= vlo)) {
-    s << "<text x='" << W / 2 << "' y='" << H / 2 << "' text-anchor='middle' class='label'>"
-      << "no " << esc(tag) << " summaries</text></svg></figure>";
-    return s.str();
+    svg << "<text x='" << width / 2 << "' y='" << height / 2
+        << "' text-anchor='middle' class='label'>"
+        << "no " << esc(tag) << " summaries</text></svg></figure>";
+    return svg.str();
   }
   if (vhi == vlo) vhi = vlo + 1;
   // A diverging loss spans decades: log scale then.
   const bool log = vlo > 0 && vhi / vlo > 100;
-  auto y_of = [&](double v) {
-    const double t = log ? (std::log(v) - std::log(vlo)) / (std::log(vhi) - std::log(vlo))
-                         : (v - vlo) / (vhi - vlo);
-    return T + (H - T - B) * (1 - t);
+  auto y_of = [&](double value) {
+    const double pos = log ? (std::log(value) - std::log(vlo)) / (std::log(vhi) - std::log(vlo))
+                           : (value - vlo) / (vhi - vlo);
+    return margin_top + (height - margin_top - margin_bottom) * (1 - pos);
   };
   const char* palette[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e"};
   for (size_t k = 0; k < curves.size(); ++k) {
     std::ostringstream pts;
-    for (const auto& [step, v] : curves[k]) {
-      if (!std::isfinite(v)) continue;
-      pts << L + (W - L - R) * static_cast<double>(step) / smax << "," << y_of(v) << " ";
+    for (const auto& [step, value] : curves[k]) {
+      if (!std::isfinite(value)) continue;
+      pts << margin_left + (width - margin_left - margin_right) * static_cast<double>(step) / smax
+          << "," << y_of(value) << " ";
     }
-    s << "<polyline points='" << pts.str() << "' fill='none' stroke='" << palette[k % 5]
-      << "' stroke-width='2'><title>" << trial_name(top[k]->index) << "</title></polyline>";
-    s << "<text x='" << L + 6 << "' y='" << T + 14 + 13 * k << "' class='tick' fill='"
-      << palette[k % 5] << "'>" << trial_name(top[k]->index) << "</text>";
+    svg << "<polyline points='" << pts.str() << "' fill='none' stroke='" << palette[k % 5]
+        << "' stroke-width='2'><title>" << trial_name(top[k]->index) << "</title></polyline>";
+    svg << "<text x='" << margin_left + 6 << "' y='" << margin_top + 14 + 13 * k
+        << "' class='tick' fill='" << palette[k % 5] << "'>" << trial_name(top[k]->index)
+        << "</text>";
   }
-  s << "<text x='" << L - 4 << "' y='" << T + 8 << "' class='tick' text-anchor='end'>" << num(vhi)
-    << "</text><text x='" << L - 4 << "' y='" << H - B << "' class='tick' text-anchor='end'>"
-    << num(vlo) << "</text>";
-  s << "<text x='" << W - R << "' y='" << H - B + 14 << "' class='tick' text-anchor='end'>" << smax
-    << "</text>";
-  s << "<text x='" << L + (W - L - R) / 2 << "' y='" << H - 4
-    << "' class='label' text-anchor='middle'>" << esc(tag) << " by step" << (log ? " (log)" : "")
-    << "</text>";
-  s << "</svg></figure>";
-  return s.str();
+  svg << "<text x='" << margin_left - 4 << "' y='" << margin_top + 8
+      << "' class='tick' text-anchor='end'>" << num(vhi) << "</text><text x='" << margin_left - 4
+      << "' y='" << height - margin_bottom << "' class='tick' text-anchor='end'>" << num(vlo)
+      << "</text>";
+  svg << "<text x='" << width - margin_right << "' y='" << height - margin_bottom + 14
+      << "' class='tick' text-anchor='end'>" << smax << "</text>";
+  svg << "<text x='" << margin_left + (width - margin_left - margin_right) / 2 << "' y='"
+      << height - 4 << "' class='label' text-anchor='middle'>" << esc(tag) << " by step"
+      << (log ? " (log)" : "") << "</text>";
+  svg << "</svg></figure>";
+  return svg.str();
 }
 
 }  // namespace
@@ -337,76 +358,78 @@ std::string report_html(const std::vector<TrialResult>& results, const std::stri
   const auto names = param_names(results);
   double mlo = INFINITY, mhi = -INFINITY;
   std::map<std::string, int> statuses;
-  for (const auto& r : results) {
-    ++statuses[r.status];
-    if (!r.has_metric) continue;
-    mlo = std::min(mlo, r.metric);
-    mhi = std::max(mhi, r.metric);
+  for (const auto& trial : results) {
+    ++statuses[trial.status];
+    if (!trial.has_metric) continue;
+    mlo = std::min(mlo, trial.metric);
+    mhi = std::max(mhi, trial.metric);
   }
   if (!(mhi >= mlo)) mlo = 0, mhi = 1;
-  std::ostringstream h;
-  h << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>" << esc(title)
-    << "</title><style>"
-       "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:960px;color:#222}"
-       "h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}"
-       "figure{display:inline-block;margin:6px}svg{background:#fff}"
-       ".plot{fill:#fafafa;stroke:#ccc}.axis{stroke:#888}.tick{font-size:10px;fill:#555}"
-       ".label{font-size:12px;fill:#222}.fail{font-size:13px;fill:#c0392b}"
-       "pre{background:#f4f4f4;padding:10px;border:1px solid #ddd;user-select:all}"
-       "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:3px 6px}"
-       "th{background:#f0f0f0}tr.best{background:#fff7d6}.st-ok{color:#1e8449}"
-       ".st-diverged,.st-failed,.st-no_metric{color:#c0392b}"
-       "</style></head><body>";
-  h << "<h1>" << esc(title) << "</h1><p>" << results.size() << " trials";
-  for (const auto& [status, count] : statuses) h << " · " << count << " " << esc(status);
-  h << " · ranked by <b>" << esc(metric) << "</b> (higher is better).</p>";
+  std::ostringstream html;
+  html << "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>" << esc(title)
+       << "</title><style>"
+          "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:960px;color:#222}"
+          "h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}"
+          "figure{display:inline-block;margin:6px}svg{background:#fff}"
+          ".plot{fill:#fafafa;stroke:#ccc}.axis{stroke:#888}.tick{font-size:10px;fill:#555}"
+          ".label{font-size:12px;fill:#222}.fail{font-size:13px;fill:#c0392b}"
+          "pre{background:#f4f4f4;padding:10px;border:1px solid #ddd;user-select:all}"
+          "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:3px "
+          "6px}"
+          "th{background:#f0f0f0}tr.best{background:#fff7d6}.st-ok{color:#1e8449}"
+          ".st-diverged,.st-failed,.st-no_metric{color:#c0392b}"
+          "</style></head><body>";
+  html << "<h1>" << esc(title) << "</h1><p>" << results.size() << " trials";
+  for (const auto& [status, count] : statuses) html << " · " << count << " " << esc(status);
+  html << " · ranked by <b>" << esc(metric) << "</b> (higher is better).</p>";
   const TrialResult* best = nullptr;
-  for (const auto& r : results) {
-    if (r.has_metric) {
-      best = &r;
+  for (const auto& trial : results) {
+    if (trial.has_metric) {
+      best = &trial;
       break;
     }
   }
   if (best) {
-    h << "<h2>Best configuration</h2><p>" << trial_name(best->index) << ": " << esc(metric)
-      << " = <b>" << num(best->metric) << "</b> after " << best->final_step << " steps, "
-      << fixed(best->wall_secs) << " s. Its parameters, to paste into a config file:</p><pre>";
-    for (const auto& [k, v] : best->params) h << esc(k) << "=" << esc(v) << "\n";
-    h << "</pre>";
+    html << "<h2>Best configuration</h2><p>" << trial_name(best->index) << ": " << esc(metric)
+         << " = <b>" << num(best->metric) << "</b> after " << best->final_step << " steps, "
+         << fixed(best->wall_secs) << " s. Its parameters, to paste into a config file:</p><pre>";
+    for (const auto& [key, value] : best->params) html << esc(key) << "=" << esc(value) << "\n";
+    html << "</pre>";
   }
-  h << "<h2>" << esc(metric) << " against each parameter</h2>";
-  for (const auto& name : names) h << scatter(name, results, mlo, mhi, metric);
+  html << "<h2>" << esc(metric) << " against each parameter</h2>";
+  for (const auto& name : names) html << scatter(name, results, mlo, mhi, metric);
   if (!names.empty()) {
-    h << "<h2>Parallel coordinates</h2>" << parallel(names, results, mlo, mhi, metric);
+    html << "<h2>Parallel coordinates</h2>" << parallel(names, results, mlo, mhi, metric);
   }
   std::vector<const TrialResult*> top;
-  for (const auto& r : results) {
-    if (r.has_metric && top.size() < 5) top.push_back(&r);
+  for (const auto& trial : results) {
+    if (trial.has_metric && top.size() < 5) top.push_back(&trial);
   }
   if (!top.empty()) {
-    h << "<h2>Training curves of the best " << top.size() << "</h2>";
+    html << "<h2>Training curves of the best " << top.size() << "</h2>";
     for (const char* tag : {"loss", "accuracy"}) {
       std::vector<Curve> curves;
-      for (const auto* r : top) curves.push_back(read_scalar(r->dir, tag));
-      h << curves_chart(tag, top, curves);
+      for (const auto* trial : top) curves.push_back(read_scalar(trial->dir, tag));
+      html << curves_chart(tag, top, curves);
     }
   }
-  h << "<h2>Every trial</h2><table><tr><th>trial</th><th>status</th><th>" << esc(metric) << "</th>";
-  for (const auto& n : names) h << "<th>" << esc(n) << "</th>";
-  h << "<th>steps</th><th>wall s</th><th>exit</th></tr>";
-  for (const auto& r : results) {
-    h << "<tr" << (&r == best ? " class='best'" : "") << "><td>" << trial_name(r.index)
-      << "</td><td class='st-" << esc(r.status) << "'>" << esc(r.status) << "</td><td>"
-      << (r.has_metric ? num(r.metric) : "") << "</td>";
-    for (const auto& n : names) {
-      auto it = r.params.find(n);
-      h << "<td>" << (it == r.params.end() ? "" : esc(it->second)) << "</td>";
+  html << "<h2>Every trial</h2><table><tr><th>trial</th><th>status</th><th>" << esc(metric)
+       << "</th>";
+  for (const auto& param : names) html << "<th>" << esc(param) << "</th>";
+  html << "<th>steps</th><th>wall s</th><th>exit</th></tr>";
+  for (const auto& trial : results) {
+    html << "<tr" << (&trial == best ? " class='best'" : "") << "><td>" << trial_name(trial.index)
+         << "</td><td class='st-" << esc(trial.status) << "'>" << esc(trial.status) << "</td><td>"
+         << (trial.has_metric ? num(trial.metric) : "") << "</td>";
+    for (const auto& param : names) {
+      auto it = trial.params.find(param);
+      html << "<td>" << (it == trial.params.end() ? "" : esc(it->second)) << "</td>";
     }
-    h << "<td>" << r.final_step << "</td><td>" << fixed(r.wall_secs) << "</td><td>" << r.exit_code
-      << "</td></tr>";
+    html << "<td>" << trial.final_step << "</td><td>" << fixed(trial.wall_secs) << "</td><td>"
+         << trial.exit_code << "</td></tr>";
   }
-  h << "</table></body></html>\n";
-  return h.str();
+  html << "</table></body></html>\n";
+  return html.str();
 }
 
 }  // namespace fastnn::sweep

@@ -136,13 +136,13 @@ std::string launcher_line(const std::string& launcher, const std::string& cmd) {
   return line + launcher.substr(from);
 }
 
-pid_t start_trial(const SweepOptions& o, const std::vector<std::string>& argv,
+pid_t start_trial(const SweepOptions& options, const std::vector<std::string>& argv,
                   const fs::path& log) {
   std::string line;
-  if (!o.launcher.empty()) {
+  if (!options.launcher.empty()) {
     std::string cmd;
-    for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(a);
-    line = launcher_line(o.launcher, cmd);
+    for (const auto& arg : argv) cmd += (cmd.empty() ? "" : " ") + shell_quote(arg);
+    line = launcher_line(options.launcher, cmd);
   }
   const pid_t parent = getpid();
   const pid_t pid = fork();
@@ -169,11 +169,11 @@ pid_t start_trial(const SweepOptions& o, const std::vector<std::string>& argv,
       dup2(fd, 2);
       close(fd);
     }
-    if (!o.launcher.empty()) {
+    if (!options.launcher.empty()) {
       execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
     } else {
       std::vector<char*> raw;
-      for (const auto& a : argv) raw.push_back(const_cast<char*>(a.c_str()));
+      for (const auto& arg : argv) raw.push_back(const_cast<char*>(arg.c_str()));
       raw.push_back(nullptr);
       execv(raw[0], raw.data());
     }
@@ -185,42 +185,43 @@ pid_t start_trial(const SweepOptions& o, const std::vector<std::string>& argv,
 }
 
 // Reads the trial's metrics.json and decides its status.
-TrialResult collect(const SweepOptions& o, int index, const Assignment& params, const fs::path& dir,
-                    int exit_code, double wall) {
-  TrialResult r;
-  r.index = index;
-  r.params = params;
-  r.dir = (dir / "train").string();
-  r.exit_code = exit_code;
-  r.wall_secs = wall;
-  nlohmann::json m;
+TrialResult collect(const SweepOptions& options, int index, const Assignment& params,
+                    const fs::path& dir, int exit_code, double wall) {
+  TrialResult result;
+  result.index = index;
+  result.params = params;
+  result.dir = (dir / "train").string();
+  result.exit_code = exit_code;
+  result.wall_secs = wall;
+  nlohmann::json metrics;
   try {
-    m = nlohmann::json::parse(slurp(dir / "train" / "metrics.json"));
+    metrics = nlohmann::json::parse(slurp(dir / "train" / "metrics.json"));
   } catch (const std::exception&) {
-    m = nlohmann::json::object();
+    metrics = nlohmann::json::object();
   }
-  if (m.contains("final_step") && m["final_step"].is_number()) {
-    r.final_step = m["final_step"].get<int64_t>();
+  if (metrics.contains("final_step") && metrics["final_step"].is_number()) {
+    result.final_step = metrics["final_step"].get<int64_t>();
   }
-  if (m.contains("wall_secs") && m["wall_secs"].is_number() && wall <= 0) {
-    r.wall_secs = m["wall_secs"].get<double>();
+  if (metrics.contains("wall_secs") && metrics["wall_secs"].is_number() && wall <= 0) {
+    result.wall_secs = metrics["wall_secs"].get<double>();
   }
   for (const auto& field : reported_fields()) {
-    if (m.contains(field) && m[field].is_number()) r.reported[field] = m[field].get<double>();
+    if (metrics.contains(field) && metrics[field].is_number())
+      result.reported[field] = metrics[field].get<double>();
   }
   if (exit_code == kExitDiverged) {
-    r.status = "diverged";
+    result.status = "diverged";
   } else if (exit_code != 0) {
-    r.status = "failed";
-  } else if (m.contains(o.metric) && m[o.metric].is_number() &&
-             std::isfinite(m[o.metric].get<double>())) {
-    r.status = "ok";
-    r.metric = m[o.metric].get<double>();
-    r.has_metric = true;
+    result.status = "failed";
+  } else if (metrics.contains(options.metric) && metrics[options.metric].is_number() &&
+             std::isfinite(metrics[options.metric].get<double>())) {
+    result.status = "ok";
+    result.metric = metrics[options.metric].get<double>();
+    result.has_metric = true;
   } else {
-    r.status = "no_metric";
+    result.status = "no_metric";
   }
-  return r;
+  return result;
 }
 
 nlohmann::json to_json(const TrialResult& r, const std::string& metric) {
@@ -238,35 +239,35 @@ std::optional<TrialResult> load_result(const fs::path& file, int index, const As
                                        const std::string& metric) {
   const fs::path dir = file.parent_path();
   if (!fs::exists(file)) return std::nullopt;
-  TrialResult r;
-  r.index = index;
-  r.params = params;
-  r.dir = (dir / "train").string();
+  TrialResult result;
+  result.index = index;
+  result.params = params;
+  result.dir = (dir / "train").string();
   try {
-    const nlohmann::json j = nlohmann::json::parse(slurp(file));
-    r.status = j.value("status", "failed");
-    r.exit_code = j.value("exit_code", 0);
-    r.final_step = j.value("final_step", int64_t{0});
-    r.wall_secs = j.value("wall_secs", 0.0);
-    if (j.contains("reported") && j["reported"].is_object()) {
-      for (const auto& [k, v] : j["reported"].items()) {
-        if (v.is_number()) r.reported[k] = v.get<double>();
+    const nlohmann::json saved = nlohmann::json::parse(slurp(file));
+    result.status = saved.value("status", "failed");
+    result.exit_code = saved.value("exit_code", 0);
+    result.final_step = saved.value("final_step", int64_t{0});
+    result.wall_secs = saved.value("wall_secs", 0.0);
+    if (saved.contains("reported") && saved["reported"].is_object()) {
+      for (const auto& [key, value] : saved["reported"].items()) {
+        if (value.is_number()) result.reported[key] = value.get<double>();
       }
     }
-    if (j.contains("value") && j.value("metric", "") == metric) {
-      r.metric = j["value"].get<double>();
-      r.has_metric = true;
-    } else if (r.status == "ok") {
-      r.status = "no_metric";
+    if (saved.contains("value") && saved.value("metric", "") == metric) {
+      result.metric = saved["value"].get<double>();
+      result.has_metric = true;
+    } else if (result.status == "ok") {
+      result.status = "no_metric";
     }
   } catch (const std::exception&) {
     return std::nullopt;  // torn by a crash, or not ours: run the trial again
   }
-  if (r.exit_code == kExitStoppedUnsaved || r.exit_code == kExitSigint ||
-      r.exit_code == kExitSigterm) {
+  if (result.exit_code == kExitStoppedUnsaved || result.exit_code == kExitSigint ||
+      result.exit_code == kExitSigterm) {
     return std::nullopt;  // an older sweep recorded a stop as a result: resume it
   }
-  return r;
+  return result;
 }
 
 bool better(const TrialResult& a, const TrialResult& b) {
@@ -383,38 +384,39 @@ TrialResult record(const SweepOptions& o, const std::vector<Assignment>& trials,
 // Runs `members` (trial indices) to `steps` (0: the trial's own end), N at
 // a time; trials with a result for this rung are not run again. Returns
 // the rung's results by trial index.
-std::map<int, TrialResult> run_rung(const SweepOptions& o, const std::vector<Assignment>& trials,
+std::map<int, TrialResult> run_rung(const SweepOptions& options,
+                                    const std::vector<Assignment>& trials,
                                     const std::vector<int>& members, int64_t steps,
                                     const Interruption& interruption, SweepOutcome& outcome) {
   auto interrupted = [&] { return interruption.signal.load() != 0; };
   std::map<int, TrialResult> results;
   std::deque<int> todo;
-  for (int i : members) {
-    const fs::path dir = fs::path(o.out_dir) / trial_name(i);
-    auto r = load_result(dir / result_file(steps), i, trials[i], o.metric);
-    if (r) {
-      results[i] = *r;
+  for (int member : members) {
+    const fs::path dir = fs::path(options.out_dir) / trial_name(member);
+    auto loaded = load_result(dir / result_file(steps), member, trials[member], options.metric);
+    if (loaded) {
+      results[member] = *loaded;
     } else {
-      todo.push_back(i);
+      todo.push_back(member);
     }
   }
-  if (o.progress) {
+  if (options.progress) {
     std::cerr << "sweep: " << (steps > 0 ? "rung of " + std::to_string(steps) + " steps: " : "")
               << members.size() << " trials, " << members.size() - todo.size() << " done earlier, "
-              << todo.size() << " to run, " << o.parallel << " at a time\n";
+              << todo.size() << " to run, " << options.parallel << " at a time\n";
   }
   std::vector<Running> running;
   int failed = 0;
   double wall_this_run = 0;
   int finished_this_run = 0;
-  auto report = [&](const TrialResult& r) {
-    if (!o.progress) return;
+  auto report = [&](const TrialResult& result) {
+    if (!options.progress) return;
     const TrialResult* best = nullptr;
-    for (const auto& [i, x] : results) {
-      if (x.has_metric && (!best || better(x, *best))) best = &x;
+    for (const auto& [index, candidate] : results) {
+      if (candidate.has_metric && (!best || better(candidate, *best))) best = &candidate;
     }
-    std::cerr << "sweep: " << trial_name(r.index) << " " << r.status;
-    if (r.has_metric) std::cerr << " " << o.metric << "=" << format_real(r.metric);
+    std::cerr << "sweep: " << trial_name(result.index) << " " << result.status;
+    if (result.has_metric) std::cerr << " " << options.metric << "=" << format_real(result.metric);
     std::cerr << " | " << results.size() << "/" << members.size() << " done, " << running.size()
               << " running, " << failed << " failed";
     if (best) {
@@ -423,30 +425,30 @@ std::map<int, TrialResult> run_rung(const SweepOptions& o, const std::vector<Ass
     }
     const size_t left = members.size() - results.size();
     if (left > 0 && finished_this_run > 0) {
-      const double eta =
-          wall_this_run / finished_this_run * std::ceil(static_cast<double>(left) / o.parallel);
+      const double eta = wall_this_run / finished_this_run *
+                         std::ceil(static_cast<double>(left) / options.parallel);
       std::cerr << " | ETA " << static_cast<long long>(eta) << " s";
     }
     std::cerr << "\n";
   };
   while ((!todo.empty() && !interrupted()) || !running.empty()) {
-    while (!interrupted() && !todo.empty() && static_cast<int>(running.size()) < o.parallel) {
-      running.push_back(launch(o, trials, todo.front(), steps));
+    while (!interrupted() && !todo.empty() && static_cast<int>(running.size()) < options.parallel) {
+      running.push_back(launch(options, trials, todo.front(), steps));
       todo.pop_front();
     }
-    forward_signals(running, o, interruption);
+    forward_signals(running, options, interruption);
     auto ended = reap(running, interruption);
     if (!ended) continue;
     if (ended->stopped) {
-      note_stop(o, *ended, outcome);
+      note_stop(options, *ended, outcome);
       continue;
     }
-    TrialResult r = record(o, trials, ended->run, ended->exit_code, ended->wall);
-    if (r.status != "ok") ++failed;
+    TrialResult result = record(options, trials, ended->run, ended->exit_code, ended->wall);
+    if (result.status != "ok") ++failed;
     wall_this_run += ended->wall;
     ++finished_this_run;
-    results[ended->run.index] = r;
-    report(r);
+    results[ended->run.index] = result;
+    report(result);
   }
   return results;
 }
@@ -459,45 +461,48 @@ std::map<int, TrialResult> run_rung(const SweepOptions& o, const std::vector<Ass
 // at the first rung. The sweep ends when nothing can start and nothing
 // runs. Results on disk (result-<steps>.json) are the state: a rerun
 // recomputes the same promotions and runs only what is missing.
-std::map<int, TrialResult> run_asha(const SweepOptions& o, const std::vector<Assignment>& trials,
+std::map<int, TrialResult> run_asha(const SweepOptions& options,
+                                    const std::vector<Assignment>& trials,
                                     const std::vector<int64_t>& rungs,
                                     const Interruption& interruption, SweepOutcome& outcome) {
   auto interrupted = [&] { return interruption.signal.load() != 0; };
-  const size_t n = trials.size();
+  const size_t trial_count = trials.size();
   // results[k][i]: trial i's result at rung k; started[k]: begun at rung k.
   std::vector<std::map<int, TrialResult>> results(rungs.size());
   std::vector<std::set<int>> started(rungs.size());
   int earlier = 0;
   for (size_t k = 0; k < rungs.size(); ++k) {
-    for (size_t i = 0; i < n; ++i) {
-      const fs::path dir = fs::path(o.out_dir) / trial_name(static_cast<int>(i));
-      if (auto r =
-              load_result(dir / result_file(rungs[k]), static_cast<int>(i), trials[i], o.metric)) {
-        results[k][static_cast<int>(i)] = *r;
+    for (size_t i = 0; i < trial_count; ++i) {
+      const fs::path dir = fs::path(options.out_dir) / trial_name(static_cast<int>(i));
+      if (auto loaded = load_result(dir / result_file(rungs[k]), static_cast<int>(i), trials[i],
+                                    options.metric)) {
+        results[k][static_cast<int>(i)] = *loaded;
         started[k].insert(static_cast<int>(i));
         ++earlier;
       }
     }
   }
-  if (o.progress) {
-    std::cerr << "sweep: asynchronous successive halving over " << n << " trials, rungs of";
-    for (int64_t r : rungs) std::cerr << " " << r;
-    std::cerr << " steps; " << earlier << " rung results earlier, " << o.parallel << " at a time\n";
+  if (options.progress) {
+    std::cerr << "sweep: asynchronous successive halving over " << trial_count
+              << " trials, rungs of";
+    for (int64_t steps : rungs) std::cerr << " " << steps;
+    std::cerr << " steps; " << earlier << " rung results earlier, " << options.parallel
+              << " at a time\n";
   }
   // The next (trial, rung) to start, if any.
   auto next_job = [&]() -> std::optional<std::pair<int, size_t>> {
     for (size_t k = rungs.size() - 1; k-- > 0;) {
       std::vector<TrialResult> ranked;
-      for (const auto& [i, r] : results[k]) {
-        if (r.has_metric) ranked.push_back(r);
+      for (const auto& [index, result] : results[k]) {
+        if (result.has_metric) ranked.push_back(result);
       }
       std::sort(ranked.begin(), ranked.end(), better);
-      const size_t quota = results[k].size() / static_cast<size_t>(o.halving.eta);
+      const size_t quota = results[k].size() / static_cast<size_t>(options.halving.eta);
       for (size_t j = 0; j < ranked.size() && j < quota; ++j) {
         if (!started[k + 1].count(ranked[j].index)) return std::make_pair(ranked[j].index, k + 1);
       }
     }
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < trial_count; ++i) {
       if (!started[0].count(static_cast<int>(i))) return std::make_pair(static_cast<int>(i), 0);
     }
     return std::nullopt;
@@ -506,32 +511,33 @@ std::map<int, TrialResult> run_asha(const SweepOptions& o, const std::vector<Ass
   std::map<int64_t, size_t> rung_of;
   for (size_t k = 0; k < rungs.size(); ++k) rung_of[rungs[k]] = k;
   while (true) {
-    while (!interrupted() && static_cast<int>(running.size()) < o.parallel) {
+    while (!interrupted() && static_cast<int>(running.size()) < options.parallel) {
       auto job = next_job();
       if (!job) break;
       started[job->second].insert(job->first);
-      if (o.progress && job->second > 0) {
+      if (options.progress && job->second > 0) {
         std::cerr << "sweep: promoting " << trial_name(job->first) << " to " << rungs[job->second]
                   << " steps\n";
       }
-      running.push_back(launch(o, trials, job->first, rungs[job->second]));
+      running.push_back(launch(options, trials, job->first, rungs[job->second]));
     }
     if (running.empty()) break;
-    forward_signals(running, o, interruption);
+    forward_signals(running, options, interruption);
     auto ended = reap(running, interruption);
     if (!ended) continue;
     if (ended->stopped) {
-      note_stop(o, *ended, outcome);
+      note_stop(options, *ended, outcome);
       continue;
     }
     const Running& done = ended->run;
-    const size_t k = rung_of.at(done.steps);
-    TrialResult r = record(o, trials, done, ended->exit_code, ended->wall);
-    results[k][done.index] = r;
-    if (o.progress) {
-      std::cerr << "sweep: " << trial_name(r.index) << " at " << done.steps << " steps "
-                << r.status;
-      if (r.has_metric) std::cerr << " " << o.metric << "=" << format_real(r.metric);
+    const size_t rung_index = rung_of.at(done.steps);
+    TrialResult result = record(options, trials, done, ended->exit_code, ended->wall);
+    results[rung_index][done.index] = result;
+    if (options.progress) {
+      std::cerr << "sweep: " << trial_name(result.index) << " at " << done.steps << " steps "
+                << result.status;
+      if (result.has_metric)
+        std::cerr << " " << options.metric << "=" << format_real(result.metric);
       std::cerr << " | " << running.size() << " running |";
       for (size_t j = 0; j < rungs.size(); ++j) {
         std::cerr << " " << results[j].size() << "@" << rungs[j];
@@ -542,7 +548,7 @@ std::map<int, TrialResult> run_asha(const SweepOptions& o, const std::vector<Ass
   // Each trial at the furthest rung it reached.
   std::map<int, TrialResult> last;
   for (const auto& rung : results) {
-    for (const auto& [i, r] : rung) last[i] = r;
+    for (const auto& [index, result] : rung) last[index] = result;
   }
   return last;
 }
@@ -556,18 +562,18 @@ std::vector<int64_t> halving_rungs(int64_t min_steps, int64_t max_steps, int eta
   return rungs;
 }
 
-SweepOutcome run_sweep(const SweepOptions& o, const std::vector<Assignment>& trials,
+SweepOutcome run_sweep(const SweepOptions& options, const std::vector<Assignment>& trials,
                        const Interruption& interruption) {
   // One sweep at a time in a directory, as one trainer in a train_dir.
-  const DirectoryLock lock(o.out_dir);
+  const DirectoryLock lock(options.out_dir);
   for (size_t i = 0; i < trials.size(); ++i) {
-    const fs::path dir = fs::path(o.out_dir) / trial_name(static_cast<int>(i));
+    const fs::path dir = fs::path(options.out_dir) / trial_name(static_cast<int>(i));
     if (fs::exists(dir / "trial.args") && slurp(dir / "trial.args") != args_text(trials[i])) {
       throw ConfigError(dir.string() + " holds another sweep's trial (trial.args " +
                         "differs): use another output directory");
     }
   }
-  check_sweep_args(o);
+  check_sweep_args(options);
   SweepOutcome outcome;
   auto interrupted = [&] { return interruption.signal.load() != 0; };
   std::vector<int> members(trials.size());
@@ -575,46 +581,48 @@ SweepOutcome run_sweep(const SweepOptions& o, const std::vector<Assignment>& tri
   // Each trial's result at the last rung it reached.
   std::map<int, TrialResult> last;
   const std::vector<int64_t> rungs =
-      o.halving.min_steps > 0
-          ? halving_rungs(o.halving.min_steps, o.halving.max_steps, o.halving.eta)
+      options.halving.min_steps > 0
+          ? halving_rungs(options.halving.min_steps, options.halving.max_steps, options.halving.eta)
           : std::vector<int64_t>{0};
-  if (o.halving.asynchronous && o.halving.min_steps > 0) {
-    last = run_asha(o, trials, rungs, interruption, outcome);
+  if (options.halving.asynchronous && options.halving.min_steps > 0) {
+    last = run_asha(options, trials, rungs, interruption, outcome);
   }
-  for (size_t k = 0; k < rungs.size() && !members.empty() && !o.halving.asynchronous; ++k) {
-    auto rung = run_rung(o, trials, members, rungs[k], interruption, outcome);
-    for (auto& [i, r] : rung) last[i] = r;
+  for (size_t k = 0; k < rungs.size() && !members.empty() && !options.halving.asynchronous; ++k) {
+    auto rung = run_rung(options, trials, members, rungs[k], interruption, outcome);
+    for (auto& [index, result] : rung) last[index] = result;
     // A rung with trials stopped by a signal is incomplete: no promotions.
     if (interrupted() || outcome.stopped > 0 || k + 1 == rungs.size()) break;
     // Successive halving: the best 1/eta (at least one) go on, resuming.
     std::vector<TrialResult> ranked;
-    for (auto& [i, r] : rung) ranked.push_back(r);
+    for (auto& [index, result] : rung) ranked.push_back(result);
     std::sort(ranked.begin(), ranked.end(), better);
-    const size_t keep = std::max<size_t>(1, members.size() / o.halving.eta);
+    const size_t keep = std::max<size_t>(1, members.size() / options.halving.eta);
     members.clear();
     for (size_t j = 0; j < ranked.size() && j < keep; ++j) {
       if (ranked[j].has_metric) members.push_back(ranked[j].index);
     }
     std::sort(members.begin(), members.end());
-    if (o.progress && !members.empty()) {
+    if (options.progress && !members.empty()) {
       std::cerr << "sweep: promoting " << members.size() << " of " << ranked.size() << " trials to "
                 << rungs[k + 1] << " steps\n";
     }
   }
   std::vector<TrialResult>& out = outcome.results;
-  for (auto& [i, r] : last) out.push_back(std::move(r));
+  for (auto& [index, result] : last) out.push_back(std::move(result));
   // The furthest rung first, then the metric.
   // With a metric first; under halving the furthest rung next; then the metric.
-  const bool halving = o.halving.min_steps > 0;
-  std::sort(out.begin(), out.end(), [halving](const TrialResult& a, const TrialResult& b) {
-    if (a.has_metric != b.has_metric) return a.has_metric;
-    if (halving && a.final_step != b.final_step) return a.final_step > b.final_step;
-    return better(a, b);
+  const bool halving = options.halving.min_steps > 0;
+  std::sort(out.begin(), out.end(), [halving](const TrialResult& lhs, const TrialResult& rhs) {
+    if (lhs.has_metric != rhs.has_metric) return lhs.has_metric;
+    if (halving && lhs.final_step != rhs.final_step) return lhs.final_step > rhs.final_step;
+    return better(lhs, rhs);
   });
-  io::write_file_atomic((fs::path(o.out_dir) / "results.csv").string(), results_csv(out, o.metric));
+  io::write_file_atomic((fs::path(options.out_dir) / "results.csv").string(),
+                        results_csv(out, options.metric));
   io::write_file_atomic(
-      (fs::path(o.out_dir) / "report.html").string(),
-      report_html(out, o.metric, "Sweep report: " + fs::path(o.out_dir).filename().string()));
+      (fs::path(options.out_dir) / "report.html").string(),
+      report_html(out, options.metric,
+                  "Sweep report: " + fs::path(options.out_dir).filename().string()));
   return outcome;
 }
 
@@ -628,41 +636,42 @@ std::string results_csv(const std::vector<TrialResult>& results, const std::stri
   std::vector<std::string> shown;  // reported fields some trial has
   for (const auto& field : reported_fields()) {
     if (field == metric) continue;
-    for (const auto& r : results) {
-      if (r.reported.count(field)) {
+    for (const auto& result : results) {
+      if (result.reported.count(field)) {
         shown.push_back(field);
         break;
       }
     }
   }
-  for (const auto& r : results) {
-    for (const auto& [k, v] : r.params) names.insert(k);
+  for (const auto& result : results) {
+    for (const auto& [key, value] : result.params) names.insert(key);
   }
-  auto cell = [](const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
-    std::string q = "\"";
-    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
+  auto cell = [](const std::string& text) {
+    if (text.find_first_of(",\"\n") == std::string::npos) return text;
+    std::string quoted = "\"";
+    for (char ch : text) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return quoted + "\"";
   };
   std::ostringstream os;
   os << "trial,status," << cell(metric);
-  for (const auto& f : shown) os << "," << f;
-  for (const auto& n : names) os << "," << cell(n);
+  for (const auto& field : shown) os << "," << field;
+  for (const auto& name : names) os << "," << cell(name);
   os << ",final_step,wall_secs,exit_code,train_dir\n";
-  for (const auto& r : results) {
-    os << trial_name(r.index) << "," << r.status << ","
-       << (r.has_metric ? format_real(r.metric) : "");
-    for (const auto& f : shown) {
-      auto it = r.reported.find(f);
-      os << "," << (it == r.reported.end() ? "" : format_real(it->second));
+  for (const auto& result : results) {
+    os << trial_name(result.index) << "," << result.status << ","
+       << (result.has_metric ? format_real(result.metric) : "");
+    for (const auto& field : shown) {
+      auto it = result.reported.find(field);
+      os << "," << (it == result.reported.end() ? "" : format_real(it->second));
     }
-    for (const auto& n : names) {
-      auto it = r.params.find(n);
-      os << "," << (it == r.params.end() ? "" : cell(it->second));
+    for (const auto& name : names) {
+      auto it = result.params.find(name);
+      os << "," << (it == result.params.end() ? "" : cell(it->second));
     }
     char wall[32];
-    std::snprintf(wall, sizeof wall, "%.1f", r.wall_secs);
-    os << "," << r.final_step << "," << wall << "," << r.exit_code << "," << cell(r.dir) << "\n";
+    std::snprintf(wall, sizeof wall, "%.1f", result.wall_secs);
+    os << "," << result.final_step << "," << wall << "," << result.exit_code << ","
+       << cell(result.dir) << "\n";
   }
   return os.str();
 }

@@ -89,79 +89,87 @@ SearchSpace parse_pcs(const std::string& text, const std::string& source) {
     if (line.empty()) continue;
     // A condition: "child | parent in {v1, v2}".
     if (const size_t bar = line.find('|'); bar != std::string::npos) {
-      Condition c;
-      c.child = std::string(config::trim(std::string_view(line).substr(0, bar)));
+      Condition condition;
+      condition.child = std::string(config::trim(std::string_view(line).substr(0, bar)));
       std::istringstream rest(line.substr(bar + 1));
       std::string in_word;
-      rest >> c.parent >> in_word;
+      rest >> condition.parent >> in_word;
       std::string values;
       size_t pos = bar + 1 + static_cast<size_t>(rest.tellg());
       if (in_word != "in" || !take_group(line, pos, '{', '}', values)) {
         fail(where, "a condition reads 'child | parent in {value, ...}'");
       }
-      c.values = split_list(values);
-      if (!names.count(c.child)) fail(where, "condition on unknown parameter '" + c.child + "'");
-      if (!names.count(c.parent)) fail(where, "condition on unknown parameter '" + c.parent + "'");
-      space.conditions.push_back(std::move(c));
+      condition.values = split_list(values);
+      if (!names.count(condition.child))
+        fail(where, "condition on unknown parameter '" + condition.child + "'");
+      if (!names.count(condition.parent))
+        fail(where, "condition on unknown parameter '" + condition.parent + "'");
+      space.conditions.push_back(std::move(condition));
       continue;
     }
-    Param p;
+    Param param;
     std::string kind;
     {
       std::istringstream words(line);
-      words >> p.name >> kind;
+      words >> param.name >> kind;
     }
-    if (kind.empty()) fail(where, "'" + p.name + "' needs a type: real, integer or categorical");
-    if (names.count(p.name)) fail(where, "parameter '" + p.name + "' is defined twice");
-    size_t pos = line.find(kind, p.name.size()) + kind.size();
+    if (kind.empty())
+      fail(where, "'" + param.name + "' needs a type: real, integer or categorical");
+    if (names.count(param.name)) fail(where, "parameter '" + param.name + "' is defined twice");
+    size_t pos = line.find(kind, param.name.size()) + kind.size();
     std::string range, def;
     if (kind == "real" || kind == "integer") {
-      p.kind = kind == "real" ? Param::Kind::kReal : Param::Kind::kInteger;
+      param.kind = kind == "real" ? Param::Kind::kReal : Param::Kind::kInteger;
       if (!take_group(line, pos, '[', ']', range)) {
-        fail(where, "'" + p.name + "': " + kind + " needs a range [lo, hi]");
+        fail(where, "'" + param.name + "': " + kind + " needs a range [lo, hi]");
       }
       const auto bounds = split_list(range);
-      if (bounds.size() != 2) fail(where, "'" + p.name + "': the range is [lo, hi]");
-      p.lo = number(bounds[0], where);
-      p.hi = number(bounds[1], where);
-      if (!(p.lo < p.hi)) fail(where, "'" + p.name + "': lo must be below hi");
-      if (p.kind == Param::Kind::kInteger &&
-          (p.lo != std::floor(p.lo) || p.hi != std::floor(p.hi))) {
-        fail(where, "'" + p.name + "': an integer range has integer bounds");
+      if (bounds.size() != 2) fail(where, "'" + param.name + "': the range is [lo, hi]");
+      param.lo = number(bounds[0], where);
+      param.hi = number(bounds[1], where);
+      if (!(param.lo < param.hi)) fail(where, "'" + param.name + "': lo must be below hi");
+      if (param.kind == Param::Kind::kInteger &&
+          (param.lo != std::floor(param.lo) || param.hi != std::floor(param.hi))) {
+        fail(where, "'" + param.name + "': an integer range has integer bounds");
       }
     } else if (kind == "categorical") {
-      p.kind = Param::Kind::kCategorical;
+      param.kind = Param::Kind::kCategorical;
       if (!take_group(line, pos, '{', '}', range)) {
-        fail(where, "'" + p.name + "': categorical needs {choice, ...}");
+        fail(where, "'" + param.name + "': categorical needs {choice, ...}");
       }
-      p.choices = split_list(range);
-      for (const auto& c : p.choices) {
-        if (c.empty()) fail(where, "'" + p.name + "': an empty choice");
+      param.choices = split_list(range);
+      for (const auto& choice : param.choices) {
+        if (choice.empty()) fail(where, "'" + param.name + "': an empty choice");
       }
     } else {
-      fail(where, "'" + p.name + "': unknown type '" + kind + "' (real, integer or categorical)");
+      fail(where,
+           "'" + param.name + "': unknown type '" + kind + "' (real, integer or categorical)");
     }
-    if (take_group(line, pos, '[', ']', def)) p.default_value = std::string(config::trim(def));
+    if (take_group(line, pos, '[', ']', def)) param.default_value = std::string(config::trim(def));
     const std::string tail(config::trim(std::string_view(line).substr(std::min(pos, line.size()))));
     if (tail == "log") {
-      if (p.kind == Param::Kind::kCategorical) fail(where, "'" + p.name + "': log on categorical");
-      if (p.lo <= 0) fail(where, "'" + p.name + "': log needs lo > 0");
-      p.log = true;
+      if (param.kind == Param::Kind::kCategorical)
+        fail(where, "'" + param.name + "': log on categorical");
+      if (param.lo <= 0) fail(where, "'" + param.name + "': log needs lo > 0");
+      param.log = true;
     } else if (!tail.empty()) {
-      fail(where, "'" + p.name + "': unexpected '" + tail + "'");
+      fail(where, "'" + param.name + "': unexpected '" + tail + "'");
     }
-    if (!p.default_value.empty()) {
-      if (p.kind == Param::Kind::kCategorical) {
-        if (std::find(p.choices.begin(), p.choices.end(), p.default_value) == p.choices.end()) {
-          fail(where, "'" + p.name + "': default '" + p.default_value + "' is not a choice");
+    if (!param.default_value.empty()) {
+      if (param.kind == Param::Kind::kCategorical) {
+        if (std::find(param.choices.begin(), param.choices.end(), param.default_value) ==
+            param.choices.end()) {
+          fail(where,
+               "'" + param.name + "': default '" + param.default_value + "' is not a choice");
         }
       } else {
-        const double d = number(p.default_value, where);
-        if (d < p.lo || d > p.hi) fail(where, "'" + p.name + "': default outside the range");
+        const double parsed_default = number(param.default_value, where);
+        if (parsed_default < param.lo || parsed_default > param.hi)
+          fail(where, "'" + param.name + "': default outside the range");
       }
     }
-    names.insert(p.name);
-    space.params.push_back(std::move(p));
+    names.insert(param.name);
+    space.params.push_back(std::move(param));
   }
   if (space.params.empty()) fail(source, "no parameters");
   return space;
@@ -181,23 +189,23 @@ std::vector<Assignment> parse_trials_csv(const std::string& text, const std::str
     std::string cell;
     bool quoted = false;
     for (size_t i = 0; i < line.size(); ++i) {
-      const char c = line[i];
+      const char ch = line[i];
       if (quoted) {
-        if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
           cell += '"';
           ++i;
-        } else if (c == '"') {
+        } else if (ch == '"') {
           quoted = false;
         } else {
-          cell += c;
+          cell += ch;
         }
-      } else if (c == '"') {
+      } else if (ch == '"') {
         quoted = true;
-      } else if (c == ',') {
+      } else if (ch == ',') {
         cells.emplace_back(config::trim(cell));
         cell.clear();
       } else {
-        cell += c;
+        cell += ch;
       }
     }
     if (quoted) fail(source + ":" + std::to_string(line_no), "unterminated quote");
@@ -207,25 +215,26 @@ std::vector<Assignment> parse_trials_csv(const std::string& text, const std::str
   }
   if (rows.size() < 2) fail(source, "needs a header row and at least one trial");
   const auto& header = rows[0];
-  for (size_t c = 0; c < header.size(); ++c) {
+  for (size_t column = 0; column < header.size(); ++column) {
     const std::string where = source + ":" + std::to_string(line_of[0]);
-    if (header[c].empty()) fail(where, "an empty column name");
-    if (std::find(header.begin(), header.begin() + c, header[c]) != header.begin() + c) {
-      fail(where, "column '" + header[c] + "' appears twice");
+    if (header[column].empty()) fail(where, "an empty column name");
+    if (std::find(header.begin(), header.begin() + column, header[column]) !=
+        header.begin() + column) {
+      fail(where, "column '" + header[column] + "' appears twice");
     }
   }
   std::vector<Assignment> out;
-  for (size_t r = 1; r < rows.size(); ++r) {
-    if (rows[r].size() != header.size()) {
-      fail(source + ":" + std::to_string(line_of[r]),
-           std::to_string(rows[r].size()) + " values for " + std::to_string(header.size()) +
+  for (size_t row = 1; row < rows.size(); ++row) {
+    if (rows[row].size() != header.size()) {
+      fail(source + ":" + std::to_string(line_of[row]),
+           std::to_string(rows[row].size()) + " values for " + std::to_string(header.size()) +
                " columns");
     }
-    Assignment a;
-    for (size_t c = 0; c < header.size(); ++c) {
-      if (!rows[r][c].empty()) a[header[c]] = rows[r][c];
+    Assignment assignment;
+    for (size_t column = 0; column < header.size(); ++column) {
+      if (!rows[row][column].empty()) assignment[header[column]] = rows[row][column];
     }
-    out.push_back(std::move(a));
+    out.push_back(std::move(assignment));
   }
   return out;
 }
@@ -248,38 +257,40 @@ Assignment active_only(const SearchSpace& space, Assignment a) {
   return a;
 }
 
-std::vector<Assignment> random_trials(const SearchSpace& space, int n, uint64_t seed) {
+std::vector<Assignment> random_trials(const SearchSpace& space, int count, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   std::vector<Assignment> out;
-  for (int t = 0; t < n; ++t) {
-    Assignment a;
-    for (const auto& p : space.params) {
-      const double u = unit(rng);  // one draw per parameter, active or not
-      switch (p.kind) {
+  for (int trial = 0; trial < count; ++trial) {
+    Assignment assignment;
+    for (const auto& param : space.params) {
+      const double draw = unit(rng);  // one draw per parameter, active or not
+      switch (param.kind) {
         case Param::Kind::kCategorical:
-          a[p.name] =
-              p.choices[std::min(p.choices.size() - 1, static_cast<size_t>(u * p.choices.size()))];
+          assignment[param.name] = param.choices[std::min(
+              param.choices.size() - 1, static_cast<size_t>(draw * param.choices.size()))];
           break;
         case Param::Kind::kReal:
-          a[p.name] =
-              format_real(p.log ? std::exp(std::log(p.lo) + u * (std::log(p.hi) - std::log(p.lo)))
-                                : p.lo + u * (p.hi - p.lo));
+          assignment[param.name] = format_real(
+              param.log
+                  ? std::exp(std::log(param.lo) + draw * (std::log(param.hi) - std::log(param.lo)))
+                  : param.lo + draw * (param.hi - param.lo));
           break;
         case Param::Kind::kInteger: {
-          double v;
-          if (p.log) {
-            v = std::exp(std::log(p.lo) + u * (std::log(p.hi + 1) - std::log(p.lo)));
-            v = std::floor(v);
+          double value;
+          if (param.log) {
+            value =
+                std::exp(std::log(param.lo) + draw * (std::log(param.hi + 1) - std::log(param.lo)));
+            value = std::floor(value);
           } else {
-            v = p.lo + std::floor(u * (p.hi - p.lo + 1));
+            value = param.lo + std::floor(draw * (param.hi - param.lo + 1));
           }
-          a[p.name] = format_integer(std::clamp(v, p.lo, p.hi));
+          assignment[param.name] = format_integer(std::clamp(value, param.lo, param.hi));
           break;
         }
       }
     }
-    out.push_back(active_only(space, std::move(a)));
+    out.push_back(active_only(space, std::move(assignment)));
   }
   return out;
 }
@@ -287,19 +298,23 @@ std::vector<Assignment> random_trials(const SearchSpace& space, int n, uint64_t 
 std::vector<Assignment> grid_trials(const SearchSpace& space, int points) {
   points = std::max(points, 2);
   std::vector<std::vector<std::string>> axes;
-  for (const auto& p : space.params) {
+  for (const auto& param : space.params) {
     std::vector<std::string> values;
-    if (p.kind == Param::Kind::kCategorical) {
-      values = p.choices;
-    } else if (p.kind == Param::Kind::kInteger && p.hi - p.lo + 1 <= points && !p.log) {
-      for (double v = p.lo; v <= p.hi; ++v) values.push_back(format_integer(v));
+    if (param.kind == Param::Kind::kCategorical) {
+      values = param.choices;
+    } else if (param.kind == Param::Kind::kInteger && param.hi - param.lo + 1 <= points &&
+               !param.log) {
+      for (double value = param.lo; value <= param.hi; ++value)
+        values.push_back(format_integer(value));
     } else {
       for (int i = 0; i < points; ++i) {
-        const double f = static_cast<double>(i) / (points - 1);
-        const double v = p.log ? std::exp(std::log(p.lo) + f * (std::log(p.hi) - std::log(p.lo)))
-                               : p.lo + f * (p.hi - p.lo);
-        const std::string s = format_value(p, v);
-        if (values.empty() || values.back() != s) values.push_back(s);
+        const double frac = static_cast<double>(i) / (points - 1);
+        const double value =
+            param.log
+                ? std::exp(std::log(param.lo) + frac * (std::log(param.hi) - std::log(param.lo)))
+                : param.lo + frac * (param.hi - param.lo);
+        const std::string text = format_value(param, value);
+        if (values.empty() || values.back() != text) values.push_back(text);
       }
     }
     axes.push_back(std::move(values));
@@ -308,16 +323,16 @@ std::vector<Assignment> grid_trials(const SearchSpace& space, int points) {
   std::set<Assignment> seen;
   std::vector<size_t> idx(axes.size(), 0);
   for (;;) {
-    Assignment a;
-    for (size_t i = 0; i < axes.size(); ++i) a[space.params[i].name] = axes[i][idx[i]];
-    a = active_only(space, std::move(a));
-    if (seen.insert(a).second) out.push_back(a);
-    size_t k = axes.size();
-    while (k > 0) {
-      --k;
-      if (++idx[k] < axes[k].size()) break;
-      idx[k] = 0;
-      if (k == 0) return out;
+    Assignment assignment;
+    for (size_t i = 0; i < axes.size(); ++i) assignment[space.params[i].name] = axes[i][idx[i]];
+    assignment = active_only(space, std::move(assignment));
+    if (seen.insert(assignment).second) out.push_back(assignment);
+    size_t axis = axes.size();
+    while (axis > 0) {
+      --axis;
+      if (++idx[axis] < axes[axis].size()) break;
+      idx[axis] = 0;
+      if (axis == 0) return out;
     }
     if (axes.empty()) return out;
   }

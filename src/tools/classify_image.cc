@@ -46,7 +46,7 @@ int classify(LoadResult& args, const std::vector<std::string>& images) {
   if (images.empty()) throw ConfigError("no image: name image files, or --image_list=FILE");
   const train::InferenceModel loaded = train::load_inference_model(train::inference_options(hp));
   const models::ModelSpec& spec = *loaded.spec;
-  const models::ModelOptions& o = loaded.options;
+  const models::ModelOptions& model_options = loaded.options;
   auto model = loaded.model;
   torch::NoGradGuard no_grad;
 
@@ -59,26 +59,27 @@ int classify(LoadResult& args, const std::vector<std::string>& images) {
     labels = datasets::read_labels_file(labels_file->second);
   } else if (!hp.dataset_dir.empty()) {
     labels = datasets::read_labels_file(hp.dataset_dir + "/labels.txt");
-  } else if (o.num_classes + hp.labels_offset == 1001) {
+  } else if (model_options.num_classes + hp.labels_offset == 1001) {
     labels = datasets::imagenet_class_names();  // TF-slim's ImageNet numbering
   }
   int64_t top_k = 5;
-  if (auto k = args.extras.find("top_k"); k != args.extras.end()) {
-    if (config::parse_int(k->second, &top_k) != config::NumberStatus::kOk || top_k < 1) {
-      throw ConfigError("top_k: '" + k->second + "' is not an integer >= 1");
+  if (auto top_k_arg = args.extras.find("top_k"); top_k_arg != args.extras.end()) {
+    if (config::parse_int(top_k_arg->second, &top_k) != config::NumberStatus::kOk || top_k < 1) {
+      throw ConfigError("top_k: '" + top_k_arg->second + "' is not an integer >= 1");
     }
   }
-  top_k = std::min(top_k, o.num_classes);
+  top_k = std::min(top_k, model_options.num_classes);
   const std::string prep_name =
       hp.preprocessing_name.empty() ? spec.preprocessing : hp.preprocessing_name;
-  const preprocessing::OutputShape shape{static_cast<int>(o.in_channels),
-                                         static_cast<int>(o.image_size),
-                                         static_cast<int>(o.image_size)};
+  const preprocessing::OutputShape shape{static_cast<int>(model_options.in_channels),
+                                         static_cast<int>(model_options.image_size),
+                                         static_cast<int>(model_options.image_size)};
   const auto prep = preprocessing::get_preprocessing(prep_name, shape, false);
   std::mt19937_64 rng(0);
-  auto label_of = [&](int64_t c) {
-    return c >= 0 && c < static_cast<int64_t>(labels.size()) ? labels[static_cast<size_t>(c)]
-                                                             : std::string();
+  auto label_of = [&](int64_t class_id) {
+    return class_id >= 0 && class_id < static_cast<int64_t>(labels.size())
+               ? labels[static_cast<size_t>(class_id)]
+               : std::string();
   };
   int failed = 0;
   for (const std::string& file : images) {
@@ -93,14 +94,17 @@ int classify(LoadResult& args, const std::vector<std::string>& images) {
     }
     const auto logits = model->forward(input).logits.reshape({-1});
     const auto probs = torch::softmax(logits, 0);
-    const auto [p, idx] = probs.topk(top_k);
+    const auto [top_probs, idx] = probs.topk(top_k);
     nlohmann::json top = nlohmann::json::array();
     for (int64_t i = 0; i < top_k; ++i) {
-      const int64_t c = idx[i].item<int64_t>() + hp.labels_offset;
-      top.push_back({{"class", c}, {"label", label_of(c)}, {"probability", p[i].item<double>()}});
+      const int64_t class_id = idx[i].item<int64_t>() + hp.labels_offset;
+      top.push_back({{"class", class_id},
+                     {"label", label_of(class_id)},
+                     {"probability", top_probs[i].item<double>()}});
     }
-    const auto l = logits.contiguous();
-    const std::vector<float> values(l.data_ptr<float>(), l.data_ptr<float>() + l.numel());
+    const auto flat_logits = logits.contiguous();
+    const std::vector<float> values(flat_logits.data_ptr<float>(),
+                                    flat_logits.data_ptr<float>() + flat_logits.numel());
     nlohmann::json out = {{"file", file},
                           {"class", top[0]["class"]},
                           {"label", top[0]["label"]},
@@ -127,14 +131,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> images;
   bool after_dashes = false;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (!after_dashes && a == "--") {
+    const std::string arg = argv[i];
+    if (!after_dashes && arg == "--") {
       after_dashes = true;
-    } else if (!after_dashes && a.rfind("-", 0) == 0) {
+    } else if (!after_dashes && arg.rfind("-", 0) == 0) {
       options.push_back(argv[i]);
-      if (a == "--config" && i + 1 < argc) options.push_back(argv[++i]);
+      if (arg == "--config" && i + 1 < argc) options.push_back(argv[++i]);
     } else {
-      images.push_back(a);
+      images.push_back(arg);
     }
   }
   return fastnn::train::tool_main(

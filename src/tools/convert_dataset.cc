@@ -86,9 +86,10 @@ int main(int argc, char** argv) {
           name == "mnist" ? datasets::mnist_class_names() : datasets::fashion_mnist_class_names();
       splits = datasets::convert_mnist(opt);
     }
-    for (const auto& s : splits) {
-      std::cout << s.split << ": " << s.examples << " examples in " << s.paths.size()
-                << " file(s): " << s.paths.front() << (s.paths.size() > 1 ? " ..." : "") << "\n";
+    for (const auto& split : splits) {
+      std::cout << split.split << ": " << split.examples << " examples in " << split.paths.size()
+                << " file(s): " << split.paths.front() << (split.paths.size() > 1 ? " ..." : "")
+                << "\n";
     }
   } catch (const ConfigError& e) {
     std::cerr << "convert_dataset: " << e.what() << "\n";

@@ -55,26 +55,26 @@ int export_graph(LoadResult& args, const std::string& batch_size) {
   }
   const int64_t batch = batch_size == "dynamic" ? 0 : positive("batch_size", batch_size);
   int64_t image_size = 0;
-  if (auto s = args.extras.find("image_size"); s != args.extras.end()) {
-    image_size = positive("image_size", s->second);
+  if (auto given = args.extras.find("image_size"); given != args.extras.end()) {
+    image_size = positive("image_size", given->second);
   }
   const train::InferenceModel loaded =
       train::load_inference_model(train::inference_options(hp), image_size);
-  exporter::OnnxExportOptions o;
-  o.batch_size = batch;
-  o.channels = loaded.options.in_channels;
-  o.image_size = loaded.options.image_size;
-  o.model_name = hp.model_name;
-  o.metadata = {
+  exporter::OnnxExportOptions export_options;
+  export_options.batch_size = batch;
+  export_options.channels = loaded.options.in_channels;
+  export_options.image_size = loaded.options.image_size;
+  export_options.model_name = hp.model_name;
+  export_options.metadata = {
       {"model_name", hp.model_name},
       {"num_classes", std::to_string(loaded.options.num_classes)},
       {"labels_offset", std::to_string(hp.labels_offset)},
-      {"image_size", std::to_string(o.image_size)},
+      {"image_size", std::to_string(export_options.image_size)},
       {"preprocessing",
        hp.preprocessing_name.empty() ? loaded.spec->preprocessing : hp.preprocessing_name},
       {"moving_averages", loaded.moving_averages ? "true" : "false"},
   };
-  const std::string bytes = exporter::export_onnx(*loaded.model, o);
+  const std::string bytes = exporter::export_onnx(*loaded.model, export_options);
   io::AtomicFileWriter out(output->second);
   out.append(bytes);
   out.commit();
@@ -82,8 +82,9 @@ int export_graph(LoadResult& args, const std::string& batch_size) {
       "export_inference_graph: wrote %s (%s, %s images [%s, %lld, %lld, %lld], %lld "
       "classes, %.1f MB%s)\n",
       output->second.c_str(), hp.model_name.c_str(), batch ? "fixed batch" : "dynamic batch",
-      batch ? std::to_string(batch).c_str() : "N", static_cast<long long>(o.channels),
-      static_cast<long long>(o.image_size), static_cast<long long>(o.image_size),
+      batch ? std::to_string(batch).c_str() : "N", static_cast<long long>(export_options.channels),
+      static_cast<long long>(export_options.image_size),
+      static_cast<long long>(export_options.image_size),
       static_cast<long long>(loaded.options.num_classes), bytes.size() / 1e6,
       loaded.moving_averages ? ", moving-average weights" : "");
   return 0;

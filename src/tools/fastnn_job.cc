@@ -95,8 +95,8 @@ int main(int argc, char** argv) {
     if (!token_file.empty()) {
       co.token = dist::read_text_file(token_file, "--token_file");
       co.token.erase(co.token.find_last_not_of(" \t\r\n") + 1);
-    } else if (const char* t = std::getenv("FASTNN_JOB_TOKEN")) {
-      co.token = t;
+    } else if (const char* env_token = std::getenv("FASTNN_JOB_TOKEN")) {
+      co.token = env_token;
     }
     if (co.token.empty() && !health->parsed()) {
       throw fastnn::ConfigError("no job token: set FASTNN_JOB_TOKEN or pass --token_file");
@@ -108,8 +108,8 @@ int main(int argc, char** argv) {
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + deadline);
       grpc::health::v1::HealthCheckResponse resp;
-      grpc::Status s = stub->Check(&ctx, {}, &resp);
-      if (!s.ok()) throw fastnn::DistributedError(client.explain(s, "health"));
+      grpc::Status rpc_status = stub->Check(&ctx, {}, &resp);
+      if (!rpc_status.ok()) throw fastnn::DistributedError(client.explain(rpc_status, "health"));
       std::printf("%s\n",
                   grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status()).c_str());
       return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING
@@ -119,8 +119,8 @@ int main(int argc, char** argv) {
     if (status->parsed()) {
       pb::JobStatus st;
       auto ctx = client.context(deadline, /*wait_for_ready=*/false);
-      grpc::Status s = client.stub().Status(ctx.get(), {}, &st);
-      if (!s.ok()) throw fastnn::DistributedError(client.explain(s, "status"));
+      grpc::Status rpc_status = client.stub().Status(ctx.get(), {}, &st);
+      if (!rpc_status.ok()) throw fastnn::DistributedError(client.explain(rpc_status, "status"));
       print_status(st);
       return fastnn::kExitOk;
     }
@@ -128,8 +128,8 @@ int main(int argc, char** argv) {
     req.set_reason(reason);
     pb::StopResponse resp;
     auto ctx = client.context(deadline, /*wait_for_ready=*/false);
-    grpc::Status s = client.stub().Stop(ctx.get(), req, &resp);
-    if (!s.ok()) throw fastnn::DistributedError(client.explain(s, "stop"));
+    grpc::Status rpc_status = client.stub().Stop(ctx.get(), req, &resp);
+    if (!rpc_status.ok()) throw fastnn::DistributedError(client.explain(rpc_status, "stop"));
     std::printf("stop requested; job %s\n", pb::JobState_Name(resp.state()).c_str());
     return fastnn::kExitOk;
   } catch (const fastnn::ConfigError& e) {

@@ -123,15 +123,17 @@ void print_listing(const std::string& path, const Listing& l) {
 
 // Compares the checkpoint's variables with the network's; prints the
 // differences and a last line that says whether there are any.
-void print_diff(const Listing& l, const std::string& model_name, const models::ModelOptions& o) {
-  auto model = models::find_model(model_name).create(o);
+void print_diff(const Listing& listing, const std::string& model_name,
+                const models::ModelOptions& options) {
+  auto model = models::find_model(model_name).create(options);
   std::map<std::string, std::vector<int64_t>> wanted;
-  for (const auto& v : models::model_variables(*model)) wanted[v.name] = v.tensor.sizes().vec();
+  for (const auto& variable : models::model_variables(*model))
+    wanted[variable.name] = variable.tensor.sizes().vec();
   std::vector<std::string> missing, unexpected, mismatched;
   std::set<std::string> scopes;
   for (const auto& [name, shape] : wanted) {
-    auto it = l.variables.find(name);
-    if (it == l.variables.end()) {
+    auto it = listing.variables.find(name);
+    if (it == listing.variables.end()) {
       missing.push_back(name + " " + shape_text(shape));
     } else if (it->second != shape) {
       mismatched.push_back(name + ": network " + shape_text(shape) + ", checkpoint " +
@@ -143,7 +145,7 @@ void print_diff(const Listing& l, const std::string& model_name, const models::M
       scopes.insert(second == std::string::npos ? name : name.substr(0, second));
     }
   }
-  for (const auto& [name, shape] : l.variables) {
+  for (const auto& [name, shape] : listing.variables) {
     if (wanted.count(name)) continue;
     // Moving averages and optimizer slots of a network variable are not
     // unexpected: "<variable>/ExponentialMovingAverage", ".../RMSProp".
@@ -152,8 +154,8 @@ void print_diff(const Listing& l, const std::string& model_name, const models::M
     unexpected.push_back(name + " " + shape_text(shape));
   }
   std::printf("\ncompared with %s (num_classes=%lld, %lld input channels): %zu variables\n",
-              model_name.c_str(), static_cast<long long>(o.num_classes),
-              static_cast<long long>(o.in_channels), wanted.size());
+              model_name.c_str(), static_cast<long long>(options.num_classes),
+              static_cast<long long>(options.in_channels), wanted.size());
   const std::pair<const char*, const std::vector<std::string>*> groups[] = {
       {"missing from the checkpoint", &missing},
       {"in the checkpoint, not in the network", &unexpected},
@@ -161,11 +163,11 @@ void print_diff(const Listing& l, const std::string& model_name, const models::M
   for (const auto& [title, names] : groups) {
     if (names->empty()) continue;
     std::printf("%s (%zu):\n", title, names->size());
-    for (const auto& n : *names) std::printf("  %s\n", n.c_str());
+    for (const auto& entry : *names) std::printf("  %s\n", entry.c_str());
   }
   if (!scopes.empty()) {
     std::string list;
-    for (const auto& s : scopes) list += (list.empty() ? "" : ",") + s;
+    for (const auto& scope : scopes) list += (list.empty() ? "" : ",") + scope;
     std::printf("to fine-tune without them: checkpoint_exclude_scopes=%s\n", list.c_str());
   }
   if (missing.empty() && mismatched.empty()) {
@@ -184,37 +186,37 @@ int main(int argc, char** argv) {
       "inspect_checkpoint: the tensors of a checkpoint (this project's or "
       "TensorFlow's), and its differences from a network"};
   std::string path, model_name;
-  models::ModelOptions o;
+  models::ModelOptions options;
   bool grayscale = false;
   app.add_option("checkpoint,--checkpoint_path", path,
                  "A checkpoint file, a TensorFlow prefix, or a directory")
       ->required();
   app.add_option("--model_name", model_name, "Compare with this network");
-  app.add_option("--num_classes", o.num_classes, "The network's classes (with --model_name)")
+  app.add_option("--num_classes", options.num_classes, "The network's classes (with --model_name)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   app.add_flag("--use_grayscale", grayscale, "The network takes 1-channel images");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
+  } catch (const CLI::ParseError& error) {
+    const int rc = app.exit(error);
     return rc == 0 ? 0 : kExitUsage;
   }
-  o.in_channels = grayscale ? 1 : 3;
-  o.dropout_keep_prob = 1.0;
+  options.in_channels = grayscale ? 1 : 3;
+  options.dropout_keep_prob = 1.0;
   try {
     if (!model_name.empty()) models::find_model(model_name);  // a bad name before reading
     const std::string resolved = train::resolve_checkpoint(path);
-    const Listing l = list_checkpoint(resolved);
-    print_listing(resolved, l);
-    if (!model_name.empty()) print_diff(l, model_name, o);
+    const Listing listing = list_checkpoint(resolved);
+    print_listing(resolved, listing);
+    if (!model_name.empty()) print_diff(listing, model_name, options);
     return 0;
   } catch (...) {
-    const std::exception_ptr e = std::current_exception();
+    const std::exception_ptr error = std::current_exception();
     try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      std::fprintf(stderr, "inspect_checkpoint: %s\n", x.what());
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "inspect_checkpoint: %s\n", e.what());
     }
-    return train::exit_code_of(e);
+    return train::exit_code_of(error);
   }
 }

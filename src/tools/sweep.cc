@@ -61,13 +61,13 @@ std::string default_trainer(const char* argv0) {
 int main(int argc, char** argv) {
   using namespace fastnn;
   CLI::App app{"sweep: train_image_classifier over a search space, N trials at a time"};
-  sweep::SweepOptions o;
+  sweep::SweepOptions options;
   std::string space_file, trials_file, mode = "random";
   int num_trials = 10, grid_points = 3;
   uint64_t seed = 0;
-  o.trainer = default_trainer(argv[0]);
-  o.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  app.add_option("--config", o.base_config, "Base hyperparameter file of every trial");
+  options.trainer = default_trainer(argv[0]);
+  options.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  app.add_option("--config", options.base_config, "Base hyperparameter file of every trial");
   app.add_option("--space", space_file, "Search space in SMAC's PCS syntax");
   app.add_option("--trials", trials_file, "CSV of explicit trials (header: hyperparameters)");
   app.add_option("--mode", mode, "With --space: random draws or a grid")
@@ -76,32 +76,33 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Seed of the random draws");
   app.add_option("--grid_points", grid_points, "Grid values per real parameter")
       ->check(CLI::Range(2, 1000));
-  app.add_option("--out", o.out_dir,
+  app.add_option("--out", options.out_dir,
                  "Sweep directory (trial-NNN/, results.csv), locked while the sweep runs")
       ->required();
-  app.add_option("--parallel", o.parallel, "Trials at a time")->check(CLI::Range(1, 1024));
-  app.add_option("--cores", o.cores, "Cores the parallel trials share")->check(CLI::Range(1, 4096));
-  app.add_option("--launcher", o.launcher,
+  app.add_option("--parallel", options.parallel, "Trials at a time")->check(CLI::Range(1, 1024));
+  app.add_option("--cores", options.cores, "Cores the parallel trials share")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--launcher", options.launcher,
                  "Command template that submits a trial, e.g. 'srun -N1 -n1 {cmd}': every "
                  "{cmd} is the trial's command line");
-  app.add_option("--metric", o.metric,
+  app.add_option("--metric", options.metric,
                  "metrics.json field to maximize (validation_accuracy: the trials' held-out "
                  "split, see validation_fraction)")
       ->capture_default_str();
-  app.add_option("--trainer", o.trainer, "The trainer binary");
-  app.add_option("--min_steps", o.halving.min_steps,
+  app.add_option("--trainer", options.trainer, "The trainer binary");
+  app.add_option("--min_steps", options.halving.min_steps,
                  "Successive halving: every trial's first budget in steps (0: off)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app.add_option("--max_steps", o.halving.max_steps, "Successive halving: the last budget");
-  app.add_flag("--asha", o.halving.asynchronous,
+  app.add_option("--max_steps", options.halving.max_steps, "Successive halving: the last budget");
+  app.add_flag("--asha", options.halving.asynchronous,
                "Successive halving without waiting for rungs to finish (ASHA): promote a "
                "trial as soon as it ranks in the best 1/eta of its rung so far");
-  app.add_option("--eta", o.halving.eta,
+  app.add_option("--eta", options.halving.eta,
                  "Successive halving: keep the best 1/eta, multiply the budget by eta")
       ->check(CLI::Range(2, 100));
   bool dry_run = false;
   app.add_flag("--dry_run", dry_run, "Print the trials (name and parameters) and run nothing");
-  app.add_option("extra", o.extra_args, "Arguments after -- go to every trial");
+  app.add_option("extra", options.extra_args, "Arguments after -- go to every trial");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
       trials = sweep::parse_trials_csv(read_file(trials_file, "--trials"), trials_file);
     } else {
       const auto space = sweep::parse_pcs(read_file(space_file, "--space"), space_file);
-      for (const auto& p : space.params) names.push_back(p.name);
+      for (const auto& param : space.params) names.push_back(param.name);
       trials = mode == "grid" ? sweep::grid_trials(space, grid_points)
                               : sweep::random_trials(space, num_trials, seed);
       if (trials.size() > 100000) {
@@ -125,39 +126,40 @@ int main(int argc, char** argv) {
                           " trials: lower --grid_points or use --mode random");
       }
     }
-    if (o.halving.min_steps > 0 && o.halving.max_steps <= o.halving.min_steps) {
+    if (options.halving.min_steps > 0 && options.halving.max_steps <= options.halving.min_steps) {
       throw ConfigError("--max_steps must be above --min_steps for successive halving");
     }
-    sweep::check_setup(o, trials, names, trials_file.empty() ? space_file : trials_file);
+    sweep::check_setup(options, trials, names, trials_file.empty() ? space_file : trials_file);
     if (dry_run) {
       for (size_t i = 0; i < trials.size(); ++i) {
         std::cout << sweep::trial_name(static_cast<int>(i));
-        for (const auto& [k, v] : trials[i]) std::cout << " " << k << "=" << v;
+        for (const auto& [key, value] : trials[i]) std::cout << " " << key << "=" << value;
         std::cout << "\n";
       }
       return kExitOk;
     }
-    if (access(o.trainer.c_str(), X_OK) != 0 && o.launcher.empty()) {
-      throw ConfigError("--trainer: '" + o.trainer + "' is not an executable");
+    if (access(options.trainer.c_str(), X_OK) != 0 && options.launcher.empty()) {
+      throw ConfigError("--trainer: '" + options.trainer + "' is not an executable");
     }
     struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
-    o.progress = true;
-    const auto outcome = sweep::run_sweep(o, trials, g_interruption);
+    options.progress = true;
+    const auto outcome = sweep::run_sweep(options, trials, g_interruption);
     const auto& results = outcome.results;
-    std::cout << "sweep: results in " << (std::filesystem::path(o.out_dir) / "results.csv").string()
-              << "\n";
+    std::cout << "sweep: results in "
+              << (std::filesystem::path(options.out_dir) / "results.csv").string() << "\n";
     for (size_t i = 0; i < results.size() && i < 5; ++i) {
-      const auto& r = results[i];
-      std::cout << "  " << sweep::trial_name(r.index) << " " << r.status;
-      if (r.has_metric) std::cout << " " << o.metric << "=" << sweep::format_real(r.metric);
-      for (const auto& [k, v] : r.params) std::cout << " " << k << "=" << v;
+      const auto& result = results[i];
+      std::cout << "  " << sweep::trial_name(result.index) << " " << result.status;
+      if (result.has_metric)
+        std::cout << " " << options.metric << "=" << sweep::format_real(result.metric);
+      for (const auto& [key, value] : result.params) std::cout << " " << key << "=" << value;
       std::cout << "\n";
     }
     std::string why;
-    const int code = sweep::sweep_exit_code(outcome, o.metric, g_interruption.signal, &why);
+    const int code = sweep::sweep_exit_code(outcome, options.metric, g_interruption.signal, &why);
     if (code != kExitOk)
       std::cerr << "sweep: " << (code == kExitUsage ? "error: " : "") << why << "\n";
     return code;

@@ -46,7 +46,7 @@ int tool_main(int argc, char** argv, const std::string& program, const std::stri
       std::cout << program << " " << FASTNN_VERSION << "\n";
       return kExitOk;
     }
-    for (const auto& w : args.warnings) std::cerr << "warning: " << w << "\n";
+    for (const auto& warning : args.warnings) std::cerr << "warning: " << warning << "\n";
     return body(args);
   } catch (const ConfigError& e) {
     std::cerr << program << ": error: " << e.what() << "\n";

@@ -42,32 +42,32 @@ BatchNormPool::BatchNormPool(torch::nn::Module& root) : root_(root) {
   std::vector<torch::Tensor> buffers;
   // include_self would need `root` held by a shared_ptr; a BatchNorm is
   // never the root of a model anyway.
-  for (const auto& m : root.modules(/*include_self=*/false)) {
-    if (!m->as<models::TfBatchNormImpl>()) continue;
-    auto named = m->named_buffers(/*recurse=*/false);
-    Layer l;
-    l.module = m.get();
-    l.mean = named["moving_mean"];
-    l.variance = named["moving_variance"];
-    buffers.push_back(l.mean);
-    buffers.push_back(l.variance);
-    channels_total_ += l.mean.numel();
-    layers_.push_back(std::move(l));
+  for (const auto& child : root.modules(/*include_self=*/false)) {
+    if (!child->as<models::TfBatchNormImpl>()) continue;
+    auto named = child->named_buffers(/*recurse=*/false);
+    Layer layer;
+    layer.module = child.get();
+    layer.mean = named["moving_mean"];
+    layer.variance = named["moving_variance"];
+    buffers.push_back(layer.mean);
+    buffers.push_back(layer.variance);
+    channels_total_ += layer.mean.numel();
+    layers_.push_back(std::move(layer));
   }
-  for (const auto& l : layers_) buffers_.push_back(l.mean);
-  for (const auto& l : layers_) buffers_.push_back(l.variance);
-  for (const auto& b : buffers_) sizes_.push_back(b.numel());
+  for (const auto& layer : layers_) buffers_.push_back(layer.mean);
+  for (const auto& layer : layers_) buffers_.push_back(layer.variance);
+  for (const auto& buffer : buffers_) sizes_.push_back(buffer.numel());
   if (layers_.empty()) return;
   ProbeGuard guard(root, buffers);
   torch::NoGradGuard no_grad;
-  for (auto& l : layers_) {
+  for (auto& layer : layers_) {
     // Rows 2 and 0: batch mean 1, so the moving mean becomes m exactly.
-    auto x = torch::zeros({2, l.mean.numel()}, l.mean.options());
-    x[0].fill_(2);
-    l.mean.zero_();
-    l.module->train(true);
-    l.module->as<models::TfBatchNormImpl>()->forward(x);
-    l.momentum = l.mean[0].item<double>();
+    auto probe = torch::zeros({2, layer.mean.numel()}, layer.mean.options());
+    probe[0].fill_(2);
+    layer.mean.zero_();
+    layer.module->train(true);
+    layer.module->as<models::TfBatchNormImpl>()->forward(probe);
+    layer.momentum = layer.mean[0].item<double>();
   }
 }
 
@@ -87,9 +87,9 @@ void BatchNormPool::measure_counts(const std::function<void(const torch::Tensor&
                                    std::vector<int64_t> image_chw) {
   if (layers_.empty()) return;
   std::vector<torch::Tensor> buffers;
-  for (const auto& l : layers_) {
-    buffers.push_back(l.mean);
-    buffers.push_back(l.variance);
+  for (const auto& layer : layers_) {
+    buffers.push_back(layer.mean);
+    buffers.push_back(layer.variance);
   }
   ProbeGuard guard(root_, buffers);
   torch::NoGradGuard no_grad;
@@ -97,30 +97,31 @@ void BatchNormPool::measure_counts(const std::function<void(const torch::Tensor&
   const auto image = torch::randn(image_chw, layers_.front().mean.options());
   // Dropout (and anything else random) off; BatchNorm in training mode.
   root_.eval();
-  for (auto& l : layers_) l.module->train(true);
+  for (auto& layer : layers_) layer.module->train(true);
   // Identical images give every layer the same per-image statistics, so
   // the moving variances of batch 2 and batch 4 differ only by the
   // unbiased factor n/(n-1), n = batch·H·W.
   auto variances_for = [&](int64_t copies) {
-    for (auto& l : layers_) l.variance.zero_();
+    for (auto& layer : layers_) layer.variance.zero_();
     forward(image.repeat({copies, 1, 1, 1}));
-    std::vector<double> v;
-    for (auto& l : layers_) v.push_back(l.variance.to(torch::kFloat64).sum().item<double>());
-    return v;
+    std::vector<double> sums;
+    for (auto& layer : layers_)
+      sums.push_back(layer.variance.to(torch::kFloat64).sum().item<double>());
+    return sums;
   };
   const auto two = variances_for(2);
   const auto four = variances_for(4);
   for (size_t i = 0; i < layers_.size(); ++i) {
-    // r = v2/v4 = (4h-1) / (2(2h-1))  =>  h = (2r-1) / (4(r-1)).
+    // ratio r = v2/v4 = (4h-1) / (2(2h-1))  =>  positions h = (2r-1) / (4(r-1)).
     // No variance at all between identical images: one value per image
     // and channel (an NC input, or 1x1 spatial).
     if (two[i] == 0 && four[i] == 0) {
       layers_[i].count = 1;
       continue;
     }
-    const double r = two[i] / four[i];
-    const double h = (2 * r - 1) / (4 * (r - 1));
-    layers_[i].count = std::isfinite(h) && h >= 0.5 ? std::llround(h) : 0;
+    const double ratio = two[i] / four[i];
+    const double positions = (2 * ratio - 1) / (4 * (ratio - 1));
+    layers_[i].count = std::isfinite(positions) && positions >= 0.5 ? std::llround(positions) : 0;
   }
 }
 

@@ -87,32 +87,32 @@ std::vector<CheckpointEntry> parse_checkpoint(std::string_view bytes, const std:
   out.reserve(count);
   std::set<std::string> names;
   for (uint32_t i = 0; i < count; ++i) {
-    CheckpointEntry e;
+    CheckpointEntry entry;
     const uint32_t len = cur.get<uint32_t>();
-    e.name.assign(cur.take(len), len);
+    entry.name.assign(cur.take(len), len);
     const std::string what =
-        "checkpoint '" + path + "': tensor '" + e.name.substr(0, kShownName) + "': ";
+        "checkpoint '" + path + "': tensor '" + entry.name.substr(0, kShownName) + "': ";
     const uint8_t code = cur.get<uint8_t>();
     const size_t elem = element_bytes(code);
     if (elem == 0) throw DataError(what + "unknown dtype code " + std::to_string(code));
-    e.dtype = static_cast<DTypeCode>(code);
+    entry.dtype = static_cast<DTypeCode>(code);
     const uint8_t ndim = cur.get<uint8_t>();
-    e.dims.resize(ndim);
+    entry.dims.resize(ndim);
     uint64_t numel = 1;
     bool overflow = false;
-    for (auto& d : e.dims) {
-      d = cur.get<int64_t>();
-      if (d < 0) throw DataError(what + "negative dimension " + std::to_string(d));
-      const auto u = static_cast<uint64_t>(d);
-      if (u != 0 && numel > UINT64_MAX / u) overflow = true;
-      numel = overflow ? 0 : numel * u;
+    for (auto& dim : entry.dims) {
+      dim = cur.get<int64_t>();
+      if (dim < 0) throw DataError(what + "negative dimension " + std::to_string(dim));
+      const auto extent = static_cast<uint64_t>(dim);
+      if (extent != 0 && numel > UINT64_MAX / extent) overflow = true;
+      numel = overflow ? 0 : numel * extent;
     }
     const uint64_t nbytes = cur.get<uint64_t>();
     if (overflow || numel > UINT64_MAX / elem || numel * elem != nbytes) {
       throw DataError(what + "its shape does not match its " + std::to_string(nbytes) + " bytes");
     }
-    e.data = std::string_view(cur.take(nbytes), static_cast<size_t>(nbytes));
-    out.push_back(std::move(e));
+    entry.data = std::string_view(cur.take(nbytes), static_cast<size_t>(nbytes));
+    out.push_back(std::move(entry));
     if (!names.insert(out.back().name).second) {
       throw DataError(what + "appears twice");
     }

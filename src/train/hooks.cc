@@ -174,37 +174,37 @@ class ProfilerHook : public Hook {
     started_ = c.now();
   }
   bool needs_metrics(const TrainControl&, int64_t) const override { return false; }
-  void after_step(TrainControl& c, const StepStats& s) override {
+  void after_step(TrainControl& control, const StepStats& stats) override {
     if (!profile_) return;
     profile_.reset();  // writes the operators' trace
-    const auto& hp = c.hparams();
-    std::string dir = c.writes_train_dir() ? hp.train_dir : hp.output_dir;
+    const auto& hp = control.hparams();
+    std::string dir = control.writes_train_dir() ? hp.train_dir : hp.output_dir;
     std::filesystem::create_directories(dir);
     const auto path =
-        std::filesystem::path(dir) / ("timeline-" + std::to_string(s.global_step) + ".json");
-    const auto& t = s.spans;
+        std::filesystem::path(dir) / ("timeline-" + std::to_string(stats.global_step) + ".json");
+    const auto& spans = stats.spans;
     const struct {
       const char* name;
       double begin, end;
-    } phases[] = {{"input_wait", t.input_begin, t.input_end},
-                  {"forward", t.input_end, t.forward_end},
-                  {"backward", t.forward_end, t.backward_end},
-                  {"optimizer", t.backward_end, t.optimizer_end}};
-    const int pid = c.rank();
+    } phases[] = {{"input_wait", spans.input_begin, spans.input_end},
+                  {"forward", spans.input_end, spans.forward_end},
+                  {"backward", spans.forward_end, spans.backward_end},
+                  {"optimizer", spans.backward_end, spans.optimizer_end}};
+    const int pid = control.rank();
     nlohmann::json events = nlohmann::json::array();
     events.push_back({{"name", "thread_name"},
                       {"ph", "M"},
                       {"pid", pid},
                       {"tid", 0},
                       {"args", {{"name", "step phases"}}}});
-    for (const auto& p : phases) {
-      events.push_back({{"name", p.name},
+    for (const auto& phase : phases) {
+      events.push_back({{"name", phase.name},
                         {"ph", "X"},
                         {"pid", pid},
                         {"tid", 0},
-                        {"ts", p.begin * 1e6},
-                        {"dur", (p.end - p.begin) * 1e6},
-                        {"args", {{"global_step", s.global_step}}}});
+                        {"ts", phase.begin * 1e6},
+                        {"dur", (phase.end - phase.begin) * 1e6},
+                        {"args", {{"global_step", stats.global_step}}}});
     }
     add_operators(trace_->str(), started_, pid, events);
     trace_.reset();

@@ -20,39 +20,39 @@ double beta(std::mt19937_64& rng, double alpha) {
 
 }  // namespace
 
-MixParams draw_mix(const MixupOptions& o, int64_t batch, int64_t height, int64_t width) {
-  MixParams p;
-  if (!o.enabled()) return p;
-  std::seed_seq seq{static_cast<uint32_t>(o.seed), static_cast<uint32_t>(o.seed >> 32),
-                    static_cast<uint32_t>(o.rank), static_cast<uint32_t>(batch),
+MixParams draw_mix(const MixupOptions& options, int64_t batch, int64_t height, int64_t width) {
+  MixParams mix;
+  if (!options.enabled()) return mix;
+  std::seed_seq seq{static_cast<uint32_t>(options.seed), static_cast<uint32_t>(options.seed >> 32),
+                    static_cast<uint32_t>(options.rank), static_cast<uint32_t>(batch),
                     static_cast<uint32_t>(static_cast<uint64_t>(batch) >> 32)};
   std::mt19937_64 rng(seq);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  if (!(unit(rng) < o.prob)) return p;
-  if (o.mixup_alpha > 0 && o.cutmix_alpha > 0) {
-    p.cutmix = unit(rng) < o.switch_prob;
-    p.lambda = beta(rng, p.cutmix ? o.cutmix_alpha : o.mixup_alpha);
-  } else if (o.mixup_alpha > 0) {
-    p.lambda = beta(rng, o.mixup_alpha);
+  if (!(unit(rng) < options.prob)) return mix;
+  if (options.mixup_alpha > 0 && options.cutmix_alpha > 0) {
+    mix.cutmix = unit(rng) < options.switch_prob;
+    mix.lambda = beta(rng, mix.cutmix ? options.cutmix_alpha : options.mixup_alpha);
+  } else if (options.mixup_alpha > 0) {
+    mix.lambda = beta(rng, options.mixup_alpha);
   } else {
-    p.cutmix = true;
-    p.lambda = beta(rng, o.cutmix_alpha);
+    mix.cutmix = true;
+    mix.lambda = beta(rng, options.cutmix_alpha);
   }
-  if (!p.mixes() || !p.cutmix) return p;
+  if (!mix.mixes() || !mix.cutmix) return mix;
   // rand_bbox: a box of sides int(side * sqrt(1 - lambda)) centred on a
   // uniform pixel, clipped to the image; lambda becomes 1 - its share.
-  const double ratio = std::sqrt(1.0 - p.lambda);
+  const double ratio = std::sqrt(1.0 - mix.lambda);
   const auto cut_h = static_cast<int64_t>(height * ratio);
   const auto cut_w = static_cast<int64_t>(width * ratio);
   const int64_t cy = std::uniform_int_distribution<int64_t>(0, height - 1)(rng);
   const int64_t cx = std::uniform_int_distribution<int64_t>(0, width - 1)(rng);
-  p.y0 = std::clamp<int64_t>(cy - cut_h / 2, 0, height);
-  p.y1 = std::clamp<int64_t>(cy + cut_h / 2, 0, height);
-  p.x0 = std::clamp<int64_t>(cx - cut_w / 2, 0, width);
-  p.x1 = std::clamp<int64_t>(cx + cut_w / 2, 0, width);
-  p.lambda = 1.0 - static_cast<double>((p.y1 - p.y0) * (p.x1 - p.x0)) /
-                       static_cast<double>(height * width);
-  return p;
+  mix.y0 = std::clamp<int64_t>(cy - cut_h / 2, 0, height);
+  mix.y1 = std::clamp<int64_t>(cy + cut_h / 2, 0, height);
+  mix.x0 = std::clamp<int64_t>(cx - cut_w / 2, 0, width);
+  mix.x1 = std::clamp<int64_t>(cx + cut_w / 2, 0, width);
+  mix.lambda = 1.0 - static_cast<double>((mix.y1 - mix.y0) * (mix.x1 - mix.x0)) /
+                         static_cast<double>(height * width);
+  return mix;
 }
 
 torch::Tensor mix_images(const torch::Tensor& images, const MixParams& p) {

@@ -81,40 +81,40 @@ class RunReportHook : public Hook {
 };
 
 // metrics.json's record of what the evaluations during training decided.
-void add_evaluation_outcome(const HParams& hp, const EvaluationHook& eval, const RunSummary& r,
-                            nlohmann::json& j) {
-  j["eval_secs"] = eval.eval_secs();
-  j["train_secs"] = r.wall_secs - eval.eval_secs();
+void add_evaluation_outcome(const HParams& hp, const EvaluationHook& eval,
+                            const RunSummary& summary, nlohmann::json& metrics) {
+  metrics["eval_secs"] = eval.eval_secs();
+  metrics["train_secs"] = summary.wall_secs - eval.eval_secs();
   if (hp.stop_at_accuracy) {
-    const TargetReached& t = eval.target();
-    nlohmann::json s = {{"target", *hp.stop_at_accuracy}, {"reached", t.step >= 0}};
-    if (t.step >= 0) {
-      s["step"] = t.step;
-      s["accuracy"] = t.accuracy;
-      s["split"] = t.split;
-      s["train_secs"] = t.train_secs;
+    const TargetReached& target = eval.target();
+    nlohmann::json outcome = {{"target", *hp.stop_at_accuracy}, {"reached", target.step >= 0}};
+    if (target.step >= 0) {
+      outcome["step"] = target.step;
+      outcome["accuracy"] = target.accuracy;
+      outcome["split"] = target.split;
+      outcome["train_secs"] = target.train_secs;
     }
-    j["stop_at_accuracy"] = s;
+    metrics["stop_at_accuracy"] = outcome;
   }
-  const EvalHistory* h = eval.history();
-  if (!h) return;
+  const EvalHistory* history = eval.history();
+  if (!history) return;
   if (hp.keep_best_checkpoints > 0) {
     nlohmann::json best = nlohmann::json::array();
-    for (const auto& b : h->best()) {
-      best.push_back({{"step", b.step},
-                      {"accuracy", b.accuracy},
-                      {"path", (std::filesystem::path(hp.train_dir) / b.file).string()}});
+    for (const auto& checkpoint : history->best()) {
+      best.push_back({{"step", checkpoint.step},
+                      {"accuracy", checkpoint.accuracy},
+                      {"path", (std::filesystem::path(hp.train_dir) / checkpoint.file).string()}});
     }
-    j["best_checkpoints"] = {{"metric", h->metric()}, {"kept", best}};
+    metrics["best_checkpoints"] = {{"metric", history->metric()}, {"kept", best}};
   }
   if (hp.early_stopping_patience > 0) {
-    j["early_stopping"] = {
+    metrics["early_stopping"] = {
         {"patience", hp.early_stopping_patience},
-        {"metric", h->metric()},
+        {"metric", history->metric()},
         {"stopped", eval.early_stopped()},
-        {"evaluations_without_improvement", h->evaluations_without_improvement()},
-        {"best_step", h->best_step()},
-        {"best_accuracy", h->best_accuracy()}};
+        {"evaluations_without_improvement", history->evaluations_without_improvement()},
+        {"best_step", history->best_step()},
+        {"best_accuracy", history->best_accuracy()}};
   }
 }
 
@@ -124,54 +124,54 @@ class MetricsHook : public Hook {
       : stats_(std::move(stats)), scaler_(scaler), eval_(eval) {}
   bool needs_metrics(const TrainControl&, int64_t) const override { return false; }
 
-  void after_run(TrainControl& c, const RunSummary& r) override {
+  void after_run(TrainControl& control, const RunSummary& summary) override {
     const auto stats = stats_();
-    const double ips = r.wall_secs > 0 ? r.samples / r.wall_secs : 0;
-    nlohmann::json j = {{"final_step", r.final_step},
-                        {"steps_this_run", r.final_step - r.start_step},
-                        {"loss", r.loss},
-                        {"train_accuracy", r.accuracy},
-                        {"images_per_sec", ips},
-                        {"wall_secs", r.wall_secs},
-                        {"data_wait_secs", r.data_wait_secs},
-                        {"records_skipped", stats.records_skipped},
-                        {"bytes_skipped", stats.bytes_skipped},
-                        {"loss_scale", scaler_.scale()},
-                        {"steps_skipped_overflow", scaler_.skipped_steps()},
-                        {"records_skipped_by_kind",
-                         {{"crc_mismatch", stats.skipped_crc_mismatch},
-                          {"truncated", stats.skipped_truncated},
-                          {"oversized", stats.skipped_oversized},
-                          {"bad_example", stats.skipped_bad_example},
-                          {"bad_image", stats.skipped_bad_image},
-                          {"bad_label", stats.skipped_bad_label}}},
-                        {"stop_reason", r.stop_reason},
-                        {"eval_accuracy", nlohmann::json()},
-                        {"eval_recall_5", nlohmann::json()},
-                        {"exit_status", r.exit_code}};
-    const HParams& hp = c.hparams();
+    const double ips = summary.wall_secs > 0 ? summary.samples / summary.wall_secs : 0;
+    nlohmann::json metrics = {{"final_step", summary.final_step},
+                              {"steps_this_run", summary.final_step - summary.start_step},
+                              {"loss", summary.loss},
+                              {"train_accuracy", summary.accuracy},
+                              {"images_per_sec", ips},
+                              {"wall_secs", summary.wall_secs},
+                              {"data_wait_secs", summary.data_wait_secs},
+                              {"records_skipped", stats.records_skipped},
+                              {"bytes_skipped", stats.bytes_skipped},
+                              {"loss_scale", scaler_.scale()},
+                              {"steps_skipped_overflow", scaler_.skipped_steps()},
+                              {"records_skipped_by_kind",
+                               {{"crc_mismatch", stats.skipped_crc_mismatch},
+                                {"truncated", stats.skipped_truncated},
+                                {"oversized", stats.skipped_oversized},
+                                {"bad_example", stats.skipped_bad_example},
+                                {"bad_image", stats.skipped_bad_image},
+                                {"bad_label", stats.skipped_bad_label}}},
+                              {"stop_reason", summary.stop_reason},
+                              {"eval_accuracy", nlohmann::json()},
+                              {"eval_recall_5", nlohmann::json()},
+                              {"exit_status", summary.exit_code}};
+    const HParams& hp = control.hparams();
     RunResult result;
-    result.exit_code = r.exit_code;
-    result.wall_secs = r.wall_secs;
-    result.final_step = r.final_step;
+    result.exit_code = summary.exit_code;
+    result.wall_secs = summary.wall_secs;
+    result.final_step = summary.final_step;
     result.seed = hp.seed;
-    result.train_loss = r.final_step > r.start_step ? r.loss : std::nan("");
+    result.train_loss = summary.final_step > summary.start_step ? summary.loss : std::nan("");
     if (eval_) result.evals = eval_->last();
-    for (const auto& e : result.evals) {
-      j[e.split + "_accuracy"] = e.top1;
-      j[e.split + "_recall_5"] = e.top5;
-      j[e.split + "_loss"] = e.loss;
-      j[e.split + "_samples"] = e.samples;
-      if (e.split == hp.eval_split_name) {
-        j["eval_accuracy"] = e.top1;
-        j["eval_recall_5"] = e.top5;
+    for (const auto& split_eval : result.evals) {
+      metrics[split_eval.split + "_accuracy"] = split_eval.top1;
+      metrics[split_eval.split + "_recall_5"] = split_eval.top5;
+      metrics[split_eval.split + "_loss"] = split_eval.loss;
+      metrics[split_eval.split + "_samples"] = split_eval.samples;
+      if (split_eval.split == hp.eval_split_name) {
+        metrics["eval_accuracy"] = split_eval.top1;
+        metrics["eval_recall_5"] = split_eval.top5;
       }
     }
-    if (eval_) add_evaluation_outcome(hp, *eval_, r, j);
-    if (c.rank() == 0) print_result(hp, result);
-    if (!c.writes_train_dir()) return;
+    if (eval_) add_evaluation_outcome(hp, *eval_, summary, metrics);
+    if (control.rank() == 0) print_result(hp, result);
+    if (!control.writes_train_dir()) return;
     io::write_file_atomic((std::filesystem::path(hp.train_dir) / "metrics.json").string(),
-                          j.dump(2) + "\n");
+                          metrics.dump(2) + "\n");
   }
 
  private:
@@ -241,12 +241,12 @@ bool EvaluationHook::evaluate(int64_t step) {
       if (averages) swap_averages_();
       throw;
     }
-    const auto& r = results.back();
-    if (r.stopped) {
+    const auto& result = results.back();
+    if (result.stopped) {
       // A stop signal: the training loop stops after this step; a partial
       // pass is no result, and the last complete one stays reported.
-      log::info() << "eval " << r.split << " at global_step " << step
-                  << ": stopped by a signal after " << r.samples << " samples";
+      log::info() << "eval " << result.split << " at global_step " << step
+                  << ": stopped by a signal after " << result.samples << " samples";
       break;
     }
     results.back().moving_averages = averages;
@@ -254,8 +254,8 @@ bool EvaluationHook::evaluate(int64_t step) {
     std::snprintf(line, sizeof line,
                   "eval %s at global_step %lld: accuracy = %.4f, recall_5 = %.4f, "
                   "loss = %.4f (%lld samples, %.1f s%s)",
-                  r.split.c_str(), static_cast<long long>(step), r.top1, r.top5, r.loss,
-                  static_cast<long long>(r.samples), r.wall_secs,
+                  result.split.c_str(), static_cast<long long>(step), result.top1, result.top5,
+                  result.loss, static_cast<long long>(result.samples), result.wall_secs,
                   averages ? ", moving averages" : "");
     log::info() << line;
   }
@@ -275,26 +275,26 @@ const EvalResult* EvaluationHook::ranked(const std::vector<EvalResult>& results)
   return found;
 }
 
-void EvaluationHook::judge(TrainControl& c, int64_t step, bool ending) {
+void EvaluationHook::judge(TrainControl& control, int64_t step, bool ending) {
   const double train_secs = train_secs_;
   char text[256];
   if (hp_.stop_at_accuracy && target_.step < 0) {
-    for (const auto& r : last_) {
-      if (r.split != hp_.eval_split_name || r.top1 < *hp_.stop_at_accuracy) continue;
-      target_ = {step, r.top1, r.split, train_secs};
+    for (const auto& result : last_) {
+      if (result.split != hp_.eval_split_name || result.top1 < *hp_.stop_at_accuracy) continue;
+      target_ = {step, result.top1, result.split, train_secs};
       std::snprintf(text, sizeof text,
                     "reached stop_at_accuracy=%g: %s accuracy %.4f at global_step %lld after "
                     "%.1f s of training",
-                    *hp_.stop_at_accuracy, r.split.c_str(), r.top1, static_cast<long long>(step),
-                    train_secs);
+                    *hp_.stop_at_accuracy, result.split.c_str(), result.top1,
+                    static_cast<long long>(step), train_secs);
       log::chief() << text;
-      if (!ending) c.request_job_stop(text);
+      if (!ending) control.request_job_stop(text);
       break;
     }
   }
-  const EvalResult* r = history_ ? ranked(last_) : nullptr;
-  if (!r) return;
-  history_->add(step, r->top1, state_);
+  const EvalResult* best = history_ ? ranked(last_) : nullptr;
+  if (!best) return;
+  history_->add(step, best->top1, state_);
   const int64_t patience = hp_.early_stopping_patience;
   if (!ending && patience > 0 && history_->evaluations_without_improvement() >= patience) {
     std::snprintf(text, sizeof text,
@@ -304,7 +304,7 @@ void EvaluationHook::judge(TrainControl& c, int64_t step, bool ending) {
                   history_->best_accuracy(), static_cast<long long>(history_->best_step()));
     log::chief() << text;
     early_stopped_ = true;
-    c.request_job_stop(text);
+    control.request_job_stop(text);
   }
 }
 
@@ -328,44 +328,45 @@ std::vector<std::string> evaluation_splits(const HParams& hp) {
   return splits;
 }
 
-std::string format_result(const std::string& format, const RunResult& r) {
+std::string format_result(const std::string& format, const RunResult& result) {
   const EvalResult* validation = nullptr;
-  for (const auto& e : r.evals) {
-    if (e.split == "validation") validation = &e;
+  for (const auto& split_eval : result.evals) {
+    if (split_eval.split == "validation") validation = &split_eval;
   }
-  const bool ok = r.exit_code == kExitOk;
+  const bool ok = result.exit_code == kExitOk;
   char buf[512];
   if (format == "smac") {
     const double quality = ok && validation ? 1 - validation->top1 : 1.0;
     std::snprintf(buf, sizeof buf, "Result of this algorithm run: %s, %.3f, %lld, %.6f, %lld\n",
-                  ok ? "SAT" : "UNSAT", r.wall_secs, static_cast<long long>(r.final_step), quality,
-                  static_cast<long long>(r.seed));
+                  ok ? "SAT" : "UNSAT", result.wall_secs, static_cast<long long>(result.final_step),
+                  quality, static_cast<long long>(result.seed));
     return buf;
   }
   if (format != "tsv") return "";
-  const char* status = ok                                                          ? "ok"
-                       : r.exit_code == kExitDiverged                              ? "diverged"
-                       : r.exit_code == kExitSigint || r.exit_code == kExitSigterm ? "stopped"
-                                                                                   : "failed";
+  const char* status = ok                                  ? "ok"
+                       : result.exit_code == kExitDiverged ? "diverged"
+                       : result.exit_code == kExitSigint || result.exit_code == kExitSigterm
+                           ? "stopped"
+                           : "failed";
   std::string out;
   auto row = [&](const std::string& name, const std::string& value) {
     out += name + "\t" + value + "\n";
   };
-  auto real = [&](double v) {
-    std::snprintf(buf, sizeof buf, "%.6g", v);
+  auto real = [&](double number) {
+    std::snprintf(buf, sizeof buf, "%.6g", number);
     return std::string(buf);
   };
   row("status", status);
-  row("exit_code", std::to_string(r.exit_code));
-  row("runtime_secs", real(r.wall_secs));
-  row("final_step", std::to_string(r.final_step));
-  row("seed", std::to_string(r.seed));
-  row("train_loss", real(r.train_loss));
-  for (const auto& e : r.evals) {
-    row(e.split + "_accuracy", real(e.top1));
-    row(e.split + "_recall_5", real(e.top5));
-    row(e.split + "_loss", real(e.loss));
-    row(e.split + "_samples", std::to_string(e.samples));
+  row("exit_code", std::to_string(result.exit_code));
+  row("runtime_secs", real(result.wall_secs));
+  row("final_step", std::to_string(result.final_step));
+  row("seed", std::to_string(result.seed));
+  row("train_loss", real(result.train_loss));
+  for (const auto& split_eval : result.evals) {
+    row(split_eval.split + "_accuracy", real(split_eval.top1));
+    row(split_eval.split + "_recall_5", real(split_eval.top5));
+    row(split_eval.split + "_loss", real(split_eval.loss));
+    row(split_eval.split + "_samples", std::to_string(split_eval.samples));
   }
   return out;
 }

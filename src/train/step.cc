@@ -110,16 +110,16 @@ bool Step::reads(int64_t next, bool metrics_wanted) const {
 // The step's phases; the numbers they leave on the device are read (once)
 // only on the steps that read.
 CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
-                       const std::function<double()>& now, StepStats& s, bool metrics_wanted,
+                       const std::function<double()>& now, StepStats& stats, bool metrics_wanted,
                        const NextMicroBatch& more) {
-  s.learning_rate = learning_rate;
-  DeviceScalars d;
+  stats.learning_rate = learning_rate;
+  DeviceScalars scalars;
   // None, not zeros: backward's result becomes .grad without a zeroing
   // pass and an addition. On one process a variable no gradient reaches
   // is then left alone by the optimizer, as in TF; across workers it gets
   // the average, which is zero when no worker reached it.
   model_.zero_grad(/*set_to_none=*/true);
-  torch::Tensor loss = forward_loss(batch, state_.batches_consumed, d);
+  torch::Tensor loss = forward_loss(batch, state_.batches_consumed, scalars);
   int64_t micro = 1;
   for (; micro < options_.accumulation_steps; ++micro) {
     accumulate(loss);
@@ -128,30 +128,31 @@ CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
       state_.batches_consumed += micro;
       throw InputEndedInsideStep(micro);
     }
-    loss = forward_loss(*next, state_.batches_consumed + micro, d);
+    loss = forward_loss(*next, state_.batches_consumed + micro, scalars);
   }
-  s.spans.forward_end = now();
-  backward_and_reduce(loss, s, d);
-  finish_gradients(s, d);
+  stats.spans.forward_end = now();
+  backward_and_reduce(loss, stats, scalars);
+  finish_gradients(stats, scalars);
   const int64_t next = state_.step + 1;
   const bool read = reads(next, metrics_wanted);
   // Every worker reads at the same agreement steps (or every step), so a
   // stop decided there ends every worker after the same step.
   const bool agreement =
       dist_ != nullptr && (options_.read_every_step || next % kStopAgreementSteps == 0);
-  const torch::Tensor norm = d.gradient_norm;
-  CombinedStep combined = read ? read_numbers(d, s, agreement) : keep_unread(std::move(d), s);
-  s.spans.backward_end = now();
-  if (!read || should_apply(s)) apply_update(learning_rate, norm, s.gradient_norm, read);
-  s.spans.optimizer_end = now();
+  const torch::Tensor norm = scalars.gradient_norm;
+  CombinedStep combined =
+      read ? read_numbers(scalars, stats, agreement) : keep_unread(std::move(scalars), stats);
+  stats.spans.backward_end = now();
+  if (!read || should_apply(stats)) apply_update(learning_rate, norm, stats.gradient_norm, read);
+  stats.spans.optimizer_end = now();
   state_.step = next;
   state_.batches_consumed += micro;
-  s.global_step = state_.step;
+  stats.global_step = state_.step;
   return combined;
 }
 
 torch::Tensor Step::forward_loss(const datasets::Batch& batch, int64_t batch_number,
-                                 DeviceScalars& d) {
+                                 DeviceScalars& scalars) {
   // Mixup / cutmix: lambda and box drawn on the host for this batch number
   // (the input position of this micro-batch: resume draws the same), the
   // mixing done on the device.
@@ -177,13 +178,13 @@ torch::Tensor Step::forward_loss(const datasets::Batch& batch, int64_t batch_num
   torch::NoGradGuard no_grad;
   const int64_t samples = batch.labels.size(0);
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(logits.device());
-  const double n = static_cast<double>(samples);
+  const double sample_count = static_cast<double>(samples);
   auto head = torch::stack(
-      {loss.detach().to(torch::kFloat64) * n,
+      {loss.detach().to(torch::kFloat64) * sample_count,
        logits.detach().argmax(1).eq(dominant_labels(batch.labels, mix)).sum().to(torch::kFloat64),
-       torch::full({}, n, f64)});
-  d.head = d.head.defined() ? d.head + head : head;
-  d.samples += samples;
+       torch::full({}, sample_count, f64)});
+  scalars.head = scalars.head.defined() ? scalars.head + head : head;
+  scalars.samples += samples;
   return loss;
 }
 

@@ -24,24 +24,24 @@ int restore_model(models::ClassifierImpl& model, const TensorMap& ckpt, const st
   int restored = 0;
   torch::NoGradGuard no_grad;
   const auto excluded = split_list(options.exclude_scopes);
-  for (auto& v : models::model_variables(model)) {
+  for (auto& variable : models::model_variables(model)) {
     bool skip = false;
     for (const auto& scope : excluded) {
-      if (v.name.rfind(scope, 0) == 0) skip = true;
+      if (variable.name.rfind(scope, 0) == 0) skip = true;
     }
     if (skip) continue;
     auto it = ckpt.end();
-    if (options.use_moving_averages) it = ckpt.find(ema_key(v.name));
-    if (it == ckpt.end()) it = ckpt.find(model_key(v.name));
+    if (options.use_moving_averages) it = ckpt.find(ema_key(variable.name));
+    if (it == ckpt.end()) it = ckpt.find(model_key(variable.name));
     if (it == ckpt.end()) {
-      if (!options.ignore_missing) problems += "\n  missing: " + v.name;
-    } else if (it->second.sizes() != v.tensor.sizes()) {
+      if (!options.ignore_missing) problems += "\n  missing: " + variable.name;
+    } else if (it->second.sizes() != variable.tensor.sizes()) {
       std::ostringstream os;
-      os << "\n  shape mismatch: " << v.name << " is " << v.tensor.sizes() << " in the model, "
-         << it->second.sizes() << " in the checkpoint";
+      os << "\n  shape mismatch: " << variable.name << " is " << variable.tensor.sizes()
+         << " in the model, " << it->second.sizes() << " in the checkpoint";
       problems += os.str();
     } else {
-      v.tensor.copy_(it->second);
+      variable.tensor.copy_(it->second);
       ++restored;
     }
   }
@@ -118,31 +118,31 @@ void TrainState::from_checkpoint(const TensorMap& ckpt, const std::string& path)
   const std::vector<StateEntry> all = entries();
   // Moving averages the checkpoint lacks start from their variables.
   std::map<std::string, torch::Tensor> shadowed;
-  for (const auto& [v, shadow] : ema_) shadowed[ema_key(v.name)] = v.tensor;
+  for (const auto& [variable, shadow] : ema_) shadowed[ema_key(variable.name)] = variable.tensor;
   cuda_rng_ = torch::Tensor();
-  for (const auto& e : all) {
-    auto it = ckpt.find(e.key);
-    const bool found = it != ckpt.end() && it->second.sizes() == e.tensor.sizes();
-    switch (e.kind) {
+  for (const auto& entry : all) {
+    auto it = ckpt.find(entry.key);
+    const bool found = it != ckpt.end() && it->second.sizes() == entry.tensor.sizes();
+    switch (entry.kind) {
       case Kind::kVariable:
         break;
       case Kind::kSlot:
         if (found) {
-          e.tensor.copy_(it->second);
+          entry.tensor.copy_(it->second);
         } else {
-          missing_slots += "\n  " + e.key.substr(std::string("optimizer/").size());
+          missing_slots += "\n  " + entry.key.substr(std::string("optimizer/").size());
         }
         break;
       case Kind::kMovingAverage:
-        e.tensor.copy_(found ? it->second : shadowed.at(e.key));
+        entry.tensor.copy_(found ? it->second : shadowed.at(entry.key));
         break;
       case Kind::kCounter:
-        if (it == ckpt.end()) throw DataError("checkpoint '" + path + "' lacks " + e.key);
-        e.tensor.copy_(it->second);
+        if (it == ckpt.end()) throw DataError("checkpoint '" + path + "' lacks " + entry.key);
+        entry.tensor.copy_(it->second);
         break;
       case Kind::kLossScale:
         // Kept as it is when the checkpoint has none (an older one).
-        if (found) e.tensor.copy_(it->second);
+        if (found) entry.tensor.copy_(it->second);
         break;
       case Kind::kRng:
         break;
