@@ -129,15 +129,15 @@ void RMSProp::step(double lr) {
   torch::NoGradGuard no_grad;
   const double decay = options_.decay;
   if (use_fused(vars_)) {
-    Fused f = gather(vars_, {&ms_, &mom_});
-    auto &ms = f.slots[0], &mom = f.slots[1];
+    Fused fused = gather(vars_, {&ms_, &mom_});
+    auto &ms = fused.slots[0], &mom = fused.slots[1];
     compat::foreach_mul_(ms, decay);
-    compat::foreach_addcmul_(ms, f.grads, f.grads, 1.0 - decay);
+    compat::foreach_addcmul_(ms, fused.grads, fused.grads, 1.0 - decay);
     std::vector<torch::Tensor> denom;
     if (options_.centered) {
       std::vector<torch::Tensor> mg = gather(vars_, {&mg_}).slots[0];
       compat::foreach_mul_(mg, decay);
-      compat::foreach_add_(mg, f.grads, 1.0 - decay);
+      compat::foreach_add_(mg, fused.grads, 1.0 - decay);
       denom = compat::foreach_add(ms, 0.0);
       compat::foreach_addcmul_(denom, mg, mg, -1.0);
       compat::foreach_add_(denom, options_.epsilon);
@@ -146,22 +146,22 @@ void RMSProp::step(double lr) {
     }
     compat::foreach_sqrt_(denom);
     compat::foreach_mul_(mom, options_.momentum);
-    compat::foreach_addcdiv_(mom, f.grads, denom, lr);
-    compat::foreach_add_(f.params, mom, -1.0);
+    compat::foreach_addcdiv_(mom, fused.grads, denom, lr);
+    compat::foreach_add_(fused.params, mom, -1.0);
     return;
   }
   for (size_t i = 0; i < vars_.size(); ++i) {
-    const auto& g = vars_[i].var.grad();
-    if (!g.defined()) continue;
-    ms_[i].mul_(decay).addcmul_(g, g, 1.0 - decay);
+    const auto& grad = vars_[i].var.grad();
+    if (!grad.defined()) continue;
+    ms_[i].mul_(decay).addcmul_(grad, grad, 1.0 - decay);
     torch::Tensor denom;
     if (options_.centered) {
-      mg_[i].mul_(decay).add_(g, 1.0 - decay);
+      mg_[i].mul_(decay).add_(grad, 1.0 - decay);
       denom = (ms_[i] - mg_[i] * mg_[i] + options_.epsilon).sqrt_();
     } else {
       denom = (ms_[i] + options_.epsilon).sqrt_();
     }
-    mom_[i].mul_(options_.momentum).addcdiv_(g, denom, lr);
+    mom_[i].mul_(options_.momentum).addcdiv_(grad, denom, lr);
     vars_[i].var.sub_(mom_[i]);
   }
 }
@@ -344,31 +344,31 @@ void AdamWeightDecay::step(double lr) {
   torch::NoGradGuard no_grad;
   const double beta1 = options_.beta1, beta2 = options_.beta2;
   if (use_fused(vars_)) {
-    Fused f = gather(vars_, {&m_, &v_});
-    auto& m = f.slots[0];
-    const auto denom = fused_adam_moments(f, beta1, beta2, options_.epsilon);
-    auto update = compat::foreach_div(m, denom);
+    Fused fused = gather(vars_, {&m_, &v_});
+    auto& first_moment = fused.slots[0];
+    const auto denom = fused_adam_moments(fused, beta1, beta2, options_.epsilon);
+    auto update = compat::foreach_div(first_moment, denom);
     std::vector<torch::Tensor> decayed_updates, decayed_params;
-    size_t k = 0;
+    size_t fused_index = 0;
     for (size_t i = 0; i < vars_.size(); ++i) {
       if (!vars_[i].var.grad().defined()) continue;
       if (decayed_[i]) {
-        decayed_updates.push_back(update[k]);
-        decayed_params.push_back(f.params[k]);
+        decayed_updates.push_back(update[fused_index]);
+        decayed_params.push_back(fused.params[fused_index]);
       }
-      ++k;
+      ++fused_index;
     }
     if (!decayed_updates.empty()) {
       compat::foreach_add_(decayed_updates, decayed_params, options_.weight_decay_rate);
     }
-    compat::foreach_add_(f.params, update, -lr);
+    compat::foreach_add_(fused.params, update, -lr);
     return;
   }
   for (size_t i = 0; i < vars_.size(); ++i) {
-    const auto& g = vars_[i].var.grad();
-    if (!g.defined()) continue;
-    m_[i].mul_(beta1).add_(g, 1.0 - beta1);
-    v_[i].mul_(beta2).addcmul_(g, g, 1.0 - beta2);
+    const auto& grad = vars_[i].var.grad();
+    if (!grad.defined()) continue;
+    m_[i].mul_(beta1).add_(grad, 1.0 - beta1);
+    v_[i].mul_(beta2).addcmul_(grad, grad, 1.0 - beta2);
     auto update = m_[i] / (v_[i].sqrt() + options_.epsilon);
     if (decayed_[i]) update.add_(vars_[i].var, options_.weight_decay_rate);
     vars_[i].var.add_(update, -lr);

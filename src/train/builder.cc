@@ -119,52 +119,53 @@ constexpr int kSpareThreads = 2;
 
 }  // namespace
 
-datasets::PipelineOptions pipeline_options(const HParams& hp, const ModelAndData& b,
+datasets::PipelineOptions pipeline_options(const HParams& hp, const ModelAndData& built,
                                            bool is_training, Shard shard) {
-  datasets::PipelineOptions o;
-  o.files = b.dataset.files;
-  o.file_labels = b.dataset.file_labels;
-  o.records_per_file = b.dataset.records_per_file;
-  o.holdout_fraction = b.dataset.holdout.fraction;
-  o.holdout_seed = b.dataset.holdout.seed;
-  o.holdout_keep = b.dataset.holdout.keep;
-  if (b.dataset.synthetic) o.synthetic_samples = b.dataset.num_samples;
-  o.is_training = is_training;
-  o.batch_size = is_training ? hp.batch_size : hp.eval_batch_size;
-  o.num_epochs = hp.num_epochs;
-  o.shuffle_buffer_size = hp.shuffle_buffer_size;
-  o.prefetch_batches = hp.prefetch_buffer_size;
-  o.num_threads =
+  datasets::PipelineOptions options;
+  options.files = built.dataset.files;
+  options.file_labels = built.dataset.file_labels;
+  options.records_per_file = built.dataset.records_per_file;
+  options.holdout_fraction = built.dataset.holdout.fraction;
+  options.holdout_seed = built.dataset.holdout.seed;
+  options.holdout_keep = built.dataset.holdout.keep;
+  if (built.dataset.synthetic) options.synthetic_samples = built.dataset.num_samples;
+  options.is_training = is_training;
+  options.batch_size = is_training ? hp.batch_size : hp.eval_batch_size;
+  options.num_epochs = hp.num_epochs;
+  options.shuffle_buffer_size = hp.shuffle_buffer_size;
+  options.prefetch_batches = hp.prefetch_buffer_size;
+  options.num_threads =
       static_cast<int>(std::min<int64_t>(hp.num_preprocessing_threads, g_pipeline_threads));
-  o.num_parallel_batches = hp.num_parallel_batches;
+  options.num_parallel_batches = hp.num_parallel_batches;
   // Evaluation passes once; the evaluations during training keep their
   // batches (EvalCache).
-  o.cache = hp.datasets_use_caching && is_training;
-  o.skip_corrupt = hp.skip_corrupt_records;
-  o.max_skipped_share = hp.max_skipped_share;
-  o.max_record_bytes = hp.max_record_bytes;
-  o.max_image_pixels = hp.max_image_pixels;
-  o.seed = static_cast<uint64_t>(hp.seed);
-  o.channels = b.dataset.channels;
-  o.num_classes = b.num_classes;
-  o.labels_offset = hp.labels_offset;
-  o.shape = b.shape;
-  preprocessing::PreprocessOptions po;
-  po.fast_jpeg_decode = hp.fast_jpeg_decode;
-  po.augment.policy = hp.augment_policy;
-  po.augment.randaugment_num_ops = static_cast<int>(hp.randaugment_num_ops);
-  po.augment.randaugment_magnitude = static_cast<int>(hp.randaugment_magnitude);
-  po.augment.random_erasing_prob = hp.random_erasing_prob;
-  o.preprocess = preprocessing::get_preprocessing(b.preprocessing_name, b.shape, is_training, po);
-  if (o.cache) {
-    o.preprocess_decoded =
-        preprocessing::get_decoded_preprocessing(b.preprocessing_name, b.shape, is_training, po);
+  options.cache = hp.datasets_use_caching && is_training;
+  options.skip_corrupt = hp.skip_corrupt_records;
+  options.max_skipped_share = hp.max_skipped_share;
+  options.max_record_bytes = hp.max_record_bytes;
+  options.max_image_pixels = hp.max_image_pixels;
+  options.seed = static_cast<uint64_t>(hp.seed);
+  options.channels = built.dataset.channels;
+  options.num_classes = built.num_classes;
+  options.labels_offset = hp.labels_offset;
+  options.shape = built.shape;
+  preprocessing::PreprocessOptions preprocess;
+  preprocess.fast_jpeg_decode = hp.fast_jpeg_decode;
+  preprocess.augment.policy = hp.augment_policy;
+  preprocess.augment.randaugment_num_ops = static_cast<int>(hp.randaugment_num_ops);
+  preprocess.augment.randaugment_magnitude = static_cast<int>(hp.randaugment_magnitude);
+  preprocess.augment.random_erasing_prob = hp.random_erasing_prob;
+  options.preprocess = preprocessing::get_preprocessing(built.preprocessing_name, built.shape,
+                                                        is_training, preprocess);
+  if (options.cache) {
+    options.preprocess_decoded = preprocessing::get_decoded_preprocessing(
+        built.preprocessing_name, built.shape, is_training, preprocess);
   }
   if (is_training) {
-    o.shard_index = shard.index;
-    o.num_shards = shard.count;
+    options.shard_index = shard.index;
+    options.num_shards = shard.count;
   }
-  return o;
+  return options;
 }
 
 namespace {
@@ -346,47 +347,48 @@ int64_t resolve_stop_at_step(const HParams& hp, int64_t samples_per_worker) {
 optim::ScheduleOptions schedule_options(const HParams& hp, int64_t samples_per_epoch,
                                         int64_t num_workers) {
   using optim::epochs_to_steps;
-  optim::ScheduleOptions o;
-  o.type = hp.learning_rate_decay_type;
-  o.learning_rate = hp.learning_rate;
-  o.end_learning_rate = hp.end_learning_rate;
-  o.decay_factor = hp.learning_rate_decay_factor;
+  optim::ScheduleOptions options;
+  options.type = hp.learning_rate_decay_type;
+  options.learning_rate = hp.learning_rate;
+  options.end_learning_rate = hp.end_learning_rate;
+  options.decay_factor = hp.learning_rate_decay_factor;
   const int64_t global_batch = hp.images_per_step() * std::max<int64_t>(1, num_workers);
   if (hp.warmup_scheme == "t2t" || hp.warmup_scheme == "linear") {
-    o.warmup = hp.warmup_scheme;
-    o.warmup_steps = hp.warmup_epochs
-                         ? epochs_to_steps(*hp.warmup_epochs, samples_per_epoch, global_batch)
-                         : hp.warmup_steps;
+    options.warmup = hp.warmup_scheme;
+    options.warmup_steps = hp.warmup_epochs
+                               ? epochs_to_steps(*hp.warmup_epochs, samples_per_epoch, global_batch)
+                               : hp.warmup_steps;
   }
-  o.total_steps = hp.stop_at_step;
-  o.alpha = hp.min_lr_ratio;
-  if (o.type == "cosine" && o.total_steps <= o.warmup_steps) {
+  options.total_steps = hp.stop_at_step;
+  options.alpha = hp.min_lr_ratio;
+  if (options.type == "cosine" && options.total_steps <= options.warmup_steps) {
     throw ConfigError(hp.where("learning_rate_decay_type") +
                       ": learning_rate_decay_type: 'cosine' needs a horizon (" +
-                      std::to_string(o.total_steps) + " steps, from " +
+                      std::to_string(options.total_steps) + " steps, from " +
                       (stop_from_num_epochs(hp) ? "num_epochs" : "stop_at_step") +
-                      ") beyond the warmup (" + std::to_string(o.warmup_steps) + " steps)");
+                      ") beyond the warmup (" + std::to_string(options.warmup_steps) + " steps)");
   }
-  const int64_t s = hp.stop_at_step;
+  const int64_t stop = hp.stop_at_step;
   if (hp.num_epochs_per_decay) {
-    o.decay_start = 0;
-    o.decay_steps = epochs_to_steps(*hp.num_epochs_per_decay, samples_per_epoch, global_batch);
-    if (o.decay_steps <= 0 && o.type != "fixed" && o.type != "cosine") {
+    options.decay_start = 0;
+    options.decay_steps =
+        epochs_to_steps(*hp.num_epochs_per_decay, samples_per_epoch, global_batch);
+    if (options.decay_steps <= 0 && options.type != "fixed" && options.type != "cosine") {
       throw ConfigError(hp.where("num_epochs_per_decay") +
                         ": num_epochs_per_decay: gives decay_steps = 0 "
                         "(samples per epoch too small for the batch size)");
     }
   } else if (hp.decay_scheme == "luong5" || hp.decay_scheme == "luong10") {
-    o.decay_start = s / 2;
-    o.decay_steps = (s - o.decay_start) / (hp.decay_scheme == "luong5" ? 5 : 10);
+    options.decay_start = stop / 2;
+    options.decay_steps = (stop - options.decay_start) / (hp.decay_scheme == "luong5" ? 5 : 10);
   } else if (hp.decay_scheme == "luong234") {
-    o.decay_start = s * 2 / 3;
-    o.decay_steps = (s - o.decay_start) / 4;
+    options.decay_start = stop * 2 / 3;
+    options.decay_steps = (stop - options.decay_start) / 4;
   } else {
-    o.decay_start = s;
-    o.decay_steps = 0;
+    options.decay_start = stop;
+    options.decay_steps = 0;
   }
-  return o;
+  return options;
 }
 
 LossScaleOptions loss_scale_options(const HParams& hp, bool fp16_autocast) {

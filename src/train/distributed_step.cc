@@ -152,36 +152,36 @@ torch::Tensor DistributedStep::reduce(const torch::Tensor& head, const LocalStop
   }
 }
 
-CombinedStep DistributedStep::combine(const double* s, bool agree_on_stop) {
-  CombinedStep c;
-  if (!s) {
-    c.samples = batch_size_ * accumulation_steps_ * spec_.world_size;
-    c.loss = impl_->last_loss;
-    report(c);
-    return c;
+CombinedStep DistributedStep::combine(const double* head, bool agree_on_stop) {
+  CombinedStep combined;
+  if (!head) {
+    combined.samples = batch_size_ * accumulation_steps_ * spec_.world_size;
+    combined.loss = impl_->last_loss;
+    report(combined);
+    return combined;
   }
-  c.samples = static_cast<int64_t>(s[kSamples]);
-  c.loss = c.samples > 0 ? s[kLossTimesSamples] / s[kSamples] : 0;
-  c.accuracy = c.samples > 0 ? s[kCorrect] / s[kSamples] : 0;
-  impl_->last_loss = c.loss;
+  combined.samples = static_cast<int64_t>(head[kSamples]);
+  combined.loss = combined.samples > 0 ? head[kLossTimesSamples] / head[kSamples] : 0;
+  combined.accuracy = combined.samples > 0 ? head[kCorrect] / head[kSamples] : 0;
+  impl_->last_loss = combined.loss;
   if (!agree_on_stop) {
-    report(c);
-    return c;
+    report(combined);
+    return combined;
   }
-  if (s[kSigterm] > 0) {
-    c.stop = true;
-    c.exit_code = kExitSigterm;
-    c.stop_reason = "a worker received SIGTERM";
-  } else if (s[kSigint] > 0) {
-    c.stop = true;
-    c.exit_code = kExitSigint;
-    c.stop_reason = "a worker received SIGINT";
-  } else if (s[kStopRequested] > 0) {
-    c.stop = true;
-    c.stop_reason = "graceful stop requested";
+  if (head[kSigterm] > 0) {
+    combined.stop = true;
+    combined.exit_code = kExitSigterm;
+    combined.stop_reason = "a worker received SIGTERM";
+  } else if (head[kSigint] > 0) {
+    combined.stop = true;
+    combined.exit_code = kExitSigint;
+    combined.stop_reason = "a worker received SIGINT";
+  } else if (head[kStopRequested] > 0) {
+    combined.stop = true;
+    combined.stop_reason = "graceful stop requested";
   }
-  report(c);
-  return c;
+  report(combined);
+  return combined;
 }
 
 void DistributedStep::report(const CombinedStep& c) {

@@ -99,60 +99,61 @@ class EvalInput {
   size_t next_ = 0;
 };
 
-EvalResult evaluate_batches(const EvalOptions& o, const ModelAndData& b, EvalCache* cache) {
+EvalResult evaluate_batches(const EvalOptions& options, const ModelAndData& built,
+                            EvalCache* cache) {
   const auto t0 = std::chrono::steady_clock::now();
-  EvalResult r;
-  r.split = b.dataset.split;
-  r.class_names = b.dataset.labels;
-  r.class_correct.assign(b.num_classes, 0);
-  r.class_total.assign(b.num_classes, 0);
-  const bool was_training = b.model->is_training();
-  b.model->eval();
+  EvalResult result;
+  result.split = built.dataset.split;
+  result.class_names = built.dataset.labels;
+  result.class_correct.assign(built.num_classes, 0);
+  result.class_total.assign(built.num_classes, 0);
+  const bool was_training = built.model->is_training();
+  built.model->eval();
   // Evaluated where the model is (the training device, for the hook).
-  const torch::Device device = device_of(*b.model);
-  EvalInput input(o.pipeline, b, device, cache);
+  const torch::Device device = device_of(*built.model);
+  EvalInput input(options.pipeline, built, device, cache);
   torch::NoGradGuard no_grad;
   double loss_sum = 0;
-  const int64_t k = std::min<int64_t>(5, b.num_classes);
+  const int64_t top_k = std::min<int64_t>(5, built.num_classes);
   const auto counts = torch::TensorOptions().dtype(torch::kInt64).device(device);
-  auto correct = torch::zeros({b.num_classes}, counts);
-  auto total = torch::zeros({b.num_classes}, counts);
+  auto correct = torch::zeros({built.num_classes}, counts);
+  auto total = torch::zeros({built.num_classes}, counts);
   while (auto batch = input.next()) {
     // A stop request (SIGINT/SIGTERM) is answered within a batch, not at
     // the end of the split.
     if (stop_signal()) {
-      r.stopped = true;
+      result.stopped = true;
       input.abandon();
       break;
     }
-    auto logits = b.model->forward(to_data_format(o.channels_last, batch->images)).logits;
+    auto logits = built.model->forward(to_data_format(options.channels_last, batch->images)).logits;
     loss_sum += torch::nn::functional::cross_entropy(
                     logits, batch->labels,
                     torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                     .item<double>();
-    auto topk = std::get<1>(logits.topk(k, 1));
+    auto topk = std::get<1>(logits.topk(top_k, 1));
     auto hits = topk.eq(batch->labels.unsqueeze(1));
     auto top1 = hits.select(1, 0);
-    r.top1_correct += top1.sum().item<int64_t>();
-    r.top5_correct += hits.any(1).sum().item<int64_t>();
-    r.samples += batch->labels.size(0);
+    result.top1_correct += top1.sum().item<int64_t>();
+    result.top5_correct += hits.any(1).sum().item<int64_t>();
+    result.samples += batch->labels.size(0);
     total.index_add_(0, batch->labels, torch::ones_like(batch->labels));
     correct.index_add_(0, batch->labels, top1.to(torch::kInt64));
   }
-  b.model->train(was_training);
+  built.model->train(was_training);
   correct = correct.cpu();
   total = total.cpu();
-  for (int64_t c = 0; c < b.num_classes; ++c) {
-    r.class_correct[c] = correct[c].item<int64_t>();
-    r.class_total[c] = total[c].item<int64_t>();
+  for (int64_t label = 0; label < built.num_classes; ++label) {
+    result.class_correct[label] = correct[label].item<int64_t>();
+    result.class_total[label] = total[label].item<int64_t>();
   }
-  if (r.samples > 0) {
-    r.top1 = static_cast<double>(r.top1_correct) / r.samples;
-    r.top5 = static_cast<double>(r.top5_correct) / r.samples;
-    r.loss = loss_sum / r.samples;
+  if (result.samples > 0) {
+    result.top1 = static_cast<double>(result.top1_correct) / result.samples;
+    result.top5 = static_cast<double>(result.top5_correct) / result.samples;
+    result.loss = loss_sum / result.samples;
   }
-  r.wall_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return r;
+  result.wall_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
 }
 
 }  // namespace
@@ -285,7 +286,7 @@ std::optional<std::string> newest_checkpoint(const std::string& train_dir) {
 
 }  // namespace
 
-int evaluation_loop(const EvalLoopOptions& o, const std::string& train_dir,
+int evaluation_loop(const EvalLoopOptions& options, const std::string& train_dir,
                     const EvaluateCheckpoint& evaluate,
                     const std::function<void(const EvalResult&)>& report) {
   install_stop_signals();
@@ -297,25 +298,25 @@ int evaluation_loop(const EvalLoopOptions& o, const std::string& train_dir,
   // The next "waiting" line: at once before the first checkpoint, then
   // once a minute of waiting.
   auto next_said = Clock::now();
-  const auto interval = std::chrono::seconds(std::max<int64_t>(1, o.interval_secs));
+  const auto interval = std::chrono::seconds(std::max<int64_t>(1, options.interval_secs));
   while (true) {
     if (const int sig = stop_signal()) return sig == SIGINT ? kExitSigint : kExitSigterm;
     const std::optional<std::string> latest = newest_checkpoint(train_dir);
     if (latest && *latest != last_path && fs::exists(*latest)) {
-      EvalResult r;
+      EvalResult result;
       try {
-        r = evaluate(*latest);
+        result = evaluate(*latest);
       } catch (const DataError&) {
         // Pruned (max_to_keep) between reading the index and the file: the
         // index names a newer one by now.
         if (!fs::exists(*latest)) continue;
         throw;
       }
-      if (r.stopped) continue;  // by a signal: not a result
-      report(r);
-      summaries.add(r);
+      if (result.stopped) continue;  // by a signal: not a result
+      report(result);
+      summaries.add(result);
       last_path = *latest;
-      last_step = r.global_step;
+      last_step = result.global_step;
       last_new = Clock::now();
       next_said = last_new + kWaitReport;
       continue;
@@ -347,8 +348,8 @@ int evaluation_loop(const EvalLoopOptions& o, const std::string& train_dir,
       return kExitOk;
     }
     const double idle = std::chrono::duration<double>(Clock::now() - last_new).count();
-    if (o.timeout_secs > 0 && idle >= static_cast<double>(o.timeout_secs)) {
-      log::info() << "evaluation loop: no new checkpoint for " << o.timeout_secs
+    if (options.timeout_secs > 0 && idle >= static_cast<double>(options.timeout_secs)) {
+      log::info() << "evaluation loop: no new checkpoint for " << options.timeout_secs
                   << " s (eval_timeout_secs)";
       return kExitOk;
     }
@@ -357,7 +358,7 @@ int evaluation_loop(const EvalLoopOptions& o, const std::string& train_dir,
       line << "evaluation loop: waiting for a checkpoint ";
       if (last_step >= 0) line << "newer than global_step " << last_step << " ";
       line << "(model.ckpt-*) in " << train_dir << ", checking every " << interval.count() << " s";
-      if (o.timeout_secs > 0) line << " for up to eval_timeout_secs=" << o.timeout_secs;
+      if (options.timeout_secs > 0) line << " for up to eval_timeout_secs=" << options.timeout_secs;
       if (idle >= 1) line << " (" << static_cast<int64_t>(idle) << " s so far)";
       next_said = Clock::now() + kWaitReport;
     }

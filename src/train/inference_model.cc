@@ -43,33 +43,34 @@ InferenceModel load_inference_model(const InferenceOptions& options, int64_t ima
   if (options.checkpoint_path.empty()) {
     throw ConfigError("checkpoint_path: not set (a checkpoint, this project's or TensorFlow's)");
   }
-  InferenceModel m;
-  m.spec = &models::find_model(options.model_name);
-  models::ModelOptions& o = m.options;
-  o.image_size =
-      image_size > 0 ? image_size : options.image_size.value_or(m.spec->default_image_size);
-  o.dropout_keep_prob = 1.0;
-  m.checkpoint = resolve_checkpoint(options.checkpoint_path);
-  const TensorMap ckpt = load_tensors(m.checkpoint);
-  const CheckpointShape found = shape_in_checkpoint(*m.spec, o, ckpt);
-  o.in_channels = options.use_grayscale || found.grayscale ? 1 : 3;
+  InferenceModel loaded;
+  loaded.spec = &models::find_model(options.model_name);
+  models::ModelOptions& model_options = loaded.options;
+  model_options.image_size =
+      image_size > 0 ? image_size : options.image_size.value_or(loaded.spec->default_image_size);
+  model_options.dropout_keep_prob = 1.0;
+  loaded.checkpoint = resolve_checkpoint(options.checkpoint_path);
+  const TensorMap ckpt = load_tensors(loaded.checkpoint);
+  const CheckpointShape found = shape_in_checkpoint(*loaded.spec, model_options, ckpt);
+  model_options.in_channels = options.use_grayscale || found.grayscale ? 1 : 3;
   if (options.num_classes) {
-    o.num_classes = *options.num_classes;
+    model_options.num_classes = *options.num_classes;
   } else if (found.classes > 0) {
-    o.num_classes = found.classes;
+    model_options.num_classes = found.classes;
   } else {
-    throw ConfigError("num_classes: not set, and '" + m.checkpoint +
-                      "' has no logits variable of " + m.spec->name + " to take it from");
+    throw ConfigError("num_classes: not set, and '" + loaded.checkpoint +
+                      "' has no logits variable of " + loaded.spec->name + " to take it from");
   }
-  m.model = m.spec->create(o);
-  RestoreOptions ro;
-  for (const auto& [key, t] : ckpt) {
-    if (key.find("/ExponentialMovingAverage") != std::string::npos) ro.use_moving_averages = true;
+  loaded.model = loaded.spec->create(model_options);
+  RestoreOptions restore;
+  for (const auto& [key, tensor] : ckpt) {
+    if (key.find("/ExponentialMovingAverage") != std::string::npos)
+      restore.use_moving_averages = true;
   }
-  restore_model(*m.model, ckpt, m.checkpoint, ro);
-  m.moving_averages = ro.use_moving_averages;
-  m.model->eval();
-  return m;
+  restore_model(*loaded.model, ckpt, loaded.checkpoint, restore);
+  loaded.moving_averages = restore.use_moving_averages;
+  loaded.model->eval();
+  return loaded;
 }
 
 }  // namespace fastnn::train

@@ -103,6 +103,8 @@ struct Trainer::Impl : TrainControl {
     return checkpoints->save(state->step, state->to_checkpoint());
   }
 
+  std::vector<optim::Variable> trainable_variables() const;
+  int64_t resolve_run_length();
   void add_run_hooks();
   void init_from_checkpoint();
   void prepare();
@@ -301,74 +303,87 @@ OutOfMemoryError Trainer::Impl::out_of_memory(const c10::OutOfMemoryError& e) co
       e, device, "training at batch_size=" + std::to_string(hp.batch_size) + at_step, "batch_size");
 }
 
-Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
-                 const std::map<std::string, std::string>& environment)
-    : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
-  m.hp = std::move(hp);
-  m.cluster = cluster;
-  if (cluster.distributed()) m.session = dist::session_options(m.hp, environment);
-  log::set_rank(cluster.rank, cluster.world_size);
-  const HParams& h = m.hp;
-  m.device_options = device_options(h);
-  m.device = choose_device(m.device_options, cluster.local_rank);
-  prepare_device(m.device_options, m.device);
-  m.autocast = choose_autocast(m.device_options, m.device);
-  torch::manual_seed(static_cast<uint64_t>(h.seed));
-  // Evaluation during training runs a second input pipeline.
-  m.intra_threads = configure_threads(h, evaluates_in_training(h) ? 2 : 1);
-  m.built = build(h, h.dataset_split_name);
-  apply_data_format(h, *m.built.model);
-  std::vector<optim::Variable> vars;
-  for (const auto& v : models::model_variables(*m.built.model)) {
-    if (!v.trainable) continue;
-    if (in_scopes(v.name, h.trainable_scopes)) {
-      vars.push_back({v.name, v.tensor});
+// The variables trainable_scopes selects (the others stop requiring
+// gradients); none is a configuration error.
+std::vector<optim::Variable> Trainer::Impl::trainable_variables() const {
+  std::vector<optim::Variable> variables;
+  for (const auto& variable : models::model_variables(*built.model)) {
+    if (!variable.trainable) continue;
+    if (in_scopes(variable.name, hp.trainable_scopes)) {
+      variables.push_back({variable.name, variable.tensor});
     } else {
-      v.tensor.requires_grad_(false);
+      variable.tensor.requires_grad_(false);
     }
   }
-  if (vars.empty()) {
-    throw ConfigError(h.where("trainable_scopes") +
-                      ": trainable_scopes: " + config::quote_value(h.trainable_scopes) +
-                      " matches no variable of " + m.built.model->scope());
+  if (variables.empty()) {
+    throw ConfigError(hp.where("trainable_scopes") +
+                      ": trainable_scopes: " + config::quote_value(hp.trainable_scopes) +
+                      " matches no variable of " + built.model->scope());
   }
-  m.optimizer = optim::create_optimizer(optimizer_options(h), std::move(vars));
+  return variables;
+}
+
+// Where the run ends: the end of num_epochs over this worker's shard, and
+// stop_at_step from it when only num_epochs is set. Returns the samples of
+// a worker's shard.
+int64_t Trainer::Impl::resolve_run_length() {
   // A batch larger than this worker's part of the split never fills: a
   // configuration error now, not 0 steps (or an epoch buffered) later.
   // Synthetic data is not sharded: every worker makes all of it.
-  const int64_t shard_samples = m.built.dataset.synthetic
-                                    ? m.built.dataset.num_samples
-                                    : m.built.dataset.num_samples / m.cluster.world_size;
-  if (m.built.dataset.num_samples > 0 && h.batch_size > shard_samples) {
-    throw ConfigError(h.where("batch_size") + ": batch_size: " + std::to_string(h.batch_size) +
+  const int64_t shard_samples = built.dataset.synthetic
+                                    ? built.dataset.num_samples
+                                    : built.dataset.num_samples / cluster.world_size;
+  if (built.dataset.num_samples > 0 && hp.batch_size > shard_samples) {
+    throw ConfigError(hp.where("batch_size") + ": batch_size: " + std::to_string(hp.batch_size) +
                       " is larger than the " + std::to_string(shard_samples) + " samples of " +
-                      m.built.dataset.name + "'s " + m.built.dataset.split + " split" +
-                      (m.cluster.world_size > 1 ? " per worker" : ""));
+                      built.dataset.name + "'s " + built.dataset.split + " split" +
+                      (cluster.world_size > 1 ? " per worker" : ""));
   }
   // Where the input ends: batches run on across epoch boundaries.
-  m.epochs_final_step =
-      optim::epochs_to_steps(static_cast<double>(h.num_epochs), shard_samples, h.images_per_step());
-  if (stop_from_num_epochs(h)) {
-    m.hp.stop_at_step = resolve_stop_at_step(h, shard_samples);
-    log::chief() << "num_epochs=" << h.num_epochs << " without stop_at_step: the run ends at step "
-                 << h.stop_at_step << " (" << shard_samples << " samples per worker in batches of "
-                 << h.batch_size
-                 << (h.gradient_accumulation_steps > 1
-                         ? " x " + std::to_string(h.gradient_accumulation_steps) + " micro-batches"
-                         : std::string())
-                 << "), the schedule's horizon";
-  }
-  const int64_t samples_per_epoch = h.sources.count("num_sample_per_epoch")
-                                        ? h.num_sample_per_epoch
-                                        : m.built.dataset.num_samples;
-  m.schedule = schedule_options(h, samples_per_epoch, m.cluster.world_size);
+  epochs_final_step = optim::epochs_to_steps(static_cast<double>(hp.num_epochs), shard_samples,
+                                             hp.images_per_step());
+  if (!stop_from_num_epochs(hp)) return shard_samples;
+  hp.stop_at_step = resolve_stop_at_step(hp, shard_samples);
+  log::chief() << "num_epochs=" << hp.num_epochs << " without stop_at_step: the run ends at step "
+               << hp.stop_at_step << " (" << shard_samples << " samples per worker in batches of "
+               << hp.batch_size
+               << (hp.gradient_accumulation_steps > 1
+                       ? " x " + std::to_string(hp.gradient_accumulation_steps) + " micro-batches"
+                       : std::string())
+               << "), the schedule's horizon";
+  return shard_samples;
+}
+
+Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
+                 const std::map<std::string, std::string>& environment)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& impl = *impl_;
+  impl.hp = std::move(hp);
+  impl.cluster = cluster;
+  if (cluster.distributed()) impl.session = dist::session_options(impl.hp, environment);
+  log::set_rank(cluster.rank, cluster.world_size);
+  const HParams& hparams = impl.hp;
+  impl.device_options = device_options(hparams);
+  impl.device = choose_device(impl.device_options, cluster.local_rank);
+  prepare_device(impl.device_options, impl.device);
+  impl.autocast = choose_autocast(impl.device_options, impl.device);
+  torch::manual_seed(static_cast<uint64_t>(hparams.seed));
+  // Evaluation during training runs a second input pipeline.
+  impl.intra_threads = configure_threads(hparams, evaluates_in_training(hparams) ? 2 : 1);
+  impl.built = build(hparams, hparams.dataset_split_name);
+  apply_data_format(hparams, *impl.built.model);
+  impl.optimizer = optim::create_optimizer(optimizer_options(hparams), impl.trainable_variables());
+  impl.resolve_run_length();
+  const int64_t samples_per_epoch = hparams.sources.count("num_sample_per_epoch")
+                                        ? hparams.num_sample_per_epoch
+                                        : impl.built.dataset.num_samples;
+  impl.schedule = schedule_options(hparams, samples_per_epoch, cluster.world_size);
   // bfloat16 has fp32's exponent range: "auto" scales the loss dynamically
   // only under float16 autocast (CUDA).
-  m.scaler = std::make_unique<LossScaler>(
-      loss_scale_options(h, /*fp16_autocast=*/m.autocast == Autocast::kCudaFloat16));
-  m.hooks = make_hooks(h);
-  m.add_run_hooks();
+  impl.scaler = std::make_unique<LossScaler>(
+      loss_scale_options(hparams, /*fp16_autocast=*/impl.autocast == Autocast::kCudaFloat16));
+  impl.hooks = make_hooks(hparams);
+  impl.add_run_hooks();
 }
 
 Trainer::~Trainer() = default;
