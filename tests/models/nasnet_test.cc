@@ -214,7 +214,7 @@ void expect_training_step_lowers_loss(const std::string& name, int64_t size) {
   m->to(torch::kFloat64);
   auto x = torch::randn({4, 3, size, size}, torch::kFloat64);
   auto y = torch::arange(4, torch::kInt64) % 5;
-  testing::expect_first_order_step(*m, x, y, name);
+  testing::expect_first_order_step(*m, x, y, name, /*require_aux=*/true);
 }
 
 // Smallest ImageNet input: the aux cell's map must hold the 5x5 pool:

@@ -215,9 +215,10 @@ inline void expect_sgd_step_lowers_loss(const std::string& name, int64_t image_s
 /// Cross-entropy of the logits, plus 0.4 x that of the auxiliary logits
 /// when the network has them (FastNN's loss_fn).
 inline torch::Tensor loss_with_aux(ClassifierImpl& m, const torch::Tensor& x,
-                                   const torch::Tensor& y) {
+                                   const torch::Tensor& y, bool require_aux = false) {
   namespace F = torch::nn::functional;
   auto out = m.forward(x);
+  if (require_aux) EXPECT_TRUE(out.aux_logits.defined()) << m.scope() << ": no auxiliary head";
   auto l = F::cross_entropy(out.logits, y);
   if (out.aux_logits.defined()) l = l + 0.4 * F::cross_entropy(out.aux_logits, y);
   return l;
@@ -226,13 +227,14 @@ inline torch::Tensor loss_with_aux(ClassifierImpl& m, const torch::Tensor& x,
 /// Loss (with the auxiliary head's, as in loss_with_aux) before and after
 /// one SGD step on the batch (x, y) in training mode; `rate(vars, loss)`
 /// picks the step size from the variables' gradients and the loss before.
+/// `require_aux`: the network must have its auxiliary head in training.
 template <typename Rate>
 std::pair<double, double> step_losses(ClassifierImpl& m, const torch::Tensor& x,
-                                      const torch::Tensor& y, Rate rate) {
+                                      const torch::Tensor& y, Rate rate, bool require_aux = false) {
   m.train();
   auto vars = trainable_variables(m);
   optim::GradientDescent opt(vars);
-  auto loss0 = loss_with_aux(m, x, y);
+  auto loss0 = loss_with_aux(m, x, y, require_aux);
   m.zero_grad(/*set_to_none=*/false);
   loss0.backward();
   opt.step(rate(vars, loss0.item<double>()));
@@ -241,12 +243,15 @@ std::pair<double, double> step_losses(ClassifierImpl& m, const torch::Tensor& x,
 }
 
 /// One SGD step on (x, y) at the rate that lowers the loss by 1 % to first
-/// order (train_step.h); expects the loss to go down.
+/// order (train_step.h); expects the loss to go down (and, with
+/// `require_aux`, the auxiliary head to be there and in the loss).
 inline void expect_first_order_step(ClassifierImpl& m, const torch::Tensor& x,
-                                    const torch::Tensor& y, const std::string& name) {
-  const auto [before, after] = step_losses(m, x, y, [](const auto& vars, double loss) {
-    return fastnn::testing::first_order_rate(vars, loss);
-  });
+                                    const torch::Tensor& y, const std::string& name,
+                                    bool require_aux = false) {
+  const auto [before, after] = step_losses(
+      m, x, y,
+      [](const auto& vars, double loss) { return fastnn::testing::first_order_rate(vars, loss); },
+      require_aux);
   EXPECT_LT(after, before) << name;
 }
 

@@ -229,7 +229,7 @@ TEST_P(PnasnetBoth, OneTrainingStepLowersTheLoss) {
   std::dynamic_pointer_cast<PnasnetImpl>(m)->set_global_step(0);
   auto x = torch::randn({4, 3, kMinSize, kMinSize});
   auto y = torch::arange(4, torch::kInt64) % 5;
-  testing::expect_first_order_step(*m, x, y, GetParam());
+  testing::expect_first_order_step(*m, x, y, GetParam(), /*require_aux=*/true);
 }
 
 TEST_P(PnasnetBoth, SaveLoadRoundTrip) { testing::expect_round_trip(GetParam(), kMinSize); }
