@@ -12,21 +12,14 @@
 // weights.
 #pragma once
 
-#include "models/classifier.h"
-#include "models/layers.h"
+#include "models/conv_fc_net.h"
 
 namespace fastnn::models {
 
 /// TF-slim's alexnet_v2. Inputs must give a 5x5 pool5 map (224x224 does).
-class AlexNetV2Impl : public ClassifierImpl {
+class AlexNetV2Impl : public ConvFcNetImpl {
  public:
   explicit AlexNetV2Impl(const ModelOptions& options);
-  ModelOutput forward(torch::Tensor images) override;
-
- private:
-  SlimConv conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr}, conv4_{nullptr}, conv5_{nullptr},
-      fc6_{nullptr}, fc7_{nullptr}, fc8_{nullptr};
-  double dropout_keep_prob_;
 };
 
 }  // namespace fastnn::models

@@ -12,21 +12,14 @@
 // weights.
 #pragma once
 
-#include "models/classifier.h"
-#include "models/layers.h"
+#include "models/conv_fc_net.h"
 
 namespace fastnn::models {
 
 /// TF-slim's overfeat. Inputs must give a 6x6 pool5 map (231x231 does).
-class OverFeatImpl : public ClassifierImpl {
+class OverFeatImpl : public ConvFcNetImpl {
  public:
   explicit OverFeatImpl(const ModelOptions& options);
-  ModelOutput forward(torch::Tensor images) override;
-
- private:
-  SlimConv conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr}, conv4_{nullptr}, conv5_{nullptr},
-      fc6_{nullptr}, fc7_{nullptr}, fc8_{nullptr};
-  double dropout_keep_prob_;
 };
 
 }  // namespace fastnn::models
