@@ -371,6 +371,18 @@ void note_stop(const SweepOptions& o, const Ended& e, SweepOutcome& outcome) {
   }
 }
 
+// Passes the sweep's signals on to its trials, then waits up to 50 ms for
+// one to end. A trial a signal stopped is counted (note_stop) and not
+// returned: it has no result to record.
+std::optional<Ended> next_ended(std::vector<Running>& running, const SweepOptions& options,
+                                const Interruption& interruption, SweepOutcome& outcome) {
+  forward_signals(running, options, interruption);
+  auto ended = reap(running, interruption);
+  if (!ended || !ended->stopped) return ended;
+  note_stop(options, *ended, outcome);
+  return std::nullopt;
+}
+
 // The result of a trial that ended, written to its result file.
 TrialResult record(const SweepOptions& o, const std::vector<Assignment>& trials,
                    const Running& done, int code, double wall) {
@@ -436,13 +448,8 @@ std::map<int, TrialResult> run_rung(const SweepOptions& options,
       running.push_back(launch(options, trials, todo.front(), steps));
       todo.pop_front();
     }
-    forward_signals(running, options, interruption);
-    auto ended = reap(running, interruption);
+    const auto ended = next_ended(running, options, interruption, outcome);
     if (!ended) continue;
-    if (ended->stopped) {
-      note_stop(options, *ended, outcome);
-      continue;
-    }
     TrialResult result = record(options, trials, ended->run, ended->exit_code, ended->wall);
     if (result.status != "ok") ++failed;
     wall_this_run += ended->wall;
@@ -522,13 +529,8 @@ std::map<int, TrialResult> run_asha(const SweepOptions& options,
       running.push_back(launch(options, trials, job->first, rungs[job->second]));
     }
     if (running.empty()) break;
-    forward_signals(running, options, interruption);
-    auto ended = reap(running, interruption);
+    const auto ended = next_ended(running, options, interruption, outcome);
     if (!ended) continue;
-    if (ended->stopped) {
-      note_stop(options, *ended, outcome);
-      continue;
-    }
     const Running& done = ended->run;
     const size_t rung_index = rung_of.at(done.steps);
     TrialResult result = record(options, trials, done, ended->exit_code, ended->wall);

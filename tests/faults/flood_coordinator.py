@@ -581,16 +581,25 @@ def mode_h2_bad_frame(addr, stats, _opts):
         close(s)
 
 
+def started_h2(addr, stats):
+    """An HTTP/2 connection whose preface and settings are exchanged, or
+    None when connecting or the exchange failed (connect counts it)."""
+    s = connect(addr, stats)
+    if s is None:
+        return None
+    conn = H2Conn(s, stats)
+    if not conn.start():
+        close(s)
+        return None
+    return conn
+
+
 def mode_h2_bad_token(addr, stats, _opts):
     authority = "%s:%d" % addr
     k = 0
     while not STOP.is_set():
-        s = connect(addr, stats)
-        if s is None:
-            continue
-        conn = H2Conn(s, stats)
-        if not conn.start():
-            close(s)
+        conn = started_h2(addr, stats)
+        if conn is None:
             continue
         # A few calls per connection, on streams 1, 3, 5, ...
         for sid in range(1, 17, 2):
@@ -612,7 +621,7 @@ def mode_h2_bad_token(addr, stats, _opts):
             stats.tally("answers", res.replace(" ", "_"))
             if res.startswith("grpc-status 0"):
                 stats.tally("accepted_wrong_token", method)
-        close(s)
+        close(conn.sock)
 
 
 def mode_h2_huge_msg(addr, stats, opts):
@@ -665,12 +674,8 @@ def mode_h2_huge_msg(addr, stats, opts):
 def mode_h2_streams(addr, stats, opts):
     authority = "%s:%d" % addr
     while not STOP.is_set():
-        s = connect(addr, stats)
-        if s is None:
-            continue
-        conn = H2Conn(s, stats)
-        if not conn.start():
-            close(s)
+        conn = started_h2(addr, stats)
+        if conn is None:
             continue
         conn.pump(0.2)
         # The window sizes change with every connection; only the stream limit is tallied.
@@ -700,7 +705,7 @@ def mode_h2_streams(addr, stats, opts):
         stats.max("max_streams_held_on_a_connection", held)
         if conn.goaway is not None:
             stats.tally("goaway", conn.goaway[1])
-        close(s)
+        close(conn.sock)
 
 
 MODES = {

@@ -28,16 +28,23 @@ constexpr int kTimeoutSecs = 10;
 
 int port_for(int test) { return 29900 + (static_cast<int>(::getpid()) % 500) * 4 + test; }
 
+// train_image_classifier as rank `rank` of a torchrun-style job of two on
+// this host, `args` after it.
+std::vector<std::string> worker_command(int rank, int port, std::vector<std::string> args) {
+  std::vector<std::string> command = {"/usr/bin/env",
+                                      "WORLD_SIZE=2",
+                                      "RANK=" + std::to_string(rank),
+                                      "MASTER_ADDR=127.0.0.1",
+                                      "MASTER_PORT=" + std::to_string(port),
+                                      "FASTNN_JOB_TOKEN=integration",
+                                      kBin + "/train_image_classifier"};
+  command.insert(command.end(), args.begin(), args.end());
+  return command;
+}
+
 Child start_worker(int rank, int port, const std::string& train_dir, int64_t stop_at_step,
                    const std::string& log, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {"/usr/bin/env",
-                                   "WORLD_SIZE=2",
-                                   "RANK=" + std::to_string(rank),
-                                   "MASTER_ADDR=127.0.0.1",
-                                   "MASTER_PORT=" + std::to_string(port),
-                                   "FASTNN_JOB_TOKEN=integration",
-                                   kBin + "/train_image_classifier",
-                                   "--model_name=lenet",
+  std::vector<std::string> args = {"--model_name=lenet",
                                    "--dataset_name=mock",
                                    "--num_classes=10",
                                    "--batch_size=8",
@@ -51,7 +58,7 @@ Child start_worker(int rank, int port, const std::string& train_dir, int64_t sto
                                    "--worker_timeout_secs=" + std::to_string(kTimeoutSecs),
                                    "--train_dir=" + train_dir};
   args.insert(args.end(), extra.begin(), extra.end());
-  return spawn(args, (kTmp / log).string());
+  return spawn(worker_command(rank, port, std::move(args)), (kTmp / log).string());
 }
 
 std::string last_match(const std::string& text, const std::string& pattern) {
@@ -266,18 +273,10 @@ void TwoWorkersEquivalence::expect_match(const std::vector<std::string>& extra,
   const int port = dist::pick_free_port();
   std::vector<Child> workers;
   for (int rank = 0; rank < 2; ++rank) {
-    std::vector<std::string> worker = {"/usr/bin/env",
-                                       "WORLD_SIZE=2",
-                                       "RANK=" + std::to_string(rank),
-                                       "MASTER_ADDR=127.0.0.1",
-                                       "MASTER_PORT=" + std::to_string(port),
-                                       "FASTNN_JOB_TOKEN=integration",
-                                       kBin + "/train_image_classifier",
-                                       "--config",
-                                       cfg.string(),
-                                       "--batch_size=4",
-                                       "--train_dir=" + two};
-    worker.insert(worker.end(), extra.begin(), extra.end());
+    std::vector<std::string> args = {"--config", cfg.string(), "--batch_size=4",
+                                     "--train_dir=" + two};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const std::vector<std::string> worker = worker_command(rank, port, std::move(args));
     workers.push_back(
         spawn(worker, (kTmp / ("equivalence_two" + tag + std::to_string(rank) + ".log")).string()));
   }
