@@ -104,7 +104,7 @@ struct Trainer::Impl : TrainControl {
   }
 
   std::vector<optim::Variable> trainable_variables() const;
-  int64_t resolve_run_length();
+  void resolve_run_length();
   void add_run_hooks();
   void init_from_checkpoint();
   void prepare();
@@ -324,9 +324,8 @@ std::vector<optim::Variable> Trainer::Impl::trainable_variables() const {
 }
 
 // Where the run ends: the end of num_epochs over this worker's shard, and
-// stop_at_step from it when only num_epochs is set. Returns the samples of
-// a worker's shard.
-int64_t Trainer::Impl::resolve_run_length() {
+// stop_at_step from it when only num_epochs is set.
+void Trainer::Impl::resolve_run_length() {
   // A batch larger than this worker's part of the split never fills: a
   // configuration error now, not 0 steps (or an epoch buffered) later.
   // Synthetic data is not sharded: every worker makes all of it.
@@ -342,7 +341,7 @@ int64_t Trainer::Impl::resolve_run_length() {
   // Where the input ends: batches run on across epoch boundaries.
   epochs_final_step = optim::epochs_to_steps(static_cast<double>(hp.num_epochs), shard_samples,
                                              hp.images_per_step());
-  if (!stop_from_num_epochs(hp)) return shard_samples;
+  if (!stop_from_num_epochs(hp)) return;
   hp.stop_at_step = resolve_stop_at_step(hp, shard_samples);
   log::chief() << "num_epochs=" << hp.num_epochs << " without stop_at_step: the run ends at step "
                << hp.stop_at_step << " (" << shard_samples << " samples per worker in batches of "
@@ -351,7 +350,6 @@ int64_t Trainer::Impl::resolve_run_length() {
                        ? " x " + std::to_string(hp.gradient_accumulation_steps) + " micro-batches"
                        : std::string())
                << "), the schedule's horizon";
-  return shard_samples;
 }
 
 Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
