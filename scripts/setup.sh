@@ -46,11 +46,11 @@ PACKAGES=(
   nlohmann-json3-dev libleveldb-dev libsnappy-dev libonnx-dev
   dataset-fashion-mnist
 )
-# What only the tests use: real launchers (mpirun, Slurm), namespaces, TLS
+# What only the tests use: the format check (clang-format 14), real launchers (mpirun, Slurm), namespaces, TLS
 # certificates, a browser for the sweep report, JPEG tools for fixtures,
 # torchvision (with PyTorch) as the reference for the augmentation ops.
 TEST_PACKAGES=(
-  libgtest-dev libjpeg-turbo-progs bc
+  libgtest-dev libjpeg-turbo-progs bc clang-format-14
   openssl iproute2 openmpi-bin slurm-wlm munge chromium
   python3-torchvision
 )

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set-up (packages + build) and every test, through CTest.
+# Set-up (packages + build), the format check and every test, through CTest.
 # Usage: scripts/test.sh [ctest args, e.g. -L unit]
 # Two tests run at a time (CTEST_JOBS, default 2); the ones that time the
 # machine or load it whole are RUN_SERIAL in tests/CMakeLists.txt and run
@@ -7,6 +7,10 @@
 # keeps it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The format check first: seconds, and a badly formatted file fails before
+# the build (scripts/format.sh formats the tree).
+scripts/setup.sh --tests --no-build
+scripts/format.sh --check
 scripts/setup.sh --tests
 BUILD_DIR=${BUILD_DIR:-build}
 cd "$BUILD_DIR"
