@@ -24,12 +24,10 @@ import importlib.util
 import json
 import os
 import sys
-import time
 import types
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 # tests/tf_oracle/nets.py under another name: research/slim's package is
@@ -145,30 +143,9 @@ def main():
     contrib_training_shim()
     names = sys.argv[4:] or list(SLIM_NETS)
     os.makedirs(work, exist_ok=True)
-    rows, failed = [], []
-    for name in names:
-        t0 = time.time()
-        try:
-            prefix, images, want = tf_logits(name, work)
-            largest = float(np.abs(want).max())
-            scale = max(1.0, largest)
-            diffs = {}
-            for data_format in ("NCHW", "NHWC"):
-                got = oracle.ours(bin_dir, name, prefix, images, data_format, work)
-                diffs[data_format] = float(np.abs(got - want).max())
-            ok = all(d <= oracle.TOLERANCE * scale for d in diffs.values())
-            rows.append({"net": name, "batch": int(images.shape[0]),
-                         "input": list(images.shape[1:]),
-                         "max_abs_logit": largest, "max_diff_nchw": diffs["NCHW"],
-                         "max_diff_nhwc": diffs["NHWC"], "ok": ok,
-                         "seconds": round(time.time() - t0, 1)})
-        except Exception as e:  # reported, and the run fails
-            rows.append({"net": name, "error": str(e)[-3000:], "ok": False,
-                         "seconds": round(time.time() - t0, 1)})
-            ok = False
-        print(json.dumps(rows[-1]), flush=True)
-        if not ok:
-            failed.append(name)
+    rows, failed = oracle.check_nets(
+        bin_dir, work, names, tf_logits,
+        lambda name, images: {"batch": int(images.shape[0]), "input": list(images.shape[1:])})
     with open(os.path.join(work, "slim_models.json"), "w") as f:
         json.dump(rows, f, indent=1)
     print("tf_oracle research/slim nets: %d of %d within %.0e x max(1, |logit|)%s" % (
