@@ -43,6 +43,18 @@ void expect_config_error(F f, const std::string& needle) {
   }
 }
 
+// Where a process sits: {rank, world_size, local_rank, local_world_size}.
+struct Place {
+  int rank, world_size, local_rank, local_world_size;
+};
+
+void expect_place(const ClusterSpec& s, const Place& want) {
+  EXPECT_EQ(s.rank, want.rank);
+  EXPECT_EQ(s.world_size, want.world_size);
+  EXPECT_EQ(s.local_rank, want.local_rank);
+  EXPECT_EQ(s.local_world_size, want.local_world_size);
+}
+
 TEST(ClusterTest, NothingSetIsOneProcess) {
   ClusterSpec s = resolve_cluster(HParams(), {});
   EXPECT_STREQ(source_name(s.source), "single process");
@@ -66,10 +78,8 @@ TEST(ClusterTest, TaskIndexWithoutACluster) {
 TEST(ClusterTest, FastNNFlags) {
   ClusterSpec s = resolve_cluster(flags("a:2222,b:2222,b:2223,c:2222", 2), {});
   EXPECT_STREQ(source_name(s.source), "flags");
-  EXPECT_EQ(s.rank, 2);
-  EXPECT_EQ(s.world_size, 4);
-  EXPECT_EQ(s.local_rank, 1);  // second entry on host b
-  EXPECT_EQ(s.local_world_size, 2);
+  // local rank 1: the second entry on host b
+  expect_place(s, {2, 4, 1, 2});
   EXPECT_EQ(s.coordinator, "a:2222");
   EXPECT_EQ(s.hosts.size(), 4u);
 }
@@ -142,10 +152,7 @@ Environment torchrun(int rank, int world, int local, int local_world) {
 TEST(ClusterTest, Torchrun) {
   ClusterSpec s = resolve_cluster(HParams(), torchrun(5, 8, 1, 4));
   EXPECT_STREQ(source_name(s.source), "torchrun");
-  EXPECT_EQ(s.rank, 5);
-  EXPECT_EQ(s.world_size, 8);
-  EXPECT_EQ(s.local_rank, 1);
-  EXPECT_EQ(s.local_world_size, 4);
+  expect_place(s, {5, 8, 1, 4});
   EXPECT_EQ(s.coordinator, "10.0.0.1:29400");
   EXPECT_EQ(s.launch_workers, 0);
   const std::string text = describe(s);
@@ -314,10 +321,8 @@ TEST(ClusterTest, PaiDlcNodeLevelTrap) {
                      {"NPROC_PER_NODE", "4"}};
   ClusterSpec s = resolve_cluster(HParams(), env);
   EXPECT_STREQ(source_name(s.source), "PAI-DLC/Kubeflow");
-  EXPECT_EQ(s.world_size, 8);  // 2 nodes x 4, not 2
-  EXPECT_EQ(s.rank, 4);        // node 1's first process, not 1
-  EXPECT_EQ(s.local_rank, 0);
-  EXPECT_EQ(s.local_world_size, 4);
+  // 8 processes (2 nodes x 4, not 2); node 1's first is rank 4, not 1
+  expect_place(s, {4, 8, 0, 4});
   EXPECT_EQ(s.launch_workers, 4);
   EXPECT_EQ(s.coordinator, "dlc-master-0:23456");
   EXPECT_NE(describe(s).find("ranks 4..7"), std::string::npos) << describe(s);
@@ -396,10 +401,7 @@ TEST(ClusterTest, Slurm) {
                      {"SLURM_JOB_NODELIST", "gpu[07-09]"}};
   ClusterSpec s = resolve_cluster(HParams(), env);
   EXPECT_STREQ(source_name(s.source), "Slurm");
-  EXPECT_EQ(s.rank, 5);
-  EXPECT_EQ(s.world_size, 6);
-  EXPECT_EQ(s.local_rank, 1);
-  EXPECT_EQ(s.local_world_size, 2);
+  expect_place(s, {5, 6, 1, 2});
   EXPECT_EQ(s.coordinator, "gpu07:29500");
   ASSERT_EQ(s.hosts.size(), 3u);
   EXPECT_EQ(s.hosts[2], "gpu09");
@@ -437,10 +439,7 @@ TEST(ClusterTest, OpenMpi) {
   hp.sources["coordinator_address"] = "command line";
   ClusterSpec s = resolve_cluster(hp, env);
   EXPECT_STREQ(source_name(s.source), "Open MPI");
-  EXPECT_EQ(s.rank, 3);
-  EXPECT_EQ(s.world_size, 4);
-  EXPECT_EQ(s.local_rank, 1);
-  EXPECT_EQ(s.local_world_size, 2);
+  expect_place(s, {3, 4, 1, 2});
   EXPECT_EQ(s.coordinator, "head:7000");
   env["MASTER_ADDR"] = "head";
   EXPECT_EQ(resolve_cluster(HParams(), env).coordinator, "head:29500");
@@ -557,10 +556,7 @@ TEST(ClusterTest, DeployedEnvironmentsSlurmBatchScript) {
                      {"FASTNN_JOB_TOKEN", "made-by-the-script"}};
   const ClusterSpec s = resolve_cluster(HParams(), env);
   EXPECT_STREQ(source_name(s.source), "Slurm");
-  EXPECT_EQ(s.rank, 5);
-  EXPECT_EQ(s.world_size, 8);
-  EXPECT_EQ(s.local_rank, 1);
-  EXPECT_EQ(s.local_world_size, 4);
+  expect_place(s, {5, 8, 1, 4});
   EXPECT_EQ(s.coordinator, "gpu01:24242");
 }
 

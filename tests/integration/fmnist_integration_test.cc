@@ -54,9 +54,12 @@ class FashionMnist : public ::testing::Test {
     fs::remove_all(kTmp / name);
     return (kTmp / name).string();
   }
-  static std::vector<std::string> train_args(const std::string& dir, const std::string& stop) {
-    return {kBin + "/train_image_classifier", "--config", config(), "--train_dir=" + dir,
-            "--stop_at_step=" + stop};
+  static std::vector<std::string> train_args(const std::string& dir, const std::string& stop,
+                                             const std::vector<std::string>& more = {}) {
+    std::vector<std::string> args = {kBin + "/train_image_classifier", "--config", config(),
+                                     "--train_dir=" + dir, "--stop_at_step=" + stop};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
   }
   static int64_t indexed_step(const std::string& dir) {
     std::ifstream in(fs::path(dir) / "checkpoint");
@@ -69,8 +72,7 @@ class FashionMnist : public ::testing::Test {
     return -1;
   }
   static Child start_and_wait_for_checkpoint(const std::string& dir, const std::string& log) {
-    auto args = train_args(dir, "1000000");
-    args.push_back("--save_checkpoints_steps=100");
+    auto args = train_args(dir, "1000000", {"--save_checkpoints_steps=100"});
     Child c = spawn(args, log);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (indexed_step(dir) < 100 && std::chrono::steady_clock::now() < deadline) {
@@ -149,9 +151,7 @@ TEST_F(FashionMnist, ResumedRunEndsBitForBitLikeAnUninterruptedOne) {
 TEST_F(FashionMnist, AccumulatedRunResumesBitForBit) {
   const auto a = fresh("accum_a"), b = fresh("accum_b");
   auto args = [&](const std::string& dir, const std::string& stop) {
-    auto v = train_args(dir, stop);
-    v.push_back("--gradient_accumulation_steps=3");
-    v.push_back("--batch_size=16");
+    auto v = train_args(dir, stop, {"--gradient_accumulation_steps=3", "--batch_size=16"});
     return v;
   };
   ASSERT_EQ(run(args(a, "20"), (kTmp / "accum_a.log").string()).exit_code, 0);
@@ -311,9 +311,7 @@ TEST_F(FashionMnist, FineTuneIntoMoreClassesWithExcludedScopes) {
   const auto src = fresh("ft_source");
   ASSERT_EQ(run(train_args(src, "60"), (kTmp / "ft_src.log").string()).exit_code, 0);
   auto ft_args = [&](const std::string& dir) {
-    auto a = train_args(dir, "20");
-    a.push_back("--checkpoint_path=" + src);
-    a.push_back("--num_classes=12");
+    auto a = train_args(dir, "20", {"--checkpoint_path=" + src, "--num_classes=12"});
     return a;
   };
   const auto bad = fresh("ft_mismatch");
@@ -348,8 +346,7 @@ TEST_F(FashionMnist, FineTuneIntoMoreClassesWithExcludedScopes) {
 
 TEST_F(FashionMnist, EvaluatesDuringTraining) {
   const auto dir = fresh("periodic_eval");
-  auto args = train_args(dir, "50");
-  args.push_back("--eval_every_n_iters=20");
+  auto args = train_args(dir, "50", {"--eval_every_n_iters=20"});
   auto r = run(args, (kTmp / "periodic.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* step : {"global_step 20:", "global_step 40:", "global_step 50:"}) {
@@ -363,8 +360,8 @@ TEST_F(FashionMnist, EvaluatesDuringTraining) {
 
 TEST_F(FashionMnist, ResultFormatsReportHeldOutValidationBesideTest) {
   const auto dir = fresh("result_smac");
-  auto args = train_args(dir, "30");
-  args.insert(args.end(), {"--validation_fraction=0.1", "--result_format=smac", "--seed=5"});
+  auto args =
+      train_args(dir, "30", {"--validation_fraction=0.1", "--result_format=smac", "--seed=5"});
   auto r = run(args, (kTmp / "result_smac.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   nlohmann::json metrics;
@@ -386,8 +383,7 @@ TEST_F(FashionMnist, ResultFormatsReportHeldOutValidationBesideTest) {
 
   // TSV: one name<TAB>value a line, the same numbers as metrics.json.
   const auto tsv_dir = fresh("result_tsv");
-  args = train_args(tsv_dir, "30");
-  args.insert(args.end(), {"--validation_fraction=0.1", "--result_format=tsv"});
+  args = train_args(tsv_dir, "30", {"--validation_fraction=0.1", "--result_format=tsv"});
   r = run(args, (kTmp / "result_tsv.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::map<std::string, std::string> rows;
@@ -410,9 +406,8 @@ TEST_F(FashionMnist, ResultFormatsReportHeldOutValidationBesideTest) {
 TEST_F(FashionMnist, ResultFormatsSayUnsatForDivergedAndFailedRuns) {
   // Diverged at step 3 (an injected infinite gradient, static loss scale).
   const auto dir = fresh("result_unsat");
-  auto args = train_args(dir, "20");
-  args.insert(args.end(),
-              {"--validation_fraction=0.1", "--result_format=smac", "--loss_scaling=static"});
+  auto args = train_args(
+      dir, "20", {"--validation_fraction=0.1", "--result_format=smac", "--loss_scaling=static"});
   setenv("FASTNN_FAULT_INF_GRAD_STEPS", "3", 1);
   auto r = run(args, (kTmp / "result_unsat.log").string());
   unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
@@ -421,16 +416,15 @@ TEST_F(FashionMnist, ResultFormatsSayUnsatForDivergedAndFailedRuns) {
       r.output, std::regex("Result of this algorithm run: UNSAT, [0-9.]+, 4, 1.000000, 0\n")))
       << r.output;
   // A data error before training: UNSAT too, and exit 3.
-  args = train_args(fresh("result_nodata"), "20");
-  args.insert(args.end(), {"--validation_fraction=0.1", "--result_format=tsv",
-                           "--dataset_dir=" + (kTmp / "no_such_data").string()});
+  args = train_args(fresh("result_nodata"), "20",
+                    {"--validation_fraction=0.1", "--result_format=tsv",
+                     "--dataset_dir=" + (kTmp / "no_such_data").string()});
   r = run(args, (kTmp / "result_nodata.log").string());
   EXPECT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("status\tfailed\nexit_code\t3\n"), std::string::npos) << r.output;
   // SMAC's quality needs a validation split: without one, exit 2 before
   // any work, saying how to get one.
-  args = train_args(fresh("result_noval"), "20");
-  args.push_back("--result_format=smac");
+  args = train_args(fresh("result_noval"), "20", {"--result_format=smac"});
   r = run(args, (kTmp / "result_noval.log").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("set validation_fraction"), std::string::npos) << r.output;
@@ -438,9 +432,7 @@ TEST_F(FashionMnist, ResultFormatsSayUnsatForDivergedAndFailedRuns) {
 
 TEST_F(FashionMnist, MovingAveragesAreSavedAndUsedByEvaluation) {
   const auto dir = fresh("ema");
-  auto args = train_args(dir, "50");
-  args.push_back("--moving_average_decay=0.99");
-  args.push_back("--result_format=tsv");
+  auto args = train_args(dir, "50", {"--moving_average_decay=0.99", "--result_format=tsv"});
   auto t = run(args, (kTmp / "ema.log").string());
   ASSERT_EQ(t.exit_code, 0) << t.output;
   // The end-of-run evaluation evaluated the averages too: the same
@@ -469,9 +461,8 @@ TEST_F(FashionMnist, MovingAveragesAreSavedAndUsedByEvaluation) {
 // training carries on; the scale is checkpointed.
 TEST_F(FashionMnist, DynamicLossScalingSkipsOverflowedStepsAndRecovers) {
   const auto dir = fresh("loss_scale");
-  auto args = train_args(dir, "16");
-  args.insert(args.end(),
-              {"--loss_scaling=dynamic", "--save_checkpoints_steps=1", "--max_to_keep=0"});
+  auto args = train_args(
+      dir, "16", {"--loss_scaling=dynamic", "--save_checkpoints_steps=1", "--max_to_keep=0"});
   ::setenv("FASTNN_FAULT_INF_GRAD_STEPS", "10,11", 1);
   auto r = run(args, (kTmp / "loss_scale.log").string());
   ::unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
@@ -507,9 +498,9 @@ TEST_F(FashionMnist, DynamicLossScalingSkipsOverflowedStepsAndRecovers) {
 // bad state is written.
 TEST_F(FashionMnist, NanTensorHookExitsFourNamingTheStep) {
   const auto dir = fresh("nan");
-  auto args = train_args(dir, "16");
-  args.insert(args.end(), {"--hooks=NanTensorHook,StopAtStepHook,CheckpointSaverHook",
-                           "--save_checkpoints_steps=1"});
+  auto args = train_args(
+      dir, "16",
+      {"--hooks=NanTensorHook,StopAtStepHook,CheckpointSaverHook", "--save_checkpoints_steps=1"});
   ::setenv("FASTNN_FAULT_INF_GRAD_STEPS", "5", 1);
   auto r = run(args, (kTmp / "nan.log").string());
   ::unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
@@ -544,8 +535,8 @@ TEST_F(FashionMnist, StepsThatReadOnlyWhenAskedTrainAndStopTheSame) {
   std::string dirs[2];
   for (int lazy = 0; lazy < 2; ++lazy) {
     dirs[lazy] = fresh(lazy ? "read_on_demand" : "read_every_step");
-    auto args = train_args(dirs[lazy], "40");
-    args.insert(args.end(), {"--log_loss_every_n_iters=10", "--save_checkpoints_steps=20"});
+    auto args = train_args(dirs[lazy], "40",
+                           {"--log_loss_every_n_iters=10", "--save_checkpoints_steps=20"});
     if (lazy) ::setenv("FASTNN_TEST_READ_ON_DEMAND", "1", 1);
     auto r = run(args, (kTmp / (dirs[lazy] + ".log")).string());
     ::unsetenv("FASTNN_TEST_READ_ON_DEMAND");
@@ -564,8 +555,7 @@ TEST_F(FashionMnist, StepsThatReadOnlyWhenAskedTrainAndStopTheSame) {
   EXPECT_GT(compared, 0);
 
   const auto dir = fresh("read_on_demand_inf");
-  auto args = train_args(dir, "30");
-  args.insert(args.end(), {"--log_loss_every_n_iters=10", "--save_checkpoints_steps=10"});
+  auto args = train_args(dir, "30", {"--log_loss_every_n_iters=10", "--save_checkpoints_steps=10"});
   ::setenv("FASTNN_TEST_READ_ON_DEMAND", "1", 1);
   ::setenv("FASTNN_FAULT_INF_GRAD_STEPS", "5", 1);
   auto r = run(args, (kTmp / "read_on_demand_inf.log").string());
@@ -581,8 +571,7 @@ TEST_F(FashionMnist, StepsThatReadOnlyWhenAskedTrainAndStopTheSame) {
 // evaluates new checkpoints as they appear and ends when the run finishes.
 TEST_F(FashionMnist, EvaluationLoopFollowsTrainingToTheEnd) {
   const auto dir = fresh("eval_loop");
-  auto args = train_args(dir, "120");
-  args.push_back("--save_checkpoints_steps=40");
+  auto args = train_args(dir, "120", {"--save_checkpoints_steps=40"});
   Child trainer = spawn(args, (kTmp / "eval_loop_train.log").string());
   Child loop = spawn({kBin + "/eval_image_classifier", "--config", config(),
                       "--checkpoint_path=" + dir, "--eval_interval_secs=1"},
@@ -613,8 +602,7 @@ TEST_F(FashionMnist, EvaluationLoopFollowsTrainingToTheEnd) {
 // that ran them.
 TEST_F(FashionMnist, ProfilerTimelineHasPhasesAndOperators) {
   const auto dir = fresh("profile");
-  auto args = train_args(dir, "4");
-  args.push_back("--profile_every_n_iters=2");
+  auto args = train_args(dir, "4", {"--profile_every_n_iters=2"});
   ASSERT_EQ(run(args, (kTmp / "profile.log").string()).exit_code, 0);
   ASSERT_TRUE(fs::exists(fs::path(dir) / "timeline-4.json"));
   EXPECT_FALSE(fs::exists(fs::path(dir) / "timeline-3.json"));

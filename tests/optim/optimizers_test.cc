@@ -347,6 +347,16 @@ TEST(Optimizers, UnknownNameFromAFileIsReportedWithFileAndLine) {
   }
 }
 
+using MakeOptimizer = std::function<std::unique_ptr<Optimizer>(std::vector<Variable>)>;
+
+// An optimizer of type Opt built by hand with `options`.
+template <class Opt, class Options>
+MakeOptimizer made_as(Options options) {
+  return [options](std::vector<Variable> vars) {
+    return std::unique_ptr<Optimizer>(new Opt(std::move(vars), options));
+  };
+}
+
 // Each row hands FastNN's keys to the right option fields: three steps
 // through the factory equal three steps of the optimizer built by hand.
 TEST(Optimizers, FactoryMapsFastNNKeysOntoOptions) {
@@ -363,64 +373,23 @@ TEST(Optimizers, FactoryMapsFastNNKeysOntoOptions) {
   hp.momentum = 0.5;
   hp.rmsprop_momentum = 0.6;
   hp.rmsprop_decay = 0.7;
-  using Make = std::function<std::unique_ptr<Optimizer>(std::vector<Variable>)>;
-  const std::map<std::string, Make> by_hand = {
-      {"adadelta",
-       [](std::vector<Variable> v) {
-         AdadeltaOptions o;
-         o.rho = 0.8;
-         o.epsilon = 0.5;
-         return std::unique_ptr<Optimizer>(new Adadelta(std::move(v), o));
-       }},
-      {"adagrad",
-       [](std::vector<Variable> v) {
-         AdagradOptions o;
-         o.initial_accumulator_value = 0.3;
-         return std::unique_ptr<Optimizer>(new Adagrad(std::move(v), o));
-       }},
-      {"adam",
-       [](std::vector<Variable> v) {
-         AdamOptions o;
-         o.beta1 = 0.7;
-         o.beta2 = 0.95;
-         o.epsilon = 0.5;
-         return std::unique_ptr<Optimizer>(new Adam(std::move(v), o));
-       }},
-      {"ftrl",
-       [](std::vector<Variable> v) {
-         FtrlOptions o;
-         o.learning_rate_power = -0.25;
-         o.initial_accumulator_value = 0.2;
-         o.l1 = 0.01;
-         o.l2 = 0.02;
-         return std::unique_ptr<Optimizer>(new Ftrl(std::move(v), o));
-       }},
-      {"momentum",
-       [](std::vector<Variable> v) {
-         MomentumOptions o;
-         o.momentum = 0.5;
-         return std::unique_ptr<Optimizer>(new Momentum(std::move(v), o));
-       }},
+  // Aggregate initialization in the structs' field order (optimizers.h).
+  const std::map<std::string, MakeOptimizer> by_hand = {
+      {"adadelta", made_as<Adadelta>(AdadeltaOptions{/*rho=*/0.8, /*epsilon=*/0.5})},
+      {"adagrad", made_as<Adagrad>(AdagradOptions{/*initial_accumulator_value=*/0.3})},
+      {"adam", made_as<Adam>(AdamOptions{/*beta1=*/0.7, /*beta2=*/0.95, /*epsilon=*/0.5})},
+      {"ftrl", made_as<Ftrl>(FtrlOptions{/*learning_rate_power=*/-0.25,
+                                         /*initial_accumulator_value=*/0.2, /*l1=*/0.01,
+                                         /*l2=*/0.02})},
+      {"momentum", made_as<Momentum>(MomentumOptions{/*momentum=*/0.5})},
       {"rmsprop",
-       [](std::vector<Variable> v) {
-         RMSPropOptions o;
-         o.decay = 0.7;
-         o.momentum = 0.6;
-         o.epsilon = 0.5;
-         return std::unique_ptr<Optimizer>(new RMSProp(std::move(v), o));
-       }},
+       made_as<RMSProp>(RMSPropOptions{/*decay=*/0.7, /*momentum=*/0.6, /*epsilon=*/0.5})},
       {"sgd",
        [](std::vector<Variable> v) {
          return std::unique_ptr<Optimizer>(new GradientDescent(std::move(v)));
        }},
-      {"adamweightdecay",
-       [](std::vector<Variable> v) {
-         AdamWeightDecayOptions o;
-         o.beta1 = 0.7;
-         o.beta2 = 0.95;
-         o.epsilon = 0.5;
-         return std::unique_ptr<Optimizer>(new AdamWeightDecay(std::move(v), o));
-       }},
+      {"adamweightdecay", made_as<AdamWeightDecay>(AdamWeightDecayOptions{
+                              /*beta1=*/0.7, /*beta2=*/0.95, /*epsilon=*/0.5})},
   };
   for (const auto& name : optimizer_names()) {
     ASSERT_EQ(by_hand.count(name), 1u) << name;
