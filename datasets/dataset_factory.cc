@@ -48,11 +48,7 @@ const std::vector<DatasetSpec>& table() {
 
 }  // namespace
 
-std::vector<std::string> dataset_names() {
-  std::vector<std::string> out;
-  for (const auto& d : table()) out.push_back(d.name);
-  return out;
-}
+std::vector<std::string> dataset_names() { return names_of(table()); }
 
 const DatasetSpec& find_dataset(const std::string& name) {
   for (const auto& d : table()) {

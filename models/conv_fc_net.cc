@@ -46,4 +46,39 @@ ModelOutput ConvFcNetImpl::forward(torch::Tensor x) {
   return {x.flatten(1), {}};
 }
 
+namespace {
+
+// research/slim/nets/alexnet.py's sizes and biases.
+const ConvFcLayout kAlexNetV2Layout{"alexnet_v2",
+                                    {{{64, 11, 4, Padding::kValid, 0.1},
+                                      {192, 5, 1, Padding::kSame, 0.1},
+                                      {384, 3, 1, Padding::kSame, 0.1},
+                                      {384, 3, 1, Padding::kSame, 0.1},
+                                      {256, 3, 1, Padding::kSame, 0.1},
+                                      {4096, 5, 1, Padding::kValid, 0.1},
+                                      {4096, 1, 1, Padding::kSame, 0.1}}},
+                                    /*fc8_bias=*/0.0,
+                                    /*pool_kernel=*/3,
+                                    /*image_size=*/224};
+
+// research/slim/nets/overfeat.py's.
+const ConvFcLayout kOverFeatLayout{"overfeat",
+                                   {{{64, 11, 4, Padding::kValid, 0.0},
+                                     {256, 5, 1, Padding::kValid, 0.0},
+                                     {512, 3, 1, Padding::kSame, 0.0},
+                                     {1024, 3, 1, Padding::kSame, 0.0},
+                                     {1024, 3, 1, Padding::kSame, 0.0},
+                                     {3072, 6, 1, Padding::kValid, 0.1},
+                                     {4096, 1, 1, Padding::kSame, 0.1}}},
+                                   /*fc8_bias=*/0.0,
+                                   /*pool_kernel=*/2,
+                                   /*image_size=*/231};
+
+}  // namespace
+
+AlexNetV2Impl::AlexNetV2Impl(const ModelOptions& options)
+    : ConvFcNetImpl(kAlexNetV2Layout, options) {}
+
+OverFeatImpl::OverFeatImpl(const ModelOptions& options) : ConvFcNetImpl(kOverFeatLayout, options) {}
+
 }  // namespace fastnn::models

@@ -57,24 +57,11 @@ class LayerStack {
 
 LayerDef conv_def(std::string name, int64_t depth, int64_t kernel_h, int64_t kernel_w,
                   int64_t stride, Padding padding, double stddev) {
-  LayerDef d;
-  d.name = std::move(name);
-  d.depth = depth;
-  d.kernel_h = kernel_h;
-  d.kernel_w = kernel_w;
-  d.stride = stride;
-  d.padding = padding;
-  d.stddev = stddev;
-  return d;
+  return {LayerDef::kConv, std::move(name), depth, kernel_h, kernel_w, stride, padding, stddev};
 }
 
 LayerDef max_pool_def(int64_t kernel, int64_t stride, Padding padding) {
-  LayerDef d;
-  d.kind = LayerDef::kMaxPool;
-  d.kernel_h = d.kernel_w = kernel;
-  d.stride = stride;
-  d.padding = padding;
-  return d;
+  return {LayerDef::kMaxPool, "", 0, kernel, kernel, stride, padding};
 }
 
 LayerDef avg_pool_def(int64_t kernel, int64_t stride, Padding padding) {

@@ -6,13 +6,7 @@ namespace fastnn::models {
 
 BranchLayer conv_layer(std::string scope, int64_t depth, Kernel kernel, int64_t stride,
                        Padding padding) {
-  BranchLayer l;
-  l.scope = std::move(scope);
-  l.depth = depth;
-  l.kernel = kernel;
-  l.stride = stride;
-  l.padding = padding;
-  return l;
+  return {BranchLayer::kConv, std::move(scope), depth, kernel, stride, padding};
 }
 
 BranchLayer max_pool_layer(std::string scope, int64_t kernel, int64_t stride, Padding padding) {

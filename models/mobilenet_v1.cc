@@ -19,9 +19,7 @@ const SepDef kSeparable[] = {{1, 64},  {2, 128}, {1, 128}, {2, 256}, {1, 256},  
 
 ConvOptions mobilenet_v1_conv(ConvOptions o) {
   o.activation = Activation::kRelu6;
-  o.bn.decay = 0.9997;
-  o.bn.epsilon = 1e-3;
-  o.bn.scale = true;
+  o.bn = {/*decay=*/0.9997, /*epsilon=*/1e-3, /*scale=*/true};
   o.init = Init{Init::kTruncatedNormal, 0.09};
   return o;
 }

@@ -20,9 +20,7 @@ const BlockDef kBlocks[] = {{1, 1, 16},  {6, 2, 24}, {6, 1, 24}, {6, 2, 32},  {6
 
 ConvOptions v2_conv(ConvOptions o, Activation activation = Activation::kRelu6) {
   o.activation = activation;
-  o.bn.decay = 0.997;
-  o.bn.epsilon = 1e-3;
-  o.bn.scale = true;
+  o.bn = {/*decay=*/0.997, /*epsilon=*/1e-3, /*scale=*/true};
   o.init = Init{Init::kTruncatedNormal, 0.09};
   return o;
 }

@@ -8,9 +8,8 @@
 #include "models/lenet.h"
 #include "src/config/value_parse.h"
 // Classic CNNs
-#include "models/alexnet.h"
 #include "models/cifarnet.h"
-#include "models/overfeat.h"
+#include "models/conv_fc_net.h"
 #include "models/resnet.h"
 #include "models/vgg.h"
 // Inception v1-v3 and MobileNet v1/v2
@@ -88,11 +87,7 @@ const std::vector<ModelSpec>& table() {
 
 }  // namespace
 
-std::vector<std::string> model_names() {
-  std::vector<std::string> names;
-  for (const auto& m : table()) names.push_back(m.name);
-  return names;
-}
+std::vector<std::string> model_names() { return names_of(table()); }
 
 const ModelSpec& find_model(const std::string& name) {
   for (const auto& m : table()) {

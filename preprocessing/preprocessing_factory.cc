@@ -115,11 +115,7 @@ Functions make_functions(const std::string& name, const OutputShape& shape, bool
 
 }  // namespace
 
-std::vector<std::string> preprocessing_names() {
-  std::vector<std::string> out;
-  for (const auto& r : kTable) out.push_back(r.name);
-  return out;
-}
+std::vector<std::string> preprocessing_names() { return names_of(kTable); }
 
 PreprocessFn get_preprocessing(const std::string& name, const OutputShape& shape, bool is_training,
                                const PreprocessOptions& options) {

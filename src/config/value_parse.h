@@ -102,4 +102,13 @@ std::vector<std::string> split_list(const std::string& list);
 /// "a, b, c": names for "valid values" messages.
 std::string join_list(const std::vector<std::string>& items);
 
+/// The `name` of each row of a name table (models, datasets, optimizers,
+/// preprocessing, hooks), in the table's order.
+template <class Rows>
+std::vector<std::string> names_of(const Rows& rows) {
+  std::vector<std::string> names;
+  for (const auto& row : rows) names.push_back(row.name);
+  return names;
+}
+
 }  // namespace fastnn

@@ -431,11 +431,7 @@ const OptimizerRow kOptimizers[] = {
 
 }  // namespace
 
-std::vector<std::string> optimizer_names() {
-  std::vector<std::string> out;
-  for (const OptimizerRow& row : kOptimizers) out.push_back(row.name);
-  return out;
-}
+std::vector<std::string> optimizer_names() { return names_of(kOptimizers); }
 
 std::unique_ptr<Optimizer> create_optimizer(const OptimizerOptions& options,
                                             std::vector<Variable> vars) {

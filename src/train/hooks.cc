@@ -327,11 +327,7 @@ const HookRow& hook_row(const HParams& hp, const std::string& name) {
 
 }  // namespace
 
-std::vector<std::string> hook_names() {
-  std::vector<std::string> out;
-  for (const auto& r : kHooks) out.push_back(r.name);
-  return out;
-}
+std::vector<std::string> hook_names() { return names_of(kHooks); }
 
 std::vector<std::unique_ptr<Hook>> make_hooks(const HParams& hp) {
   const HookRow& nan = hook_row(hp, "NanTensorHook");
