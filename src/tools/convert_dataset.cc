@@ -11,6 +11,7 @@
 #include "fastnn/errors.h"
 #include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
+#include "src/log/failure.h"
 
 int main(int argc, char** argv) {
   using namespace fastnn;
@@ -91,15 +92,8 @@ int main(int argc, char** argv) {
                 << " file(s): " << split.paths.front() << (split.paths.size() > 1 ? " ..." : "")
                 << "\n";
     }
-  } catch (const ConfigError& e) {
-    std::cerr << "convert_dataset: " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const DataError& e) {
-    std::cerr << "convert_dataset: data error: " << e.what() << "\n";
-    return kExitData;
-  } catch (const std::exception& e) {
-    std::cerr << "convert_dataset: internal error: " << e.what() << "\n";
-    return kExitInternal;
+  } catch (...) {
+    return report_failure("convert_dataset", failure_of(std::current_exception()));
   }
   return kExitOk;
 }

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "fastnn/errors.h"
+#include "src/log/failure.h"
 #include "src/sweep/checks.h"
 #include "src/sweep/runner.h"
 #include "src/sweep/search_space.h"
@@ -163,11 +164,7 @@ int main(int argc, char** argv) {
     if (code != kExitOk)
       std::cerr << "sweep: " << (code == kExitUsage ? "error: " : "") << why << "\n";
     return code;
-  } catch (const ConfigError& e) {
-    std::cerr << "sweep: error: " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const std::exception& e) {
-    std::cerr << "sweep: " << e.what() << "\n";
-    return kExitInternal;
+  } catch (...) {
+    return report_failure("sweep", failure_of(std::current_exception()));
   }
 }

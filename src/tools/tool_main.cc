@@ -10,6 +10,7 @@
 #include "fastnn/errors.h"
 #include "src/io/protobuf_log.h"
 #include "src/io/thread_limit.h"
+#include "src/log/failure.h"
 
 namespace fastnn::train {
 namespace {
@@ -48,32 +49,15 @@ int tool_main(int argc, char** argv, const std::string& program, const std::stri
     }
     for (const auto& warning : args.warnings) std::cerr << "warning: " << warning << "\n";
     return body(args);
-  } catch (const ConfigError& e) {
-    std::cerr << program << ": error: " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const DataError& e) {
-    std::cerr << program << ": data error: " << e.what() << "\n";
-    return kExitData;
-  } catch (const DivergedError& e) {
-    std::cerr << program << ": training diverged: " << e.what() << "\n";
-    return kExitDiverged;
-  } catch (const DistributedError& e) {
-    std::cerr << program << ": distributed failure: " << e.what() << "\n";
-    return kExitDistributed;
   } catch (const std::system_error& e) {
-    if (!io::is_thread_limit(e)) {
-      std::cerr << program << ": internal error: " << e.what() << "\n";
-      return kExitInternal;
-    }
+    if (!io::is_thread_limit(e))
+      return report_failure(program, failure_of(std::current_exception()));
     std::cerr << program << ": error: "
               << io::thread_limit_message("",
                                           "lower num_preprocessing_threads and "
                                           "intra_op_parallelism_threads, or raise the limit")
               << "\n";
     return kExitUsage;
-  } catch (const OutOfMemoryError& e) {
-    std::cerr << program << ": " << e.what() << "\n";
-    return kExitOutOfMemory;
   } catch (const c10::OutOfMemoryError& e) {
     // One the trainer and evaluator did not name the batch size for.
     std::cerr << program << ": out of memory (lower batch_size or eval_batch_size): "
@@ -82,32 +66,21 @@ int tool_main(int argc, char** argv, const std::string& program, const std::stri
   } catch (const c10::Error& e) {
     std::cerr << program << ": internal error (LibTorch): " << e.what_without_backtrace() << "\n";
     return kExitInternal;
-  } catch (const std::exception& e) {
-    std::cerr << program << ": internal error: " << e.what() << "\n";
-    return kExitInternal;
+  } catch (...) {
+    return report_failure(program, failure_of(std::current_exception()));
   }
 }
 
 int exit_code_of(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
-  } catch (const ConfigError&) {
-    return kExitUsage;
-  } catch (const DataError&) {
-    return kExitData;
-  } catch (const DivergedError&) {
-    return kExitDiverged;
-  } catch (const DistributedError&) {
-    return kExitDistributed;
-  } catch (const OutOfMemoryError&) {
-    return kExitOutOfMemory;
   } catch (const c10::OutOfMemoryError&) {
     return kExitOutOfMemory;
-  } catch (const std::system_error& e) {
-    return io::is_thread_limit(e) ? kExitUsage : kExitInternal;
+  } catch (const std::system_error& x) {
+    if (io::is_thread_limit(x)) return kExitUsage;
   } catch (...) {
-    return kExitInternal;
   }
+  return failure_of(e).exit_code;
 }
 
 }  // namespace fastnn::train

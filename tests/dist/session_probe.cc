@@ -14,6 +14,7 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "src/dist/session.h"
+#include "src/log/failure.h"
 
 int main() {
   using namespace fastnn;
@@ -53,11 +54,7 @@ int main() {
     session.finish(kExitOk);
     std::cout << "rank " << spec.rank << " done" << std::endl;
     return kExitOk;
-  } catch (const ConfigError& e) {
-    std::cerr << "session_probe: error: " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const DistributedError& e) {
-    std::cerr << "session_probe: distributed failure: " << e.what() << "\n";
-    return kExitDistributed;
+  } catch (...) {
+    return report_failure("session_probe", failure_of(std::current_exception()));
   }
 }
