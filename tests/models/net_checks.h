@@ -77,18 +77,6 @@ inline std::vector<int64_t> torch_shape(const std::string& name, const std::vect
   return {tf[3], tf[2], tf[0], tf[1]};
 }
 
-/// Expects every {TF-slim name, TF shape} among the model's variables.
-inline void expect_variables(
-    ClassifierImpl& m, const std::vector<std::pair<std::string, std::vector<int64_t>>>& want) {
-  std::map<std::string, std::vector<int64_t>> have;
-  for (const auto& v : model_variables(m)) have[tf_name(v.name)] = v.tensor.sizes().vec();
-  for (const auto& [name, shape] : want) {
-    auto it = have.find(name);
-    ASSERT_NE(it, have.end()) << "missing " << name;
-    EXPECT_EQ(it->second, torch_shape(name, shape)) << name;
-  }
-}
-
 /// tests/models/tf_slim_variables.txt, the tables of TF-slim variables the
 /// model tests expect (its header describes the format).
 inline constexpr char kVariableTablesFile[] = "tests/models/tf_slim_variables.txt";
@@ -248,18 +236,6 @@ inline void expect_logits(const ModelOutput& out, int64_t batch, int64_t classes
   }
   ASSERT_TRUE(out.aux_logits.defined()) << name;
   EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{batch, classes})) << name;
-}
-
-/// Expects every {name, LibTorch shape} in `expected` among `vars` (a
-/// variable_map), each name after `prefix`.
-inline void expect_shapes(const std::map<std::string, torch::Tensor>& vars,
-                          const std::map<std::string, std::vector<int64_t>>& expected,
-                          const std::string& prefix = "") {
-  for (const auto& [name, shape] : expected) {
-    auto it = vars.find(prefix + name);
-    ASSERT_NE(it, vars.end()) << name;
-    EXPECT_EQ(it->second.sizes(), shape) << name;
-  }
 }
 
 /// The model's trainable variables, for an optimizer.
