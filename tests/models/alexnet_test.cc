@@ -36,13 +36,7 @@ TEST_F(AlexNetV2, ParameterCountMatchesTFSlim) {
 
 TEST_F(AlexNetV2, TFSlimVariableNamesAndShapes) {
   EXPECT_EQ(model_variables(*model_).size(), 16u);
-  testing::expect_variables(*model_, {{"alexnet_v2/conv1/weights", {11, 11, 3, 64}},
-                                      {"alexnet_v2/conv1/biases", {64}},
-                                      {"alexnet_v2/conv5/weights", {3, 3, 384, 256}},
-                                      {"alexnet_v2/fc6/weights", {5, 5, 256, 4096}},
-                                      {"alexnet_v2/fc7/weights", {1, 1, 4096, 4096}},
-                                      {"alexnet_v2/fc8/weights", {1, 1, 4096, 1000}},
-                                      {"alexnet_v2/fc8/biases", {1000}}});
+  testing::expect_variables_from_table(*model_, "alexnet_v2:1000");
   EXPECT_EQ(model_->regularized_weights().size(), 8u);
 }
 

@@ -80,11 +80,7 @@ TEST(CifarNet, TFSlimVariableNamesAndShapes) {
                                              "CifarNet/fc4/weights",    "CifarNet/fc4/biases",
                                              "CifarNet/logits/weights", "CifarNet/logits/biases"};
   EXPECT_EQ(names, expected);
-  testing::expect_variables(*m, {{"CifarNet/conv1/weights", {5, 5, 3, 64}},
-                                 {"CifarNet/conv2/weights", {5, 5, 64, 64}},
-                                 {"CifarNet/fc3/weights", {4096, 384}},
-                                 {"CifarNet/fc4/weights", {384, 192}},
-                                 {"CifarNet/logits/weights", {192, 10}}});
+  testing::expect_variables_from_table(*m, "cifarnet:10");
 }
 
 TEST(CifarNet, RegularizesFullyConnectedWeightsOnly) {
@@ -126,7 +122,7 @@ TEST(CifarNet, ImageSizeSizesFc3) {
   o.num_classes = 10;
   o.image_size = 28;  // 28 -> 14 -> 7 after the two VALID max-pools
   auto m = find_model("cifarnet").create(o);
-  testing::expect_variables(*m, {{"CifarNet/fc3/weights", {7 * 7 * 64, 384}}});
+  testing::expect_variables_from_table(*m, "cifarnet:10:28");
   auto out = m->forward(torch::randn({1, 3, 28, 28}));
   EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 10}));
 }

@@ -47,29 +47,7 @@ TEST_F(InceptionResnetV2, ParameterCountMatchesTFSlim) {
 TEST_F(InceptionResnetV2, TFSlimVariableNames) {
   auto vars = variables();
   const std::string s = "InceptionResnetV2/";
-  // TF-slim shapes are [kh, kw, in, out] for conv, [in, out] for fc.
-  const std::map<std::string, std::vector<int64_t>> expected = {
-      {"Conv2d_1a_3x3/weights", {32, 3, 3, 3}},
-      {"Conv2d_1a_3x3/BatchNorm/beta", {32}},
-      {"Conv2d_4a_3x3/BatchNorm/moving_variance", {192}},
-      {"Mixed_5b/Branch_1/Conv2d_0b_5x5/weights", {64, 48, 5, 5}},
-      {"Repeat/block35_1/Branch_2/Conv2d_0c_3x3/weights", {64, 48, 3, 3}},
-      {"Repeat/block35_10/Conv2d_1x1/weights", {320, 128, 1, 1}},
-      {"Repeat/block35_10/Conv2d_1x1/biases", {320}},
-      {"Mixed_6a/Branch_1/Conv2d_1a_3x3/weights", {384, 256, 3, 3}},
-      {"Repeat_1/block17_20/Branch_1/Conv2d_0b_1x7/weights", {160, 128, 1, 7}},
-      {"Repeat_1/block17_20/Conv2d_1x1/weights", {1088, 384, 1, 1}},
-      {"Mixed_7a/Branch_2/Conv2d_1a_3x3/weights", {320, 288, 3, 3}},
-      {"Repeat_2/block8_9/Branch_1/Conv2d_0c_3x1/weights", {256, 224, 3, 1}},
-      {"Block8/Conv2d_1x1/weights", {2080, 448, 1, 1}},
-      {"Block8/Conv2d_1x1/biases", {2080}},
-      {"Conv2d_7b_1x1/weights", {1536, 2080, 1, 1}},
-      {"AuxLogits/Conv2d_1b_1x1/weights", {128, 1088, 1, 1}},
-      {"AuxLogits/Conv2d_2a_5x5/weights", {768, 128, 5, 5}},
-      {"AuxLogits/Logits/weights", {kClasses, 768}},
-      {"Logits/Logits/weights", {kClasses, 1536}},
-      {"Logits/Logits/biases", {kClasses}}};
-  expect_shapes(vars, expected, s);
+  expect_variables_from_table(*model_, "inception_resnet_v2:1001");
   for (const auto& bad :
        {"Repeat/block35_11/Conv2d_1x1/weights", "Repeat_2/block8_10/Conv2d_1x1/weights",
         "Block8/Conv2d_1x1/BatchNorm/beta"}) {

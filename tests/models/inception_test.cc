@@ -26,15 +26,7 @@ TEST(InceptionV1, ParameterCountMatchesTFSlim) {
 
 TEST(InceptionV1, TFSlimVariables) {
   auto m = create("inception_v1", 1000);
-  expect_variables(*m, {{"InceptionV1/Conv2d_1a_7x7/weights", {7, 7, 3, 64}},
-                        {"InceptionV1/Conv2d_1a_7x7/BatchNorm/beta", {64}},
-                        {"InceptionV1/Conv2d_1a_7x7/BatchNorm/moving_mean", {64}},
-                        {"InceptionV1/Conv2d_1a_7x7/BatchNorm/moving_variance", {64}},
-                        {"InceptionV1/Mixed_3b/Branch_1/Conv2d_0b_3x3/weights", {3, 3, 96, 128}},
-                        {"InceptionV1/Mixed_5b/Branch_2/Conv2d_0a_3x3/weights", {3, 3, 32, 128}},
-                        {"InceptionV1/Mixed_5c/Branch_3/Conv2d_0b_1x1/weights", {1, 1, 832, 128}},
-                        {"InceptionV1/Logits/Conv2d_0c_1x1/weights", {1, 1, 1024, 1000}},
-                        {"InceptionV1/Logits/Conv2d_0c_1x1/biases", {1000}}});
+  expect_variables_from_table(*m, "inception_v1:1000");
   EXPECT_EQ(count_named(*m, "BatchNorm/gamma"), 0);
   // 3 stem convs + 9 Mixed modules x 6 convs + logits.
   EXPECT_EQ(m->regularized_weights().size(), 58u);
@@ -64,14 +56,7 @@ TEST(InceptionV2, ParameterCountMatchesTFSlim) {
 
 TEST(InceptionV2, TFSlimVariables) {
   auto m = create("inception_v2", 1000);
-  expect_variables(*m, {{"InceptionV2/Conv2d_1a_7x7/depthwise_weights", {7, 7, 3, 8}},
-                        {"InceptionV2/Conv2d_1a_7x7/pointwise_weights", {1, 1, 24, 64}},
-                        {"InceptionV2/Conv2d_1a_7x7/biases", {64}},
-                        {"InceptionV2/Conv2d_2c_3x3/weights", {3, 3, 64, 192}},
-                        {"InceptionV2/Mixed_3b/Branch_2/Conv2d_0c_3x3/weights", {3, 3, 96, 96}},
-                        {"InceptionV2/Mixed_4a/Branch_1/Conv2d_1a_3x3/weights", {3, 3, 96, 96}},
-                        {"InceptionV2/Mixed_5c/Branch_3/Conv2d_0b_1x1/weights", {1, 1, 1024, 128}},
-                        {"InceptionV2/Logits/Conv2d_1c_1x1/weights", {1, 1, 1024, 1000}}});
+  expect_variables_from_table(*m, "inception_v2:1000");
   EXPECT_EQ(count_named(*m, "Conv2d_1a_7x7/BatchNorm/beta"), 0);
   // Separable conv weights are not regularized: 2 stem convs + 8 Mixed x 7
   // + 2 reductions x 5 + logits.
@@ -108,20 +93,7 @@ TEST(InceptionV3, ParameterCountMatchesTFSlim) {
 
 TEST(InceptionV3, TFSlimVariables) {
   auto m = create("inception_v3", 1000);
-  expect_variables(*m, {{"InceptionV3/Conv2d_1a_3x3/weights", {3, 3, 3, 32}},
-                        {"InceptionV3/Conv2d_4a_3x3/BatchNorm/beta", {192}},
-                        {"InceptionV3/Mixed_5c/Branch_1/Conv2d_0b_1x1/weights", {1, 1, 256, 48}},
-                        {"InceptionV3/Mixed_5c/Branch_1/Conv_1_0c_5x5/weights", {5, 5, 48, 64}},
-                        {"InceptionV3/Mixed_6a/Branch_0/Conv2d_1a_1x1/weights", {3, 3, 288, 384}},
-                        {"InceptionV3/Mixed_6e/Branch_2/Conv2d_0e_1x7/weights", {1, 7, 192, 192}},
-                        {"InceptionV3/Mixed_7b/Branch_1/Conv2d_0b_3x1/weights", {3, 1, 384, 384}},
-                        {"InceptionV3/Mixed_7c/Branch_1/Conv2d_0c_3x1/weights", {3, 1, 384, 384}},
-                        {"InceptionV3/Mixed_7c/Branch_0/Conv2d_0a_1x1/weights", {1, 1, 2048, 320}},
-                        {"InceptionV3/AuxLogits/Conv2d_1b_1x1/weights", {1, 1, 768, 128}},
-                        {"InceptionV3/AuxLogits/Conv2d_2a_5x5/weights", {5, 5, 128, 768}},
-                        {"InceptionV3/AuxLogits/Conv2d_2b_1x1/weights", {1, 1, 768, 1000}},
-                        {"InceptionV3/AuxLogits/Conv2d_2b_1x1/biases", {1000}},
-                        {"InceptionV3/Logits/Conv2d_1c_1x1/weights", {1, 1, 2048, 1000}}});
+  expect_variables_from_table(*m, "inception_v3:1000");
   // Stem 5 + Mixed_5x 3 x 7 + 6a 4 + 6b..6e 4 x 10 + 7a 6 + 7b/7c 2 x 9 +
   // 3 aux + logits.
   EXPECT_EQ(m->regularized_weights().size(), 98u);
@@ -132,7 +104,7 @@ TEST(InceptionV3, TFSlimVariables) {
 TEST(InceptionV3, SmallInputsShrinkTheAuxKernel) {
   // TF-slim's half-size case: at 150 the map entering Conv2d_2a is 1x1.
   auto m = create("inception_v3", 10, 150);
-  expect_variables(*m, {{"InceptionV3/AuxLogits/Conv2d_2a_1x1/weights", {1, 1, 128, 768}}});
+  expect_variables_from_table(*m, "inception_v3:10:150");
   EXPECT_THROW(create("inception_v3", 10, 99), c10::Error);
 }
 

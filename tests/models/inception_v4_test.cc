@@ -41,27 +41,7 @@ TEST_F(InceptionV4, ParameterCountMatchesTFSlim) {
 
 TEST_F(InceptionV4, TFSlimVariableNames) {
   auto vars = variables();
-  // TF-slim shapes are [kh, kw, in, out] for conv, [in, out] for fc.
-  const std::map<std::string, std::vector<int64_t>> expected = {
-      {"InceptionV4/Conv2d_1a_3x3/weights", {32, 3, 3, 3}},
-      {"InceptionV4/Conv2d_1a_3x3/BatchNorm/beta", {32}},
-      {"InceptionV4/Conv2d_1a_3x3/BatchNorm/moving_mean", {32}},
-      {"InceptionV4/Conv2d_1a_3x3/BatchNorm/moving_variance", {32}},
-      {"InceptionV4/Mixed_3a/Branch_1/Conv2d_0a_3x3/weights", {96, 64, 3, 3}},
-      {"InceptionV4/Mixed_4a/Branch_1/Conv2d_0b_1x7/weights", {64, 64, 1, 7}},
-      {"InceptionV4/Mixed_5e/Branch_3/Conv2d_0b_1x1/weights", {96, 384, 1, 1}},
-      {"InceptionV4/Mixed_6a/Branch_1/Conv2d_1a_3x3/weights", {256, 224, 3, 3}},
-      {"InceptionV4/Mixed_6h/Branch_2/Conv2d_0e_1x7/weights", {256, 224, 1, 7}},
-      {"InceptionV4/Mixed_7a/Branch_1/Conv2d_0c_7x1/weights", {320, 256, 7, 1}},
-      {"InceptionV4/Mixed_7d/Branch_1/Conv2d_0c_3x1/weights", {256, 384, 3, 1}},
-      {"InceptionV4/Mixed_7d/Branch_2/Conv2d_0e_3x1/weights", {256, 512, 3, 1}},
-      {"InceptionV4/AuxLogits/Conv2d_1b_1x1/weights", {128, 1024, 1, 1}},
-      {"InceptionV4/AuxLogits/Conv2d_2a/weights", {768, 128, 5, 5}},
-      {"InceptionV4/AuxLogits/Aux_logits/weights", {kClasses, 768}},
-      {"InceptionV4/AuxLogits/Aux_logits/biases", {kClasses}},
-      {"InceptionV4/Logits/Logits/weights", {kClasses, 1536}},
-      {"InceptionV4/Logits/Logits/biases", {kClasses}}};
-  expect_shapes(vars, expected);
+  expect_variables_from_table(*model_, "inception_v4:1001");
   int64_t convs = 0;
   for (const auto& [name, t] : vars) {
     EXPECT_EQ(name.find("gamma"), std::string::npos) << name;

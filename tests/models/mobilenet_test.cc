@@ -55,17 +55,7 @@ TEST(MobileNetV1, ParameterCountsMatchTFSlim) {
 
 TEST(MobileNetV1, TFSlimVariables) {
   auto m = create("mobilenet_v1", 1001);
-  expect_variables(*m, {{"MobilenetV1/Conv2d_0/weights", {3, 3, 3, 32}},
-                        {"MobilenetV1/Conv2d_0/BatchNorm/gamma", {32}},
-                        {"MobilenetV1/Conv2d_0/BatchNorm/beta", {32}},
-                        {"MobilenetV1/Conv2d_0/BatchNorm/moving_variance", {32}},
-                        {"MobilenetV1/Conv2d_1_depthwise/depthwise_weights", {3, 3, 32, 1}},
-                        {"MobilenetV1/Conv2d_1_depthwise/BatchNorm/gamma", {32}},
-                        {"MobilenetV1/Conv2d_1_pointwise/weights", {1, 1, 32, 64}},
-                        {"MobilenetV1/Conv2d_12_depthwise/depthwise_weights", {3, 3, 512, 1}},
-                        {"MobilenetV1/Conv2d_13_pointwise/weights", {1, 1, 1024, 1024}},
-                        {"MobilenetV1/Logits/Conv2d_1c_1x1/weights", {1, 1, 1024, 1001}},
-                        {"MobilenetV1/Logits/Conv2d_1c_1x1/biases", {1001}}});
+  expect_variables_from_table(*m, "mobilenet_v1:1001");
   // Conv2d_0 + 13 pointwise + logits; depthwise filters are not regularized.
   EXPECT_EQ(m->regularized_weights().size(), 15u);
   torch::manual_seed(3);
@@ -73,10 +63,7 @@ TEST(MobileNetV1, TFSlimVariables) {
   EXPECT_NEAR(w.std().item<double>(), truncated_std(0.09), 2e-3);
 
   auto q = create("mobilenet_v1_025", 1001);
-  expect_variables(*q, {{"MobilenetV1/Conv2d_0/weights", {3, 3, 3, 8}},
-                        {"MobilenetV1/Conv2d_1_pointwise/weights", {1, 1, 8, 16}},
-                        {"MobilenetV1/Conv2d_13_pointwise/weights", {1, 1, 256, 256}},
-                        {"MobilenetV1/Logits/Conv2d_1c_1x1/weights", {1, 1, 256, 1001}}});
+  expect_variables_from_table(*q, "mobilenet_v1_025:1001");
 }
 
 TEST(MobileNetV2, MakeDivisibleFollowsTFSlim) {
@@ -109,32 +96,14 @@ TEST(MobileNetV2, ParameterCountsMatchTFSlim) {
 
 TEST(MobileNetV2, TFSlimVariables) {
   auto m = create("mobilenet_v2", 1001);
-  expect_variables(*m, {{"MobilenetV2/Conv/weights", {3, 3, 3, 32}},
-                        {"MobilenetV2/Conv/BatchNorm/gamma", {32}},
-                        {"MobilenetV2/expanded_conv/depthwise/depthwise_weights", {3, 3, 32, 1}},
-                        {"MobilenetV2/expanded_conv/depthwise/BatchNorm/beta", {32}},
-                        {"MobilenetV2/expanded_conv/project/weights", {1, 1, 32, 16}},
-                        {"MobilenetV2/expanded_conv_1/expand/weights", {1, 1, 16, 96}},
-                        {"MobilenetV2/expanded_conv_1/depthwise/depthwise_weights", {3, 3, 96, 1}},
-                        {"MobilenetV2/expanded_conv_16/project/weights", {1, 1, 960, 320}},
-                        {"MobilenetV2/expanded_conv_16/project/BatchNorm/moving_mean", {320}},
-                        {"MobilenetV2/Conv_1/weights", {1, 1, 320, 1280}},
-                        {"MobilenetV2/Logits/Conv2d_1c_1x1/weights", {1, 1, 1280, 1001}},
-                        {"MobilenetV2/Logits/Conv2d_1c_1x1/biases", {1001}}});
+  expect_variables_from_table(*m, "mobilenet_v2:1001");
   // The first block has no expand conv (expansion factor 1).
   EXPECT_EQ(count_named(*m, "expanded_conv/expand/weights"), 0);
   // Conv + 16 expand + 17 project + Conv_1 + logits.
   EXPECT_EQ(m->regularized_weights().size(), 36u);
 
-  expect_variables(*create("mobilenet_v2_140", 1001),
-                   {{"MobilenetV2/Conv/weights", {3, 3, 3, 48}},
-                    {"MobilenetV2/Conv_1/weights", {1, 1, 448, 1792}},
-                    {"MobilenetV2/Logits/Conv2d_1c_1x1/weights", {1, 1, 1792, 1001}}});
-  expect_variables(*create("mobilenet_v2_035", 1001),
-                   {{"MobilenetV2/Conv/weights", {3, 3, 3, 16}},
-                    {"MobilenetV2/expanded_conv/project/weights", {1, 1, 16, 8}},
-                    {"MobilenetV2/expanded_conv_16/project/weights", {1, 1, 336, 112}},
-                    {"MobilenetV2/Conv_1/weights", {1, 1, 112, 1280}}});
+  expect_variables_from_table(*create("mobilenet_v2_140", 1001), "mobilenet_v2_140:1001");
+  expect_variables_from_table(*create("mobilenet_v2_035", 1001), "mobilenet_v2_035:1001");
 }
 
 TEST(MobileNet, OneTrainingStepLowersTheLoss) {

@@ -14,7 +14,7 @@ namespace fastnn::models {
 namespace {
 
 using testing::expect_logits;
-using testing::expect_variables;
+using testing::expect_variables_from_table;
 using testing::tf_shapes;
 
 // Dropout off (keep 1.0) unless the test says otherwise.
@@ -75,35 +75,7 @@ TEST(NasNet, CifarShapesNamesAndCount) {
   expect_logits(m->forward(x), 2, 10, /*aux=*/false);  // aux head only in training
   EXPECT_THROW(m->forward(torch::randn({1, 3, 33, 33})), c10::Error);
 
-  expect_variables(
-      *m, {{"l1_stem_3x3/weights", {3, 3, 3, 96}},
-           {"l1_stem_bn/gamma", {96}},
-           {"cell_0/1x1/weights", {1, 1, 96, 32}},
-           {"cell_0/beginning_bn/beta", {32}},
-           {"cell_0/comb_iter_0/left/separable_5x5_1/depthwise_weights", {5, 5, 32, 1}},
-           {"cell_0/comb_iter_0/left/separable_5x5_1/pointwise_weights", {1, 1, 32, 32}},
-           {"cell_0/comb_iter_0/left/bn_sep_5x5_1/moving_variance", {32}},
-           // The first cell's previous state is the 96-channel stem.
-           {"cell_0/comb_iter_0/right/separable_3x3_1/depthwise_weights", {3, 3, 96, 1}},
-           {"cell_0/comb_iter_2/right/1x1/weights", {1, 1, 96, 32}},
-           {"cell_0/comb_iter_2/right/bn_1/beta", {32}},
-           {"cell_0/cell_output/reduction_1/path_conv/weights", {1, 1, 96, 32}},
-           {"cell_1/prev_1x1/weights", {1, 1, 96, 32}},
-           {"cell_1/prev_bn/gamma", {32}},
-           {"reduction_cell_0/comb_iter_1/right/separable_7x7_2/depthwise_weights", {7, 7, 64, 1}},
-           {"reduction_cell_0/1x1/weights", {1, 1, 192, 64}},
-           {"cell_6/path1_conv/weights", {1, 1, 192, 32}},
-           {"cell_6/path2_conv/weights", {1, 1, 192, 32}},
-           {"cell_6/final_path_bn/beta", {64}},
-           // Cell 11 (16x16) -> 5x5/3 VALID pool: 4x4.
-           {"aux_11/aux_logits/proj/weights", {1, 1, 384, 128}},
-           {"aux_11/aux_logits/aux_bn0/gamma", {128}},
-           {"aux_11/aux_logits/Conv/weights", {4, 4, 128, 768}},
-           {"aux_11/aux_logits/aux_bn1/moving_mean", {768}},
-           {"aux_11/aux_logits/FC/weights", {768, 10}},
-           {"aux_11/aux_logits/FC/biases", {10}},
-           {"final_layer/FC/weights", {768, 10}},
-           {"final_layer/FC/biases", {10}}});
+  expect_variables_from_table(*m, "nasnet_cifar:10");
   const auto shapes = tf_shapes(*m);
   EXPECT_EQ(shapes.count("cell_17/1x1/weights"), 1u);
   EXPECT_EQ(shapes.count("cell_18/1x1/weights"), 0u);
@@ -133,23 +105,7 @@ TEST(NasNet, MobileShapesNamesAndCount) {
     torch::NoGradGuard no_grad;
     EXPECT_EQ(m->forward(x.slice(0, 0, 1)).logits.sizes(), (std::vector<int64_t>{1, 1001}));
   }
-  expect_variables(
-      *m,
-      {{"conv0/weights", {3, 3, 3, 32}},
-       {"conv0_bn/gamma", {32}},
-       {"cell_stem_0/1x1/weights", {1, 1, 32, 11}},
-       {"cell_stem_0/comb_iter_0/right/separable_7x7_1/depthwise_weights", {7, 7, 32, 1}},
-       {"cell_stem_0/comb_iter_0/right/separable_7x7_1/pointwise_weights", {1, 1, 32, 11}},
-       {"cell_stem_1/path1_conv/weights", {1, 1, 32, 11}},
-       {"cell_stem_1/final_path_bn/gamma", {22}},
-       {"cell_0/path2_conv/weights", {1, 1, 44, 22}},
-       {"cell_0/comb_iter_4/left/bn_sep_3x3_2/beta", {44}},
-       {"reduction_cell_0/prev_1x1/weights", {1, 1, 264, 88}},
-       {"cell_4/path1_conv/weights", {1, 1, 264, 44}},
-       {"reduction_cell_1/comb_iter_4/left/separable_3x3_2/pointwise_weights", {1, 1, 176, 176}},
-       {"aux_7/aux_logits/proj/weights", {1, 1, 528, 128}},
-       {"aux_7/aux_logits/Conv/weights", {4, 4, 128, 768}},
-       {"final_layer/FC/weights", {1056, 1001}}});
+  expect_variables_from_table(*m, "nasnet_mobile:1001");
   EXPECT_EQ(tf_shapes(*m).count("cell_11/1x1/weights"), 1u);
   EXPECT_EQ(tf_shapes(*m).count("cell_12/1x1/weights"), 0u);
   EXPECT_EQ(count(*m, "aux_"), kMobileParams);
@@ -170,17 +126,7 @@ TEST(NasNet, LargeShapesNamesAndCount) {
     auto out = m->forward(torch::randn({1, 3, 331, 331}));
     EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 1001}));
   }
-  expect_variables(*m, {{"conv0/weights", {3, 3, 3, 96}},
-                        {"cell_stem_0/1x1/weights", {1, 1, 96, 42}},
-                        {"cell_stem_1/1x1/weights", {1, 1, 168, 84}},
-                        // skip_reduction_layer_input: cell_6 pairs reduction_cell_0
-                        // (21x21) with cell_4 (42x42), not cell_5.
-                        {"cell_6/path1_conv/weights", {1, 1, 1008, 168}},
-                        {"cell_7/prev_1x1/weights", {1, 1, 1344, 336}},
-                        {"cell_8/prev_1x1/weights", {1, 1, 2016, 336}},
-                        // Cell 11 (21x21) -> 5x5/3 VALID pool: 6x6.
-                        {"aux_11/aux_logits/Conv/weights", {6, 6, 128, 768}},
-                        {"final_layer/FC/weights", {4032, 1001}}});
+  expect_variables_from_table(*m, "nasnet_large:1001");
   EXPECT_EQ(count(*m, "aux_"), kLargeParams);
   EXPECT_EQ(count(*m) - count(*m, "aux_"), kLargeAuxParams);
   // Moving statistics: Keras' 196,668 plus the aux head's 1792.

@@ -1,14 +1,17 @@
 // Checks shared by the model tests: build a registered network, count its
-// trainable scalars, compare variable shapes against TF-slim's layout, take
-// one SGD step, and copy variables between models (a save/load round trip).
+// trainable scalars, compare variable shapes against TF-slim's layout (the
+// tables in tf_slim_variables.txt), take one SGD step, and copy variables
+// between models (a save/load round trip).
 #pragma once
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +19,7 @@
 #include "models/model_factory.h"
 #include "src/optim/optimizers.h"
 #include "tests/models/train_step.h"
+#include "tests/test_paths.h"
 
 namespace fastnn::models::testing {
 
@@ -73,15 +77,103 @@ inline std::vector<int64_t> torch_shape(const std::string& name, const std::vect
   return {tf[3], tf[2], tf[0], tf[1]};
 }
 
-/// Expects every {TF-slim name, TF shape} among the model's variables.
-inline void expect_variables(
-    ClassifierImpl& m, const std::vector<std::pair<std::string, std::vector<int64_t>>>& want) {
+/// tests/models/tf_slim_variables.txt, the tables of TF-slim variables the
+/// model tests expect (its header describes the format).
+inline constexpr char kVariableTablesFile[] = "tests/models/tf_slim_variables.txt";
+
+/// A table's variable: its TF-slim name, its shape in TF's layout, and the
+/// line of kVariableTablesFile that gives them.
+struct TableVariable {
+  std::string name;
+  std::vector<int64_t> shape;
+  int line;
+};
+
+/// kVariableTablesFile's tables by id, and what in it does not parse.
+struct VariableTables {
+  std::map<std::string, std::vector<TableVariable>> tables;
+  std::vector<std::string> errors;
+};
+
+/// "3,3,64,128" -> {3, 3, 64, 128}; empty when any dimension is not a
+/// positive whole number.
+inline std::vector<int64_t> parse_shape(const std::string& text) {
+  std::vector<int64_t> dims;
+  std::istringstream in(text);
+  for (std::string d; std::getline(in, d, ',');) {
+    if (d.empty() || d.size() > 12 || d.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(d) == 0) {
+      return {};
+    }
+    dims.push_back(std::stoll(d));
+  }
+  if (!text.empty() && text.back() == ',') return {};
+  return dims;
+}
+
+/// kVariableTablesFile, read once through the test path mechanism.
+inline const VariableTables& variable_tables() {
+  static const VariableTables tables = [] {
+    VariableTables t;
+    const std::string path = std::string(FASTNN_SOURCE_DIR) + "/" + kVariableTablesFile;
+    std::ifstream file(path);
+    if (!file) {
+      t.errors.push_back("cannot read " + path);
+      return t;
+    }
+    int n = 0;
+    for (std::string text; std::getline(file, text);) {
+      ++n;
+      text = text.substr(0, text.find('#'));
+      std::istringstream line(text);
+      std::string id, name, shape, extra;
+      if (!(line >> id)) continue;  // blank or comment only
+      const std::string where = std::string(kVariableTablesFile) + ":" + std::to_string(n);
+      if (!(line >> name >> shape) || (line >> extra)) {
+        t.errors.push_back(where + ": not TABLE VARIABLE SHAPE");
+        continue;
+      }
+      auto dims = parse_shape(shape);
+      if (dims.empty()) {
+        t.errors.push_back(where + ": bad shape " + shape);
+        continue;
+      }
+      auto& table = t.tables[id];
+      for (const auto& v : table) {
+        if (v.name == name) t.errors.push_back(where + ": " + id + " lists " + name + " again");
+      }
+      table.push_back({name, std::move(dims), n});
+    }
+    return t;
+  }();
+  return tables;
+}
+
+/// Expects every variable of table `id` in kVariableTablesFile (one table
+/// per network as a test builds it, e.g. "vgg_16:1000") among the model's
+/// variables, with the table's TF shape in LibTorch's layout. Fails when
+/// the file does not parse or has no table `id`.
+inline void expect_variables_from_table(ClassifierImpl& m, const std::string& id) {
+  const auto& t = variable_tables();
+  for (const auto& e : t.errors) ADD_FAILURE() << e;
+  auto table = t.tables.find(id);
+  if (table == t.tables.end() || table->second.empty()) {
+    ADD_FAILURE() << "no table " << id << " in " << kVariableTablesFile;
+    return;
+  }
   std::map<std::string, std::vector<int64_t>> have;
   for (const auto& v : model_variables(m)) have[tf_name(v.name)] = v.tensor.sizes().vec();
-  for (const auto& [name, shape] : want) {
-    auto it = have.find(name);
-    ASSERT_NE(it, have.end()) << "missing " << name;
-    EXPECT_EQ(it->second, torch_shape(name, shape)) << name;
+  for (const auto& v : table->second) {
+    const std::string where = std::string(kVariableTablesFile) + ":" + std::to_string(v.line);
+    auto it = have.find(v.name);
+    if (it == have.end()) {
+      ADD_FAILURE() << id << ": missing " << v.name << " (" << where << ")";
+      continue;
+    }
+    const auto& model_shape = it->second;
+    const auto table_shape = torch_shape(v.name, v.shape);  // LibTorch's layout
+    EXPECT_EQ(model_shape, table_shape)
+        << id << ": " << v.name << " has the wrong shape (" << where << ")";
   }
 }
 
@@ -144,18 +236,6 @@ inline void expect_logits(const ModelOutput& out, int64_t batch, int64_t classes
   }
   ASSERT_TRUE(out.aux_logits.defined()) << name;
   EXPECT_EQ(out.aux_logits.sizes(), (std::vector<int64_t>{batch, classes})) << name;
-}
-
-/// Expects every {name, LibTorch shape} in `expected` among `vars` (a
-/// variable_map), each name after `prefix`.
-inline void expect_shapes(const std::map<std::string, torch::Tensor>& vars,
-                          const std::map<std::string, std::vector<int64_t>>& expected,
-                          const std::string& prefix = "") {
-  for (const auto& [name, shape] : expected) {
-    auto it = vars.find(prefix + name);
-    ASSERT_NE(it, vars.end()) << name;
-    EXPECT_EQ(it->second.sizes(), shape) << name;
-  }
 }
 
 /// The model's trainable variables, for an optimizer.

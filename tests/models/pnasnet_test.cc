@@ -78,36 +78,7 @@ TEST(PnasnetLarge, ParameterCountAndNames) {
   const auto n = trainable(*m);
   EXPECT_EQ(n.without_aux, 86061989);
   EXPECT_EQ(n.all, 90648974);
-  testing::expect_variables(
-      *m, {{"conv0/weights", {3, 3, 3, 96}},
-           {"conv0_bn/gamma", {96}},
-           {"conv0_bn/moving_variance", {96}},
-           {"cell_stem_0/1x1/weights", {1, 1, 96, 54}},
-           {"cell_stem_0/beginning_bn/beta", {54}},
-           {"cell_stem_0/comb_iter_0/left/separable_5x5_1/depthwise_weights", {5, 5, 96, 1}},
-           {"cell_stem_0/comb_iter_0/left/separable_5x5_1/pointwise_weights", {1, 1, 96, 54}},
-           {"cell_stem_0/comb_iter_0/right/1x1/weights", {1, 1, 96, 54}},
-           {"cell_stem_0/comb_iter_0/left/bn_sep_5x5_2/gamma", {54}},
-           {"cell_stem_0/comb_iter_4/right/1x1/weights", {1, 1, 54, 54}},
-           {"cell_stem_0/comb_iter_4/right/bn_1/moving_mean", {54}},
-           {"cell_stem_1/path1_conv/weights", {1, 1, 96, 54}},
-           {"cell_stem_1/path2_conv/weights", {1, 1, 96, 54}},
-           {"cell_stem_1/final_path_bn/gamma", {108}},
-           {"cell_0/path1_conv/weights", {1, 1, 270, 108}},
-           {"cell_1/prev_1x1/weights", {1, 1, 540, 216}},
-           {"cell_4/prev_1x1/weights", {1, 1, 1080, 432}},
-           {"cell_4/1x1/weights", {1, 1, 1080, 432}},
-           {"cell_4/comb_iter_1/left/separable_7x7_1/depthwise_weights", {7, 7, 432, 1}},
-           {"cell_4/comb_iter_1/left/separable_7x7_2/depthwise_weights", {7, 7, 432, 1}},
-           {"cell_11/comb_iter_3/left/separable_3x3_2/pointwise_weights", {1, 1, 864, 864}},
-           {"aux_7/aux_logits/proj/weights", {1, 1, 2160, 128}},
-           {"aux_7/aux_logits/aux_bn0/beta", {128}},
-           {"aux_7/aux_logits/Conv/weights", {6, 6, 128, 768}},
-           {"aux_7/aux_logits/aux_bn1/gamma", {768}},
-           {"aux_7/aux_logits/FC/weights", {768, kClasses}},
-           {"aux_7/aux_logits/FC/biases", {kClasses}},
-           {"final_layer/FC/weights", {4320, kClasses}},
-           {"final_layer/FC/biases", {kClasses}}});
+  testing::expect_variables_from_table(*m, "pnasnet_large:1001");
   const auto shapes = tf_shapes(*m);
   EXPECT_EQ(shapes.count("cell_stem_0/prev_1x1/weights"), 0u);
   EXPECT_EQ(shapes.count("cell_12/1x1/weights"), 0u);
@@ -142,18 +113,7 @@ TEST(PnasnetMobile, ParameterCountAndNames) {
   const auto n = trainable(*m);
   EXPECT_EQ(n.without_aux, 5065568);
   EXPECT_EQ(n.all, 7479113);
-  testing::expect_variables(
-      *m, {{"conv0/weights", {3, 3, 3, 32}},
-           {"cell_stem_0/comb_iter_0/left/separable_5x5_1/depthwise_weights", {5, 5, 32, 1}},
-           {"cell_stem_0/comb_iter_0/right/1x1/weights", {1, 1, 32, 13}},
-           {"cell_stem_1/path1_conv/weights", {1, 1, 32, 13}},
-           {"cell_stem_1/path2_conv/weights", {1, 1, 32, 14}},
-           {"cell_stem_1/final_path_bn/beta", {27}},
-           {"cell_stem_1/comb_iter_0/left/separable_5x5_1/depthwise_weights", {5, 5, 27, 1}},
-           {"cell_3/comb_iter_4/right/1x1/weights", {1, 1, 108, 108}},
-           {"aux_5/aux_logits/proj/weights", {1, 1, 540, 128}},
-           {"aux_5/aux_logits/Conv/weights", {4, 4, 128, 768}},
-           {"final_layer/FC/weights", {1080, kClasses}}});
+  testing::expect_variables_from_table(*m, "pnasnet_mobile:1001");
   const auto shapes = tf_shapes(*m);
   EXPECT_EQ(shapes.count("cell_9/1x1/weights"), 0u);
   EXPECT_EQ(shapes.count("cell_stem_0/prev_1x1/weights"), 0u);
