@@ -16,13 +16,7 @@ case ${1:-} in
   *) echo "format: unknown argument $1 (usage: scripts/format.sh [--check])" >&2; exit 2 ;;
 esac
 FORMAT=${CLANG_FORMAT:-clang-format-14}
-if ! command -v "$FORMAT" >/dev/null; then
-  echo "format: installing clang-format-14"
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang-format-14
-fi
+if ! command -v "$FORMAT" >/dev/null; then scripts/apt_install.sh format clang-format-14; fi
 mapfile -t FILES < <(git ls-files '*.cc' '*.h' '*.cpp' '*.hpp' '*.cu' '*.cuh')
 if ((CHECK == 0)); then
   printf '%s\0' "${FILES[@]}" | xargs -0 "$FORMAT" -i

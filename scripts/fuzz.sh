@@ -22,13 +22,7 @@ missing=()
 command -v clang++ >/dev/null || missing+=(clang)
 dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed" ||
   missing+=(libclang-rt-14-dev)
-if ((${#missing[@]})); then
-  echo "fuzz: installing ${missing[*]}"
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+if ((${#missing[@]})); then scripts/apt_install.sh fuzz "${missing[@]}"; fi
 CCACHE=$(command -v ccache || true)
 # As the main build (docs/design.md, "Build cache"): a second clone hits.
 # This build has debug info, so hash_dir off means its paths may name the

@@ -67,14 +67,7 @@ done
 # interop_test runs @roboflow/tfrecords under Node.js (npm installs it into
 # the build tree); any Node.js with npm will do, Debian's or another.
 if ((TESTS)) && ! command -v npm >/dev/null; then missing+=(npm); fi
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  # env: sudo would drop a variable set in front of it.
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+if ((${#missing[@]})); then scripts/apt_install.sh setup "${missing[@]}"; fi
 
 [ "$NO_BUILD" = 1 ] && exit 0
 

@@ -270,14 +270,21 @@ worker_timeout_secs=30
 log_loss_every_n_iters=10
 EOF
 }
+# submit_job N CONFIG STOP_AT_STEP: writes CONFIG (to STOP_AT_STEP), submits
+# job N on it (output jobN.out, train_dir trainN) and sets jobN to its id.
+submit_job() {
+  local id
+  write_config "$2" "$3"
+  id=$(timeout 8 "${submit[@]}" --output="$work/job$1.out" "$batch_script" \
+         "$2" "$work/train$1" 2>"$work/log/sbatch$1.err") ||
+    fail "sbatch refused job $1: $(cat "$work/log/sbatch$1.err")"
+  id=${id%%;*}
+  jobs_submitted+=("$id")
+  printf -v "job$1" %s "$id"
+}
 
 # Job 1: to step 30.
-write_config "$work/short.cfg" 30
-job1=$(timeout 8 "${submit[@]}" --output="$work/job1.out" "$batch_script" \
-         "$work/short.cfg" "$work/train1" 2>"$work/log/sbatch1.err") ||
-  fail "sbatch refused job 1: $(cat "$work/log/sbatch1.err")"
-job1=${job1%%;*}
-jobs_submitted+=("$job1")
+submit_job 1 "$work/short.cfg" 30
 st=$(wait_done "$job1" 120)
 code=$(job_field "$job1" ExitCode)
 echo "job 1 ($job1): $st, exit code $code, $((SECONDS - start)) s from the start"
@@ -294,12 +301,7 @@ sums=$(sed -n 's/.*final weights checksum \(.*\)/\1/p' "$work/job1.out" | sort -
 echo "PASS: sbatch train.sbatch: 2 Slurm tasks trained to step 30 with equal replicas"
 
 # Job 2: a long run, cancelled once it has trained 20 steps.
-write_config "$work/long.cfg" 100000
-job2=$(timeout 8 "${submit[@]}" --output="$work/job2.out" "$batch_script" \
-         "$work/long.cfg" "$work/train2" 2>"$work/log/sbatch2.err") ||
-  fail "sbatch refused job 2: $(cat "$work/log/sbatch2.err")"
-job2=${job2%%;*}
-jobs_submitted+=("$job2")
+submit_job 2 "$work/long.cfg" 100000
 trained=0
 d=$(deadline 90)
 while ((SECONDS < d)); do

@@ -18,7 +18,7 @@
 #include "fastnn/errors.h"
 #include "fastnn/hparams.h"
 #include "src/dist/coordinator.h"
-#include "tests/test_paths.h"
+#include "tests/test_files.h"
 
 namespace fastnn::dist {
 namespace {
@@ -71,11 +71,7 @@ exit 0
 class LauncherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(FASTNN_TEST_TMP) /
-           ("launcher_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = testing::per_test_dir("launcher");
     script_ = (dir_ / "fake_worker.sh").string();
     std::ofstream(script_) << kFakeWorker;
     chmod(script_.c_str(), 0755);
@@ -95,12 +91,7 @@ class LauncherTest : public ::testing::Test {
              {"PATH", "/usr/bin:/bin"}};
     return o;
   }
-  std::string read(const std::string& name) {
-    std::ifstream in(dir_ / name);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  std::string read(const std::string& name) { return testing::slurp(dir_ / name); }
   bool exists(const std::string& name) { return fs::exists(dir_ / name); }
 
   fs::path dir_;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "src/dist/coordinator.h"
+#include "tests/test_files.h"
 #include "tests/test_paths.h"
 
 extern char** environ;
@@ -29,11 +30,7 @@ namespace fs = std::filesystem;
 class MultiProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(FASTNN_TEST_TMP) /
-           ("multiprocess_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = testing::per_test_dir("multiprocess");
     port_ = pick_free_port();
   }
   void TearDown() override {
@@ -74,12 +71,7 @@ class MultiProcessTest : public ::testing::Test {
   std::string log_path(int rank) {
     return (dir_ / ("rank" + std::to_string(rank) + ".log")).string();
   }
-  std::string log(int rank) {
-    std::ifstream in(log_path(rank));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  std::string log(int rank) { return testing::slurp(log_path(rank)); }
   void wait_ready() {
     const auto t0 = Clock::now();
     while (Clock::now() - t0 < 15s) {

@@ -37,6 +37,20 @@ kill_trainer() {
   fi
 }
 
+# start_test [--shim] NAME...: the start of a test (after its bin=, and
+# shim= with --shim): exit 1 unless every NAME is an executable in $bin
+# (and, with --shim, the shim exists); then make_work.
+start_test() {
+  if [ "${1:-}" = --shim ]; then
+    shift
+    require_bins "$@"
+    require_shim
+  else
+    require_bins "$@"
+  fi
+  make_work
+}
+
 # The exit trap: no trainer left behind, the work directory removed.
 cleanup() {
   kill_trainer

@@ -12,9 +12,8 @@
 set -uo pipefail
 bin=${1:?usage: corrupt_checkpoint.sh BIN_DIR}
 source "$(dirname "$0")/common.sh"
-require_bins train_image_classifier eval_image_classifier convert_dataset
+start_test train_image_classifier eval_image_classifier convert_dataset
 
-make_work
 make_dataset
 write_train_cfg sgd save_checkpoints_steps=10 max_to_keep=0
 dir=$work/train

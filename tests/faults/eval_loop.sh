@@ -20,7 +20,6 @@
 set -uo pipefail
 bin=${1:?usage: eval_loop.sh BIN_DIR}
 source "$(dirname "$0")/common.sh"
-require_bins train_image_classifier eval_image_classifier convert_dataset
 
 eval_pid=
 cleanup() {
@@ -28,7 +27,7 @@ cleanup() {
   [ -z "$eval_pid" ] || kill -KILL "$eval_pid" 2>/dev/null
   rm -rf "$work"
 }
-make_work
+start_test train_image_classifier eval_image_classifier convert_dataset
 make_dataset
 write_train_cfg sgd save_checkpoints_steps=10 save_summaries_secs=0 hooks=StopAtStepHook,CheckpointSaverHook
 

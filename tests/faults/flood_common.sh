@@ -1,7 +1,27 @@
 # Sourced by peer_flood.sh and wrong_token_flood.sh: what both floods need
-# besides their own traffic. The sourcing script sets FLOOD_NAME (for its
-# messages), WORK (its log folder), KEEP_LOGS (1: keep WORK) and PORT (the
-# coordinator's).
+# besides their own traffic. Only defines functions; before calling them the
+# sourcing script sets FLOOD_NAME (for its messages), WORK (its log folder),
+# KEEP_LOGS (1: keep WORK) and PORT (the coordinator's).
+
+# use_bin_dir BIN_DIR NAME...: sets BIN to BIN_DIR, made absolute; exits 2
+# with the usage unless BIN_DIR holds every NAME as an executable, 77
+# (skipped) when python3 is missing.
+use_bin_dir() {
+  local dir=$1 held=$2 n
+  shift
+  for n in "${@:2}"; do held+=" and $n"; done
+  for n in "$@"; do
+    if [[ -z "$dir" || ! -x "$dir/$n" ]]; then
+      echo "usage: $0 BIN_DIR (holding $held)" >&2
+      exit 2
+    fi
+  done
+  BIN=$(cd "$dir" && pwd)
+  if ! command -v python3 >/dev/null 2>&1; then
+    echo "SKIP: python3 not found" >&2
+    exit 77
+  fi
+}
 
 # The exit trap: kills this shell's children not yet reaped (a pid already
 # waited for may belong to someone else by now) and removes WORK unless the

@@ -324,26 +324,28 @@ class HpackDecoder:
                 e = self._lookup(idx)
                 out.append((e[0], e[1]))
             elif b & 0x40:  # literal, incremental indexing
-                idx, i = self._int(data, i, 6)
-                if idx:
-                    name = self._lookup(idx)[0]
-                else:
-                    name, i, _ = self._str(data, i)
-                value, i, vlen = self._str(data, i)
+                name, value, vlen, i = self._literal(data, i, 6)
                 self._insert(name, value, vlen)
                 out.append((name, value))
             elif b & 0x20:  # dynamic table size update
                 self.max_size, i = self._int(data, i, 5)
                 self._evict()
             else:  # literal without indexing / never indexed
-                idx, i = self._int(data, i, 4)
-                if idx:
-                    name = self._lookup(idx)[0]
-                else:
-                    name, i, _ = self._str(data, i)
-                value, i, _ = self._str(data, i)
+                name, value, _, i = self._literal(data, i, 4)
                 out.append((name, value))
         return out
+
+    def _literal(self, data, i, prefix_bits):
+        """A literal header field at data[i]: its name (indexed, or a
+        literal when the index is 0), its value, the value's length on the
+        wire and the offset after it."""
+        idx, i = self._int(data, i, prefix_bits)
+        if idx:
+            name = self._lookup(idx)[0]
+        else:
+            name, i, _ = self._str(data, i)
+        value, i, vlen = self._str(data, i)
+        return name, value, vlen, i
 
 
 class H2Conn:

@@ -17,9 +17,8 @@ set -uo pipefail
 bin=${1:?usage: kill_during_checkpoint.sh BIN_DIR [ROUNDS=8]}
 rounds=${2:-8}
 source "$(dirname "$0")/common.sh"
-require_bins train_image_classifier eval_image_classifier convert_dataset
+start_test train_image_classifier eval_image_classifier convert_dataset
 
-make_work
 make_dataset
 write_train_cfg momentum save_summaries_secs=0
 dir=$work/train

@@ -16,10 +16,8 @@ set -uo pipefail
 bin=${1:?usage: kill_during_convert.sh BIN_DIR SHIM}
 shim=${2:?usage: kill_during_convert.sh BIN_DIR SHIM}
 source "$(dirname "$0")/common.sh"
-require_bins train_image_classifier convert_dataset
-require_shim
+start_test --shim train_image_classifier convert_dataset
 
-make_work
 mkdir -p "$work/raw"
 make_idx "$work/raw" train 320
 make_idx "$work/raw" t10k 100

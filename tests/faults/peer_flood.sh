@@ -65,16 +65,8 @@
 # Exit: 0 passed, 1 an assertion failed, 2 usage, 77 python3 missing.
 set -u
 
-BIN=${1:-}
-if [[ -z "$BIN" || ! -x "$BIN/train_image_classifier" ]]; then
-  echo "usage: $0 BIN_DIR (holding train_image_classifier)" >&2
-  exit 2
-fi
-BIN=$(cd "$BIN" && pwd)
-if ! command -v python3 >/dev/null 2>&1; then
-  echo "SKIP: python3 not found" >&2
-  exit 77
-fi
+source "$(dirname "$0")/flood_common.sh"
+use_bin_dir "${1:-}" train_image_classifier
 HERE=$(cd "$(dirname "$0")" && pwd)
 FLOODER=$HERE/flood_coordinator.py
 STEPS=${FLOOD_STEPS:-300}
@@ -108,7 +100,6 @@ fi
 
 FLOOD_NAME=peer_flood
 KEEP_LOGS=${FLOOD_KEEP:-0}
-source "$(dirname "$0")/flood_common.sh"
 trap flood_cleanup EXIT
 
 FAILED=0

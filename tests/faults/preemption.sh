@@ -21,9 +21,7 @@ set -uo pipefail
 bin=${1:?usage: preemption.sh BIN_DIR [ROUNDS=3]}
 rounds=${2:-3}
 source "$(dirname "$0")/common.sh"
-require_bins train_image_classifier eval_image_classifier convert_dataset
-
-make_work
+start_test train_image_classifier eval_image_classifier convert_dataset
 
 # (in place of common.sh's fail: the tails of the current log and of the
 # last check's)

@@ -12,10 +12,8 @@ set -uo pipefail
 bin=${1:?usage: stalled_input_sigterm.sh BIN_DIR SHIM}
 shim=${2:?usage: stalled_input_sigterm.sh BIN_DIR SHIM}
 source "$(dirname "$0")/common.sh"
-require_bins train_image_classifier convert_dataset
-require_shim
+start_test --shim train_image_classifier convert_dataset
 
-make_work
 make_dataset
 write_train_cfg sgd
 dir=$work/train

@@ -18,9 +18,8 @@ set -uo pipefail
 bin=${1:?usage: train_limits.sh BIN_DIR [PARTS=abcd]}
 parts=${2:-abcd}
 source "$(dirname "$0")/common.sh"
-require_bins train_image_classifier eval_image_classifier convert_dataset
+start_test train_image_classifier eval_image_classifier convert_dataset
 
-make_work
 make_dataset
 write_train_cfg sgd save_checkpoints_steps=10 save_summaries_secs=0 stop_at_step=20
 

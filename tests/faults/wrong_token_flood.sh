@@ -31,16 +31,8 @@
 # only to check the port is free).
 set -u
 
-BIN=${1:-}
-if [[ -z "$BIN" || ! -x "$BIN/train_image_classifier" || ! -x "$BIN/fastnn_job" ]]; then
-  echo "usage: $0 BIN_DIR (holding train_image_classifier and fastnn_job)" >&2
-  exit 2
-fi
-BIN=$(cd "$BIN" && pwd)
-if ! command -v python3 >/dev/null 2>&1; then
-  echo "SKIP: python3 not found" >&2
-  exit 77
-fi
+source "$(dirname "$0")/flood_common.sh"
+use_bin_dir "${1:-}" train_image_classifier fastnn_job
 STEPS=${WRONG_TOKEN_STEPS:-300}
 MIN_CALLS=${WRONG_TOKEN_MIN_CALLS:-20}
 DEADLINE=${WRONG_TOKEN_DEADLINE:-240}
@@ -57,7 +49,6 @@ ADDR=127.0.0.1:$PORT
 FAILED=0
 FLOOD_NAME=wrong_token_flood
 KEEP_LOGS=${WRONG_TOKEN_KEEP:-0}
-source "$(dirname "$0")/flood_common.sh"
 trap flood_cleanup EXIT
 
 echo "wrong_token_flood: 2 workers, lenet on mock data, $STEPS steps, coordinator $ADDR"

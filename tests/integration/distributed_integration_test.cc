@@ -16,6 +16,7 @@
 #include "src/dist/coordinator.h"
 #include "src/train/checkpoint.h"
 #include "tests/integration/process.h"
+#include "tests/test_files.h"
 #include "tests/test_paths.h"
 
 namespace fastnn::testing {
@@ -84,10 +85,7 @@ bool wait_for_file(const fs::path& path) {
 class TwoWorkers : public ::testing::Test {
  protected:
   void SetUp() override { fs::create_directories(kTmp); }
-  static std::string fresh(const std::string& name) {
-    fs::remove_all(kTmp / name);
-    return (kTmp / name).string();
-  }
+  static std::string fresh(const std::string& name) { return fresh_dir(kTmp / name); }
 };
 
 TEST_F(TwoWorkers, TrainToIdenticalReplicasWithOneSetOfCheckpoints) {

@@ -17,6 +17,7 @@
 
 #include "src/train/checkpoint.h"
 #include "tests/integration/process.h"
+#include "tests/test_files.h"
 #include "tests/test_paths.h"
 
 namespace fastnn::testing {
@@ -50,10 +51,7 @@ class FashionMnist : public ::testing::Test {
   }
   static std::string data_dir() { return (kTmp / "fmnist").string(); }
   static std::string config() { return (kTmp / "test.cfg").string(); }
-  static std::string fresh(const std::string& name) {
-    fs::remove_all(kTmp / name);
-    return (kTmp / name).string();
-  }
+  static std::string fresh(const std::string& name) { return fresh_dir(kTmp / name); }
   static std::vector<std::string> train_args(const std::string& dir, const std::string& stop,
                                              const std::vector<std::string>& more = {}) {
     std::vector<std::string> args = {kBin + "/train_image_classifier", "--config", config(),

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "tests/integration/process.h"
+#include "tests/test_files.h"
 #include "tests/test_paths.h"
 
 namespace fastnn::testing {
@@ -30,13 +31,6 @@ namespace fs = std::filesystem;
 
 const std::string kBin = FASTNN_BIN_DIR;
 const fs::path kTmp = fs::path(FASTNN_TEST_TMP) / "train_dir";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 nlohmann::json metrics_of(const std::string& dir) {
   nlohmann::json j;
@@ -94,10 +88,7 @@ class TrainDir : public ::testing::Test {
   }
   static std::string data_dir() { return (kTmp / "fmnist").string(); }
   static std::string config() { return (kTmp / "test.cfg").string(); }
-  static std::string fresh(const std::string& name) {
-    fs::remove_all(kTmp / name);
-    return (kTmp / name).string();
-  }
+  static std::string fresh(const std::string& name) { return fresh_dir(kTmp / name); }
   static std::vector<std::string> train(const std::string& dir, int stop,
                                         std::vector<std::string> extra = {}) {
     std::vector<std::string> a = {kBin + "/train_image_classifier",

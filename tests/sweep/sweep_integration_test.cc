@@ -14,6 +14,7 @@
 
 #include "src/sweep/runner.h"
 #include "tests/integration/process.h"
+#include "tests/test_files.h"
 #include "tests/test_paths.h"
 
 namespace fastnn {
@@ -21,16 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::run;
+using testing::slurp;
 
 const std::string kBin = FASTNN_BIN_DIR;
 const fs::path kTmp = fs::path(FASTNN_TEST_TMP) / "sweep";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;

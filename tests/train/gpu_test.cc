@@ -23,6 +23,7 @@
 #include "src/train/device.h"
 #include "tests/dist/memory_store.h"
 #include "tests/integration/process.h"
+#include "tests/test_files.h"
 #include "tests/test_paths.h"
 #include "tests/train/step_rig.h"
 
@@ -41,10 +42,7 @@ class Gpu : public ::testing::Test {
     if (train::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
     fs::create_directories(kTmp);
   }
-  static std::string fresh(const std::string& name) {
-    fs::remove_all(kTmp / name);
-    return (kTmp / name).string();
-  }
+  static std::string fresh(const std::string& name) { return testing::fresh_dir(kTmp / name); }
   static std::string log(const std::string& name) { return (kTmp / (name + ".log")).string(); }
   // lenet on mock data: the whole path (pipeline, pinned copies, step,
   // checkpoints) in seconds. One process whatever the machine: without
