@@ -72,20 +72,22 @@ TEST(Optimizers, MomentumThreeSteps) {
   EXPECT_NEAR(opt.slots()[0].value.item<double>(), 1.18, 1e-12);
 }
 
+// The optimizer's slots on the fixture's one-element variable, in order:
+// {name, starting value}.
+void expect_slots(Optimizer& opt, const std::vector<std::pair<std::string, double>>& want) {
+  const auto slots = opt.slots();
+  ASSERT_EQ(slots.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(slots[i].name, want[i].first);
+    EXPECT_DOUBLE_EQ(slots[i].value.item<double>(), want[i].second) << want[i].first;
+  }
+}
+
 TEST(Optimizers, RMSPropThreeStepsSlotStartsAtOne) {
   Fixture f;
   const double decay = 0.9, momentum = 0.9, eps = 1.0;
-  RMSPropOptions o;
-  o.decay = decay;
-  o.momentum = momentum;
-  o.epsilon = eps;
-  RMSProp opt(f.vars(), o);
-  auto slots = opt.slots();
-  ASSERT_EQ(slots.size(), 2u);
-  EXPECT_EQ(slots[0].name, "w/RMSProp");
-  EXPECT_EQ(slots[1].name, "w/RMSProp_1");
-  EXPECT_DOUBLE_EQ(slots[0].value.item<double>(), 1.0);
-  EXPECT_DOUBLE_EQ(slots[1].value.item<double>(), 0.0);
+  RMSProp opt(f.vars(), RMSPropOptions{decay, momentum, eps});
+  expect_slots(opt, {{"w/RMSProp", 1.0}, {"w/RMSProp_1", 0.0}});
   std::vector<double> w;
   f.run(opt, &w);
   // Hand computation, epsilon inside the square root:
@@ -436,21 +438,9 @@ TEST(Optimizers, OptionDefaultsAreTF1s) {
 TEST(Optimizers, RMSPropCenteredThreeSteps) {
   Fixture f;
   const double decay = 0.9, momentum = 0.9, eps = 1.0;
-  RMSPropOptions o;
-  o.decay = decay;
-  o.momentum = momentum;
-  o.epsilon = eps;
-  o.centered = true;
-  RMSProp opt(f.vars(), o);
-  auto slots = opt.slots();
-  ASSERT_EQ(slots.size(), 3u);
+  RMSProp opt(f.vars(), RMSPropOptions{decay, momentum, eps, /*centered=*/true});
   // TF1's slot order and uniquified names: rms, mg, momentum.
-  EXPECT_EQ(slots[0].name, "w/RMSProp");
-  EXPECT_EQ(slots[1].name, "w/RMSProp_1");
-  EXPECT_EQ(slots[2].name, "w/RMSProp_2");
-  EXPECT_DOUBLE_EQ(slots[0].value.item<double>(), 1.0);
-  EXPECT_DOUBLE_EQ(slots[1].value.item<double>(), 0.0);
-  EXPECT_DOUBLE_EQ(slots[2].value.item<double>(), 0.0);
+  expect_slots(opt, {{"w/RMSProp", 1.0}, {"w/RMSProp_1", 0.0}, {"w/RMSProp_2", 0.0}});
   std::vector<double> w;
   f.run(opt, &w);
   double ms = 1.0, mg = 0.0, mom = 0.0, expect = kW0;
