@@ -50,11 +50,7 @@ MARKER=$ROOT/.fastnn-packages
 log() { echo "torch2: $*"; }
 t0=$SECONDS
 
-if ! command -v debootstrap >/dev/null; then
-  log "installing debootstrap"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends debootstrap
-fi
+if ! command -v debootstrap >/dev/null; then scripts/apt_install.sh torch2 debootstrap; fi
 $SUDO mkdir -p "$(dirname "$ROOT")"
 # One CI run at a time uses (and may build) the chroot.
 exec 9>"$ROOT.lock"

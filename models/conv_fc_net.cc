@@ -8,31 +8,36 @@ namespace fastnn::models {
 namespace {
 
 constexpr const char* kNames[] = {"conv1", "conv2", "conv3", "conv4", "conv5", "fc6", "fc7", "fc8"};
+// conv1..conv5 take xavier weights; fc6..fc8 truncated_normal(0.005).
+constexpr size_t kConvLayers = 5;
 
 }  // namespace
 
 ConvFcNetImpl::ConvFcNetImpl(const ConvFcLayout& layout, const ModelOptions& options)
-    : ClassifierImpl(layout.scope), layout_(layout), dropout_keep_prob_(options.dropout_keep_prob) {
+    : ClassifierImpl(layout.scope),
+      pool_kernel_(layout.pool_kernel),
+      image_size_(layout.image_size),
+      dropout_keep_prob_(options.dropout_keep_prob) {
   const Init xavier{Init::kXavier};
   const Init fully_connected{Init::kTruncatedNormal, 0.005};
   int64_t in_channels = options.in_channels;
   for (size_t index = 0; index < layout.layers.size(); ++index) {
     const ConvFcLayer& layer = layout.layers[index];
-    const ConvOptions conv =
-        biased_conv(in_channels, layer.out_channels, layer.kernel,
-                    index < 5 ? xavier : fully_connected, layer.bias, layer.stride, layer.padding);
+    const ConvOptions conv = biased_conv(in_channels, layer.out_channels, layer.kernel,
+                                         index < kConvLayers ? xavier : fully_connected, layer.bias,
+                                         layer.stride, layer.padding);
     layers_.push_back(register_module(kNames[index], SlimConv(conv)));
     in_channels = layer.out_channels;
   }
   ConvOptions fc8 = biased_conv(in_channels, options.num_classes, 1, fully_connected,
                                 layout.fc8_bias, 1, Padding::kSame);
   fc8.activation = Activation::kNone;
-  layers_.push_back(register_module(kNames[7], SlimConv(fc8)));
+  layers_.push_back(register_module(kNames[layout.layers.size()], SlimConv(fc8)));
 }
 
 ModelOutput ConvFcNetImpl::forward(torch::Tensor x) {
   const double drop = 1.0 - dropout_keep_prob_;
-  const int64_t pool = layout_.pool_kernel;
+  const int64_t pool = pool_kernel_;
   x = max_pool(layers_[0]->forward(x), pool, 2, Padding::kValid);
   x = max_pool(layers_[1]->forward(x), pool, 2, Padding::kValid);
   x = layers_[3]->forward(layers_[2]->forward(x));
@@ -40,8 +45,8 @@ ModelOutput ConvFcNetImpl::forward(torch::Tensor x) {
   x = torch::dropout(layers_[5]->forward(x), drop, is_training());
   x = torch::dropout(layers_[6]->forward(x), drop, is_training());
   x = layers_[7]->forward(x);
-  const std::string size = std::to_string(layout_.image_size);
-  TORCH_CHECK(x.size(2) == 1 && x.size(3) == 1, layout_.scope, ": takes ", size, "x", size,
+  const std::string size = std::to_string(image_size_);
+  TORCH_CHECK(x.size(2) == 1 && x.size(3) == 1, scope(), ": takes ", size, "x", size,
               " images; fc8 is ", x.sizes());
   return {x.flatten(1), {}};
 }

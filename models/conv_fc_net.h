@@ -44,7 +44,8 @@ class ConvFcNetImpl : public ClassifierImpl {
   ModelOutput forward(torch::Tensor images) override;
 
  private:
-  ConvFcLayout layout_;
+  int64_t pool_kernel_;
+  int64_t image_size_;  // named by the size error
   /// conv1..conv5, fc6, fc7, fc8.
   std::vector<SlimConv> layers_;
   double dropout_keep_prob_;

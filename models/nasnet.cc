@@ -311,31 +311,30 @@ NasNetConfig nasnet_config(const std::string& name) {
 
 NasNetImpl::NasNetImpl(const ModelOptions& options, const NasNetConfig& config)
     : ClassifierImpl(""), config_(config) {
-  const auto& cfg = config;
-  const auto& bn = cfg.bn;
-  image_size_ = options.image_size > 0 ? options.image_size : cfg.default_image_size;
+  const auto& bn = config.bn;
+  image_size_ = options.image_size > 0 ? options.image_size : config.default_image_size;
   // Output channels and side of each cell_outputs entry; {0, 0} is None.
   std::vector<std::pair<int64_t, int64_t>> outs = {{0, 0}};
-  if (cfg.imagenet_stem) {
+  if (config.imagenet_stem) {
     TORCH_CHECK(image_size_ >= 3, "nasnet: image_size ", image_size_, " is below 3");
-    const auto ch = static_cast<int64_t>(32 * cfg.stem_multiplier);
+    const auto ch = static_cast<int64_t>(32 * config.stem_multiplier);
     stem_conv_ =
         register_module("conv0", PlainConv(options.in_channels, ch, 3, 2, Padding::kValid).ptr());
     stem_bn_ = register_module("conv0_bn", TfBatchNorm(ch, bn));
     outs.push_back({ch, (image_size_ - 3) / 2 + 1});
   } else {
-    const auto ch = static_cast<int64_t>(cfg.num_conv_filters * cfg.stem_multiplier);
+    const auto ch = static_cast<int64_t>(config.num_conv_filters * config.stem_multiplier);
     stem_conv_ = register_module("l1_stem_3x3", PlainConv(options.in_channels, ch, 3).ptr());
     stem_bn_ = register_module("l1_stem_bn", TfBatchNorm(ch, bn));
     outs.push_back({ch, image_size_});
   }
 
-  const int64_t total_cells = cfg.num_cells + 2 + (cfg.imagenet_stem ? 2 : 0);
+  const int64_t total_cells = config.num_cells + 2 + (config.imagenet_stem ? 2 : 0);
   int64_t cell_num = 0;  // true_cell_num: stem cells included
   auto add_cell = [&](const std::string& name, bool reduction, double scaling, int64_t prev) {
     const double ratio = (cell_num++ + 1) / static_cast<double>(total_cells);
-    const double keep = 1.0 - ratio * (1.0 - cfg.drop_path_keep_prob);
-    const auto filters = static_cast<int64_t>(cfg.num_conv_filters * scaling);
+    const double keep = 1.0 - ratio * (1.0 - config.drop_path_keep_prob);
+    const auto filters = static_cast<int64_t>(config.num_conv_filters * scaling);
     auto cell = register_module(name, std::make_shared<NasNetCellImpl>(
                                           reduction, outs.back().first, outs.back().second,
                                           outs[prev].first, outs[prev].second, filters, bn, keep));
@@ -344,31 +343,31 @@ NasNetImpl::NasNetImpl(const ModelOptions& options, const NasNetConfig& config)
   };
   auto two_back = [&] { return static_cast<int64_t>(outs.size()) - 2; };
 
-  if (cfg.imagenet_stem) {
-    double scaling = 1.0 / (cfg.filter_scaling_rate * cfg.filter_scaling_rate);
+  if (config.imagenet_stem) {
+    double scaling = 1.0 / (config.filter_scaling_rate * config.filter_scaling_rate);
     for (int64_t i = 0; i < 2; ++i) {
       add_cell("cell_stem_" + std::to_string(i), true, scaling, two_back());
-      scaling *= cfg.filter_scaling_rate;
+      scaling *= config.filter_scaling_rate;
     }
   }
   std::vector<int64_t> reductions;  // calc_reduction_layers
-  for (int64_t k = 1; k <= cfg.num_reduction_layers; ++k) {
-    reductions.push_back(static_cast<int64_t>(static_cast<double>(k) /
-                                              (cfg.num_reduction_layers + 1) * cfg.num_cells));
+  for (int64_t k = 1; k <= config.num_reduction_layers; ++k) {
+    reductions.push_back(static_cast<int64_t>(
+        static_cast<double>(k) / (config.num_reduction_layers + 1) * config.num_cells));
   }
   const int64_t aux_cell = reductions.size() >= 2 ? reductions[1] - 1 : -1;
   double scaling = 1.0;
-  for (int64_t i = 0; i < cfg.num_cells; ++i) {
+  for (int64_t i = 0; i < config.num_cells; ++i) {
     int64_t prev = two_back();
     auto found = std::find(reductions.begin(), reductions.end(), i);
     if (found != reductions.end()) {
-      scaling *= cfg.filter_scaling_rate;
+      scaling *= config.filter_scaling_rate;
       add_cell("reduction_cell_" + std::to_string(found - reductions.begin()), true, scaling,
                two_back());
     }
-    if (!cfg.skip_reduction_layer_input) prev = two_back();
+    if (!config.skip_reduction_layer_input) prev = two_back();
     add_cell("cell_" + std::to_string(i), false, scaling, prev);
-    if (cfg.use_aux_head && i == aux_cell) {
+    if (config.use_aux_head && i == aux_cell) {
       const auto [channels, size] = outs.back();
       TORCH_CHECK(size >= 5, "nasnet: image_size ", image_size_, " leaves a ", size, "x", size,
                   " map for the 5x5 aux pool (cell_", i, ")");

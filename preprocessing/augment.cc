@@ -330,19 +330,18 @@ std::vector<std::string> augment_policy_names() {
 std::vector<AugmentSpaceEntry> augmentation_space(const std::string& policy, int num_bins,
                                                   int height, int width) {
   if (policy == "trivialaugment") {
-    const int bins = num_bins;
     return {{Op::kIdentity, {}, false},
-            {Op::kShearX, linspace(0.0, 0.99, bins), true},
-            {Op::kShearY, linspace(0.0, 0.99, bins), true},
-            {Op::kTranslateX, linspace(0.0, 32.0, bins), true},
-            {Op::kTranslateY, linspace(0.0, 32.0, bins), true},
-            {Op::kRotate, linspace(0.0, 135.0, bins), true},
-            {Op::kBrightness, linspace(0.0, 0.99, bins), true},
-            {Op::kColor, linspace(0.0, 0.99, bins), true},
-            {Op::kContrast, linspace(0.0, 0.99, bins), true},
-            {Op::kSharpness, linspace(0.0, 0.99, bins), true},
-            {Op::kPosterize, posterize_bins(bins, 6), false},
-            {Op::kSolarize, linspace(255.0, 0.0, bins), false},
+            {Op::kShearX, linspace(0.0, 0.99, num_bins), true},
+            {Op::kShearY, linspace(0.0, 0.99, num_bins), true},
+            {Op::kTranslateX, linspace(0.0, 32.0, num_bins), true},
+            {Op::kTranslateY, linspace(0.0, 32.0, num_bins), true},
+            {Op::kRotate, linspace(0.0, 135.0, num_bins), true},
+            {Op::kBrightness, linspace(0.0, 0.99, num_bins), true},
+            {Op::kColor, linspace(0.0, 0.99, num_bins), true},
+            {Op::kContrast, linspace(0.0, 0.99, num_bins), true},
+            {Op::kSharpness, linspace(0.0, 0.99, num_bins), true},
+            {Op::kPosterize, posterize_bins(num_bins, 6), false},
+            {Op::kSolarize, linspace(255.0, 0.0, num_bins), false},
             {Op::kAutoContrast, {}, false},
             {Op::kEqualize, {}, false}};
   }

@@ -24,7 +24,7 @@ inline std::string slurp(const std::filesystem::path& p) {
 
 /// `dir` with nothing left of an earlier run (removed; whoever uses it
 /// creates it), as a string for a command line.
-inline std::string fresh_dir(const std::filesystem::path& dir) {
+inline std::string cleared_dir(const std::filesystem::path& dir) {
   std::filesystem::remove_all(dir);
   return dir.string();
 }

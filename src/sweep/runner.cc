@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "fastnn/errors.h"
@@ -146,7 +148,8 @@ pid_t start_trial(const SweepOptions& options, const std::vector<std::string>& a
   }
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) throw DistributedError("sweep: fork failed");
+  if (pid < 0)
+    throw std::system_error(errno, std::generic_category(), "cannot start a trial: fork");
   if (pid == 0) {
     // The trial goes when the sweep goes (a killed sweep leaves no orphan
     // writing into its directory); its output goes to the trial's log.

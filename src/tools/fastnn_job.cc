@@ -11,6 +11,7 @@
 #include "src/dist/client.h"
 #include "src/dist/cluster.h"
 #include "src/dist/coordinator.h"
+#include "src/log/failure.h"
 
 namespace {
 
@@ -132,11 +133,7 @@ int main(int argc, char** argv) {
     if (!rpc_status.ok()) throw fastnn::DistributedError(client.explain(rpc_status, "stop"));
     std::printf("stop requested; job %s\n", pb::JobState_Name(resp.state()).c_str());
     return fastnn::kExitOk;
-  } catch (const fastnn::ConfigError& e) {
-    std::cerr << "fastnn_job: error: " << e.what() << "\n";
-    return fastnn::kExitUsage;
-  } catch (const fastnn::DistributedError& e) {
-    std::cerr << "fastnn_job: " << e.what() << "\n";
-    return fastnn::kExitDistributed;
+  } catch (...) {
+    return fastnn::report_failure("fastnn_job", fastnn::failure_of(std::current_exception()));
   }
 }

@@ -211,12 +211,6 @@ int main(int argc, char** argv) {
     if (!model_name.empty()) print_diff(listing, model_name, options);
     return 0;
   } catch (...) {
-    const std::exception_ptr error = std::current_exception();
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "inspect_checkpoint: %s\n", e.what());
-    }
-    return train::exit_code_of(error);
+    return report_failure("inspect_checkpoint", train::tool_failure_of(std::current_exception()));
   }
 }

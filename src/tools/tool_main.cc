@@ -49,38 +49,30 @@ int tool_main(int argc, char** argv, const std::string& program, const std::stri
     }
     for (const auto& warning : args.warnings) std::cerr << "warning: " << warning << "\n";
     return body(args);
-  } catch (const std::system_error& e) {
-    if (!io::is_thread_limit(e))
-      return report_failure(program, failure_of(std::current_exception()));
-    std::cerr << program << ": error: "
-              << io::thread_limit_message("",
-                                          "lower num_preprocessing_threads and "
-                                          "intra_op_parallelism_threads, or raise the limit")
-              << "\n";
-    return kExitUsage;
-  } catch (const c10::OutOfMemoryError& e) {
-    // One the trainer and evaluator did not name the batch size for.
-    std::cerr << program << ": out of memory (lower batch_size or eval_batch_size): "
-              << e.what_without_backtrace() << "\n";
-    return kExitOutOfMemory;
-  } catch (const c10::Error& e) {
-    std::cerr << program << ": internal error (LibTorch): " << e.what_without_backtrace() << "\n";
-    return kExitInternal;
   } catch (...) {
-    return report_failure(program, failure_of(std::current_exception()));
+    return report_failure(program, tool_failure_of(std::current_exception()));
   }
 }
 
-int exit_code_of(const std::exception_ptr& e) {
+Failure tool_failure_of(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
-  } catch (const c10::OutOfMemoryError&) {
-    return kExitOutOfMemory;
   } catch (const std::system_error& x) {
-    if (io::is_thread_limit(x)) return kExitUsage;
+    if (io::is_thread_limit(x)) {
+      return {kExitUsage, "error: ",
+              io::thread_limit_message("",
+                                       "lower num_preprocessing_threads and "
+                                       "intra_op_parallelism_threads, or raise the limit")};
+    }
+  } catch (const c10::OutOfMemoryError& x) {
+    // One the trainer and evaluator did not name the batch size for.
+    return {kExitOutOfMemory,
+            "out of memory (lower batch_size or eval_batch_size): ", x.what_without_backtrace()};
+  } catch (const c10::Error& x) {
+    return {kExitInternal, "internal error (LibTorch): ", x.what_without_backtrace()};
   } catch (...) {
   }
-  return failure_of(e).exit_code;
+  return failure_of(e);
 }
 
 }  // namespace fastnn::train

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fastnn/hparams.h"
+#include "src/log/failure.h"
 
 namespace fastnn::train {
 
@@ -17,8 +18,8 @@ int tool_main(int argc, char** argv, const std::string& program, const std::stri
               const std::function<int(LoadResult&)>& body,
               const std::vector<std::string>& extra_keys = {});
 
-/// The exit code tool_main gives `e` (2 config, 3 data, 4 diverged,
-/// 5 distributed, 7 out of memory, 1 anything else).
-int exit_code_of(const std::exception_ptr& e);
+/// What tool_main reports for `e`: LibTorch's errors (out of memory 7,
+/// others 1) and a process's thread limit (2) in front of failure_of.
+Failure tool_failure_of(const std::exception_ptr& e);
 
 }  // namespace fastnn::train

@@ -42,7 +42,7 @@ int train(const fastnn::LoadResult& args, const dist::ClusterSpec& cluster,
     return trainer.run();
   } catch (...) {
     fastnn::train::RunResult unsat;
-    unsat.exit_code = fastnn::train::exit_code_of(std::current_exception());
+    unsat.exit_code = fastnn::train::tool_failure_of(std::current_exception()).exit_code;
     unsat.wall_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     unsat.seed = args.hp.seed;
     unsat.train_loss = std::nan("");

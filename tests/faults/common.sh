@@ -41,13 +41,13 @@ kill_trainer() {
 # shim= with --shim): exit 1 unless every NAME is an executable in $bin
 # (and, with --shim, the shim exists); then make_work.
 start_test() {
+  local with_shim=0
   if [ "${1:-}" = --shim ]; then
+    with_shim=1
     shift
-    require_bins "$@"
-    require_shim
-  else
-    require_bins "$@"
   fi
+  require_bins "$@"
+  if ((with_shim)); then require_shim; fi
   make_work
 }
 

@@ -85,7 +85,7 @@ bool wait_for_file(const fs::path& path) {
 class TwoWorkers : public ::testing::Test {
  protected:
   void SetUp() override { fs::create_directories(kTmp); }
-  static std::string fresh(const std::string& name) { return fresh_dir(kTmp / name); }
+  static std::string fresh(const std::string& name) { return cleared_dir(kTmp / name); }
 };
 
 TEST_F(TwoWorkers, TrainToIdenticalReplicasWithOneSetOfCheckpoints) {

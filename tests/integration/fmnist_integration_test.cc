@@ -51,7 +51,7 @@ class FashionMnist : public ::testing::Test {
   }
   static std::string data_dir() { return (kTmp / "fmnist").string(); }
   static std::string config() { return (kTmp / "test.cfg").string(); }
-  static std::string fresh(const std::string& name) { return fresh_dir(kTmp / name); }
+  static std::string fresh(const std::string& name) { return cleared_dir(kTmp / name); }
   static std::vector<std::string> train_args(const std::string& dir, const std::string& stop,
                                              const std::vector<std::string>& more = {}) {
     std::vector<std::string> args = {kBin + "/train_image_classifier", "--config", config(),
@@ -149,8 +149,7 @@ TEST_F(FashionMnist, ResumedRunEndsBitForBitLikeAnUninterruptedOne) {
 TEST_F(FashionMnist, AccumulatedRunResumesBitForBit) {
   const auto a = fresh("accum_a"), b = fresh("accum_b");
   auto args = [&](const std::string& dir, const std::string& stop) {
-    auto v = train_args(dir, stop, {"--gradient_accumulation_steps=3", "--batch_size=16"});
-    return v;
+    return train_args(dir, stop, {"--gradient_accumulation_steps=3", "--batch_size=16"});
   };
   ASSERT_EQ(run(args(a, "20"), (kTmp / "accum_a.log").string()).exit_code, 0);
   ASSERT_EQ(run(args(b, "10"), (kTmp / "accum_b1.log").string()).exit_code, 0);
@@ -309,8 +308,7 @@ TEST_F(FashionMnist, FineTuneIntoMoreClassesWithExcludedScopes) {
   const auto src = fresh("ft_source");
   ASSERT_EQ(run(train_args(src, "60"), (kTmp / "ft_src.log").string()).exit_code, 0);
   auto ft_args = [&](const std::string& dir) {
-    auto a = train_args(dir, "20", {"--checkpoint_path=" + src, "--num_classes=12"});
-    return a;
+    return train_args(dir, "20", {"--checkpoint_path=" + src, "--num_classes=12"});
   };
   const auto bad = fresh("ft_mismatch");
   auto mismatch = run(ft_args(bad), (kTmp / "ft_bad.log").string());

@@ -88,7 +88,7 @@ class TrainDir : public ::testing::Test {
   }
   static std::string data_dir() { return (kTmp / "fmnist").string(); }
   static std::string config() { return (kTmp / "test.cfg").string(); }
-  static std::string fresh(const std::string& name) { return fresh_dir(kTmp / name); }
+  static std::string fresh(const std::string& name) { return cleared_dir(kTmp / name); }
   static std::vector<std::string> train(const std::string& dir, int stop,
                                         std::vector<std::string> extra = {}) {
     std::vector<std::string> a = {kBin + "/train_image_classifier",

@@ -15,8 +15,7 @@
 set -uo pipefail
 bin=${1:?usage: interrupt.sh BIN_DIR}
 source "$(dirname "$0")/../faults/common.sh"
-require_bins sweep train_image_classifier
-make_work
+start_test sweep train_image_classifier
 nap_open
 set -m  # background jobs in process groups of their own, as in a terminal
 
