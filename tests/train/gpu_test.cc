@@ -42,7 +42,7 @@ class Gpu : public ::testing::Test {
     if (train::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
     fs::create_directories(kTmp);
   }
-  static std::string fresh(const std::string& name) { return testing::fresh_dir(kTmp / name); }
+  static std::string fresh(const std::string& name) { return testing::cleared_dir(kTmp / name); }
   static std::string log(const std::string& name) { return (kTmp / (name + ".log")).string(); }
   // lenet on mock data: the whole path (pipeline, pinned copies, step,
   // checkpoints) in seconds. One process whatever the machine: without
