@@ -20,7 +20,7 @@
 #   - the right-token status call still works under the flood (exit 0, "job
 #     RUNNING") and health answers SERVING;
 #   - the job ignores the wrong-token stops: both workers exit 0 at
-#     stop_at_step (WRONG_TOKEN_STEPS, default 300) with the stop reason
+#     stop_at_step (WRONG_TOKEN_STEPS, default 150) with the stop reason
 #     "reached stop_at_step", not "graceful stop requested".
 #
 # Usage: tests/faults/wrong_token_flood.sh BIN_DIR
@@ -33,7 +33,7 @@ set -u
 
 source "$(dirname "$0")/flood_common.sh"
 use_bin_dir "${1:-}" train_image_classifier fastnn_job
-STEPS=${WRONG_TOKEN_STEPS:-300}
+STEPS=${WRONG_TOKEN_STEPS:-150}
 MIN_CALLS=${WRONG_TOKEN_MIN_CALLS:-20}
 DEADLINE=${WRONG_TOKEN_DEADLINE:-240}
 TOKEN="wrong-token-flood-$$-$RANDOM$RANDOM"

@@ -117,7 +117,7 @@ TEST(Sweep, AKilledSweepRerunRunsOnlyWhatIsMissing) {
   fs::remove_all(out);
   fs::create_directories(kTmp);
   std::ofstream(kTmp / "space.pcs") << "learning_rate real [0.001, 0.1] log\n"
-                                    << "stop_at_step integer [100, 150]\n";
+                                    << "stop_at_step integer [50, 75]\n";
   auto args = sweep_args({"--space=" + (kTmp / "space.pcs").string(), "--num_trials=6", "--seed=3",
                           "--parallel=1", "--out=" + out.string()});
   testing::Child c = testing::spawn(args, (kTmp / "killed.log").string());
