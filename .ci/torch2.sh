@@ -3,8 +3,8 @@
 # 2.6 (libtorch-cuda-dev from contrib, the CUDA 12.4 toolkit and NCCL from
 # non-free), in a debootstrap chroot, without a GPU. Everything compiles and
 # links, GPU training included (FASTNN_WITH_CUDA); then the tests that need
-# no device run: the unit label, and the gpu label, whose cases report
-# themselves skipped here.
+# no device run: the unit label (but the model zoo's suites, which the host
+# leg runs), and the gpu label, whose cases report themselves skipped here.
 #
 # Only Debian's packages, through Debian's mirror. The one thing Debian
 # cannot provide offline is cuDNN (nvidia-cudnn is a script that downloads
@@ -20,11 +20,12 @@
 # nothing is mounted in them). Its own ccache (/root/.ccache inside it)
 # persists with it; the project is always mounted at /src, so a fresh
 # clone's build is all cache hits when the tree is unchanged. Only the
-# targets the tests need are built (tests_unit, tests_gpu: the unit tests,
-# gpu_test and train_image_classifier), plus eval_image_classifier and
-# allreduce_bench, the other binaries that link LibTorch's CUDA side.
+# targets the tests need are built (tests_torch2: the unit tests but the
+# model zoo's, which the host leg runs, gpu_test and train_image_classifier),
+# plus eval_image_classifier and allreduce_bench, the other binaries that
+# link LibTorch's CUDA side. Every library is compiled and linked.
 #
-# Usage: .ci/torch2.sh [ctest arguments]   (default: -L 'unit|gpu')
+# Usage: .ci/torch2.sh [ctest arguments]   (default: -L 'unit|gpu' -LE zoo)
 # Environment: FASTNN_CHROOT (a chroot directory to use as it is),
 # FASTNN_CHROOT_CACHE, DEBIAN_MIRROR, JOBS. Needs root (or sudo).
 set -euo pipefail
@@ -147,14 +148,13 @@ in_root "cd /src && export CCACHE_DIR=/root/.ccache &&
   grep -E 'LibTorch:|NCCL:|CUDA toolkit:' /tmp/cmake.log 2>/dev/null || true"
 log "building the tested targets against LibTorch 2.6 + CUDA (${JOBS:-2} jobs)"
 in_root "cd /src && export CCACHE_DIR=/root/.ccache && ccache -z >/dev/null &&
-  targets='tests_unit eval_image_classifier allreduce_bench' &&
-  { ! ninja -C $BUILD -t targets all | grep -q '^tests_gpu:' || targets=\"\$targets tests_gpu\"; } &&
+  targets='tests_torch2 eval_image_classifier allreduce_bench' &&
   cmake --build $BUILD -j ${JOBS:-2} --target \$targets"
 in_root "CCACHE_DIR=/root/.ccache ccache -s | grep -E 'Hits|Misses'" || true
 log "built after $((SECONDS - t0)) s"
 
 ctest_args=("$@")
-if ((${#ctest_args[@]} == 0)); then ctest_args=(-L 'unit|gpu'); fi
+if ((${#ctest_args[@]} == 0)); then ctest_args=(-L 'unit|gpu' -LE zoo); fi
 quoted=$(printf "'%s' " "${ctest_args[@]}")
 # Two tests at a time, one thread each: LibTorch's OpenMP threads of two
 # processes on two cores would otherwise spin against each other.
