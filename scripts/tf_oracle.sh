@@ -4,7 +4,10 @@
 # versions (tests/tf_oracle/requirements.txt, made on first use under
 # .cache/tf_oracle/, reused while the pins are unchanged; pip's own cache
 # keeps a re-made one quick). Not part of a user's first run: .ci/run calls it.
-# Usage: scripts/tf_oracle.sh [NET ...]     (default: all 16 tf-slim nets)
+# Usage: scripts/tf_oracle.sh [--large | --all | NET ...]
+#   (no argument: 12 of the 16 tf-slim nets; --large: the ResNets v1/v2 of
+#   152 and 200 layers, the same blocks as the 50 and 101 checked by default
+#   and 2-3 min each on the slowest CPU seen; --all: all 16)
 # Prints one JSON line per net (writes build/tf_oracle/nets.json), then per
 # optimizer (tests/tf_oracle/optimizers.py), per learning-rate schedule
 # (tests/tf_oracle/schedules.py), per preprocessing function

@@ -8,7 +8,11 @@ checkpoint and computes the logits in NCHW and NHWC; the maximum absolute
 difference must stay within 1e-4 x max(1, largest |logit|).
 
 Run by scripts/tf_oracle.sh (its virtual environment's python):
-  python nets.py BIN_DIR WORK_DIR [NET ...]
+  python nets.py BIN_DIR WORK_DIR [--large | --all | NET ...]
+With no NET, the 12 networks of CI; --large: the other 4 (ResNet v1/v2 152
+and 200: the same blocks as the 50 and 101 layers checked by default, and
+2 to 3 minutes each on the slowest CPU seen), by hand after a change to
+the ResNets; --all: all 16.
 """
 import json
 import os
@@ -149,9 +153,16 @@ def check_nets(bin_dir, work, names, tf_logits_of, describe):
     return rows, failed
 
 
+LARGE = ["resnet_v1_152", "resnet_v1_200", "resnet_v2_152", "resnet_v2_200"]
+
+
 def main():
     bin_dir, work = sys.argv[1], sys.argv[2]
-    names = sys.argv[3:] or list(NETS)
+    names = sys.argv[3:]
+    if names in (["--large"], ["--all"]):
+        names = LARGE if names == ["--large"] else list(NETS)
+    elif not names:
+        names = [n for n in NETS if n not in LARGE]
     rows, failed = check_nets(bin_dir, work, names, tf_logits,
                               lambda name, images: {"checkpoint": NETS[name][3]})
     with open(os.path.join(work, "nets.json"), "w") as f:
