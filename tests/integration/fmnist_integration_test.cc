@@ -34,10 +34,7 @@ class FashionMnist : public ::testing::Test {
     ASSERT_TRUE(fs::exists(fs::path(fmnist_source()) / "train-images-idx3-ubyte.gz"))
         << "Fashion-MNIST not found in " << fmnist_source()
         << " (apt-get install dataset-fashion-mnist, or set FASTNN_FMNIST_DIR)";
-    auto r =
-        run({kBin + "/convert_dataset", "--dataset_name", "fashion_mnist", "--input",
-             fmnist_source(), "--dataset_dir", data_dir(), "--max_examples", "6000", "--overwrite"},
-            (kTmp / "convert.log").string());
+    auto r = convert(data_dir(), 6000, "convert.log");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     std::ofstream cfg(config());
     cfg << "# integration test config\n"
@@ -48,6 +45,13 @@ class FashionMnist : public ::testing::Test {
         << "enable_paisoar=False\nlog_loss_every_n_iters=50\n"
         << "intra_op_parallelism_threads=1\nnum_preprocessing_threads=2\n"
         << "shuffle_buffer_size=2048\n";
+  }
+  // The first max_examples images of each split, into dir.
+  static ProcessResult convert(const std::string& dir, int max_examples, const std::string& log) {
+    return run(
+        {kBin + "/convert_dataset", "--dataset_name", "fashion_mnist", "--input", fmnist_source(),
+         "--dataset_dir", dir, "--max_examples", std::to_string(max_examples), "--overwrite"},
+        (kTmp / log).string());
   }
   static std::string data_dir() { return (kTmp / "fmnist").string(); }
   static std::string config() { return (kTmp / "test.cfg").string(); }
@@ -175,9 +179,7 @@ TEST_F(FashionMnist, AccumulatedRunResumesBitForBit) {
 // over two epochs each take seconds, not the suite's 6,000 images twice.
 TEST_F(FashionMnist, DecodedCacheTrainsBitForBitLikeDecodingEveryEpoch) {
   const auto small = fresh("fmnist_640"), cached = fresh("cache_on"), plain = fresh("cache_off");
-  auto c = run({kBin + "/convert_dataset", "--dataset_name", "fashion_mnist", "--input",
-                fmnist_source(), "--dataset_dir", small, "--max_examples", "640", "--overwrite"},
-               (kTmp / "convert_640.log").string());
+  auto c = convert(small, 640, "convert_640.log");
   ASSERT_EQ(c.exit_code, 0) << c.output;
   auto args = [&](const std::string& dir, bool cache) {
     auto v = train_args(dir, "45");  // 640 images of 32: 20 steps an epoch, 2.25 epochs

@@ -158,11 +158,13 @@ LARGE = ["resnet_v1_152", "resnet_v1_200", "resnet_v2_152", "resnet_v2_200"]
 
 def main():
     bin_dir, work = sys.argv[1], sys.argv[2]
-    names = sys.argv[3:]
-    if names in (["--large"], ["--all"]):
-        names = LARGE if names == ["--large"] else list(NETS)
-    elif not names:
-        names = [n for n in NETS if n not in LARGE]
+    args = sys.argv[3:]
+    if args == ["--large"]:
+        names = LARGE
+    elif args == ["--all"]:
+        names = list(NETS)
+    else:
+        names = args or [n for n in NETS if n not in LARGE]
     rows, failed = check_nets(bin_dir, work, names, tf_logits,
                               lambda name, images: {"checkpoint": NETS[name][3]})
     with open(os.path.join(work, "nets.json"), "w") as f:
