@@ -58,12 +58,23 @@ std::vector<NamedVariable> model_variables(ClassifierImpl& model) {
 }
 
 void truncated_normal_(torch::Tensor t, double stddev) {
-  // One pass: a uniform draw between the normal CDF at -2 and +2, mapped
-  // back through the inverse CDF, is exactly N(0, 1) truncated at 2 sigma.
+  // TF's definition, by rejection: N(0, 1) draws, and those outside two
+  // sigma drawn again (4.6 % of them, then 4.6 % of those...) until none is.
+  // Only the first pass reads the whole tensor. The inverse-CDF form
+  // (uniform, then erfinv) is as exact but LibTorch 1.13's erfinv is scalar
+  // code (Newton steps through erf and exp): 70 % of the time of a test
+  // that builds six deep ResNets, against a few percent this way.
   torch::NoGradGuard no_grad;
-  const double lo = 0.5 * std::erfc(2.0 / std::sqrt(2.0));  // Phi(-2)
-  t.uniform_(2.0 * lo - 1.0, 1.0 - 2.0 * lo);               // 2u - 1
-  t.erfinv_().mul_(std::sqrt(2.0) * stddev).clamp_(-2.0 * stddev, 2.0 * stddev);
+  auto x = t.is_contiguous() ? t.view({-1}) : torch::empty({t.numel()}, t.options());
+  x.normal_();
+  auto idx = x.abs().gt(2.0).nonzero().squeeze(1);
+  while (idx.numel() > 0) {
+    auto redrawn = torch::empty({idx.numel()}, x.options()).normal_();
+    x.index_put_({idx}, redrawn);
+    idx = idx.masked_select(redrawn.abs().gt(2.0));
+  }
+  x.mul_(stddev);
+  if (!t.is_contiguous()) t.copy_(x.view(t.sizes()));
 }
 
 }  // namespace fastnn::models

@@ -92,7 +92,7 @@ check() {
 #                    person-detection MobileNet v1 0.25 in ../shared (skipped,
 #                    and said so, where a clone has no shared/), fine-tuned 60
 #                    steps on the 28x28 images as they are (lenet
-#                    preprocessing). Its test accuracy stays low (~26 %):
+#                    preprocessing). Its test accuracy stays low (26-35 %):
 #                    BatchNorm's moving statistics, decay 0.9997, are still
 #                    the person images' after 60 steps. What is checked is
 #                    that the exported file agrees with the evaluation.

@@ -305,8 +305,11 @@ void TwoWorkersEquivalence::expect_match(const std::vector<std::string>& extra,
     const double diff = (x - y).abs().max().item<double>();
     // float32 rounding of two summation orders (one batch of 8, two of 4
     // averaged) over 6 momentum steps: 1.5e-5 measured on one trajectory
-    // (conv1's Momentum slot), so 5e-5; averaging wrongly is off by ~1e-1.
-    EXPECT_LE(diff / scale, 5e-5) << name << ": max |diff| " << diff << ", max |ref| " << scale;
+    // (conv1's Momentum slot) and 3.7e-4 on another (other initial
+    // weights: a ReLU or max-pool whose inputs differ in the last digit can
+    // go the other way, a finite jump), so 2e-3; averaging wrongly is off
+    // by ~1e-1.
+    EXPECT_LE(diff / scale, 2e-3) << name << ": max |diff| " << diff << ", max |ref| " << scale;
     // Gradients flowed into every variable (a dead network would match
     // trivially).
     if (name.find("/Momentum") != std::string::npos) EXPECT_GT(scale, 1e-4) << name;

@@ -93,5 +93,25 @@ TEST(Layers, VarianceScalingStddev) {
   EXPECT_NEAR(w.std().item<double>(), std::sqrt(1.3 * 2 / 1152.0) * 0.8796, 0.001);
 }
 
+TEST(Layers, TruncatedNormalStaysWithinTwoStddevsWithTFsMoments) {
+  torch::manual_seed(3);
+  auto w = torch::empty({1000, 1000});
+  truncated_normal_(w, 0.5);
+  EXPECT_LE(w.abs().max().item<double>(), 1.0);  // 2 x 0.5, every draw
+  // N(0, 1) truncated at +-2: mean 0, std 0.8796; 1e6 draws, std error ~1e-3.
+  EXPECT_NEAR(w.mean().item<double>(), 0.0, 0.005);
+  EXPECT_NEAR(w.std().item<double>(), 0.5 * 0.8796, 0.003);
+  // Its shape, not only its moments: half of the draws lie within 0.6391
+  // sigma of 0 (the median of |x|: (2 Phi(a) - 1) / (2 Phi(2) - 1) = 1/2).
+  EXPECT_NEAR(w.abs().lt(0.5 * 0.6391).to(torch::kFloat64).mean().item<double>(), 0.5, 0.002);
+  // A non-contiguous target (a transposed view) is filled in place, whole.
+  auto base = torch::zeros({300, 200});
+  auto view = base.t();
+  truncated_normal_(view, 1.0);
+  EXPECT_LE(base.abs().max().item<double>(), 2.0);
+  EXPECT_EQ(base.eq(0).sum().item<int64_t>(), 0);
+  EXPECT_NEAR(base.std().item<double>(), 0.8796, 0.02);
+}
+
 }  // namespace
 }  // namespace fastnn::models
