@@ -76,6 +76,11 @@ BUILD_DIR=${BUILD_DIR:-build}
 # changed): a build first configured without GoogleTest picks the tests up
 # once --tests has installed it.
 mkdir -p "$BUILD_DIR"
+# One configure and build at a time per build directory: .ci/run runs its two
+# oracle legs side by side, and each builds its binaries (a no-op after the
+# test leg, but two CMakes or Ninjas in one tree race on its files).
+exec 9>"$BUILD_DIR/.setup.lock"
+flock 9
 TORCH_ARGS=()
 if [ -n "$TORCH_DIR" ]; then TORCH_ARGS=(-DCMAKE_PREFIX_PATH="$(cd "$TORCH_DIR" && pwd)"); fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${TORCH_ARGS[@]:+"${TORCH_ARGS[@]}"} \

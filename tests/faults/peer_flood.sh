@@ -56,7 +56,7 @@
 #
 # Usage: tests/faults/peer_flood.sh BIN_DIR
 # Environment (defaults in brackets): FLOOD_PORT [29613; another free port
-# if that one is taken], FLOOD_STEPS [300], FLOOD_RATIO_BOUND [10],
+# if that one is taken], FLOOD_STEPS [150], FLOOD_RATIO_BOUND [10],
 # FLOOD_MEM_BOUND_MIB [2048], FLOOD_THREADS_BOUND [300], FLOOD_HUGE_BOUND_MIB
 # [unset], FLOOD_STREAMS_BOUND [unset], FLOOD_MODES [all; a comma-separated subset
 # of the flooder's modes, to see which one does harm], FLOOD_NOFILE [ulimit -n
@@ -69,7 +69,10 @@ source "$(dirname "$0")/flood_common.sh"
 use_bin_dir "${1:-}" train_image_classifier
 HERE=$(cd "$(dirname "$0")" && pwd)
 FLOODER=$HERE/flood_coordinator.py
-STEPS=${FLOOD_STEPS:-300}
+# 150 steps: every mode connects within the flood's first seconds, and the
+# checks are of survival and equal results. (300 until 2026-11-28: 31 s alone
+# and 87 s flooded on the Zen 3, a serial minute and a half of CI.)
+STEPS=${FLOOD_STEPS:-150}
 RATIO_BOUND=${FLOOD_RATIO_BOUND:-10}
 MEM_BOUND_MIB=${FLOOD_MEM_BOUND_MIB:-2048}
 HUGE_BOUND_MIB=${FLOOD_HUGE_BOUND_MIB:-}

@@ -18,8 +18,8 @@ printf 'learning_rate,optimizer\n0.05,momentum\n1e12,sgd\n0.01,sgd\n0.02,momentu
   >"$work/trials.csv"
 "$bin/sweep" --trials="$work/trials.csv" --parallel=2 --cores=2 --out="$work/sweep" \
   --metric=train_accuracy -- --model_name=lenet --dataset_name=mock --num_classes=10 \
-  --batch_size=16 --num_sample_per_epoch=100000 --use_fp16=False --stop_at_step=400 \
-  --log_loss_every_n_iters=100 --save_summaries_secs=1 --result_format=none >"$work/sweep.log" 2>&1 || { cat "$work/sweep.log"; fail "sweep"; }
+  --batch_size=16 --num_sample_per_epoch=100000 --use_fp16=False --stop_at_step=150 \
+  --log_loss_every_n_iters=25 --save_summaries_secs=1 --result_format=none >"$work/sweep.log" 2>&1 || { cat "$work/sweep.log"; fail "sweep"; }
 report=$work/sweep/report.html
 [ -f "$report" ] || fail "no report.html"
 grep -q "http" "$report" && fail "report.html refers to the network"

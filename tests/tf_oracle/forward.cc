@@ -4,8 +4,10 @@
 //
 //   tf_oracle_forward --model_name=NAME --num_classes=N --checkpoint_path=P
 //                     --input=IN.npy --output=OUT.npy [--data_format=NHWC]
+//                     [--output_nhwc=OUT2.npy]
 // IN.npy: float32 [N,H,W,C] (TensorFlow's layout); OUT.npy: float32 logits
-// [N, num_classes]. Exit codes as the other tools.
+// [N, num_classes] in data_format; OUT2.npy: the same model's logits in NHWC
+// as well. Exit codes as the other tools.
 //
 // The network's input side, for tests/tf_oracle/preprocessing.py:
 //   tf_oracle_forward --images=A.jpg,B.png --size=S --channels=C --seed=N
@@ -122,10 +124,23 @@ int main(int argc, char** argv) {
         train::restore_model(*model, train::load_tensors(path), path, {});
         model->eval();
         torch::NoGradGuard no_grad;
-        const auto images = train::to_data_format(hp, nhwc.permute({0, 3, 1, 2}).contiguous());
-        test_npy::write(args.extras.at("output"),
-                        model->forward(images).logits.reshape({nhwc.size(0), -1}));
+        const auto nchw = nhwc.permute({0, 3, 1, 2}).contiguous();
+        test_npy::write(
+            args.extras.at("output"),
+            model->forward(train::to_data_format(hp, nchw)).logits.reshape({nhwc.size(0), -1}));
+        // --output_nhwc: the same restored model again in NHWC (one process
+        // and one restore for both layouts: the large nets' checkpoints take
+        // seconds to read).
+        if (args.extras.count("output_nhwc")) {
+          HParams last = hp;
+          last.data_format = "NHWC";
+          train::apply_data_format(last, *model);
+          test_npy::write(
+              args.extras.at("output_nhwc"),
+              model->forward(train::to_data_format(last, nchw)).logits.reshape({nhwc.size(0), -1}));
+        }
         return 0;
       },
-      {"input", "output", "images", "size", "channels", "seed", "is_training", "decoded_prefix"});
+      {"input", "output", "output_nhwc", "images", "size", "channels", "seed", "is_training",
+       "decoded_prefix"});
 }

@@ -112,18 +112,20 @@ def build_and_save(name, work, fn, arg_scope, size, fmt, batch, channels):
     return saved, images, out
 
 
-def ours(bin_dir, name, prefix, images, data_format, work):
+def ours(bin_dir, name, prefix, images, work):
+    """This port's logits in NCHW and in NHWC, from one restore of prefix."""
     inp = os.path.join(work, name, "input.npy")
-    out = os.path.join(work, name, "ours_%s.npy" % data_format)
+    out = {f: os.path.join(work, name, "ours_%s.npy" % f) for f in ("NCHW", "NHWC")}
     np.save(inp, images)
     cmd = [os.path.join(bin_dir, "tf_oracle_forward"), "--model_name=" + name,
            "--num_classes=%d" % NUM_CLASSES, "--checkpoint_path=" + prefix,
-           "--data_format=" + data_format, "--input=" + inp, "--output=" + out]
+           "--data_format=NCHW", "--input=" + inp, "--output=" + out["NCHW"],
+           "--output_nhwc=" + out["NHWC"]]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError("%s exited %d: %s" % (" ".join(cmd), r.returncode,
                                                  (r.stdout + r.stderr)[-2000:]))
-    return np.load(out)
+    return {f: np.load(path) for f, path in out.items()}
 
 
 def check_nets(bin_dir, work, names, tf_logits_of, describe):
@@ -140,10 +142,8 @@ def check_nets(bin_dir, work, names, tf_logits_of, describe):
             prefix, images, want = tf_logits_of(name, work)
             largest = float(np.abs(want).max())
             scale = max(1.0, largest)
-            diffs = {}
-            for data_format in ("NCHW", "NHWC"):
-                got = ours(bin_dir, name, prefix, images, data_format, work)
-                diffs[data_format] = float(np.abs(got - want).max())
+            got = ours(bin_dir, name, prefix, images, work)
+            diffs = {f: float(np.abs(logits - want).max()) for f, logits in got.items()}
             ok = all(d <= TOLERANCE * scale for d in diffs.values())
             rows.append(dict({"net": name}, **describe(name, images),
                              max_abs_logit=largest, max_diff_nchw=diffs["NCHW"],
