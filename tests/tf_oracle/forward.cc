@@ -125,9 +125,11 @@ int main(int argc, char** argv) {
         model->eval();
         torch::NoGradGuard no_grad;
         const auto nchw = nhwc.permute({0, 3, 1, 2}).contiguous();
-        test_npy::write(
-            args.extras.at("output"),
-            model->forward(train::to_data_format(hp, nchw)).logits.reshape({nhwc.size(0), -1}));
+        const auto write_logits = [&](const std::string& out, const HParams& layout) {
+          test_npy::write(out, model->forward(train::to_data_format(layout, nchw))
+                                   .logits.reshape({nhwc.size(0), -1}));
+        };
+        write_logits(args.extras.at("output"), hp);
         // --output_nhwc: the same restored model again in NHWC (one process
         // and one restore for both layouts: the large nets' checkpoints take
         // seconds to read).
@@ -135,9 +137,7 @@ int main(int argc, char** argv) {
           HParams last = hp;
           last.data_format = "NHWC";
           train::apply_data_format(last, *model);
-          test_npy::write(
-              args.extras.at("output_nhwc"),
-              model->forward(train::to_data_format(last, nchw)).logits.reshape({nhwc.size(0), -1}));
+          write_logits(args.extras.at("output_nhwc"), last);
         }
         return 0;
       },
