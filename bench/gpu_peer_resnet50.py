@@ -11,7 +11,11 @@ imports, else the same network defined below (ResNet-50 v1.5: bottlenecks
 
 Usage: bench/gpu_peer_resnet50.py [--precision fp16|bf16|fp32] [--batch-size 256]
            [--steps 50] [--warmup 10] [--image-size 224] [--no-cudnn-benchmark]
+           [--profile-steps N]
 Prints one line: peer_gpu_resnet50 ... images_per_sec=X max_memory_allocated_mib=Y
+With --profile-steps, N more steps under torch.profiler afterwards, and the
+same table as our FASTNN_PROFILE_STEPS (docs/performance.md, "Profiling a
+step"): wall and CUDA kernel time per step, the kernels by total time.
 """
 import argparse
 import time
@@ -95,6 +99,34 @@ def make_grad_scaler(enabled):
     return torch.cuda.amp.GradScaler(enabled=enabled)
 
 
+def profile(step, steps, top=25):
+    """STEPS calls of STEP under torch.profiler: prints wall ms/step, the CUDA
+    kernels' ms/step, and the TOP kernels by total time (ms/step, calls/step)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+    torch.cuda.synchronize()
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+        wall_ms = (time.perf_counter() - t0) * 1e3
+    rows = {}
+    for e in prof.events():
+        if e.device_type != DeviceType.CUDA:
+            continue
+        calls, ms = rows.get(e.name, (0, 0.0))
+        rows[e.name] = (calls + 1, ms + e.time_range.elapsed_us() / 1e3)
+    busy = sum(ms for _, ms in rows.values())
+    print(f"profile of {steps} step(s) (torch.profiler):")
+    print(f"  {steps} step(s), wall {wall_ms / steps:.2f} ms/step; CUDA kernels "
+          f"{busy / steps:.2f} ms/step ({100 * busy / wall_ms:.0f} % of the wall time)")
+    print("  CUDA kernels by total time: ms/step, calls/step, name")
+    for name, (calls, ms) in sorted(rows.items(), key=lambda kv: -kv[1][1])[:top]:
+        print(f"  {ms / steps:9.3f} {calls / steps:7.1f}  {name[:300]}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--precision", choices=("fp16", "bf16", "fp32"), default="fp16")
@@ -105,6 +137,8 @@ def main():
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--no-cudnn-benchmark", action="store_true",
                    help="leave cudnn.benchmark off (PyTorch's default)")
+    p.add_argument("--profile-steps", type=int, default=0,
+                   help="then profile this many more steps (torch.profiler)")
     a = p.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("gpu_peer_resnet50: no CUDA device")
@@ -148,6 +182,8 @@ def main():
           f"tf32_cudnn={torch.backends.cudnn.allow_tf32} "
           f"torch={torch.__version__} images_per_sec={a.batch_size * a.steps / secs:.2f} "
           f"max_memory_allocated_mib={mib:.0f}", flush=True)
+    if a.profile_steps > 0:
+        profile(step, a.profile_steps)
 
 
 if __name__ == "__main__":

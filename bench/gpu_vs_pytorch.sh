@@ -15,6 +15,11 @@
 #     (the >= 0.915 recipe) on the GPU: wall time of training + evaluation and
 #     the test accuracy, vs ../shared/bench/peer_pytorch.py fmnist, which has
 #     no device option and runs on the CPU as it is.
+#  p. (PARTS=profile, not in the default) where a step's GPU time goes: ours
+#     with synthetic_device_inputs under FASTNN_PROFILE_STEPS, the peer under
+#     torch.profiler (--profile-steps), PROFILE_STEPS (5) steps after WARMUP
+#     + 10; the two tables (CUDA kernels by total time per step) go to
+#     bench/results/gpu_profile_<UTC time>.txt.
 #  c. NCCL all-reduce bus bandwidth over every GPU of the machine (one
 #     process each; none on a one-GPU machine) through the trainer's collective
 #     (allreduce_bench's cuda mode) vs torch.distributed's NCCL all-reduce,
@@ -255,6 +260,34 @@ if [[ ,$PARTS, == *,fmnist,* ]]; then
   notes+=("fmnist: ours $cfg (24 epochs, batch 128) with --device=cuda, TFRecords through the\
  full decode pipeline; peer: $PEER fmnist $PEER_FMNIST_EPOCHS $PEER_THREADS on the CPU\
  (the script has no device option), tensors preloaded; wall time is whole processes.")
+fi
+
+# --- p. the step's kernels, ours and the peer's ----------------------------------
+if [[ ,$PARTS, == *,profile,* ]]; then
+  PROFILE_STEPS=${PROFILE_STEPS:-5}
+  mkdir -p bench/results
+  profile_file=bench/results/gpu_profile_$stamp.txt
+  first=$((WARMUP + 11))
+  for prec in ${PRECISIONS:-fp16 bf16}; do
+    echo "== profile $prec: peer" >&2
+    measure "$TMP/peer_profile_$prec.log" "$PYTHON" bench/gpu_peer_resnet50.py --precision "$prec" \
+      --batch-size "$BATCH" --steps 10 --warmup "$WARMUP" --profile-steps "$PROFILE_STEPS"
+    echo "== profile $prec: ours (synthetic_device_inputs)" >&2
+    measure "$TMP/ours_profile_$prec.log" "${OURS_ENV[@]}" FASTNN_PROFILE_STEPS="$first:$((first + PROFILE_STEPS - 1))" \
+      "$BIN/train_image_classifier" --dataset_name=mock --model_name=resnet_v1_50 --num_classes=1000 \
+      --batch_size="$BATCH" --optimizer=momentum --momentum=0.9 --learning_rate=0.01 \
+      --weight_decay=0.00004 --stop_at_step=$((first + PROFILE_STEPS)) --log_loss_every_n_iters="$LOG_EVERY" \
+      --data_format=NHWC --device=cuda --use_fp16=True --mixed_precision="$prec" \
+      --cudnn_benchmark=True --nproc_per_node=1 --synthetic_device_inputs=True ${OURS_ARGS:-}
+    {
+      echo "==== resnet_v1_50 $prec NHWC b$BATCH, the peer: $(grep -m1 '^peer_gpu_resnet50' "$TMP/peer_profile_$prec.log")"
+      sed -n '/^profile of/,$p' "$TMP/peer_profile_$prec.log"
+      echo "==== resnet_v1_50 $prec NHWC b$BATCH, ours (synthetic_device_inputs):"
+      sed -n '/profile of global steps/,/^[^ ]/p' "$TMP/ours_profile_$prec.log"
+    } >>"$profile_file"
+  done
+  cat "$profile_file" >&2
+  echo "bench: profiles written to $profile_file" >&2
 fi
 
 # --- c. NCCL all-reduce over every GPU of the machine ----------------------------

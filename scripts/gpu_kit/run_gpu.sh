@@ -16,9 +16,12 @@
 #   BENCH_STEPS (30) BENCH_WARMUP (10) BENCH_BATCH (256)
 #   BENCH_PARTS (resnet,allreduce; fmnist added when .gpukit-fmnist/ is there
 #                and at least FMNIST_MIN_S=240 s are left)
+#   BUILD_TARGETS (default: the trainer, evaluator, converter, allreduce_bench
+#                and gpu_test), PRECISIONS, OURS_ARGS (passed to the bench)
 #   SKIP_CTEST=1, SKIP_BENCH=1, STOP_AFTER=configure|build (a dry run)
 # Results: $OUT/run.log (this output), configure.log, build.log, ctest.log,
-#   bench.log (progress), bench.md (the tables), summary.txt.
+#   bench.log (progress), bench.md (the tables), profile.txt (BENCH_PARTS
+#   with profile), summary.txt.
 set -uo pipefail
 T0=$(date +%s)
 KIT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -204,8 +207,11 @@ fi
 grep -q 'c10d NCCL: ON' "$OUT/configure.log" || mark "nccl" "WARNING: c10d NCCL OFF (nccl.h not found)"
 
 # --- 4. build what the gpu tests and the benchmark run ----------------------------
-TARGETS=(train_image_classifier eval_image_classifier convert_dataset allreduce_bench)
-grep -q 'GPU training: ON' "$OUT/configure.log" && TARGETS=(gpu_test "${TARGETS[@]}")
+# BUILD_TARGETS (space-separated) builds less: e.g. "train_image_classifier gpu_test".
+read -r -a TARGETS <<<"${BUILD_TARGETS:-train_image_classifier eval_image_classifier convert_dataset allreduce_bench}"
+if [ -z "${BUILD_TARGETS:-}" ] && grep -q 'GPU training: ON' "$OUT/configure.log"; then
+  TARGETS=(gpu_test "${TARGETS[@]}")
+fi
 JOBS=${JOBS:-$(nproc)}
 tb=$(date +%s)
 if run_logged "$OUT/build.log" $(($(left) - 20)) cmake --build "$BUILD_DIR" -j "$JOBS" --target "${TARGETS[@]}"; then
@@ -296,4 +302,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     fi
   done
   [ -f "$OUT/bench.md" ] && cat "$OUT/bench.md"
+  # PARTS=profile's tables (the newest).
+  prof=$(ls -t bench/results/gpu_profile_*.txt 2>/dev/null | sed -n 1p)
+  [ -n "$prof" ] && cp "$prof" "$OUT/profile.txt"
 fi

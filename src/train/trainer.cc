@@ -29,6 +29,7 @@
 #include "src/train/run_hooks.h"
 #include "src/train/signals.h"
 #include "src/train/step.h"
+#include "src/train/step_profile.h"
 #include "src/train/train_state.h"
 
 namespace fastnn::train {
@@ -149,6 +150,7 @@ void Trainer::Impl::add_run_hooks() {
   };
   hooks.push_back(make_run_report_hook(stats));
   hooks.push_back(make_metrics_hook(stats, *scaler, eval));
+  if (const auto span = profile_span_from_env()) hooks.push_back(make_profile_hook(*span, device));
 }
 
 void Trainer::Impl::init_from_checkpoint() {
