@@ -128,12 +128,11 @@ std::optional<ProfileSpan> profile_span_from_env() {
   const std::string text(value);
   const auto colon = text.find(':');
   ProfileSpan span;
-  const bool ok = colon != std::string::npos &&
-                  config::parse_int(text.substr(0, colon), &span.first) ==
-                      config::NumberStatus::kOk &&
-                  config::parse_int(text.substr(colon + 1), &span.last) ==
-                      config::NumberStatus::kOk &&
-                  span.first >= 1 && span.last >= span.first;
+  const bool ok =
+      colon != std::string::npos &&
+      config::parse_int(text.substr(0, colon), &span.first) == config::NumberStatus::kOk &&
+      config::parse_int(text.substr(colon + 1), &span.last) == config::NumberStatus::kOk &&
+      span.first >= 1 && span.last >= span.first;
   if (!ok) {
     throw ConfigError("FASTNN_PROFILE_STEPS=" + text +
                       ": expected FIRST:LAST, global steps with 1 <= FIRST <= LAST (e.g. 21:25)");
@@ -153,8 +152,8 @@ std::string format_profile(const ProfileTable& t) {
   std::ostringstream out;
   char line[512];
   const double steps = static_cast<double>(std::max<int64_t>(t.steps, 1));
-  std::snprintf(line, sizeof line, "  %lld step(s), wall %.2f ms/step", static_cast<long long>(t.steps),
-                t.wall_ms / steps);
+  std::snprintf(line, sizeof line, "  %lld step(s), wall %.2f ms/step",
+                static_cast<long long>(t.steps), t.wall_ms / steps);
   out << line;
   if (t.total_ms > 0) {
     std::snprintf(line, sizeof line, "; %s %.2f ms/step (%.0f %% of the wall time)",

@@ -4,13 +4,13 @@
 // torch.profiler for the peers (docs/performance.md, "Profiling a step").
 #pragma once
 
+#include <torch/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <torch/types.h>
 
 #include "fastnn/hooks.h"
 
