@@ -73,7 +73,7 @@ std::pair<int64_t, int64_t> same_padding(int64_t size, int64_t kernel, int64_t s
 
 torch::Tensor SlimConvImpl::forward(torch::Tensor x) {
   const auto& o = options_;
-  std::vector<int64_t> pad = {0, 0};
+  std::vector<int64_t> pad = {o.symmetric_pad, o.symmetric_pad};
   if (o.padding == Padding::kSame) {
     auto [top, bottom] = same_padding(x.size(2), o.kernel_h, o.stride, o.dilation);
     auto [left, right] = same_padding(x.size(3), o.kernel_w, o.stride, o.dilation);

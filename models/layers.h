@@ -56,6 +56,10 @@ struct ConvOptions {
   /// num_outputs=None); its weight is named depthwise_weights.
   bool depthwise = false;
   Padding padding = Padding::kSame;
+  /// With Padding::kValid: this many zeros on every side of the input first
+  /// (resnet_utils.conv2d_same's explicit padding, symmetric for odd
+  /// kernels), as the convolution's own padding: no padded copy.
+  int64_t symmetric_pad = 0;
   Activation activation = Activation::kRelu;
   bool batch_norm = true;
   BatchNormOptions bn;

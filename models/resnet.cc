@@ -24,16 +24,16 @@ ConvOptions resnet_conv(int64_t in, int64_t out, int64_t k, int64_t stride, bool
   o.batch_norm = with_bn;
   o.bn = resnet_bn();
   o.activation = activation;
-  // conv2d_same: a strided conv pads (k - 1) explicitly, then runs VALID.
-  if (stride > 1 && k > 1) o.padding = Padding::kValid;
+  // conv2d_same: a strided conv pads (k - 1) zeros explicitly, then runs
+  // VALID. The kernels here are odd (3, 7), so that is (k - 1) / 2 on each
+  // side: the convolution's own padding. A padded copy of the input cost
+  // a fill and a strided copy forward and a copy backward per layer.
+  if (stride > 1 && k > 1) {
+    TORCH_CHECK(k % 2 == 1, "conv2d_same with an even kernel (", k, ") pads unevenly");
+    o.padding = Padding::kValid;
+    o.symmetric_pad = (k - 1) / 2;
+  }
   return o;
-}
-
-// The explicit padding of resnet_utils.conv2d_same for stride > 1.
-torch::Tensor pad_for_conv2d_same(const torch::Tensor& x, int64_t k, int64_t stride) {
-  if (stride == 1) return x;
-  const int64_t begin = (k - 1) / 2, end = k - 1 - begin;
-  return torch::constant_pad_nd(x, {begin, end, begin, end});
 }
 
 // resnet_utils.subsample: a 1x1 max-pool with the given stride.
@@ -88,7 +88,7 @@ class ResNetUnitImpl : public torch::nn::Module {
     const auto preact = v2_ ? torch::relu(preact_->forward(x)) : x;
     const auto shortcut = shortcut_ ? shortcut_->forward(preact) : subsample(x, stride_);
     auto r = conv1_->forward(preact);
-    r = conv2_->forward(pad_for_conv2d_same(r, 3, stride_));
+    r = conv2_->forward(r);
     r = conv3_->forward(r);
     return v2_ ? shortcut + r : torch::relu(shortcut + r);
   }
@@ -130,7 +130,7 @@ ResNetImpl::ResNetImpl(const ModelOptions& options, int version, int depth)
 }
 
 ModelOutput ResNetImpl::forward(torch::Tensor x) {
-  x = conv1_->forward(pad_for_conv2d_same(x, 7, 2));
+  x = conv1_->forward(x);
   x = max_pool(x, 3, 2, Padding::kSame);
   for (auto& unit : units_) x = unit->forward(x);
   if (postnorm_) x = torch::relu(postnorm_->forward(x));
