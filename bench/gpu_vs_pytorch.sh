@@ -31,7 +31,9 @@
 # Usage: bench/gpu_vs_pytorch.sh [STEPS=50]
 # Environment: WARMUP (10), BATCH (256), PARTS (resnet,fmnist,allreduce),
 #   OURS_ARGS (extra trainer flags for ours, e.g. --num_preprocessing_threads=14),
-#   PRECISIONS ("fp16 bf16"),
+#   PRECISIONS ("fp16 bf16"), ROUNDS (1: interleaved rounds of the resnet
+#   part, medians reported), INPUTS ("pipeline device": ours through the
+#   input pipeline and/or with synthetic_device_inputs),
 #   BUILD_DIR (build-gpu), PYTHON (python3), PEER (../shared/bench/peer_pytorch.py,
 #   else shared/bench/peer_pytorch.py), PEER_FMNIST_EPOCHS (12: the peer's net
 #   reaches ~0.92 there), PEER_THREADS (nproc), FMNIST_RAW (the IDX files;
@@ -43,6 +45,8 @@ STEPS=${1:-50}
 WARMUP=${WARMUP:-10}
 BATCH=${BATCH:-256}
 PARTS=${PARTS:-resnet,fmnist,allreduce}
+ROUNDS=${ROUNDS:-1}
+INPUTS=${INPUTS:-pipeline device}
 # Our log line every LOG_EVERY steps (WARMUP and STEPS multiples of it).
 LOG_EVERY=${LOG_EVERY:-10}
 if ((WARMUP % LOG_EVERY || STEPS % LOG_EVERY)); then
@@ -131,6 +135,16 @@ measure() {
   fi
 }
 
+# The median of its arguments when all are numbers (a trailing '*' kept),
+# else the first one that is not.
+median() {
+  local v
+  for v in "$@"; do [[ $v =~ ^[0-9.]+\*?$ ]] || { echo "$v"; return; }; done
+  printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $0 } END {
+    if (NR == 0) { print "n/a"; exit }
+    m = (NR % 2) ? a[(NR + 1) / 2] : sprintf("%.2f", (a[NR / 2] + a[NR / 2 + 1]) / 2); print m }'
+}
+
 ratio() {  # A B -> A/B, or "-" when either is not a number
   awk -v a="$1" -v b="$2" 'BEGIN {
     if (a !~ /^[0-9.]+\*?$/ || b !~ /^[0-9.]+\*?$/ || b + 0 == 0) print "-";
@@ -146,57 +160,67 @@ notes=()
 # --- a. resnet_v1_50, AMP, channels-last ---------------------------------------
 if [[ ,$PARTS, == *,resnet,* ]]; then
   # use_fp16 turns autocast on; mixed_precision picks its half type on CUDA.
+  # ROUNDS interleaved rounds (peer, then ours for each of INPUTS); each
+  # row is the median over the rounds, its label lists every round.
   for prec in ${PRECISIONS:-fp16 bf16}; do
-    echo "== resnet_v1_50 $prec: peer" >&2
-    measure "$TMP/peer_$prec.log" "$PYTHON" bench/gpu_peer_resnet50.py --precision "$prec" \
-      --batch-size "$BATCH" --steps "$STEPS" --warmup "$WARMUP"
-    peer_ips=$(sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p' "$TMP/peer_$prec.log")
-    peer_alloc=$(sed -n 's/.*max_memory_allocated_mib=\([0-9]*\).*/\1/p' "$TMP/peer_$prec.log")
-    peer_model=$(sed -n 's/.* model=\([a-z]*\).*/\1/p' "$TMP/peer_$prec.log")
-    [ "$rc" -eq 0 ] || peer_ips="failed (exit $rc)"
-    peer_peak=$peak
+    declare -A got=()
+    for ((round = 1; round <= ROUNDS; round++)); do
+      echo "== resnet_v1_50 $prec round $round: peer" >&2
+      measure "$TMP/peer_$prec.log" "$PYTHON" bench/gpu_peer_resnet50.py --precision "$prec" \
+        --batch-size "$BATCH" --steps "$STEPS" --warmup "$WARMUP"
+      ips=$(sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p' "$TMP/peer_$prec.log")
+      peer_alloc=$(sed -n 's/.*max_memory_allocated_mib=\([0-9]*\).*/\1/p' "$TMP/peer_$prec.log")
+      peer_model=$(sed -n 's/.* model=\([a-z]*\).*/\1/p' "$TMP/peer_$prec.log")
+      [ "$rc" -eq 0 ] || ips="failed(exit_$rc)"
+      got[peer_ips]+="${ips:-n/a} " got[peer_peak]+="$peak "
 
-    # Ours twice: the mock images through the input pipeline (made on the
-    # CPU, copied each step), then synthetic_device_inputs (one batch made
-    # on the GPU and reused, as the peer's): the step alone.
-    for input in pipeline device; do
-      extra=()
-      label="$prec NHWC b$BATCH"
-      if [ "$input" = device ]; then
-        extra=(--synthetic_device_inputs=True)
-        label="$label, synthetic_device_inputs"
-      fi
-      echo "== resnet_v1_50 $prec: ours ($input input)" >&2
-      # 16 batches prepared ahead (pageable memory, 2.5 GB): the mock images
-      # cost ~0.38 s of one core per batch (measured on a Xeon), so 4 ahead
-      # capped the input near 10 batches/s (docs/performance.md, "GPU").
-      measure "$TMP/ours_${prec}_$input.log" "${OURS_ENV[@]}" "$BIN/train_image_classifier" \
-        --dataset_name=mock --model_name=resnet_v1_50 --num_classes=1000 \
-        --batch_size="$BATCH" --optimizer=momentum --momentum=0.9 --learning_rate=0.01 \
-        --weight_decay=0.00004 --stop_at_step=$((WARMUP + STEPS)) --log_loss_every_n_iters="$LOG_EVERY" \
-        --data_format=NHWC --device=cuda --use_fp16=True --mixed_precision="$prec" \
-        --cudnn_benchmark=True --nproc_per_node=1 --prefetch_buffer_size=16 "${extra[@]}" ${OURS_ARGS:-}
-      # The last log lines (time per step, the share of it spent waiting for
-      # input) go to the progress output.
-      grep -E 'secs/step|Stopped at' "$TMP/ours_${prec}_$input.log" | tail -n 3 >&2 || true
-      # Seconds of the timed steps (global_step WARMUP+1 .. WARMUP+STEPS), from
-      # the log lines "[S secs/step, ...] ... global_step = N", S being the mean
-      # over the steps since the previous line (one every LOG_EVERY steps, so
-      # that the steps between them read nothing on the host, as in training).
-      secs=$(awk -v w="$WARMUP" '/global_step = / {
-          match($0, /global_step = [0-9]+/); n = substr($0, RSTART + 14, RLENGTH - 14) + 0
-          match($0, /\[[0-9.]+ secs\/step/); t = substr($0, RSTART + 1, RLENGTH - 11) + 0
-          if (n > w && prev >= w) s += t * (n - prev); prev = n } END { print s + 0 }' \
-        "$TMP/ours_${prec}_$input.log")
-      ours_ips=$(awk -v s="$secs" -v b="$BATCH" -v n="$STEPS" 'BEGIN {
-          if (s > 0) printf "%.2f", b * n / s; else print "n/a" }')
-      [ "$rc" -eq 0 ] || ours_ips="failed (exit $rc)"
-      [ "$rc" -eq 0 ] || peak="failed"
-
-      row "resnet_v1_50 $label: images/s (higher is better)" "$ours_ips" "$peer_ips"
-      row "resnet_v1_50 $label: peak GPU memory, nvidia-smi MiB (lower is better)" \
-        "$peak" "$peer_peak" "${peer_alloc:-n/a}"
+      # Ours: the mock images through the input pipeline (made on the CPU,
+      # copied each step), and/or synthetic_device_inputs (one batch made on
+      # the GPU and reused, as the peer's): the step alone.
+      for input in $INPUTS; do
+        extra=()
+        [ "$input" = device ] && extra=(--synthetic_device_inputs=True)
+        echo "== resnet_v1_50 $prec round $round: ours ($input input)" >&2
+        # 16 batches prepared ahead (pageable memory, 2.5 GB): the mock images
+        # cost ~0.38 s of one core per batch (measured on a Xeon), so 4 ahead
+        # capped the input near 10 batches/s (docs/performance.md, "GPU").
+        log=$TMP/ours_${prec}_$input.log
+        measure "$log" "${OURS_ENV[@]}" "$BIN/train_image_classifier" \
+          --dataset_name=mock --model_name=resnet_v1_50 --num_classes=1000 \
+          --batch_size="$BATCH" --optimizer=momentum --momentum=0.9 --learning_rate=0.01 \
+          --weight_decay=0.00004 --stop_at_step=$((WARMUP + STEPS)) --log_loss_every_n_iters="$LOG_EVERY" \
+          --data_format=NHWC --device=cuda --use_fp16=True --mixed_precision="$prec" \
+          --cudnn_benchmark=True --nproc_per_node=1 --prefetch_buffer_size=16 "${extra[@]}" ${OURS_ARGS:-}
+        # The last log lines (time per step, the share of it spent waiting for
+        # input) go to the progress output.
+        grep -E 'secs/step|Stopped at' "$log" | tail -n 3 >&2 || true
+        # Seconds of the timed steps (global_step WARMUP+1 .. WARMUP+STEPS), from
+        # the log lines "[S secs/step, ...] ... global_step = N", S being the mean
+        # over the steps since the previous line (one every LOG_EVERY steps, so
+        # that the steps between them read nothing on the host, as in training).
+        secs=$(awk -v w="$WARMUP" '/global_step = / {
+            match($0, /global_step = [0-9]+/); n = substr($0, RSTART + 14, RLENGTH - 14) + 0
+            match($0, /\[[0-9.]+ secs\/step/); t = substr($0, RSTART + 1, RLENGTH - 11) + 0
+            if (n > w && prev >= w) s += t * (n - prev); prev = n } END { print s + 0 }' "$log")
+        ips=$(awk -v s="$secs" -v b="$BATCH" -v n="$STEPS" 'BEGIN {
+            if (s > 0) printf "%.2f", b * n / s; else print "n/a" }')
+        [ "$rc" -eq 0 ] || { ips="failed(exit_$rc)"; peak="failed"; }
+        got[${input}_ips]+="$ips " got[${input}_peak]+="$peak "
+      done
     done
+    for input in $INPUTS; do
+      label="$prec NHWC b$BATCH"
+      [ "$input" = device ] && label="$label, synthetic_device_inputs"
+      rounds=""
+      if [ "$ROUNDS" -gt 1 ]; then
+        rounds=", median of $ROUNDS rounds (ours: ${got[${input}_ips]% }; peer: ${got[peer_ips]% })"
+      fi
+      row "resnet_v1_50 $label: images/s$rounds (higher is better)" \
+        "$(median ${got[${input}_ips]})" "$(median ${got[peer_ips]})"
+      row "resnet_v1_50 $label: peak GPU memory, nvidia-smi MiB (lower is better)" \
+        "$(median ${got[${input}_peak]})" "$(median ${got[peer_peak]})" "${peer_alloc:-n/a}"
+    done
+    unset got
   done
   notes+=("resnet: $STEPS timed steps after $WARMUP warm-up steps; ours: dataset_name=mock\
  (images made on the CPU by the input pipeline and copied each step; with synthetic_device_inputs\
