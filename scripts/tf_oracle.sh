@@ -2,11 +2,10 @@
 # TensorFlow as the oracle (issue 24): checks this port against real
 # TensorFlow and tf-slim in a project-local virtual environment with pinned
 # versions (tests/tf_oracle/requirements.txt, made on first use under
-# .cache/tf_oracle/ and reused while the pins are unchanged). uv (pinned,
-# from PyPI into .cache/) makes it: from uv's cache (hard links) a fresh
-# clone's environment takes seconds, where pip took ~100 s from pip's cache
-# on the Zen 3 (docs/performance.md). Not part of a user's first run:
-# .ci/run calls it.
+# .cache/tf_oracle/ by scripts/uv_venv.sh and reused while the pins are
+# unchanged): from uv's cache a fresh clone's environment takes seconds,
+# where pip took ~100 s from pip's cache on the Zen 3 (docs/performance.md).
+# Not part of a user's first run: .ci/run calls it.
 # Usage: scripts/tf_oracle.sh [--large | --all | NET ...]
 #   (no argument: 12 of the 16 tf-slim nets; --large: the ResNets v1/v2 of
 #   152 and 200 layers, the same blocks as the 50 and 101 checked by default
@@ -17,26 +16,8 @@
 # (tests/tf_oracle/preprocessing.py), then the file checks (tests/tf_oracle/files.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${FASTNN_ORACLE_PYTHON:-python3}
-req=tests/tf_oracle/requirements.txt
-key=$(sha256sum "$req" | cut -c1-12)
-venv=.cache/tf_oracle/venv-$key
-uv_version=0.13.9
-uv=.cache/uv-$uv_version/bin/uv
-if [ ! -x "$uv" ]; then
-  rm -rf .cache/uv-*
-  "$PYTHON" -m pip install -q --disable-pip-version-check --target ".cache/uv-$uv_version" \
-    "uv==$uv_version"
-fi
-if [ ! -x "$venv/bin/python" ]; then
-  echo "tf_oracle: making $venv (TensorFlow, tf-slim: about 1.6 GB)"
-  rm -rf .cache/tf_oracle
-  mkdir -p .cache/tf_oracle
-  # $PYTHON's own interpreter, never one uv would download.
-  UV_PYTHON_DOWNLOADS=never "$uv" venv -q --relocatable --python "$PYTHON" "$venv.tmp"
-  VIRTUAL_ENV=$venv.tmp "$uv" pip install -q -r "$req"
-  mv "$venv.tmp" "$venv"
-fi
+venv=$(PYTHON=${FASTNN_ORACLE_PYTHON:-python3} scripts/uv_venv.sh tf_oracle \
+  tests/tf_oracle/requirements.txt "TensorFlow, tf-slim: about 1.6 GB")
 # The C++ side: the binaries tests/tf_oracle/*.py run.
 scripts/setup.sh --tests tf_oracle_forward tf_oracle_optimizer train_image_classifier eval_image_classifier \
   convert_dataset >/dev/null

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The newest PyTorch from PyPI in a project-local, git-ignored environment
+# (bench/peer-requirements.txt, pinned; scripts/uv_venv.sh), for the
+# benchmarks' strongest peer. Prints its python. The first call downloads
+# about 5 GB (the CUDA wheel's NVIDIA libraries included); later ones take
+# seconds.
+# Usage: bench/peer_env.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=$(scripts/uv_venv.sh bench_peer bench/peer-requirements.txt \
+  "PyPI's newest torch and torchvision: about 5 GB, once")
+echo "$PWD/$venv/bin/python"
