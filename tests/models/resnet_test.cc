@@ -112,7 +112,8 @@ TEST(ResNet, V2VariableNamesAndShapes) {
 
 TEST(ResNet, StrideSitsOnConv2OfTheLastUnitOfEachBlock) {
   // resnet_v1_block/resnet_v2_block: stride 1 in every unit but the last;
-  // a strided conv2 runs VALID after conv2d_same's explicit padding.
+  // a strided conv2 is conv2d_same: (k - 1) / 2 = 1 zero on each side (the
+  // convolution's own padding), then VALID.
   for (const char* name : {"resnet_v1_50", "resnet_v2_50"}) {
     auto m = create(name, 10);
     const std::string unit =
@@ -129,8 +130,8 @@ TEST(ResNet, StrideSitsOnConv2OfTheLastUnitOfEachBlock) {
     const int last[] = {3, 4, 6, 3};
     for (int b = 1; b <= 4; ++b) {
       EXPECT_EQ(conv2_side(b, 1, 9), 9) << name << " block" << b;
-      // 10 = 8 padded by 1 + 1: VALID 3x3/2 gives 4; stride 1 SAME gives 10.
-      EXPECT_EQ(conv2_side(b, last[b - 1], 10), b < 4 ? 4 : 10) << name << " block" << b;
+      // 8 padded by 1 + 1 = 10: VALID 3x3/2 gives 4; stride 1 SAME gives 8.
+      EXPECT_EQ(conv2_side(b, last[b - 1], 8), b < 4 ? 4 : 8) << name << " block" << b;
     }
   }
 }
