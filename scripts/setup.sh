@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a job needs (only what is missing, so a second
 # run is quick) and builds into build/ with Ninja (+ ccache).
-# Usage: scripts/setup.sh [--no-build] [--tests] [--torch DIR] [TARGET ...]
+# Usage: scripts/setup.sh [--no-build] [--tests] [--torch DIR | --torch-pypi] [TARGET ...]
 #   TARGET ...   build only these CMake targets (the quickstart names its
 #                three binaries); default: everything
 #   --tests      also install what the tests need (GoogleTest, Open MPI,
@@ -13,6 +13,14 @@
 #                python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 #                instead of Debian's; Debian's libtorch-dev is then not
 #                installed. Same as CMAKE_PREFIX_PATH=DIR.
+#   --torch-pypi build against the CPU libraries of PyPI's newest torch
+#                wheel (scripts/torch-pypi-requirements.txt, pinned; made
+#                into .cache/torch_pypi/ by scripts/uv_venv.sh: about 5 GB
+#                downloaded once; the benchmarks' PyTorch peer uses it too) instead of Debian's LibTorch 1.13: faster
+#                training on CPUs (docs/performance.md), a build of C++20
+#                units against larger headers. The binaries find the wheel's
+#                libraries through their RUNPATH: keep .cache/ where it is.
+# Environment: BUILD_DIR (build), JOBS (2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,18 +28,24 @@ NO_BUILD=0
 TESTS=0
 TARGETS=()
 TORCH_DIR=${FASTNN_TORCH_DIR:-}
+TORCH_PYPI=0
 while (($#)); do
   case $1 in
     --no-build) NO_BUILD=1 ;;
     --tests) TESTS=1 ;;
     --torch) TORCH_DIR=${2:?--torch needs a directory}; shift ;;
     --torch=*) TORCH_DIR=${1#--torch=} ;;
-    -*) echo "setup: unknown argument $1 (usage: scripts/setup.sh [--no-build] [--tests] [--torch DIR] [TARGET ...])" >&2
+    --torch-pypi) TORCH_PYPI=1 ;;
+    -*) echo "setup: unknown argument $1 (usage: scripts/setup.sh [--no-build] [--tests] [--torch DIR | --torch-pypi] [TARGET ...])" >&2
        exit 2 ;;
     *) TARGETS+=("$1") ;;
   esac
   shift
 done
+if [ -n "$TORCH_DIR" ] && ((TORCH_PYPI)); then
+  echo "setup: --torch and --torch-pypi name two LibTorches: give one" >&2
+  exit 2
+fi
 if [ -n "$TORCH_DIR" ] && [ ! -d "$TORCH_DIR" ]; then
   echo "setup: --torch $TORCH_DIR is not a directory" >&2
   exit 2
@@ -60,6 +74,8 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   # Another LibTorch brings its own c10d (and Gloo).
   if [ -n "$TORCH_DIR" ] && { [ "$p" = libtorch-dev ] || [ "$p" = libgloo-dev ]; }; then continue; fi
+  # The wheel has no Gloo headers: Debian's libgloo-dev stays.
+  if ((TORCH_PYPI)) && [ "$p" = libtorch-dev ]; then continue; fi
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi
@@ -81,9 +97,16 @@ mkdir -p "$BUILD_DIR"
 # test leg, but two CMakes or Ninjas in one tree race on its files).
 exec 9>"$BUILD_DIR/.setup.lock"
 flock 9
-TORCH_ARGS=()
-if [ -n "$TORCH_DIR" ]; then TORCH_ARGS=(-DCMAKE_PREFIX_PATH="$(cd "$TORCH_DIR" && pwd)"); fi
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${TORCH_ARGS[@]:+"${TORCH_ARGS[@]}"} \
+# A build directory switches LibTorch when told to: FASTNN_TORCH_WHEEL is
+# always given (empty: not the wheel).
+TORCH_ARGS=(-DFASTNN_TORCH_WHEEL=)
+if [ -n "$TORCH_DIR" ]; then TORCH_ARGS+=(-DCMAKE_PREFIX_PATH="$(cd "$TORCH_DIR" && pwd)"); fi
+if ((TORCH_PYPI)); then
+  venv=$(scripts/uv_venv.sh torch_pypi scripts/torch-pypi-requirements.txt \
+    "PyPI's newest torch and torchvision: about 5 GB, once")
+  TORCH_ARGS=(-DFASTNN_TORCH_WHEEL="$PWD/$(echo "$venv"/lib/python3*/site-packages/torch)")
+fi
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${TORCH_ARGS[@]}" \
   >"$BUILD_DIR/configure.log" 2>&1 || { cat "$BUILD_DIR/configure.log"; exit 1; }
 grep -E 'ccache:|LibTorch:|GoogleTest' "$BUILD_DIR/configure.log" || true
 # Each LibTorch translation unit needs ~1.5 GB to compile; two jobs fit.

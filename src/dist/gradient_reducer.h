@@ -10,13 +10,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "src/dist/collective.h"
-
-namespace torch::autograd {
-struct Node;
-}  // namespace torch::autograd
 
 namespace fastnn::dist {
 
@@ -74,7 +71,11 @@ class GradientReducer {
   std::vector<torch::Tensor> views_;
   std::vector<bool> filled_;
   /// The gradient accumulators (kept alive, as DDP does) and hook keys.
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  // grad_accumulator's pointer: a shared_ptr<Node> in LibTorch 1.13 to 2.11,
+  // an intrusive_ptr<Node> in 2.15.
+  using AccumulatorPtr =
+      decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
+  std::vector<AccumulatorPtr> accumulators_;
   std::vector<uintptr_t> hook_keys_;
   std::mutex mu_;
   bool armed_ = false;

@@ -1,6 +1,7 @@
 #include "src/tools/tool_main.h"
 
 #include <c10/util/Exception.h>
+#include <torch/version.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -44,7 +45,9 @@ int tool_main(int argc, char** argv, const std::string& program, const std::stri
       return kExitOk;
     }
     if (args.version) {
-      std::cout << program << " " << FASTNN_VERSION << "\n";
+      // The LibTorch it was built against: Debian's (the default) or
+      // another (scripts/setup.sh --torch / --torch-pypi).
+      std::cout << program << " " << FASTNN_VERSION << " (LibTorch " << TORCH_VERSION << ")\n";
       return kExitOk;
     }
     for (const auto& warning : args.warnings) std::cerr << "warning: " << warning << "\n";
