@@ -76,6 +76,12 @@ datasets::PipelineOptions pipeline_options(const HParams& hp, const ModelAndData
 /// even one of each can start.
 int configure_threads(const HParams& hp, int pipelines = 1);
 
+/// Keeps the memory a training step frees for the next step's tensors
+/// instead of returning it to the kernel (glibc's mmap and trim
+/// thresholds, raised once; MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_
+/// or GLIBC_TUNABLES malloc settings in the environment win).
+void keep_freed_memory();
+
 /// The optimizer keys of `hp`: optimizer, with where it was set, and the
 /// hyperparameters of every row (opt_epsilon, momentum, adam_beta1, ...).
 optim::OptimizerOptions optimizer_options(const HParams& hp);

@@ -368,6 +368,7 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
   prepare_device(impl.device_options, impl.device);
   impl.autocast = choose_autocast(impl.device_options, impl.device);
   torch::manual_seed(static_cast<uint64_t>(hparams.seed));
+  keep_freed_memory();
   // Evaluation during training runs a second input pipeline.
   impl.intra_threads = configure_threads(hparams, evaluates_in_training(hparams) ? 2 : 1);
   impl.built = build(hparams, hparams.dataset_split_name);
