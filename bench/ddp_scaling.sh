@@ -14,8 +14,11 @@
 # Usage: bench/ddp_scaling.sh [STEPS=10] [PEER_MODELS="resnet50 resnet18"] ("" skips the peer)
 #        ROUNDS=3 interleaved repetitions; medians are reported.
 #        OURS_FLAGS="--tensor_fusion_max_bytes=..." adds flags to our runs.
+# PEER_PYTHON=pypi runs the peer on the newest PyTorch from PyPI (bench/peer_python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/peer_python.sh
+. bench/peer_python.sh
 STEPS=${1:-10}
 PEER_MODELS=${2-"resnet50 resnet18"}
 BIN=${BUILD_DIR:-build}/bin
@@ -33,7 +36,7 @@ median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END {
 spread() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s–%s", lo, hi }'; }
 eff() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.1f", 100 * b / (2 * a); else print 0 }'; }
 peer() {
-  /usr/bin/python3 "$PEER" "$1" "$2" 32 "$STEPS" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p'
+  "$PEER_PYTHON" "$PEER" "$1" "$2" 32 "$STEPS" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p'
 }
 
 # Ours: W workers joined through the coordinator (torchrun's variables);

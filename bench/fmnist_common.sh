@@ -10,8 +10,11 @@ trap 'rm -rf "$OUT"' EXIT
 
 # FMNIST_PEER=0: a benchmark of ours alone, no peer to check.
 if [ "${FMNIST_PEER:-1}" = 1 ]; then
-  command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c "import torch" 2>/dev/null || {
-    echo "bench: the peer needs Debian's PyTorch: apt-get install python3-torch" >&2; exit 2; }
+  "$PEER_PYTHON" -c "import torch" 2>/dev/null || {
+    echo "bench: the peer's Python ($PEER_PYTHON) has no PyTorch: apt-get install python3-torch" \
+      "(Debian's), or PEER_PYTHON=pypi" >&2
+    exit 2
+  }
 fi
 # convert_dataset refuses to overwrite: convert once.
 [ -f "$DATA/labels.txt" ] || "$BIN/convert_dataset" --dataset_name fashion_mnist \

@@ -12,15 +12,18 @@
 # averages when the recipe keeps them). The goal: >= 0.92 test accuracy in
 # less training time than the peer.
 # Usage: bench/fmnist_recipe_vs_pytorch.sh [PEER_EPOCHS=12] [CONFIG]
+# PEER_PYTHON=pypi runs the peer on the newest PyTorch from PyPI (bench/peer_python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/peer_python.sh
+. bench/peer_python.sh
 EPOCHS=${1:-12}
 CONFIG=${2:-configs/fashion_mnist_lenet.cfg}
 # shellcheck source=bench/fmnist_common.sh
 . bench/fmnist_common.sh
 
 echo "start: $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-peer=$(/usr/bin/python3 "$PEER" fmnist "$EPOCHS" 2 | tail -1)
+peer=$("$PEER_PYTHON" "$PEER" fmnist "$EPOCHS" 2 | tail -1)
 echo "peer: $peer"
 peer_ips=$(echo "$peer" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p')
 peer_acc=$(echo "$peer" | sed -n 's/.*test_acc=\([0-9.]*\).*/\1/p')

@@ -11,13 +11,16 @@
 # log line says which; the peer stays fp32).
 # Prints both images/sec, both test accuracies and the ratios.
 # Usage: bench/fmnist_vs_pytorch.sh [EPOCHS=1]
+# PEER_PYTHON=pypi runs the peer on the newest PyTorch from PyPI (bench/peer_python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/peer_python.sh
+. bench/peer_python.sh
 EPOCHS=${1:-1}
 # shellcheck source=bench/fmnist_common.sh
 . bench/fmnist_common.sh
 
-peer=$(/usr/bin/python3 "$PEER" fmnist "$EPOCHS" 2 | tail -1)
+peer=$("$PEER_PYTHON" "$PEER" fmnist "$EPOCHS" 2 | tail -1)
 echo "peer: $peer"
 steps=$((60000 / 128 * EPOCHS))
 peer_ips=$(echo "$peer" | sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p')

@@ -10,9 +10,12 @@
 # ours and tjbench are also given per CPU-second actually used, which stays
 # meaningful when other jobs take cores away; the 2-thread per-core
 # efficiency then predicts the speed-up on two free cores.
-# usage: bench/input_pipeline.sh   (env: BUILD_DIR N_JPEG N_PNG BENCH_SECONDS REPEAT)
+# usage: bench/input_pipeline.sh   (env: BUILD_DIR N_JPEG N_PNG BENCH_SECONDS REPEAT PEER_PYTHON:
+#        pypi runs the decode peer on the newest PyTorch from PyPI, bench/peer_python.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/peer_python.sh
+. bench/peer_python.sh
 BIN=${BUILD_DIR:-build}/bin
 PEER=${PEER:-../shared/bench/peer_pytorch.py}
 N_JPEG=${N_JPEG:-200}
@@ -65,7 +68,7 @@ for _ in $(seq "$REPEAT"); do
   o=$(bench "$WORK/png" cifarnet 32 2 "$SECS"); b2+=("$(field images_per_sec <<<"$o")"); b2c+=("$(field images_per_cpu_sec <<<"$o")")
   o=$(bench "$WORK/png" cifarnet 32 1 "$SECS" cached); bcached+=("$(field images_per_sec <<<"$o")")
 done
-peer=$(/usr/bin/python3 "$PEER" decode "$WORK/jpeg" "$N_JPEG" | tail -1)
+peer=$("$PEER_PYTHON" "$PEER" decode "$WORK/jpeg" "$N_JPEG" | tail -1)
 P=$(field images_per_sec_one_core <<<"$peer")
 
 A1=$(max "${a1[@]}"); A1C=$(max "${a1c[@]}"); A2=$(max "${a2[@]}"); A2C=$(max "${a2c[@]}")

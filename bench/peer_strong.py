@@ -134,8 +134,11 @@ def fmnist(epochs, threads, variant):
         for i in range(0, n - bs + 1, bs):
             idx = perm[i:i + bs]
             opt.zero_grad()
+            xb = xtr[idx]
+            if "channels_last" in variant:
+                xb = xb.contiguous(memory_format=torch.channels_last)
             with autocast():
-                loss = lossf(m(xtr[idx]), ytr[idx])
+                loss = lossf(m(xb), ytr[idx])
             loss.backward()
             opt.step()
             seen += bs

@@ -9,15 +9,18 @@
 # Peer: ../shared/bench/peer_pytorch.py train resnet50 32 STEPS 2
 #       (torchvision resnet50, SGD momentum, weight decay, random tensors)
 # Usage: bench/resnet50_vs_pytorch.sh [STEPS=5]
+# PEER_PYTHON=pypi runs the peer on the newest PyTorch from PyPI (bench/peer_python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/peer_python.sh
+. bench/peer_python.sh
 STEPS=${1:-5}
 BIN=${BUILD_DIR:-build}/bin
 PEER=${PEER:-../shared/bench/peer_pytorch.py}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-/usr/bin/time -f "%M" -o "$OUT/peer.rss" /usr/bin/python3 "$PEER" train resnet50 32 "$STEPS" 2 \
+/usr/bin/time -f "%M" -o "$OUT/peer.rss" "$PEER_PYTHON" "$PEER" train resnet50 32 "$STEPS" 2 \
   > "$OUT/peer.txt"
 peer_ips=$(sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p' "$OUT/peer.txt")
 peer_mb=$(( $(cat "$OUT/peer.rss") / 1024 ))

@@ -17,10 +17,16 @@
 #          batch 32, 2 warm-up steps then RESNET_STEPS timed steps, THREADS
 #          threads: peer_strong.py train resnet50 (torchvision); ours as
 #          bench/resnet50_vs_pytorch.sh, NCHW and NHWC.
+# Ours runs once per build: BUILD_DIR's (LibTorch 1.13 from Debian, the
+# default) and, when WHEEL_BUILD_DIR has one, the build against PyPI's
+# LibTorch (scripts/setup.sh --torch-pypi, build-pypi/).
 #
 # Usage: bench/strongest_peer.sh [ROUNDS=3]
 # Environment: PARTS (lenet,resnet), EPOCHS (1), RESNET_STEPS (5), THREADS (2),
-#   BUILD_DIR (build), PYPI_PYTHON (default: bench/peer_env.sh's, made on
+#   LENET_VARIANTS (eager channels_last compile channels_last+compile bf16),
+#   RESNET_VARIANTS (eager channels_last channels_last+compile bf16): the
+#   PyPI peer's variants (the Debian peer runs eager),
+#   BUILD_DIR (build), WHEEL_BUILD_DIR (build-pypi; "" for none), PYPI_PYTHON (default: bench/peer_env.sh's, made on
 #   first use: ~5 GB once), DEBIAN_PYTHON (/usr/bin/python3; needs
 #   python3-torch python3-torchvision).
 # Prints a markdown table per workload and writes them to
@@ -32,7 +38,11 @@ PARTS=${PARTS:-lenet,resnet}
 EPOCHS=${EPOCHS:-1}
 RESNET_STEPS=${RESNET_STEPS:-5}
 THREADS=${THREADS:-2}
+LENET_VARIANTS=${LENET_VARIANTS:-eager channels_last compile channels_last+compile bf16}
+RESNET_VARIANTS=${RESNET_VARIANTS:-eager channels_last channels_last+compile bf16}
 BIN=${BUILD_DIR:-build}/bin
+WHEEL_BIN=${WHEEL_BUILD_DIR-build-pypi}/bin
+[ -n "${WHEEL_BUILD_DIR-build-pypi}" ] && [ -x "$WHEEL_BIN/train_image_classifier" ] || WHEEL_BIN=""
 DEBIAN_PYTHON=${DEBIAN_PYTHON:-/usr/bin/python3}
 PYPI_PYTHON=${PYPI_PYTHON:-$(bench/peer_env.sh)}
 DATA=data/fashion_mnist
@@ -70,8 +80,9 @@ entry() {
   else
     out=$(sed -n 's/.*images_per_sec[=":]* *\([0-9.]*\).*/\1/p' "$log" | tail -n 1)
     [ -n "$out" ] || out=$(ours_ips "$log")
+    if [[ $out =~ ^[0-9]+(\.[0-9]+)?$ ]]; then out=$(printf '%.2f' "$out"); fi
     local extra
-    extra=$(grep -o 'test_acc=[0-9.]*\|compile_secs=[0-9.]*\|torch=[^ ]*' "$log" | tr '\n' ' ')
+    extra=$(grep -o 'test_acc=[0-9.]*\|compile_secs=[0-9.]*\|torch=[^ ]*' "$log" | tr '\n' ' ' || true)
     [ -n "$extra" ] && notes[$name]=$extra
   fi
   echo "   $out" >&2
@@ -92,17 +103,26 @@ median() {
     m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "%.2f\n", m }'
 }
 
-ours_lenet() {  # FP16
+# The LibTorch a build links, for the entries' names.
+libtorch_of() {
+  "$1/train_image_classifier" --version 2>/dev/null | sed -n 's/.*LibTorch \([0-9.]*\).*/\1/p' | head -1
+}
+
+ours_lenet() {  # BIN FP16
+  local bin=$1
+  shift
   rm -rf "$TMP/run_lenet"
-  "$BIN/train_image_classifier" --config configs/fashion_mnist_momentum.cfg --dataset_dir="$DATA" \
+  "$bin/train_image_classifier" --config configs/fashion_mnist_momentum.cfg --dataset_dir="$DATA" \
     --train_dir="$TMP/run_lenet" --batch_size=128 --learning_rate=0.02 --use_fp16="$1" \
     --num_epochs_per_decay=1 --stop_at_step=$((60000 / 128 * EPOCHS)) --log_loss_every_n_iters=0 \
     --intra_op_parallelism_threads="$THREADS" &&
     sed -n 's/.*"images_per_sec": \([0-9.]*\).*/images_per_sec=\1/p' "$TMP/run_lenet/metrics.json"
 }
 
-ours_resnet() {  # LAYOUT
-  "$BIN/train_image_classifier" --dataset_name=mock --model_name=resnet_v1_50 --num_classes=1000 \
+ours_resnet() {  # BIN LAYOUT
+  local bin=$1
+  shift
+  "$bin/train_image_classifier" --dataset_name=mock --model_name=resnet_v1_50 --num_classes=1000 \
     --batch_size=32 --optimizer=momentum --learning_rate=0.01 --weight_decay=0.00004 \
     --stop_at_step=$((RESNET_STEPS + 2)) --log_loss_every_n_iters=1 --use_fp16=False \
     --data_format="$1" --intra_op_parallelism_threads="$THREADS" --num_preprocessing_threads=1 \
@@ -120,28 +140,38 @@ if [[ ,$PARTS, == *,lenet,* ]] && [ ! -f "$DATA/labels.txt" ]; then
   "$BIN/convert_dataset" --dataset_name fashion_mnist --input /usr/share/datasets/fashion-mnist \
     --dataset_dir "$DATA" >/dev/null
 fi
+declare -A lt=()
+for b in "$BIN" $WHEEL_BIN; do lt[$b]=$(libtorch_of "$b"); lt[$b]=${lt[$b]:-?}; done
 loads=()
 for ((round = 1; round <= ROUNDS; round++)); do
   loads+=("round $round: load $(cut -d' ' -f1-3 /proc/loadavg)")
   echo "== round $round of $ROUNDS (${loads[-1]})" >&2
   if [[ ,$PARTS, == *,lenet,* ]]; then
-    for v in eager compile bf16; do
-      [ "$v" = eager ] && entry "lenet: peer, Debian 1.13, eager" \
-        "$DEBIAN_PYTHON" bench/peer_strong.py fmnist "$EPOCHS" "$THREADS" eager
+    for v in $LENET_VARIANTS; do
+      if [ "$v" = eager ]; then
+        entry "lenet: peer, Debian 1.13, eager" \
+          "$DEBIAN_PYTHON" bench/peer_strong.py fmnist "$EPOCHS" "$THREADS" eager
+      fi
       entry "lenet: peer, PyPI, $v" "$PYPI_PYTHON" bench/peer_strong.py fmnist "$EPOCHS" "$THREADS" "$v"
     done
-    entry "lenet: ours, fp32" ours_lenet False
-    [ "$BF16" = 1 ] && entry "lenet: ours, use_fp16 (bf16)" ours_lenet True
+    for b in "$BIN" $WHEEL_BIN; do
+      entry "lenet: ours, LibTorch ${lt[$b]}, fp32" ours_lenet "$b" False
+      if [ "$BF16" = 1 ]; then
+        entry "lenet: ours, LibTorch ${lt[$b]}, use_fp16 (bf16)" ours_lenet "$b" True
+      fi
+    done
   fi
   if [[ ,$PARTS, == *,resnet,* ]]; then
     entry "resnet: peer, Debian 1.13, eager" \
       "$DEBIAN_PYTHON" bench/peer_strong.py train resnet50 32 "$RESNET_STEPS" "$THREADS" eager
-    for v in eager channels_last channels_last+compile bf16; do
+    for v in $RESNET_VARIANTS; do
       entry "resnet: peer, PyPI, $v" \
         "$PYPI_PYTHON" bench/peer_strong.py train resnet50 32 "$RESNET_STEPS" "$THREADS" "$v"
     done
-    entry "resnet: ours, NCHW" ours_resnet NCHW
-    entry "resnet: ours, NHWC" ours_resnet NHWC
+    for b in "$BIN" $WHEEL_BIN; do
+      entry "resnet: ours, LibTorch ${lt[$b]}, NCHW" ours_resnet "$b" NCHW
+      entry "resnet: ours, LibTorch ${lt[$b]}, NHWC" ours_resnet "$b" NHWC
+    done
   fi
 done
 

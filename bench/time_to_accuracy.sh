@@ -22,8 +22,11 @@
 # Usage: bench/time_to_accuracy.sh [TARGET=0.92] [MAX_EPOCHS=20]
 #        ROUNDS=3 interleaved rounds; CONFIG=configs/fashion_mnist_lenet.cfg;
 #        OURS_FLAGS="--key=value ..." adds flags to our runs.
+# PEER_PYTHON=pypi runs the peer on the newest PyTorch from PyPI (bench/peer_python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/peer_python.sh
+. bench/peer_python.sh
 TARGET=${1:-0.92}
 MAX_EPOCHS=${2:-20}
 ROUNDS=${ROUNDS:-3}
@@ -55,7 +58,7 @@ echo "target: test accuracy >= $TARGET within $MAX_EPOCHS epochs; $ROUNDS interl
 peer_secs="" ours_secs="" peer_hits=0 ours_hits=0
 for ((round = 1; round <= ROUNDS; ++round)); do
   echo "round $round: load average $(load)"
-  peer=$(/usr/bin/python3 "$PEER" fmnist_tta "$TARGET" "$MAX_EPOCHS" 2 | tail -1)
+  peer=$("$PEER_PYTHON" "$PEER" fmnist_tta "$TARGET" "$MAX_EPOCHS" 2 | tail -1)
   echo "  peer: $peer"
   peer_secs+="$(echo "$peer" | field train_seconds) "
   [ "$(echo "$peer" | field reached)" = 1 ] && peer_hits=$((peer_hits + 1))
