@@ -20,6 +20,8 @@
 #                training on CPUs (docs/performance.md), a build of C++20
 #                units against larger headers. The binaries find the wheel's
 #                libraries through their RUNPATH: keep .cache/ where it is.
+#                FASTNN_TORCH_PYPI=1 in the environment does the same for
+#                every script that calls this one (quickstart, tests).
 # Environment: BUILD_DIR (build), JOBS (2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +30,7 @@ NO_BUILD=0
 TESTS=0
 TARGETS=()
 TORCH_DIR=${FASTNN_TORCH_DIR:-}
-TORCH_PYPI=0
+TORCH_PYPI=${FASTNN_TORCH_PYPI:-0}
 while (($#)); do
   case $1 in
     --no-build) NO_BUILD=1 ;;
