@@ -1,7 +1,7 @@
 # Sourced by the Fashion-MNIST benchmarks (bench/fmnist_*.sh), from the
 # repository's root: BIN, PEER, DATA (converted once), OUT (a temporary
 # directory removed on exit), and the check that the peer's PyTorch is there
-# (unless FMNIST_PEER=0).
+# (unless FMNIST_PEER=0), with PEER_PYTHON (bench/peer_python.sh).
 BIN=${BUILD_DIR:-build}/bin
 PEER=${PEER:-../shared/bench/peer_pytorch.py}
 DATA=data/fashion_mnist
@@ -10,6 +10,8 @@ trap 'rm -rf "$OUT"' EXIT
 
 # FMNIST_PEER=0: a benchmark of ours alone, no peer to check.
 if [ "${FMNIST_PEER:-1}" = 1 ]; then
+  # shellcheck source=bench/peer_python.sh
+  . bench/peer_python.sh
   "$PEER_PYTHON" -c "import torch" 2>/dev/null || {
     echo "bench: the peer's Python ($PEER_PYTHON) has no PyTorch: apt-get install python3-torch" \
       "(Debian's), or PEER_PYTHON=pypi" >&2

@@ -15,8 +15,6 @@
 # PEER_PYTHON=pypi runs the peer on the newest PyTorch from PyPI (bench/peer_python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=bench/peer_python.sh
-. bench/peer_python.sh
 EPOCHS=${1:-12}
 CONFIG=${2:-configs/fashion_mnist_lenet.cfg}
 # shellcheck source=bench/fmnist_common.sh

@@ -14,8 +14,6 @@
 # PEER_PYTHON=pypi runs the peer on the newest PyTorch from PyPI (bench/peer_python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=bench/peer_python.sh
-. bench/peer_python.sh
 EPOCHS=${1:-1}
 # shellcheck source=bench/fmnist_common.sh
 . bench/fmnist_common.sh

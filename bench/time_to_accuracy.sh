@@ -25,8 +25,6 @@
 # PEER_PYTHON=pypi runs the peer on the newest PyTorch from PyPI (bench/peer_python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# shellcheck source=bench/peer_python.sh
-. bench/peer_python.sh
 TARGET=${1:-0.92}
 MAX_EPOCHS=${2:-20}
 ROUNDS=${ROUNDS:-3}
