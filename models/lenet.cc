@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "models/lenet_kernels.h"
+
 namespace fastnn::models {
 
 LeNetImpl::LeNetImpl(const ModelOptions& options) : ClassifierImpl("LeNet") {
@@ -13,6 +15,7 @@ LeNetImpl::LeNetImpl(const ModelOptions& options) : ClassifierImpl("LeNet") {
   fc3_ = register_module("fc3", nn::Linear(pooled * pooled * 64, 1024));
   dropout3_ = register_module("dropout3", nn::Dropout(1.0 - options.dropout_keep_prob));
   fc4_ = register_module("fc4", nn::Linear(1024, options.num_classes));
+  fused_ = options.in_channels == 1;
   for (auto& p : named_parameters()) {
     if (p.key().find("weight") != std::string::npos) {
       truncated_normal_(p.value(), 0.1);
@@ -24,8 +27,16 @@ LeNetImpl::LeNetImpl(const ModelOptions& options) : ClassifierImpl("LeNet") {
 }
 
 ModelOutput LeNetImpl::forward(torch::Tensor x) {
-  x = torch::max_pool2d(torch::relu(conv1_->forward(x)), 2, 2);
-  x = torch::max_pool2d(torch::relu(conv2_->forward(x)), 2, 2);
+  if (fused_ && x.size(1) == 1 && x.size(2) % 4 == 0 && x.size(3) % 4 == 0 &&
+      fused_kernels_apply(x)) {
+    // The same values by fused CPU kernels (models/lenet_kernels.h); the
+    // second block's output is channels-last, so the flatten below is a view.
+    x = conv5x5_relu_maxpool(x, conv1_->weight, conv1_->bias);
+    x = relu_maxpool_channels_last(conv2_->forward(x));
+  } else {
+    x = torch::max_pool2d(torch::relu(conv1_->forward(x)), 2, 2);
+    x = torch::max_pool2d(torch::relu(conv2_->forward(x)), 2, 2);
+  }
   // Flattened in TF-slim's order (NHWC: height, width, channel), so that
   // fc3's rows are TensorFlow's (the TensorFlow oracle, docs/design.md).
   x = torch::relu(fc3_->forward(x.permute({0, 2, 3, 1}).flatten(1)));

@@ -5,7 +5,9 @@
 //
 // Variables (arg_scope: truncated_normal(0.1) weights, zero biases, L2 on
 // conv and fc weights): LeNet/conv1/{weights,biases}, LeNet/conv2/...,
-// LeNet/fc3/..., LeNet/fc4/... . Flattening is in NCHW order.
+// LeNet/fc3/..., LeNet/fc4/... . Flattening is in TF-slim's order (NHWC).
+// On a CPU, grayscale input runs both conv/ReLU/pool blocks through fused
+// kernels (models/lenet_kernels.h).
 #pragma once
 
 #include <torch/nn/modules/conv.h>
@@ -26,6 +28,7 @@ class LeNetImpl : public ClassifierImpl {
   torch::nn::Linear fc3_{nullptr}, fc4_{nullptr};
   torch::nn::Dropout dropout3_{nullptr};
   int64_t image_size_ = 28;
+  bool fused_ = false;
 };
 
 }  // namespace fastnn::models

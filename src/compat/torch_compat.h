@@ -54,6 +54,15 @@ inline void set_cpu_autocast(bool enabled, at::ScalarType dtype = at::kBFloat16)
   set_autocast(c10::DeviceType::CPU, enabled, dtype);
 }
 
+/// Whether CPU autocast is on for this thread.
+inline bool cpu_autocast_enabled() {
+#if FASTNN_TORCH_AT_LEAST(2, 6)
+  return at::autocast::is_autocast_enabled(c10::DeviceType::CPU);
+#else
+  return at::autocast::is_cpu_enabled();
+#endif
+}
+
 /// The fused multi-tensor kernels (_foreach_*) serve CUDA tensors where
 /// this LibTorch has every one the step uses (2.6 is the oldest checked).
 /// CPU tensors keep their per-tensor loops: the same arithmetic element by
