@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <torch/autograd.h>
 #include <torch/csrc/jit/frontend/tracer.h>
 
@@ -331,6 +332,7 @@ at::Tensor conv5x5_relu_maxpool(const at::Tensor& x, const at::Tensor& weight,
                   weight.size(2) == kSide && weight.size(3) == kSide,
               "conv5x5_relu_maxpool: weight must be (C, 1, 5, 5) with C a multiple of 8, got ",
               weight.sizes());
+  RECORD_FUNCTION("fastnn::conv5x5_relu_maxpool", std::vector<c10::IValue>({x}));
   return ConvReluMaxPool::apply(x, weight, bias);
 }
 
@@ -339,6 +341,7 @@ at::Tensor relu_maxpool_channels_last(const at::Tensor& x) {
               "relu_maxpool_channels_last: input must be (N, C, H, W) with C a multiple of 8 and H "
               "and W even, got ",
               x.sizes());
+  RECORD_FUNCTION("fastnn::relu_maxpool_channels_last", std::vector<c10::IValue>({x}));
   return ReluMaxPoolChannelsLast::apply(x);
 }
 
