@@ -15,7 +15,6 @@ LeNetImpl::LeNetImpl(const ModelOptions& options) : ClassifierImpl("LeNet") {
   fc3_ = register_module("fc3", nn::Linear(pooled * pooled * 64, 1024));
   dropout3_ = register_module("dropout3", nn::Dropout(1.0 - options.dropout_keep_prob));
   fc4_ = register_module("fc4", nn::Linear(1024, options.num_classes));
-  fused_ = options.in_channels == 1;
   for (auto& p : named_parameters()) {
     if (p.key().find("weight") != std::string::npos) {
       truncated_normal_(p.value(), 0.1);
@@ -27,8 +26,7 @@ LeNetImpl::LeNetImpl(const ModelOptions& options) : ClassifierImpl("LeNet") {
 }
 
 ModelOutput LeNetImpl::forward(torch::Tensor x) {
-  if (fused_ && x.size(1) == 1 && x.size(2) % 4 == 0 && x.size(3) % 4 == 0 &&
-      fused_kernels_apply(x)) {
+  if (x.size(1) == 1 && x.size(2) % 4 == 0 && x.size(3) % 4 == 0 && fused_kernels_apply(x)) {
     // The same values by fused CPU kernels (models/lenet_kernels.h); the
     // second block's output is channels-last, so the flatten below is a view.
     x = conv5x5_relu_maxpool(x, conv1_->weight, conv1_->bias);

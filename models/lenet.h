@@ -28,7 +28,6 @@ class LeNetImpl : public ClassifierImpl {
   torch::nn::Linear fc3_{nullptr}, fc4_{nullptr};
   torch::nn::Dropout dropout3_{nullptr};
   int64_t image_size_ = 28;
-  bool fused_ = false;
 };
 
 }  // namespace fastnn::models
