@@ -21,3 +21,9 @@ fi
 # convert_dataset refuses to overwrite: convert once.
 [ -f "$DATA/labels.txt" ] || "$BIN/convert_dataset" --dataset_name fashion_mnist \
   --input /usr/share/datasets/fashion-mnist --dataset_dir "$DATA" >/dev/null
+
+# For the scripts that interleave rounds: the load average, and the median of
+# a space-separated list on stdin (0 when empty).
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END {
+  if (NR == 0) { print 0; exit } if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

@@ -13,7 +13,7 @@
 # less training time than the peer. ROUNDS interleaved rounds (the peer,
 # then ours); the medians are compared, every round's figures printed.
 # Usage: bench/fmnist_recipe_vs_pytorch.sh [PEER_EPOCHS=12] [CONFIG]
-#        ROUNDS=3 interleaved rounds (about 17 minutes each on a 2-core Zen 3).
+#        ROUNDS=3 interleaved rounds (about 20 minutes each on a 2-core Zen 3).
 # PEER_PYTHON=pypi runs the peer on the newest PyTorch from PyPI (bench/peer_python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,9 +23,6 @@ ROUNDS=${ROUNDS:-3}
 # shellcheck source=bench/fmnist_common.sh
 . bench/fmnist_common.sh
 
-load() { cut -d' ' -f1-3 /proc/loadavg; }
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END {
-  if (NR == 0) { print 0; exit } if (NR % 2) print v[(NR + 1) / 2]; else printf "%.4f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 json() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" "$OUT/run/metrics.json" | head -1; }
 
 echo "start: $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(load)"

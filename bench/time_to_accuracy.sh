@@ -40,10 +40,7 @@ grep -qE '^(num_epochs|stop_at_step) *=' "$CONFIG" || LENGTH=(--stop_at_step=$((
 # shellcheck source=bench/fmnist_common.sh
 . bench/fmnist_common.sh
 
-load() { cut -d' ' -f1-3 /proc/loadavg; }
 busy() { ps -eo pcpu=,comm= | awk '$1 > 15 { printf "%s(%s%%) ", $2, $1 }'; }
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END {
-  if (NR == 0) { print 0; exit } if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 field() { sed -n "s/\(^\|.* \)$1=\([0-9.]*\).*/\2/p"; }
 
 echo "start: $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(load)"
