@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch peer of bench/gpu_vs_pytorch.sh: ResNet-50 training on one GPU.
 
-What a PyTorch user would run instead of train_image_classifier: eager mode,
+What a PyTorch user would run instead of train_image_classifier: eager mode
+(or, with --compile, the model under torch.compile: inductor, Triton kernels),
 channels_last, torch.autocast (fp16 with a GradScaler, or bf16), SGD with
 momentum 0.9, synthetic images and labels made once on the GPU. The warm-up
 steps are not timed. Runs on torch 2.0 and newer (torch.autocast since 1.10;
@@ -11,8 +12,10 @@ imports, else the same network defined below (ResNet-50 v1.5: bottlenecks
 
 Usage: bench/gpu_peer_resnet50.py [--precision fp16|bf16|fp32] [--batch-size 256]
            [--steps 50] [--warmup 10] [--image-size 224] [--no-cudnn-benchmark]
-           [--profile-steps N]
+           [--profile-steps N] [--compile [MODE]]
 Prints one line: peer_gpu_resnet50 ... images_per_sec=X max_memory_allocated_mib=Y
+compile_secs=Z (the first step alone, where torch.compile compiles; 0 in eager
+mode; the warm-up steps, this one included, are never timed).
 With --profile-steps, N more steps under torch.profiler afterwards, and the
 same table as our FASTNN_PROFILE_STEPS (docs/performance.md, "Profiling a
 step"): wall and CUDA kernel time per step, the kernels by total time.
@@ -132,13 +135,16 @@ def main():
     p.add_argument("--precision", choices=("fp16", "bf16", "fp32"), default="fp16")
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--steps", type=int, default=50, help="timed steps")
-    p.add_argument("--warmup", type=int, default=10, help="untimed steps first")
+    p.add_argument("--warmup", type=int, default=10, help="untimed steps first (at least one)")
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--num-classes", type=int, default=1000)
     p.add_argument("--no-cudnn-benchmark", action="store_true",
                    help="leave cudnn.benchmark off (PyTorch's default)")
     p.add_argument("--profile-steps", type=int, default=0,
                    help="then profile this many more steps (torch.profiler)")
+    p.add_argument("--compile", nargs="?", const="default", default=None, metavar="MODE",
+                   help="torch.compile the model (MODE: default, reduce-overhead, "
+                        "max-autotune...; inductor's kernel cache is reused across runs)")
     a = p.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("gpu_peer_resnet50: no CUDA device")
@@ -148,6 +154,10 @@ def main():
 
     model, source = make_model(a.num_classes)
     model = model.to(dev, memory_format=torch.channels_last).train()
+    if a.compile:
+        if not hasattr(torch, "compile"):
+            raise SystemExit("gpu_peer_resnet50: --compile needs torch 2.0 or newer")
+        model = torch.compile(model, mode=None if a.compile == "default" else a.compile)
     # TF-slim's weight decay of bench/resnet50_vs_pytorch.sh.
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=4e-5)
     loss_fn = nn.CrossEntropyLoss()
@@ -166,7 +176,12 @@ def main():
         scaler.step(opt)
         scaler.update()
 
-    for _ in range(a.warmup):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    step()  # compiles, with --compile
+    torch.cuda.synchronize()
+    compile_secs = time.perf_counter() - t0 if a.compile else 0.0
+    for _ in range(a.warmup - 1):
         step()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -180,8 +195,9 @@ def main():
           f"steps={a.steps} warmup={a.warmup} cudnn_benchmark={torch.backends.cudnn.benchmark} "
           f"tf32_matmul={torch.backends.cuda.matmul.allow_tf32} "
           f"tf32_cudnn={torch.backends.cudnn.allow_tf32} "
+          f"compile={a.compile or 'off'} "
           f"torch={torch.__version__} images_per_sec={a.batch_size * a.steps / secs:.2f} "
-          f"max_memory_allocated_mib={mib:.0f}", flush=True)
+          f"max_memory_allocated_mib={mib:.0f} compile_secs={compile_secs:.1f}", flush=True)
     if a.profile_steps > 0:
         profile(step, a.profile_steps)
 

@@ -7,7 +7,8 @@
 #     with synthetic_device_inputs (one batch made on the GPU and reused, as
 #     the peer's: the step alone). Peer: bench/gpu_peer_resnet50.py (eager
 #     PyTorch, channels_last, autocast, SGD momentum 0.9, images already on the
-#     GPU, cudnn.benchmark on as ours with --cudnn_benchmark=True; TF32 at
+#     GPU, cudnn.benchmark on as ours with --cudnn_benchmark=True, and the
+#     same under torch.compile (PEER_VARIANTS); TF32 at
 #     PyTorch's defaults in both: matmuls off, cuDNN on). Peak memory of both: nvidia-smi's
 #     used_memory of the process, polled every 0.2 s; the peer's
 #     torch.cuda.max_memory_allocated() is an extra column.
@@ -33,7 +34,10 @@
 #   OURS_ARGS (extra trainer flags for ours, e.g. --num_preprocessing_threads=14),
 #   PRECISIONS ("fp16 bf16"), ROUNDS (1: interleaved rounds of the resnet
 #   part, medians reported), INPUTS ("pipeline device": ours through the
-#   input pipeline and/or with synthetic_device_inputs),
+#   input pipeline and/or with synthetic_device_inputs), PEER_VARIANTS
+#   ("eager compile": the peer as it is, and its model under torch.compile,
+#   inductor's default mode; "compile:max-autotune" names a mode; each row
+#   is against each variant, the fastest by median marked the strongest),
 #   BUILD_DIR (build-gpu), PYTHON (python3), PEER (../shared/bench/peer_pytorch.py,
 #   else shared/bench/peer_pytorch.py), PEER_FMNIST_EPOCHS (12: the peer's net
 #   reaches ~0.92 there), PEER_THREADS (nproc), FMNIST_RAW (the IDX files;
@@ -47,6 +51,7 @@ BATCH=${BATCH:-256}
 PARTS=${PARTS:-resnet,fmnist,allreduce}
 ROUNDS=${ROUNDS:-1}
 INPUTS=${INPUTS:-pipeline device}
+PEER_VARIANTS=${PEER_VARIANTS:-eager compile}
 # Our log line every LOG_EVERY steps (WARMUP and STEPS multiples of it).
 LOG_EVERY=${LOG_EVERY:-10}
 if ((WARMUP % LOG_EVERY || STEPS % LOG_EVERY)); then
@@ -165,14 +170,32 @@ if [[ ,$PARTS, == *,resnet,* ]]; then
   for prec in ${PRECISIONS:-fp16 bf16}; do
     declare -A got=()
     for ((round = 1; round <= ROUNDS; round++)); do
-      echo "== resnet_v1_50 $prec round $round: peer" >&2
-      measure "$TMP/peer_$prec.log" "$PYTHON" bench/gpu_peer_resnet50.py --precision "$prec" \
-        --batch-size "$BATCH" --steps "$STEPS" --warmup "$WARMUP"
-      ips=$(sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p' "$TMP/peer_$prec.log")
-      peer_alloc=$(sed -n 's/.*max_memory_allocated_mib=\([0-9]*\).*/\1/p' "$TMP/peer_$prec.log")
-      peer_model=$(sed -n 's/.* model=\([a-z]*\).*/\1/p' "$TMP/peer_$prec.log")
-      [ "$rc" -eq 0 ] || ips="failed(exit_$rc)"
-      got[peer_ips]+="${ips:-n/a} " got[peer_peak]+="$peak "
+      # Each peer variant (PEER_VARIANTS): eager, and compile (the model
+      # under torch.compile; its first step compiles, never timed).
+      for variant in $PEER_VARIANTS; do
+        echo "== resnet_v1_50 $prec round $round: peer ($variant)" >&2
+        vargs=()
+        case $variant in
+          eager) ;;
+          compile) vargs=(--compile) ;;
+          compile:*) vargs=(--compile "${variant#compile:}") ;;
+          *) echo "bench: unknown PEER_VARIANTS entry '$variant'" >&2; exit 2 ;;
+        esac
+        plog=$TMP/peer_${prec}_${variant//[^a-z0-9]/_}.log
+        measure "$plog" "$PYTHON" bench/gpu_peer_resnet50.py --precision "$prec" \
+          --batch-size "$BATCH" --steps "$STEPS" --warmup "$WARMUP" "${vargs[@]}"
+        ips=$(sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p' "$plog")
+        alloc=$(sed -n 's/.*max_memory_allocated_mib=\([0-9]*\).*/\1/p' "$plog")
+        csecs=$(sed -n 's/.*compile_secs=\([0-9.]*\).*/\1/p' "$plog")
+        peer_model=$(sed -n 's/.* model=\([a-z]*\).*/\1/p' "$plog")
+        [ "$rc" -eq 0 ] || ips="failed(exit_$rc)"
+        # The figures go to the progress output as they come (a run cut
+        # short by a time bound keeps them).
+        echo "   peer $variant $prec round $round: images/s ${ips:-n/a}, peak $peak MiB," \
+          "max_memory_allocated ${alloc:-n/a} MiB, compile ${csecs:-n/a} s" >&2
+        got[peer_${variant}_ips]+="${ips:-n/a} " got[peer_${variant}_peak]+="$peak "
+        got[peer_${variant}_alloc]=${alloc:-n/a} got[peer_${variant}_csecs]+="${csecs:-n/a} "
+      done
 
       # Ours: the mock images through the input pipeline (made on the CPU,
       # copied each step), and/or synthetic_device_inputs (one batch made on
@@ -205,20 +228,41 @@ if [[ ,$PARTS, == *,resnet,* ]]; then
         ips=$(awk -v s="$secs" -v b="$BATCH" -v n="$STEPS" 'BEGIN {
             if (s > 0) printf "%.2f", b * n / s; else print "n/a" }')
         [ "$rc" -eq 0 ] || { ips="failed(exit_$rc)"; peak="failed"; }
+        echo "   ours $input $prec round $round: images/s $ips, peak $peak MiB" >&2
         got[${input}_ips]+="$ips " got[${input}_peak]+="$peak "
       done
     done
+    # The peer of the rows: the variant with the highest median images/s.
+    best="" best_ips=""
+    for variant in $PEER_VARIANTS; do
+      m=$(median ${got[peer_${variant}_ips]})
+      [[ $m =~ ^[0-9.]+$ ]] || continue
+      if [ -z "$best" ] || awk -v a="$m" -v b="$best_ips" 'BEGIN { exit !(a > b) }'; then
+        best=$variant best_ips=$m
+      fi
+    done
+    best=${best:-${PEER_VARIANTS%% *}}
     for input in $INPUTS; do
       label="$prec NHWC b$BATCH"
       [ "$input" = device ] && label="$label, synthetic_device_inputs"
-      rounds=""
-      if [ "$ROUNDS" -gt 1 ]; then
-        rounds=", median of $ROUNDS rounds (ours: ${got[${input}_ips]% }; peer: ${got[peer_ips]% })"
-      fi
-      row "resnet_v1_50 $label: images/s$rounds (higher is better)" \
-        "$(median ${got[${input}_ips]})" "$(median ${got[peer_ips]})"
-      row "resnet_v1_50 $label: peak GPU memory, nvidia-smi MiB (lower is better)" \
-        "$(median ${got[${input}_peak]})" "$(median ${got[peer_peak]})" "${peer_alloc:-n/a}"
+      for variant in $PEER_VARIANTS; do
+        rounds=""
+        if [ "$ROUNDS" -gt 1 ]; then
+          rounds=", median of $ROUNDS rounds (ours: ${got[${input}_ips]% }; peer: ${got[peer_${variant}_ips]% })"
+        fi
+        tag="peer $variant"
+        [ "$variant" = "$best" ] && [ "${PEER_VARIANTS// /}" != "$PEER_VARIANTS" ] && tag="$tag, **the strongest**"
+        row "resnet_v1_50 $label: images/s, $tag$rounds (higher is better)" \
+          "$(median ${got[${input}_ips]})" "$(median ${got[peer_${variant}_ips]})"
+        row "resnet_v1_50 $label: peak GPU memory, nvidia-smi MiB, $tag (lower is better)" \
+          "$(median ${got[${input}_peak]})" "$(median ${got[peer_${variant}_peak]})" \
+          "${got[peer_${variant}_alloc]:-n/a}"
+      done
+    done
+    for variant in $PEER_VARIANTS; do
+      case $variant in compile*)
+        notes+=("peer $variant, $prec: compile seconds (its first step, untimed) per round: ${got[peer_${variant}_csecs]% }") ;;
+      esac
     done
     unset got
   done
