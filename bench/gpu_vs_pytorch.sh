@@ -36,8 +36,10 @@
 #   part, medians reported), INPUTS ("pipeline device": ours through the
 #   input pipeline and/or with synthetic_device_inputs), PEER_VARIANTS
 #   ("eager compile": the peer as it is, and its model under torch.compile,
-#   inductor's default mode; "compile:max-autotune" names a mode; each row
-#   is against each variant, the fastest by median marked the strongest),
+#   inductor's default mode, its cache one per precision and kept across the
+#   rounds: the first round compiles, the next ones mostly read it back;
+#   "compile:max-autotune" names a mode; each row is against each variant,
+#   the fastest by median marked the strongest),
 #   BUILD_DIR (build-gpu), PYTHON (python3), PEER (../shared/bench/peer_pytorch.py,
 #   else shared/bench/peer_pytorch.py), PEER_FMNIST_EPOCHS (12: the peer's net
 #   reaches ~0.92 there), PEER_THREADS (nproc), FMNIST_RAW (the IDX files;
@@ -182,7 +184,11 @@ if [[ ,$PARTS, == *,resnet,* ]]; then
           *) echo "bench: unknown PEER_VARIANTS entry '$variant'" >&2; exit 2 ;;
         esac
         plog=$TMP/peer_${prec}_${variant//[^a-z0-9]/_}.log
-        measure "$plog" "$PYTHON" bench/gpu_peer_resnet50.py --precision "$prec" \
+        # Inductor's cache, one per precision: PyTorch 2.11's FX graph cache
+        # handed a bf16 run the graph compiled for fp16 (fp16 kernels, 8 s to
+        # "compile") when both shared the default one.
+        measure "$plog" env TORCHINDUCTOR_CACHE_DIR="$TMP/inductor_$prec" \
+          "$PYTHON" bench/gpu_peer_resnet50.py --precision "$prec" \
           --batch-size "$BATCH" --steps "$STEPS" --warmup "$WARMUP" "${vargs[@]}"
         ips=$(sed -n 's/.*images_per_sec=\([0-9.]*\).*/\1/p' "$plog")
         alloc=$(sed -n 's/.*max_memory_allocated_mib=\([0-9]*\).*/\1/p' "$plog")
