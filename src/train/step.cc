@@ -13,6 +13,7 @@
 #include "fastnn/errors.h"
 #include "src/compat/torch_compat.h"
 #include "src/log/log.h"
+#include "src/train/fused_gradients.h"
 #include "src/train/loss.h"
 #include "src/train/signals.h"
 
@@ -227,6 +228,12 @@ void Step::finish_gradients(StepStats& s, DeviceScalars& d) {
   if (s.loss_scale != 1.0) scale_gradients(vars, 1.0 / s.loss_scale);
   if (fault_) fault_(state_.step, vars);
   // The L2 gradients go in before the norm is taken (TF-slim's total loss).
+  // On the CPU both in one pass over the gradients (fused_gradients.h).
+  if (auto fused = fused_l2_and_norm(regularized_, vars, options_.weight_decay)) {
+    d.l2_sums = std::move(fused->l2_sums);
+    d.gradient_norm = std::move(fused->norm);
+    return;
+  }
   if (!regularized_.empty()) {
     d.l2_sums = add_l2_regularization_gradients(regularized_, options_.weight_decay);
   }
