@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <unordered_map>
 
@@ -135,7 +134,7 @@ std::optional<GradientPass> fused_l2_and_norm(const std::vector<torch::Tensor>& 
                                               double decay) {
   if (!switched_on()) return std::nullopt;
   RECORD_FUNCTION("fastnn::fused_l2_and_norm", std::vector<c10::IValue>());
-  // Which variable each regularized weight is (by its storage's identity).
+  // Which variable each regularized weight is (the same tensor, by identity).
   std::unordered_map<const void*, size_t> index;
   for (size_t i = 0; i < vars.size(); ++i) {
     const auto& g = vars[i].var.grad();
