@@ -8,11 +8,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 #include <vector>
 
+#include "src/compat/fused_kernels.h"
 #include "src/compat/torch_compat.h"
 #include "src/compat/vector_clones.h"
 
@@ -308,19 +307,12 @@ class ReluMaxPoolChannelsLast : public torch::autograd::Function<ReluMaxPoolChan
   }
 };
 
-bool switched_on() {
-  static const bool on = [] {
-    const char* v = std::getenv("FASTNN_FUSED_KERNELS");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return on;
-}
-
 }  // namespace
 
 bool fused_kernels_apply(const at::Tensor& x) {
-  return switched_on() && x.device().is_cpu() && x.scalar_type() == at::kFloat &&
-         !compat::cpu_autocast_enabled() && !torch::jit::tracer::isTracing();
+  return compat::fused_kernels_switched_on() && x.device().is_cpu() &&
+         x.scalar_type() == at::kFloat && !compat::cpu_autocast_enabled() &&
+         !torch::jit::tracer::isTracing();
 }
 
 at::Tensor conv5x5_relu_maxpool(const at::Tensor& x, const at::Tensor& weight,

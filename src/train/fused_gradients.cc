@@ -7,9 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 #include <unordered_map>
+#include <vector>
+
+#include "src/compat/fused_kernels.h"
 
 namespace fastnn::train {
 namespace {
@@ -18,14 +19,6 @@ namespace {
 // are added in block order, so the result does not depend on the threads.
 constexpr int64_t kBlock = 16384;
 constexpr int kLanes = 8;
-
-bool switched_on() {
-  static const bool on = [] {
-    const char* v = std::getenv("FASTNN_FUSED_KERNELS");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return on;
-}
 
 bool servable(const torch::Tensor& t) {
   return t.defined() && t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
@@ -132,7 +125,7 @@ std::pair<double, double> tensor_pass(const torch::Tensor& grad, const torch::Te
 std::optional<GradientPass> fused_l2_and_norm(const std::vector<torch::Tensor>& regularized,
                                               const std::vector<optim::Variable>& vars,
                                               double decay) {
-  if (!switched_on()) return std::nullopt;
+  if (!compat::fused_kernels_switched_on()) return std::nullopt;
   RECORD_FUNCTION("fastnn::fused_l2_and_norm", std::vector<c10::IValue>());
   // Which variable each regularized weight is (the same tensor, by identity).
   std::unordered_map<const void*, size_t> index;
@@ -150,19 +143,19 @@ std::optional<GradientPass> fused_l2_and_norm(const std::vector<torch::Tensor>& 
   }
   const float d = static_cast<float>(decay);
   double total = 0;
-  std::unordered_map<size_t, double> l2_of;
+  std::vector<double> l2_of(vars.size(), 0.0);
   for (size_t i = 0; i < vars.size(); ++i) {
     const auto& g = vars[i].var.grad();
     if (!g.defined()) continue;
     const auto [g_sq, w_sq] = tensor_pass(g, weight_of[i], d);
     total += g_sq;
-    if (weight_of[i] != nullptr) l2_of[i] = w_sq;
+    l2_of[i] = w_sq;
   }
   GradientPass r;
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
   for (const auto& w : regularized) {
     const size_t i = index.at(w.unsafeGetTensorImpl());
-    r.l2_sums.push_back(torch::full({}, l2_of.at(i), f64));
+    r.l2_sums.push_back(torch::full({}, l2_of[i], f64));
   }
   r.norm = torch::full({}, std::sqrt(total), f64);
   return r;
