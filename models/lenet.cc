@@ -30,15 +30,21 @@ ModelOutput LeNetImpl::forward(torch::Tensor x) {
     // The same values by fused CPU kernels (models/lenet_kernels.h); the
     // second block's output is channels-last, so the flatten below is a view.
     x = conv5x5_relu_maxpool(x, conv1_->weight, conv1_->bias);
-    x = relu_maxpool_channels_last(conv2_->forward(x));
+    x = conv5x5_relu_maxpool_channels_last(x, conv2_->weight, conv2_->bias);
   } else {
     x = torch::max_pool2d(torch::relu(conv1_->forward(x)), 2, 2);
     x = torch::max_pool2d(torch::relu(conv2_->forward(x)), 2, 2);
   }
   // Flattened in TF-slim's order (NHWC: height, width, channel), so that
   // fc3's rows are TensorFlow's (the TensorFlow oracle, docs/design.md).
-  x = torch::relu(fc3_->forward(x.permute({0, 2, 3, 1}).flatten(1)));
-  x = dropout3_->forward(x);
+  x = x.permute({0, 2, 3, 1}).flatten(1);
+  if (is_training() && torch::GradMode::is_enabled() && fused_kernels_apply(x) &&
+      x.size(1) % 8 == 0) {
+    // fc3, ReLU and dropout with a backward pass that skips the zeros.
+    x = linear_relu_dropout(x, fc3_->weight, fc3_->bias, 1.0 - dropout3_->options.p());
+  } else {
+    x = dropout3_->forward(torch::relu(fc3_->forward(x)));
+  }
   return {fc4_->forward(x), {}};
 }
 

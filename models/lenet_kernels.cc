@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "models/kernel_lanes.h"
 #include "src/compat/fused_kernels.h"
 #include "src/compat/torch_compat.h"
 #include "src/compat/vector_clones.h"
@@ -20,55 +21,19 @@ namespace {
 
 constexpr int kSide = 5;  // the kernel's side
 constexpr int kTaps = kSide * kSide;
-constexpr int kPad = 2;    // SAME padding of a 5x5 kernel
-constexpr int kLanes = 8;  // output channels computed together
-// A pooled value that was not positive: ReLU passes no gradient to it.
-constexpr uint8_t kNoGradient = 255;
+constexpr int kPad = 2;  // SAME padding of a 5x5 kernel
 
+using lanes::kLanes;
+using lanes::kNoGradient;
+using lanes::Lanes;
+using lanes::load_lanes;
+using lanes::Mask;
+using lanes::pool_lanes;
+using lanes::select;
+using lanes::splat;
+using lanes::store_lanes;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// Eight channels at once (GCC's vector extension: one AVX register in the
-// AVX2 clone, two SSE registers in the baseline one). Comparisons give
-// masks of all-ones lanes; selects are bitwise, never branches.
-typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
-typedef int32_t Mask __attribute__((vector_size(kLanes * sizeof(int32_t))));
-inline Lanes load_lanes(const float* p) {
-  Lanes v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store_lanes(float* p, Lanes v) { std::memcpy(p, &v, sizeof v); }
-inline Mask splat(int32_t v) { return Mask{v, v, v, v, v, v, v, v}; }
-inline Mask bits(Lanes v) {
-  Mask m;
-  std::memcpy(&m, &v, sizeof m);
-  return m;
-}
-inline Lanes select(Mask m, Lanes a, Lanes b) {
-  const Mask r = (m & bits(a)) | (~m & bits(b));
-  Lanes v;
-  std::memcpy(&v, &r, sizeof v);
-  return v;
-}
-inline Mask select(Mask m, Mask a, Mask b) { return (m & a) | (~m & b); }
-
-// LibTorch's max-pool rule: the first maximum of the window in row-major
-// order, and a NaN wins (it propagates); then ReLU, which keeps what is
-// positive (NaN included, as torch::relu does). out: the pooled values;
-// at: the position (0..3) each came from, or kNoGradient where ReLU zeroed it.
-inline void pool_lanes(const Lanes v[4], Lanes& out, Mask& at) {
-  Lanes best = v[0];
-  Mask where = splat(0);
-  for (int s = 1; s < 4; ++s) {
-    const Mask t = (v[s] > best) | (v[s] != v[s]);
-    best = select(t, v[s], best);
-    where = select(t, splat(s), where);
-  }
-  const Mask keep = (best > Lanes{}) | (best != best);
-  out = select(keep, best, Lanes{});
-  at = select(keep, where, splat(kNoGradient));
-}
 
 // One image, zero-bordered: (h + 4) x (w + 4).
 void pad_image(const float* x, int64_t h, int64_t w, float* padded) {
@@ -240,27 +205,7 @@ class ReluMaxPoolChannelsLast : public torch::autograd::Function<ReluMaxPoolChan
     float* dst = out.data_ptr<float>();
     uint8_t* args = arg.data_ptr<uint8_t>();
     at::parallel_for(0, n * hp, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {  // (image, pooled row)
-        const int64_t i = row / hp, py = row % hp;
-        for (int64_t px = 0; px < wp; ++px) {
-          const int64_t at_pixel = (i * hp * wp + py * wp + px) * c;
-          for (int64_t cb = 0; cb < c; cb += kLanes) {
-            Lanes v[4];
-            for (int j = 0; j < kLanes; ++j) {
-              const float* window = src + ((i * c + cb + j) * h + 2 * py) * w + 2 * px;
-              v[0][j] = window[0];
-              v[1][j] = window[1];
-              v[2][j] = window[w];
-              v[3][j] = window[w + 1];
-            }
-            Lanes pooled;
-            Mask at;
-            pool_lanes(v, pooled, at);
-            store_lanes(dst + at_pixel + cb, pooled);
-            for (int j = 0; j < kLanes; ++j) args[at_pixel + cb + j] = static_cast<uint8_t>(at[j]);
-          }
-        }
-      }
+      lanes::relu_maxpool_rows(src, c, h, w, begin, end, dst, args);
     });
     ctx->save_for_backward({arg});
     ctx->saved_data["h"] = h;

@@ -33,6 +33,26 @@ bool fused_kernels_apply(const at::Tensor& x);
 at::Tensor conv5x5_relu_maxpool(const at::Tensor& x, const at::Tensor& weight,
                                 const at::Tensor& bias);
 
+/// max_pool2d(relu(conv2d(x, weight, bias, padding 2)), 2, 2) for x of
+/// shape (N, Cin, H, W), Cin a multiple of 16, H and W even, weight
+/// (C, Cin, 5, 5) with C a multiple of 8, bias (C): LeNet's second block.
+/// The convolution is LibTorch's; the ReLU and pool are fused, and the
+/// backward pass visits only the pixels the pool kept
+/// (models/lenet_sparse_backward.cc): a quarter or less of the multiply-adds
+/// of a convolution's backward pass. The output has channels-last strides,
+/// as relu_maxpool_channels_last's. Differentiable in x, weight and bias.
+at::Tensor conv5x5_relu_maxpool_channels_last(const at::Tensor& x, const at::Tensor& weight,
+                                              const at::Tensor& bias);
+
+/// dropout(relu(linear(x, weight, bias)), 1 - keep_prob) while training,
+/// for x (N, K) with K a multiple of 8, weight (M, K), bias (M), keep_prob in
+/// (0, 1]: LeNet's fc3 and dropout. The product is LibTorch's addmm and the
+/// mask LibTorch's dropout's (bernoulli_(keep_prob), scaled by 1/keep_prob);
+/// the backward pass sums only the rows ReLU and dropout pass
+/// (models/lenet_sparse_linear.cc). Differentiable in x, weight and bias.
+at::Tensor linear_relu_dropout(const at::Tensor& x, const at::Tensor& weight,
+                               const at::Tensor& bias, double keep_prob);
+
 /// max_pool2d(relu(x), 2, 2) for x of shape (N, C, H, W), C a multiple of 8,
 /// H and W even.
 /// The output has sizes (N, C, H/2, W/2) and channels-last strides, so
