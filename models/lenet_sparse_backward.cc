@@ -23,6 +23,7 @@
 
 #include "models/kernel_lanes.h"
 #include "models/lenet_kernels.h"
+#include "src/compat/vector_clones.h"
 
 namespace fastnn::models {
 namespace {
@@ -65,18 +66,18 @@ struct Scratch {
         channel_count(s.c),
         by_pixel(s.h * s.w * s.c),
         pixel_count(s.h * s.w) {}
-  std::vector<float> xp, dxp;       // the image and its gradient, padded, (H+4, W+4, Cin)
-  std::vector<Kept> by_channel;     // per output channel: its kept pixels
+  std::vector<float> xp, dxp;    // the image and its gradient, padded, (H+4, W+4, Cin)
+  std::vector<Kept> by_channel;  // per output channel: its kept pixels
   std::vector<int32_t> channel_count;
-  std::vector<Kept> by_pixel;       // per pixel: its kept output channels
+  std::vector<Kept> by_pixel;  // per pixel: its kept output channels
   std::vector<int32_t> pixel_count;
 };
 
 // sum += g * p[kw * stride + (0 .. kSpan)] for the kSide taps of a row.
 #define FASTNN_ROW_SUMS(SUMS, P, STRIDE, G)                      \
-  _Pragma("GCC unroll 5") for (int kw = 0; kw < kSide; ++kw) {  \
-    SUMS[kw][0] += (G) * load_lanes((P) + kw * (STRIDE));        \
-    SUMS[kw][1] += (G) * load_lanes((P) + kw * (STRIDE) + kLanes); \
+  _Pragma("GCC unroll 5") for (int kw = 0; kw < kSide; ++kw) {   \
+    SUMS[kw][0] += (G)*load_lanes((P) + kw * (STRIDE));          \
+    SUMS[kw][1] += (G)*load_lanes((P) + kw * (STRIDE) + kLanes); \
   }
 
 // One image's share of the backward pass. x: (Cin, H, W); g and arg:
@@ -100,8 +101,8 @@ __attribute__((always_inline)) inline void image_backward(const Shape& s, const 
       const float gv = g[q * c + co];
       const int64_t y = 2 * qy + (a >> 1), xx = 2 * qx + (a & 1), pixel = y * w + xx;
       db[co] += gv;
-      t.by_channel[co * pooled + t.channel_count[co]++] = {static_cast<int32_t>((y * pw + xx) * cin),
-                                                          gv};
+      t.by_channel[co * pooled + t.channel_count[co]++] = {
+          static_cast<int32_t>((y * pw + xx) * cin), gv};
       t.by_pixel[pixel * c + t.pixel_count[pixel]++] = {static_cast<int32_t>(co), gv};
     }
   }
@@ -173,27 +174,19 @@ void image_backward_baseline(const Shape& s, const float* x, const float* g, con
   image_backward(s, x, g, arg, wt, t, dw, db, dx);
 }
 
-// AVX2 with fused multiply-adds where the CPU has them (picked at run time);
-// not under ThreadSanitizer (see src/compat/vector_clones.h).
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-#define FASTNN_FMA_PATH 1
-__attribute__((target("avx2,fma"))) void image_backward_fma(const Shape& s, const float* x,
-                                                            const float* g, const uint8_t* arg,
-                                                            const float* wt, Scratch& t, float* dw,
-                                                            float* db, float* dx) {
+// AVX2 with fused multiply-adds where the CPU has them (picked at run time).
+#ifdef FASTNN_AVX2_FMA_PATH
+FASTNN_AVX2_FMA void image_backward_fma(const Shape& s, const float* x, const float* g,
+                                        const uint8_t* arg, const float* wt, Scratch& t, float* dw,
+                                        float* db, float* dx) {
   image_backward(s, x, g, arg, wt, t, dw, db, dx);
 }
 #endif
 
 ImageBackward pick_image_backward() {
-#ifdef FASTNN_FMA_PATH
   static const ImageBackward pass =
-      (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? image_backward_fma
-                                                                        : image_backward_baseline;
+      FASTNN_PICK_AVX2_FMA(image_backward_fma, image_backward_baseline);
   return pass;
-#else
-  return image_backward_baseline;
-#endif
 }
 
 class ConvReluMaxPoolSparse : public torch::autograd::Function<ConvReluMaxPoolSparse> {

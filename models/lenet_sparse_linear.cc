@@ -24,6 +24,7 @@
 
 #include "models/kernel_lanes.h"
 #include "models/lenet_kernels.h"
+#include "src/compat/vector_clones.h"
 
 namespace fastnn::models {
 namespace {
@@ -45,9 +46,8 @@ struct Kept {
 
 // out[r][c0 .. c0 + V * 8) = sum over kept k of kept[k].g * m[kept[k].at][same columns].
 template <int V>
-__attribute__((always_inline)) inline void sum_rows(const Kept* kept, int64_t count,
-                                                    const float* m, int64_t cols, int64_t c0,
-                                                    float* out) {
+__attribute__((always_inline)) inline void sum_rows(const Kept* kept, int64_t count, const float* m,
+                                                    int64_t cols, int64_t c0, float* out) {
   Lanes sums[V] = {};
   for (int64_t k = 0; k < count; ++k) {
     const float* p = m + kept[k].at * cols + c0;
@@ -75,34 +75,26 @@ __attribute__((always_inline)) inline void rows_body(const Kept* kept, const int
   }
 }
 
-using Rows = void (*)(const Kept*, const int32_t*, int64_t, const float*, int64_t, int64_t,
-                      int64_t, float*);
+using Rows = void (*)(const Kept*, const int32_t*, int64_t, const float*, int64_t, int64_t, int64_t,
+                      float*);
 
 void rows_baseline(const Kept* kept, const int32_t* counts, int64_t stride, const float* m,
                    int64_t cols, int64_t begin, int64_t end, float* out) {
   rows_body(kept, counts, stride, m, cols, begin, end, out);
 }
 
-// AVX2 with fused multiply-adds where the CPU has them (picked at run time);
-// not under ThreadSanitizer (see src/compat/vector_clones.h).
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-#define FASTNN_FMA_PATH 1
-__attribute__((target("avx2,fma"))) void rows_fma(const Kept* kept, const int32_t* counts,
-                                                  int64_t stride, const float* m, int64_t cols,
-                                                  int64_t begin, int64_t end, float* out) {
+// AVX2 with fused multiply-adds where the CPU has them (picked at run time).
+#ifdef FASTNN_AVX2_FMA_PATH
+FASTNN_AVX2_FMA void rows_fma(const Kept* kept, const int32_t* counts, int64_t stride,
+                              const float* m, int64_t cols, int64_t begin, int64_t end,
+                              float* out) {
   rows_body(kept, counts, stride, m, cols, begin, end, out);
 }
 #endif
 
 Rows pick_rows() {
-#ifdef FASTNN_FMA_PATH
-  static const Rows rows = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-                               ? rows_fma
-                               : rows_baseline;
-  return rows;
-#else
-  return rows_baseline;
-#endif
+  static const Rows pass = FASTNN_PICK_AVX2_FMA(rows_fma, rows_baseline);
+  return pass;
 }
 
 class LinearReluDropout : public torch::autograd::Function<LinearReluDropout> {

@@ -10,3 +10,16 @@
 #else
 #define FASTNN_VECTOR_CLONES
 #endif
+
+// A loop built by hand for AVX2 with fused multiply-adds beside its baseline
+// build (target_clones' "avx2" has no FMA): mark the first FASTNN_AVX2_FMA
+// inside #ifdef FASTNN_AVX2_FMA_PATH, then FASTNN_PICK_AVX2_FMA(fast,
+// baseline) picks at run time. Same exclusions as above.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+#define FASTNN_AVX2_FMA_PATH 1
+#define FASTNN_AVX2_FMA __attribute__((target("avx2,fma")))
+#define FASTNN_PICK_AVX2_FMA(fast, baseline) \
+  ((__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? (fast) : (baseline))
+#else
+#define FASTNN_PICK_AVX2_FMA(fast, baseline) (baseline)
+#endif

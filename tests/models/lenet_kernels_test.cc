@@ -7,17 +7,12 @@
 
 #include "models/model_factory.h"
 #include "src/compat/torch_compat.h"
+#include "tests/models/lenet_reference.h"
 
 namespace fastnn::models {
 namespace {
 
 namespace F = torch::nn::functional;
-
-torch::Tensor reference_block(const torch::Tensor& x, const torch::Tensor& w,
-                              const torch::Tensor& b) {
-  return torch::max_pool2d(torch::relu(F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).padding(2))),
-                           2, 2);
-}
 
 struct Grads {
   torch::Tensor out, dw, db;
