@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "fastnn/errors.h"
+#include "fastnn/tfrecord.h"
+#include "src/io/atomic_file.h"
 #include "src/io/crc32c.h"
 
 namespace fastnn::datasets {
@@ -53,7 +55,8 @@ std::string describe(const ShardPlan& plan, size_t total_files) {
 }
 
 int64_t count_tfrecords(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  io::require_regular_file(path, "a TFRecord file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     throw DataError("cannot open '" + path + "': " + std::strerror(errno));
   }
@@ -70,7 +73,18 @@ int64_t count_tfrecords(const std::string& path) {
     uint32_t stored_crc = 0;
     std::memcpy(&length, header, 8);          // little-endian hosts only, as
     std::memcpy(&stored_crc, header + 8, 4);  // the rest of src/io
-    if (io::mask_crc(io::crc32c(header, 8)) != stored_crc) break;
+    if (io::mask_crc(io::crc32c(header, 8)) != stored_crc) {
+      if (offset == 0) {
+        if (const char* kind = io::compression_of(header)) {
+          ::close(fd);
+          throw DataError("'" + path + "' looks " + kind +
+                          "-compressed (TFRecordOptions compression_type=" + kind +
+                          "), which this reader does not read: write it uncompressed, or "
+                          "decompress it first");
+        }
+      }
+      break;
+    }
     const uint64_t end = offset + sizeof(header) + length + 4;
     if (length > size || end > size) break;
     ++count;

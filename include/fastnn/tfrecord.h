@@ -151,4 +151,9 @@ class TFRecordWriter {
 /// TFRecord file.
 std::string frame_record(std::string_view data);
 
+/// "GZIP" or "ZLIB" when a file's first two bytes are those of TensorFlow's
+/// compressed TFRecords (TFRecordOptions compression_type: the gzip magic,
+/// a zlib header), nullptr otherwise.
+const char* compression_of(const unsigned char* first_two_bytes);
+
 }  // namespace fastnn::io

@@ -91,6 +91,38 @@ inline std::string quote_value(std::string_view s) {
   return out;
 }
 
+/// The bytes of the UTF-8 character that starts at s[i] (1 for ASCII), or
+/// 0 where s[i] starts none (a stray continuation byte, an overlong form, a
+/// surrogate, past U+10FFFF, a sequence cut short). REQUIRES: i < s.size().
+inline size_t utf8_char_bytes(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  const size_t n = c >= 0xf0 && c < 0xf5   ? 4
+                   : c >= 0xe0 && c < 0xf0 ? 3
+                   : c >= 0xc2 && c < 0xe0 ? 2
+                                           : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  uint32_t cp = n == 4 ? c & 0x07u : n == 3 ? c & 0x0fu : c & 0x1fu;
+  for (size_t k = 1; k < n; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3fu);
+  }
+  const uint32_t least = n == 4 ? 0x10000 : n == 3 ? 0x800 : 0x80;
+  if (cp < least || cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000)) return 0;
+  return n;
+}
+
+/// True when `s` is valid UTF-8 throughout.
+inline bool is_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_char_bytes(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
 }  // namespace fastnn::config
 
 namespace fastnn {

@@ -7,6 +7,7 @@
 #include <snappy.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +18,7 @@
 
 #include "fastnn/errors.h"
 #include "fastnn/tf_checkpoint.pb.h"
+#include "src/io/atomic_file.h"
 #include "src/io/crc32c.h"
 
 namespace fastnn::io {
@@ -470,22 +472,71 @@ std::vector<std::string> v1_shards(const std::string& path) {
 
 // The checkpoint a directory's "checkpoint" file names, relative to it.
 std::string from_checkpoint_state(const std::string& dir) {
-  std::ifstream in(fs::path(dir) / "checkpoint");
-  const std::string key = "model_checkpoint_path:";
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key, 0) != 0) continue;
-    const size_t a = line.find('"');
-    const size_t b = line.rfind('"');
-    if (a == std::string::npos || b <= a) break;
-    const fs::path named = line.substr(a + 1, b - a - 1);
-    return (named.is_absolute() ? named : fs::path(dir) / named).string();
+  const fs::path state = fs::path(dir) / "checkpoint";
+  std::error_code ec;
+  if (fs::exists(state, ec)) {
+    if (const auto named = checkpoint_state_path(read_file(state.string(), 1 << 20))) {
+      const fs::path p = *named;
+      return (p.is_absolute() ? p : fs::path(dir) / p).string();
+    }
   }
   throw DataError(in_quotes(dir) +
                   " is a directory without a 'checkpoint' file naming a checkpoint");
 }
 
+// Decodes the body of a text-format string literal (between its quotes):
+// \a \b \f \n \r \t \v \\ \' \" \?, \ooo octal, \xHH hex.
+std::optional<std::string> unescape_text_string(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\') {
+      out.push_back(s[i]);
+      continue;
+    }
+    if (++i == s.size()) return std::nullopt;
+    const char c = s[i];
+    static const std::string_view kFrom = "abfnrtv\\'\"?", kTo = "\a\b\f\n\r\t\v\\'\"?";
+    if (const size_t k = kFrom.find(c); k != std::string_view::npos) {
+      out.push_back(kTo[k]);
+    } else if (c >= '0' && c <= '7') {
+      int v = 0;
+      for (int n = 0; n < 3 && i < s.size() && s[i] >= '0' && s[i] <= '7'; ++n, ++i) {
+        v = v * 8 + (s[i] - '0');
+      }
+      --i;
+      out.push_back(static_cast<char>(v & 0xFF));
+    } else if (c == 'x' && i + 1 < s.size() &&
+               std::isxdigit(static_cast<unsigned char>(s[i + 1]))) {
+      int v = 0;
+      for (int n = 0;
+           n < 2 && i + 1 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])); ++n) {
+        const char h = static_cast<char>(std::tolower(static_cast<unsigned char>(s[++i])));
+        v = v * 16 + (h <= '9' ? h - '0' : h - 'a' + 10);
+      }
+      out.push_back(static_cast<char>(v));
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::optional<std::string> checkpoint_state_path(std::string_view text) {
+  const std::string_view key = "model_checkpoint_path:";
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+    if (line.substr(0, key.size()) != key) continue;
+    const size_t a = line.find('"');
+    const size_t b = line.rfind('"');
+    if (a == std::string_view::npos || b <= a) return std::nullopt;
+    return unescape_text_string(line.substr(a + 1, b - a - 1));
+  }
+  return std::nullopt;
+}
 
 std::string tf_dtype_name(int dtype) {
   switch (dtype) {
@@ -517,6 +568,10 @@ std::string tf_dtype_name(int dtype) {
       return "uint32";
     case kTfUInt64:
       return "uint64";
+    case kTfComplex64:
+      return "complex64";
+    case kTfComplex128:
+      return "complex128";
     default:
       return "DT_" + std::to_string(dtype);
   }
@@ -524,6 +579,9 @@ std::string tf_dtype_name(int dtype) {
 
 size_t tf_dtype_bytes(int dtype) {
   switch (dtype) {
+    case kTfComplex128:
+      return 16;
+    case kTfComplex64:
     case kTfDouble:
     case kTfInt64:
     case kTfUInt64:
@@ -810,6 +868,9 @@ TfTensor TfCheckpoint::read(const std::string& name) const {
 
 bool is_tf_checkpoint(const std::string& path) {
   for (const std::string& p : {path, path + ".index"}) {
+    // A device or a FIFO is never a checkpoint (and is not opened: a FIFO's
+    // open would wait for a writer).
+    if (!is_regular(p)) continue;
     std::ifstream in(p, std::ios::binary | std::ios::ate);
     if (!in) continue;
     const std::streamoff size = in.tellg();

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,10 +35,12 @@ enum TfDType : int {
   kTfInt16 = 5,
   kTfInt8 = 6,
   kTfString = 7,
+  kTfComplex64 = 8,
   kTfInt64 = 9,
   kTfBool = 10,
   kTfBFloat16 = 14,
   kTfUInt16 = 17,
+  kTfComplex128 = 18,
   kTfHalf = 19,
   kTfUInt32 = 22,
   kTfUInt64 = 23,
@@ -118,6 +121,12 @@ class TfCheckpoint {
   explicit TfCheckpoint(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+/// The model_checkpoint_path that the text of a TensorFlow "checkpoint"
+/// state file names, with protobuf text format's string escapes decoded
+/// (TF writes a non-ASCII name as octal escapes: "mod\303\250le"); nullopt
+/// when the text names none or its string does not parse.
+std::optional<std::string> checkpoint_state_path(std::string_view text);
 
 /// True when the file at `path` is a LevelDB-format table (a V1 checkpoint
 /// or a V2 index), by its footer's magic number, or when `path` + ".index"

@@ -272,8 +272,9 @@ bool TFRecordReader::next(std::string* record) {
     const uint32_t length_crc = mask_crc(crc32c(octets, 8));
     if (stored_length_crc != length_crc) {
       std::string reason = crc_mismatch("length", stored_length_crc, length_crc);
-      if (offset == 0 && octets[0] == 0x1f && octets[1] == 0x8b) {
-        reason += "; the file looks gzip-compressed, which is not supported";
+      if (const char* kind = offset == 0 ? compression_of(octets) : nullptr) {
+        reason += std::string("; the file looks ") + kind +
+                  "-compressed, which this reader does not read";
       }
       fault(index, offset, reason, header);
       continue;
@@ -343,6 +344,14 @@ void TFRecordWriter::close() {
   }
   file_->commit();
   closed_ = true;
+}
+
+const char* compression_of(const unsigned char* b) {
+  if (b[0] == 0x1f && b[1] == 0x8b) return "GZIP";
+  // RFC 1950: deflate (CM 8) with a window of at most 32 KiB, and the
+  // header's check bits making it a multiple of 31.
+  if ((b[0] & 0x0f) == 8 && (b[0] >> 4) <= 7 && (b[0] * 256 + b[1]) % 31 == 0) return "ZLIB";
+  return nullptr;
 }
 
 std::string frame_record(std::string_view data) {

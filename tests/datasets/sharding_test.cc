@@ -4,6 +4,7 @@
 #include "datasets/sharding.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <torch/torch.h>
 
 #include <fstream>
@@ -58,6 +59,33 @@ TEST(CountTfrecords, CountsCompleteRecordsOnly) {
   fs::resize_file(file, fs::file_size(file) - 3);
   EXPECT_EQ(count_tfrecords(file), 6);
   EXPECT_THROW(count_tfrecords((dir / "none.tfrecord").string()), DataError);
+}
+
+// TF's compressed TFRecords (once: "hold no record", the hint io.md
+// promises missing) and a FIFO (once: a wait for a writer without end).
+TEST(CountTfrecords, CompressedFilesAndFifosAreNamed) {
+  auto dir = fresh_dir("shard_compressed");
+  const auto message = [](const std::string& file) {
+    try {
+      count_tfrecords(file);
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no DataError)");
+  };
+  const std::pair<const char*, std::string> kinds[] = {
+      {"GZIP", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03junkjunk", 18)},
+      {"ZLIB", std::string("\x78\x9cjunkjunkjunkjunk", 18)}};
+  for (const auto& [kind, bytes] : kinds) {
+    const fs::path file = dir / (std::string(kind) + ".tfrecord");
+    std::ofstream(file, std::ios::binary) << bytes;
+    EXPECT_NE(message(file.string()).find("looks " + std::string(kind) + "-compressed"),
+              std::string::npos)
+        << message(file.string());
+  }
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  EXPECT_EQ(message((dir / "fifo").string()),
+            "cannot read '" + (dir / "fifo").string() + "': it is a FIFO, not a TFRecord file");
 }
 
 PipelineOptions options(std::vector<std::string> files, int rank, int world) {

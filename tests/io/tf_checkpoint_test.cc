@@ -216,6 +216,26 @@ TEST(TfCheckpointTest, ADirectoryIsReadThroughItsCheckpointFile) {
   }
 }
 
+// TensorFlow writes a name that is not ASCII as text format's octal escapes
+// ("modèle" as mod\303\250le); once they were taken literally (exit 3).
+TEST(TfCheckpointTest, TheCheckpointFilesEscapesAreDecodedAsTensorflowsParserDoes) {
+  EXPECT_EQ(checkpoint_state_path("model_checkpoint_path: \"mod\\303\\250le\"\n"), "mod\xc3\xa8le");
+  EXPECT_EQ(checkpoint_state_path("all_model_checkpoint_paths: \"x\"\r\n"
+                                  "model_checkpoint_path: \"a\\\"b\\\\c\\x41\\t\\0010\"\n"),
+            std::string("a\"b\\cA\t\0010", 9));
+  EXPECT_EQ(checkpoint_state_path("model_checkpoint_path: \"bad\\q\"\n"), std::nullopt);
+  EXPECT_EQ(checkpoint_state_path("all_model_checkpoint_paths: \"x\"\n"), std::nullopt);
+  const fs::path dir = fs::path(FASTNN_TEST_TMP) / "tf_checkpoint_utf8";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path src = serving("saved_model_half_plus_three/00000123/variables");
+  for (const char* ext : {".index", ".data-00000-of-00001"}) {
+    fs::copy(src / (std::string("variables") + ext), dir / (std::string("mod\xc3\xa8le") + ext));
+  }
+  std::ofstream(dir / "checkpoint") << "model_checkpoint_path: \"mod\\303\\250le\"\n";
+  EXPECT_EQ(TfCheckpoint::open(dir.string()).tensors().size(), 3u);
+}
+
 // Copies a checkpoint's files to the test folder and returns the copy's prefix.
 fs::path copy_of(const fs::path& prefix, const std::string& name) {
   const fs::path dir = fs::path(FASTNN_TEST_TMP) / name;
