@@ -433,6 +433,7 @@ EvalOptions eval_options(const HParams& hp, const ModelAndData& built) {
   EvalOptions o;
   o.pipeline = pipeline_options(hp, built, /*is_training=*/false);
   o.channels_last = hp.data_format == "NHWC";
+  o.moving_averages = moving_averages_of(hp);
   return o;
 }
 
@@ -443,20 +444,48 @@ EvalLoopOptions eval_loop_options(const HParams& hp) {
   return o;
 }
 
-EvalResult evaluate_checkpoint(const HParams& hp, const std::string& checkpoint_path) {
-  configure_threads(hp);
+EvalResult evaluate_checkpoint(const HParams& given, const std::string& checkpoint_path) {
+  configure_threads(given);
+  // TF-slim's eval preprocesses at eval_image_size, else the network's
+  // default size.
+  HParams hp = given;
+  if (given.eval_image_size) {
+    for (const auto& name : models::model_names()) {
+      if (name == given.model_name) {
+        check_fixed_image_size(models::find_model(name), *given.eval_image_size, "eval_image_size");
+      }
+    }
+    hp.train_image_size = given.eval_image_size;
+    hp.sources["train_image_size"] = given.where("eval_image_size") + ", as eval_image_size";
+  }
   const std::string path = resolve_checkpoint(checkpoint_path);
   const ModelAndData built = build(hp, hp.eval_split_name);
+  check_image_size(*built.model, *built.spec, built.shape.channels, built.shape.height,
+                   given.eval_image_size ? "eval_image_size" : "train_image_size");
   apply_data_format(hp, *built.model);
   return evaluate(eval_options(hp, built), device_options(hp), built, path);
 }
 
 InferenceOptions inference_options(const HParams& hp) {
+  // TF-slim's default network (inception_resnet_v2) is a training default;
+  // a checkpoint's network is never guessed.
+  if (hp.where("model_name") == "default") {
+    throw ConfigError(
+        "model_name: not set: name the network the checkpoint holds (--model_name=NAME, e.g. "
+        "lenet or mobilenet_v1)");
+  }
   return {/*model_name=*/hp.model_name,
           /*checkpoint_path=*/hp.checkpoint_path,
           /*num_classes=*/hp.num_classes,
           /*image_size=*/hp.eval_image_size,
-          /*use_grayscale=*/hp.use_grayscale};
+          /*use_grayscale=*/hp.use_grayscale,
+          /*moving_averages=*/moving_averages_of(hp)};
+}
+
+MovingAverages moving_averages_of(const HParams& hp) {
+  if (hp.moving_average_decay) return MovingAverages::kUse;
+  return hp.where("moving_average_decay") == "default" ? MovingAverages::kAuto
+                                                       : MovingAverages::kRaw;
 }
 
 DistributedStepOptions distributed_step_options(const HParams& hp) {

@@ -126,6 +126,11 @@ EvalResult evaluate_checkpoint(const HParams& hp, const std::string& checkpoint_
 /// use_grayscale.
 InferenceOptions inference_options(const HParams& hp);
 
+/// Which weights an evaluation restores: the moving averages when
+/// moving_average_decay is set, the raw weights when it is given as None,
+/// else the checkpoint decides (MovingAverages::kAuto).
+MovingAverages moving_averages_of(const HParams& hp);
+
 /// batch_size, gradient_accumulation_steps, stop_at_step (resolved) and
 /// tensor_fusion_max_bytes.
 DistributedStepOptions distributed_step_options(const HParams& hp);

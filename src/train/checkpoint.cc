@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -37,6 +38,30 @@ const std::vector<std::pair<torch::ScalarType, DTypeCode>>& dtype_codes() {
   return kCodes;
 }
 
+// LibTorch's type for TF's non-floating types it holds.
+std::optional<torch::ScalarType> torch_type_of(int tf_dtype) {
+  switch (tf_dtype) {
+    case io::kTfInt32:
+      return torch::kInt32;
+    case io::kTfInt64:
+      return torch::kInt64;
+    case io::kTfInt16:
+      return torch::kInt16;
+    case io::kTfInt8:
+      return torch::kInt8;
+    case io::kTfUInt8:
+      return torch::kUInt8;
+    case io::kTfBool:
+      return torch::kBool;
+    case io::kTfComplex64:
+      return torch::kComplexFloat;
+    case io::kTfComplex128:
+      return torch::kComplexDouble;
+    default:
+      return std::nullopt;
+  }
+}
+
 // TF-slim's depthwise kernels, their moving averages and slots included:
 // ".../depthwise_weights" or ".../depthwise_weights/<slot>".
 bool is_depthwise_kernel(const std::string& tf_name) {
@@ -48,14 +73,36 @@ bool is_depthwise_kernel(const std::string& tf_name) {
 // "model/<name>" (moving averages and optimizer slots keep their suffix,
 // so "model/<name>/ExponentialMovingAverage" is the EMA key), float32;
 // conv kernels HWIO -> OIHW, depthwise [kh,kw,C,M] -> [C*M,1,kh,kw],
-// fully-connected [in,out] -> [out,in]. Integer and string entries
-// (global_step, TF2's object graph) are not model variables: left out.
+// fully-connected [in,out] -> [out,in]. TF's scalar global_step (int64 or
+// int32) is "global_step", int64, as in ours. Integer, bool and complex
+// entries keep their type and TF's shape under "model/<name>" (restore_model
+// then says "present but int32", not "missing"); string and unsigned
+// 16-64-bit ones (TF2's object graph) are left out.
 TensorMap load_tf_tensors(const std::string& path) {
   const io::TfCheckpoint ckpt = io::TfCheckpoint::open(path);
   TensorMap out;
   for (const io::TfTensorInfo& info : ckpt.tensors()) {
     const int d = info.dtype;
+    if (info.name == "global_step" && info.shape.empty() &&
+        (d == io::kTfInt64 || d == io::kTfInt32)) {
+      const io::TfTensor t = ckpt.read(info.name);
+      int64_t step = 0;
+      if (d == io::kTfInt64 && t.bytes.size() == 8) std::memcpy(&step, t.bytes.data(), 8);
+      if (d == io::kTfInt32 && t.bytes.size() == 4) {
+        int32_t s32 = 0;
+        std::memcpy(&s32, t.bytes.data(), 4);
+        step = s32;
+      }
+      out.emplace("global_step", torch::full({}, step, torch::kInt64));
+      continue;
+    }
     if (d != io::kTfFloat && d != io::kTfHalf && d != io::kTfBFloat16 && d != io::kTfDouble) {
+      if (const auto type = torch_type_of(d)) {
+        const io::TfTensor t = ckpt.read(info.name);
+        torch::Tensor v = torch::empty(t.shape, torch::TensorOptions().dtype(*type));
+        if (!t.bytes.empty()) std::memcpy(v.data_ptr(), t.bytes.data(), t.bytes.size());
+        out.emplace("model/" + info.name, v);
+      }
       continue;
     }
     const io::TfTensor t = ckpt.read(info.name);
@@ -79,6 +126,8 @@ TensorMap load_tf_tensors(const std::string& path) {
 }
 
 bool is_own_checkpoint(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
   std::ifstream in(path, std::ios::binary);
   char magic[8] = {};
   return in.read(magic, sizeof magic) && std::memcmp(magic, "FNNCKPT1", 8) == 0;
@@ -114,6 +163,7 @@ TensorMap load_tensors(const std::string& path) {
   if (!is_own_checkpoint(path) && (io::is_tf_checkpoint(path) || fs::is_directory(path))) {
     return load_tf_tensors(path);
   }
+  io::require_regular_file(path, "a checkpoint");
   const std::string bytes = io::read_file(path);
   TensorMap out;
   for (const CheckpointEntry& e : parse_checkpoint(bytes, path)) {
@@ -149,17 +199,10 @@ std::optional<LatestCheckpoint> find_latest_checkpoint(const std::string& dir) {
   const std::vector<std::string> found = checkpoint_files(dir);
   if (found.empty()) return std::nullopt;
   std::string indexed;
-  {
-    std::ifstream in(fs::path(dir) / "checkpoint");
-    std::string line;
-    const std::string key = "model_checkpoint_path: \"";
-    while (std::getline(in, line)) {
-      if (line.rfind(key, 0) == 0 && line.size() > key.size() + 1) {
-        indexed =
-            fs::path(line.substr(key.size(), line.size() - key.size() - 1)).filename().string();
-        break;
-      }
-    }
+  if (std::error_code ec; fs::is_regular_file(fs::path(dir) / "checkpoint", ec)) {
+    const auto named =
+        io::checkpoint_state_path(io::read_file((fs::path(dir) / "checkpoint").string(), 1 << 20));
+    if (named) indexed = fs::path(*named).filename().string();
   }
   std::string problems;
   for (const auto& path : found) {

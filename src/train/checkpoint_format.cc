@@ -68,7 +68,9 @@ size_t element_bytes(uint8_t code) {
 std::vector<CheckpointEntry> parse_checkpoint(std::string_view bytes, const std::string& path) {
   if (bytes.size() < kMagicBytes + 4 + kCrcBytes ||
       bytes.compare(0, kMagicBytes, std::string_view(kMagic, kMagicBytes)) != 0) {
-    throw DataError("'" + path + "' is not a FastNN-C++ checkpoint");
+    throw DataError("'" + path +
+                    "' is neither a FastNN-C++ checkpoint (no FNNCKPT1 header) nor a TensorFlow "
+                    "one (no table footer)");
   }
   uint32_t stored;
   std::memcpy(&stored, bytes.data() + bytes.size() - kCrcBytes, kCrcBytes);

@@ -20,6 +20,7 @@
 
 #include "fastnn/errors.h"
 #include "src/io/event_writer.h"
+#include "src/io/memory_limit.h"
 #include "src/log/log.h"
 #include "src/train/builder.h"
 #include "src/train/checkpoint.h"
@@ -159,8 +160,7 @@ EvalResult evaluate_batches(const EvalOptions& options, const ModelAndData& buil
 }  // namespace
 
 int64_t default_eval_cache_budget() {
-  const double memory =
-      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const double memory = io::usable_memory_bytes();
   return memory > 0 ? static_cast<int64_t>(memory / 8) : 0;
 }
 
@@ -179,13 +179,7 @@ EvalResult evaluate(const EvalOptions& o, const DeviceOptions& device_opts, cons
                     const std::string& path) {
   const TensorMap ckpt = load_tensors(path);
   RestoreOptions ro;
-  const std::string suffix = "/ExponentialMovingAverage";
-  for (const auto& [key, t] : ckpt) {
-    if (key.size() > suffix.size() &&
-        key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      ro.use_moving_averages = true;
-    }
-  }
+  ro.use_moving_averages = use_moving_averages(*b.model, ckpt, path, o.moving_averages);
   restore_model(*b.model, ckpt, path, ro);
   // The same device choice as training (a GPU when present, device=cpu to
   // keep it off one).

@@ -9,6 +9,7 @@
 
 #include "fastnn/pipeline.h"
 #include "src/train/device.h"
+#include "src/train/moving_averages.h"
 
 namespace fastnn::train {
 
@@ -65,6 +66,8 @@ struct EvalOptions {
   /// data_format=NHWC: each batch goes channels-last, as the model's
   /// weights (apply_data_format).
   bool channels_last = false;
+  /// Which weights evaluate() restores (moving_average_decay).
+  MovingAverages moving_averages = MovingAverages::kAuto;
 };
 
 /// Evaluates `built.model` as it is (eval mode for the pass, then back)
@@ -75,7 +78,7 @@ EvalResult evaluate_model(const EvalOptions& options, const ModelAndData& built,
                           EvalCache* cache = nullptr);
 
 /// Restores the checkpoint file `checkpoint` (resolve_checkpoint's; its
-/// moving averages when it has them) into `built.model`, a network built
+/// moving averages as options.moving_averages says) into `built.model`, a network built
 /// for the evaluation split (apply_data_format done), and evaluates it on
 /// the device training would use (a GPU when present, device=cpu to keep it
 /// off one).

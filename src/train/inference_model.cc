@@ -39,6 +39,35 @@ CheckpointShape shape_in_checkpoint(const models::ModelSpec& spec, models::Model
 
 }  // namespace
 
+void check_fixed_image_size(const models::ModelSpec& spec, int64_t size, const std::string& key) {
+  if (spec.fixed_image_size && size != spec.default_image_size) {
+    throw ConfigError(key + ": " + std::to_string(size) + ": " + spec.name + " takes " +
+                      std::to_string(spec.default_image_size) + "x" +
+                      std::to_string(spec.default_image_size) + " images only");
+  }
+}
+
+void check_image_size(models::ClassifierImpl& model, const models::ModelSpec& spec,
+                      int64_t channels, int64_t size, const std::string& key) {
+  check_fixed_image_size(spec, size, key);
+  const std::string what = key + ": " + std::to_string(size) + ": " + spec.name;
+  const bool training = model.is_training();
+  model.eval();
+  try {
+    torch::NoGradGuard no_grad;
+    const auto device = model.parameters().empty() ? torch::Device(torch::kCPU)
+                                                   : model.parameters().front().device();
+    model.forward(torch::zeros({1, channels, size, size}, torch::TensorOptions().device(device)));
+  } catch (const c10::Error& e) {
+    model.train(training);
+    std::string reason = e.what_without_backtrace();
+    reason = reason.substr(0, reason.find('\n'));
+    throw ConfigError(what + " cannot take " + std::to_string(size) + "x" + std::to_string(size) +
+                      " images (" + reason.substr(0, 200) + ")");
+  }
+  model.train(training);
+}
+
 InferenceModel load_inference_model(const InferenceOptions& options, int64_t image_size) {
   if (options.checkpoint_path.empty()) {
     throw ConfigError("checkpoint_path: not set (a checkpoint, this project's or TensorFlow's)");
@@ -63,12 +92,12 @@ InferenceModel load_inference_model(const InferenceOptions& options, int64_t ima
   }
   loaded.model = loaded.spec->create(model_options);
   RestoreOptions restore;
-  for (const auto& [key, tensor] : ckpt) {
-    if (key.find("/ExponentialMovingAverage") != std::string::npos)
-      restore.use_moving_averages = true;
-  }
+  restore.use_moving_averages =
+      use_moving_averages(*loaded.model, ckpt, loaded.checkpoint, options.moving_averages);
   restore_model(*loaded.model, ckpt, loaded.checkpoint, restore);
   loaded.moving_averages = restore.use_moving_averages;
+  check_image_size(*loaded.model, *loaded.spec, model_options.in_channels, model_options.image_size,
+                   image_size > 0 ? "image_size" : "eval_image_size");
   loaded.model->eval();
   return loaded;
 }

@@ -11,11 +11,24 @@
 namespace fastnn::train {
 namespace {
 
-// numpy's beta(a, a) as X / (X + Y) of two Gamma(a, 1) draws.
+// The log of a Gamma(a, 1) draw, for an `a` so small that the draw itself
+// underflows to 0: Gamma(a) = Gamma(a + 1) * U^(1/a) (Marsaglia and Tsang).
+double log_gamma_draw(std::mt19937_64& rng, double a) {
+  std::gamma_distribution<double> gamma(a + 1, 1.0);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  const double g = gamma(rng);
+  return std::log(g) + std::log1p(-uniform(rng)) / a;
+}
+
+// numpy's beta(a, a) as X / (X + Y) of two Gamma(a, 1) draws. Where both
+// underflow (a tiny alpha), the draws are made again in log space: Beta(e,
+// e) puts lambda next to 0 or 1, never at one half.
 double beta(std::mt19937_64& rng, double alpha) {
   std::gamma_distribution<double> gamma(alpha, 1.0);
   const double x = gamma(rng), y = gamma(rng);
-  return x + y > 0 ? x / (x + y) : 0.5;
+  if (x + y > 0) return x / (x + y);
+  const double log_x = log_gamma_draw(rng, alpha), log_y = log_gamma_draw(rng, alpha);
+  return 1.0 / (1.0 + std::exp(log_y - log_x));
 }
 
 }  // namespace

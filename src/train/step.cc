@@ -124,6 +124,7 @@ CombinedStep Step::run(const datasets::Batch& batch, double learning_rate,
   int64_t micro = 1;
   for (; micro < options_.accumulation_steps; ++micro) {
     accumulate(loss);
+    if (options_.stop_inside_step && options_.stop_inside_step()) throw StoppedInsideStep(micro);
     std::optional<datasets::Batch> next = more ? more() : std::nullopt;
     if (!next) {
       state_.batches_consumed += micro;

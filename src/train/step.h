@@ -59,6 +59,9 @@ struct StepOptions {
   /// request_job_stop); sent with the stop flags of every step. May be
   /// empty.
   std::function<bool()> stop_requested;
+  /// One process: true when a stop signal ends an accumulated step between
+  /// its micro-batches (run() then throws StoppedInsideStep). May be empty.
+  std::function<bool()> stop_inside_step;
 };
 
 /// The next micro-batch of the step being accumulated, on the training
@@ -70,6 +73,18 @@ using NextMicroBatch = std::function<std::optional<datasets::Batch>()>;
 struct InputEndedInsideStep : std::runtime_error {
   explicit InputEndedInsideStep(int64_t micro_batches)
       : std::runtime_error("the input ended after " + std::to_string(micro_batches) +
+                           " micro-batch(es) of an accumulated step"),
+        micro_batches(micro_batches) {}
+  int64_t micro_batches;
+};
+
+/// A stop signal arrived between the micro-batches of an accumulated step
+/// (one process): `micro_batches` of it were drawn, none applied, and the
+/// input position stays at the step's start, so a resumed run draws them
+/// again.
+struct StoppedInsideStep : std::runtime_error {
+  explicit StoppedInsideStep(int64_t micro_batches)
+      : std::runtime_error("stopped after " + std::to_string(micro_batches) +
                            " micro-batch(es) of an accumulated step"),
         micro_batches(micro_batches) {}
   int64_t micro_batches;

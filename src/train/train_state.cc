@@ -7,6 +7,7 @@
 #include "fastnn/errors.h"
 #include "src/compat/torch_compat.h"
 #include "src/config/value_parse.h"
+#include "src/log/log.h"
 #include "src/train/loss.h"
 #include "src/train/rng_state.h"
 
@@ -17,6 +18,34 @@ std::string model_key(const std::string& tf_name) { return "model/" + tf_name; }
 std::string ema_key(const std::string& tf_name) {
   return model_key(tf_name) + "/ExponentialMovingAverage";
 }
+
+namespace {
+
+// TensorFlow's name of a non-floating type ("int32", "bool", "complex64").
+std::string type_name(torch::ScalarType t) {
+  switch (t) {
+    case torch::kInt32:
+      return "int32";
+    case torch::kInt64:
+      return "int64";
+    case torch::kInt16:
+      return "int16";
+    case torch::kInt8:
+      return "int8";
+    case torch::kUInt8:
+      return "uint8";
+    case torch::kBool:
+      return "bool";
+    case torch::kComplexFloat:
+      return "complex64";
+    case torch::kComplexDouble:
+      return "complex128";
+    default:
+      return c10::toString(t);
+  }
+}
+
+}  // namespace
 
 int restore_model(models::ClassifierImpl& model, const TensorMap& ckpt, const std::string& path,
                   const RestoreOptions& options) {
@@ -35,6 +64,10 @@ int restore_model(models::ClassifierImpl& model, const TensorMap& ckpt, const st
     if (it == ckpt.end()) it = ckpt.find(model_key(variable.name));
     if (it == ckpt.end()) {
       if (!options.ignore_missing) problems += "\n  missing: " + variable.name;
+    } else if (!it->second.is_floating_point() && variable.tensor.is_floating_point()) {
+      // There, but not as values: ignore_missing_vars does not cover it.
+      problems += "\n  present but " + type_name(it->second.scalar_type()) + ": " + variable.name +
+                  " (a variable is floating-point)";
     } else if (it->second.sizes() != variable.tensor.sizes()) {
       std::ostringstream os;
       os << "\n  shape mismatch: " << variable.name << " is " << variable.tensor.sizes()
@@ -52,6 +85,34 @@ int restore_model(models::ClassifierImpl& model, const TensorMap& ckpt, const st
                       "skips missing ones)");
   }
   return restored;
+}
+
+bool use_moving_averages(models::ClassifierImpl& model, const TensorMap& ckpt,
+                         const std::string& path, MovingAverages choice) {
+  if (choice == MovingAverages::kRaw) return false;
+  std::vector<std::string> without;
+  int64_t trainable = 0;
+  for (const auto& v : models::model_variables(model)) {
+    if (!v.trainable) continue;
+    ++trainable;
+    if (!ckpt.count(ema_key(v.name))) without.push_back(v.name);
+  }
+  if (without.empty()) return trainable > 0;
+  const int64_t with = trainable - static_cast<int64_t>(without.size());
+  const std::string counts = "the checkpoint '" + path + "' has moving averages of " +
+                             std::to_string(with) + " of " + std::to_string(trainable) +
+                             " trainable variables (none of " + without.front() +
+                             (without.size() > 1 ? ", ..." : "") + ")";
+  if (choice == MovingAverages::kUse) {
+    throw ConfigError("moving_average_decay: " + counts +
+                      "; set moving_average_decay=None to use the raw weights");
+  }
+  if (with > 0) {
+    log::warning() << counts
+                   << ": the raw weights are used, none of the moving averages (set "
+                      "moving_average_decay to require them)";
+  }
+  return false;
 }
 
 TrainState::TrainState(models::ClassifierImpl& model, optim::Optimizer& optimizer,

@@ -27,6 +27,7 @@
 #include "models/classifier.h"
 #include "src/optim/optimizers.h"
 #include "src/train/loss_scale.h"
+#include "src/train/moving_averages.h"
 
 namespace fastnn::train {
 
@@ -47,6 +48,12 @@ struct RestoreOptions {
   /// Read "<var>/ExponentialMovingAverage" where the checkpoint has it.
   bool use_moving_averages = false;
 };
+
+/// Whether restore_model reads the shadows of `ckpt` (from `path`) into
+/// `model`, by `choice`. Throws ConfigError (kUse) naming the trainable
+/// variables without a shadow.
+bool use_moving_averages(models::ClassifierImpl& model, const TensorMap& ckpt,
+                         const std::string& path, MovingAverages choice);
 
 /// Copies the "model/..." tensors of a checkpoint into `model`; returns the
 /// number restored. Throws ConfigError naming every missing or mis-shaped

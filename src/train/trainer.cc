@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -163,7 +164,26 @@ void Trainer::Impl::init_from_checkpoint() {
   RestoreOptions o;
   o.exclude_scopes = hp.checkpoint_exclude_scopes;
   o.ignore_missing = hp.ignore_missing_vars;
+  // An exclusion that matches nothing (a typo) and a fine-tune that
+  // restores nothing are usage errors, as a trainable_scopes typo is.
+  const auto variables = models::model_variables(*built.model);
+  for (const auto& scope : split_list(o.exclude_scopes)) {
+    if (std::none_of(variables.begin(), variables.end(),
+                     [&](const auto& v) { return v.name.rfind(scope, 0) == 0; })) {
+      throw ConfigError(hp.where("checkpoint_exclude_scopes") +
+                        ": checkpoint_exclude_scopes: " + config::quote_value(scope) +
+                        " matches no variable of " + built.model->scope());
+    }
+  }
   const int n = restore_model(*built.model, load_tensors(path), path, o);
+  if (n == 0) {
+    throw ConfigError(hp.where("checkpoint_path") + ": checkpoint_path: no variable of " +
+                      built.model->scope() + " was restored from " + config::quote_value(path) +
+                      (o.exclude_scopes.empty() ? ""
+                                                : " (checkpoint_exclude_scopes=" +
+                                                      o.exclude_scopes + " excludes them all)") +
+                      ": to train from scratch, leave checkpoint_path unset");
+  }
   log::chief() << "Initialized " << n << " variables from " << path
                << (o.exclude_scopes.empty() ? "" : " (excluded: " + o.exclude_scopes + ")");
 }
@@ -425,6 +445,10 @@ StepOptions Trainer::Impl::step_options() const {
   options.autocast = autocast;
   options.accumulation_steps = hp.gradient_accumulation_steps;
   options.stop_requested = [this] { return !job_stop_reason.empty(); };
+  // One process stops between micro-batches (a pod's grace period is
+  // shorter than a long accumulated step); distributed workers stop
+  // together, at their agreement steps.
+  if (!dist) options.stop_inside_step = [] { return stop_signal() != 0; };
   // FASTNN_TEST_READ_ON_DEMAND=1 (tests): a CPU run reads its numbers as
   // a GPU run does, only on the steps the hooks ask for.
   options.read_every_step =
@@ -530,6 +554,14 @@ bool Trainer::Impl::train_one_step(Step& step, RunSummary& summary,
   try {
     combined = step.run(*batch, optim::learning_rate_at(schedule, state->step), clock, stats,
                         wanted, more);
+  } catch (const StoppedInsideStep& e) {
+    const int sig = stop_signal();
+    summary.exit_code = sig == SIGINT ? kExitSigint : kExitSigterm;
+    request_stop(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                 " inside an accumulated step (" + std::to_string(e.micro_batches) + " of " +
+                 std::to_string(hp.gradient_accumulation_steps) +
+                 " micro-batches drawn, not applied; a resumed run draws them again)");
+    return false;
   } catch (const InputEndedInsideStep& e) {
     request_stop("input exhausted after num_epochs=" + std::to_string(hp.num_epochs) + " (" +
                  std::to_string(e.micro_batches) +

@@ -120,6 +120,21 @@ TEST(Mixup, DrawsFollowTimm) {
   EXPECT_NE(draw_mix(o, 9, 28, 28).lambda, a.lambda);
 }
 
+// Beta(e, e) for a tiny e puts lambda next to 0 or 1, about as often each
+// (once: both Gamma draws underflowed and every batch mixed half and half).
+TEST(Mixup, ATinyAlphaMixesNextToNothingNotHalfAndHalf) {
+  MixupOptions o;
+  o.mixup_alpha = 1e-30;
+  int near_one = 0;
+  for (int64_t b = 0; b < 400; ++b) {
+    const double lambda = draw_mix(o, b, 28, 28).lambda;
+    ASSERT_TRUE(lambda < 1e-6 || lambda > 1 - 1e-6) << "batch " << b << ": " << lambda;
+    near_one += lambda > 0.5;
+  }
+  EXPECT_GT(near_one, 120);  // binomial(400, 1/2): 200, sd 10
+  EXPECT_LT(near_one, 280);
+}
+
 // Mixup on: no host read on the steps that do not read (the GPU's way),
 // and with mixup_prob 0 the same weights as without mixup.
 TEST(Mixup, StepMixesWithoutReadingTheDevice) {

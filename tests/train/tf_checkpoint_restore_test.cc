@@ -75,8 +75,12 @@ TEST(TfCheckpointRestore, TfSlimMobilenetFromTensorflowTellsPersonFromNoPerson) 
   const std::string path = resolve_checkpoint(dir.string());
   RestoreOptions r;
   r.use_moving_averages = true;
-  const int restored = restore_model(*model, load_tensors(path), path, r);
+  const TensorMap tensors = load_tensors(path);
+  const int restored = restore_model(*model, tensors, path, r);
   EXPECT_EQ(restored, 137);  // every model variable of the checkpoint
+  // TF's int64 global_step comes along (evaluations once said step 0).
+  ASSERT_TRUE(tensors.count("global_step"));
+  EXPECT_EQ(tensors.at("global_step").item<int64_t>(), 963849);
   // The layouts: a depthwise kernel [kh,kw,C,M] is [C*M,1,kh,kw] here.
   const io::TfCheckpoint tf = io::TfCheckpoint::open(path);
   const std::string dw = "MobilenetV1/Conv2d_1_depthwise/depthwise_weights";
@@ -97,6 +101,61 @@ TEST(TfCheckpointRestore, TfSlimMobilenetFromTensorflowTellsPersonFromNoPerson) 
   const auto logits = model->forward(images).logits;
   EXPECT_EQ(logits.argmax(1)[0].item<int64_t>(), 1) << logits;
   EXPECT_EQ(logits.argmax(1)[1].item<int64_t>(), 0) << logits;
+}
+
+}  // namespace
+}  // namespace fastnn::train
+
+namespace fastnn::train {
+namespace {
+
+// A variable the checkpoint holds as integers is there, not missing, and
+// ignore_missing_vars does not drop it (once: "missing", then trained from
+// scratch with exit 0).
+TEST(TfCheckpointRestore, AVariableOfAnotherTypeIsPresentNotMissing) {
+  models::ModelOptions o;
+  o.num_classes = 10;
+  o.in_channels = 1;
+  auto model = models::find_model("lenet").create(o);
+  TensorMap ckpt;
+  for (const auto& v : models::model_variables(*model)) ckpt[model_key(v.name)] = v.tensor.clone();
+  ckpt[model_key("LeNet/conv1/weights")] = torch::zeros({32, 1, 5, 5}, torch::kInt32);
+  RestoreOptions r;
+  r.ignore_missing = true;
+  try {
+    restore_model(*model, ckpt, "ckpt", r);
+    ADD_FAILURE() << "an int32 variable was restored or skipped";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("present but int32: LeNet/conv1/weights"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// TF-slim reads the shadows only when moving_average_decay is set, and then
+// every one (once: the shadows a checkpoint had were mixed with the raw
+// weights of the rest, and moving_average_decay=None did not opt out).
+TEST(TfCheckpointRestore, MovingAveragesAreAllOrNothingAndOnlyWhenAsked) {
+  models::ModelOptions o;
+  o.num_classes = 10;
+  o.in_channels = 1;
+  auto model = models::find_model("lenet").create(o);
+  TensorMap all, some;
+  int k = 0;
+  for (const auto& v : models::model_variables(*model)) {
+    all[model_key(v.name)] = some[model_key(v.name)] = v.tensor.clone();
+    all[ema_key(v.name)] = v.tensor.clone();
+    if (k++ % 2 == 0) some[ema_key(v.name)] = v.tensor.clone();
+  }
+  EXPECT_TRUE(use_moving_averages(*model, all, "c", MovingAverages::kAuto));
+  EXPECT_TRUE(use_moving_averages(*model, all, "c", MovingAverages::kUse));
+  EXPECT_FALSE(use_moving_averages(*model, all, "c", MovingAverages::kRaw));
+  EXPECT_FALSE(use_moving_averages(*model, some, "c", MovingAverages::kAuto));
+  EXPECT_THROW(use_moving_averages(*model, some, "c", MovingAverages::kUse), ConfigError);
+  TensorMap none;
+  for (const auto& v : models::model_variables(*model)) none[model_key(v.name)] = v.tensor;
+  EXPECT_FALSE(use_moving_averages(*model, none, "c", MovingAverages::kAuto));
+  EXPECT_THROW(use_moving_averages(*model, none, "c", MovingAverages::kUse), ConfigError);
 }
 
 }  // namespace
