@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "datasets/image_folder.h"
 #include "datasets/manifest.h"
@@ -58,18 +59,24 @@ const DatasetSpec& find_dataset(const std::string& name) {
                     " is not an available dataset; available: " + join_list(dataset_names()));
 }
 
-std::vector<std::string> read_labels_file(const std::string& path) {
+std::vector<std::string> read_labels_file(const std::string& path, int64_t* skipped) {
   std::vector<std::string> labels;
-  std::ifstream in(path);
-  if (!in) return labels;
+  if (skipped) *skipped = 0;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return labels;
+  std::istringstream in(io::read_file(path, size_t{64} << 20));
   std::string line;
   while (std::getline(in, line)) {
     auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     int64_t id = -1;
-    const std::string_view id_text = std::string_view(line).substr(0, colon);
-    config::parse_int(config::trim(id_text), &id);  // junk: skipped
-    if (id < 0 || id > 1000000) continue;
+    if (colon != std::string::npos) {
+      config::parse_int(config::trim(std::string_view(line).substr(0, colon)), &id);
+    }
+    if (id < 0 || id > 1000000) {
+      if (skipped && !config::trim(line).empty()) ++*skipped;  // junk, counted
+      continue;
+    }
     if (labels.size() <= static_cast<size_t>(id)) labels.resize(id + 1);
     labels[id] = line.substr(colon + 1);
   }
@@ -337,7 +344,7 @@ DatasetInfo get_dataset(const DatasetOptions& options, const std::string& split)
     count_split_records(info);
     if (info.num_samples == 0) {
       throw DataError("dataset " + spec.name + ": validation_fraction " +
-                      std::to_string(info.holdout.fraction) + " leaves split '" + split +
+                      config::format_double(info.holdout.fraction) + " leaves split '" + split +
                       "' without a record (" + join_list(info.files) + ")");
     }
   }

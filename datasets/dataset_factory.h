@@ -124,7 +124,8 @@ std::vector<std::string> dataset_names();
 std::vector<std::string> imagenet_class_names();
 
 /// Parses labels.txt ("id:name" lines); empty if the file does not exist.
-std::vector<std::string> read_labels_file(const std::string& path);
+/// Other non-blank lines are skipped, and counted in *skipped when given.
+std::vector<std::string> read_labels_file(const std::string& path, int64_t* skipped = nullptr);
 
 /// Expands a comma-separated list of paths/globs (relative ones joined to
 /// `dir`), sorted; throws DataError when a pattern matches nothing.

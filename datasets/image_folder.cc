@@ -5,11 +5,14 @@
 #include <cerrno>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <utility>
 
 #include "fastnn/errors.h"
+#include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
+#include "src/log/log.h"
 
 namespace fastnn::datasets {
 namespace fs = std::filesystem;
@@ -63,6 +66,33 @@ std::vector<fs::path> entries(const fs::path& dir) {
   return out;
 }
 
+// Class names as labels.txt holds them and TF-slim's read_label_file reads
+// them back ("id:name" lines of UTF-8): no line break, nothing but UTF-8.
+// Names that differ only in case are two classes here and one on a
+// case-insensitive file system: a warning.
+void check_class_names(const std::string& dir, const std::vector<std::string>& names) {
+  std::map<std::string, std::string> folded;
+  for (const auto& name : names) {
+    const char* bad = name.find_first_of("\n\r") != std::string::npos ? "a line break"
+                      : !config::is_utf8(name)                        ? "bytes that are not UTF-8"
+                                                                      : nullptr;
+    if (bad) {
+      throw DataError("image_folder: the class folder " + config::quote_value(name) + " of '" +
+                      dir + "' has " + bad +
+                      " in its name, which labels.txt cannot hold: rename the folder");
+    }
+    std::string key = name;
+    for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    auto [it, fresh] = folded.emplace(key, name);
+    if (!fresh) {
+      log::warning() << "image_folder: the classes " << config::quote_value(it->second) << " and "
+                     << config::quote_value(name) << " of '" << dir
+                     << "' differ only in case: two classes here, one folder on a "
+                        "case-insensitive file system";
+    }
+  }
+}
+
 }  // namespace
 
 ImageFolderSplit scan_image_folder(const std::string& dir) {
@@ -86,6 +116,7 @@ ImageFolderSplit scan_image_folder(const std::string& dir) {
     throw DataError("image_folder: '" + dir + "' has no class sub-folder (expected " + dir +
                     "/<class>/<image>.jpg)");
   }
+  check_class_names(dir, out.class_names);
   std::vector<std::pair<std::string, int64_t>> all;
   for (size_t class_index = 0; class_index < out.class_names.size(); ++class_index) {
     for (const auto& entry : entries(fs::path(dir) / out.class_names[class_index])) {
@@ -95,6 +126,14 @@ ImageFolderSplit scan_image_folder(const std::string& dir) {
         all.emplace_back(entry.string(), static_cast<int64_t>(class_index));
       }
     }
+  }
+  std::vector<int64_t> per_class(out.class_names.size(), 0);
+  for (const auto& [path, label] : all) ++per_class[static_cast<size_t>(label)];
+  for (size_t c = 0; c < per_class.size(); ++c) {
+    if (per_class[c] > 0) continue;
+    log::warning() << "image_folder: class " << config::quote_value(out.class_names[c])
+                   << " (label " << c << ") of '" << dir
+                   << "' has no image; it keeps its label, as TF-slim's converters do";
   }
   std::sort(all.begin(), all.end());
   for (auto& [path, label] : all) {
@@ -111,7 +150,7 @@ ImageFolderSplit select_split(const ImageFolderSplit& all_images, const std::str
                       "' is not a split of image_folder; valid: train, validation");
   }
   if (!(validation_fraction >= 0 && validation_fraction < 1)) {
-    throw ConfigError("validation_fraction: " + std::to_string(validation_fraction) +
+    throw ConfigError("validation_fraction: " + config::format_double(validation_fraction) +
                       " is not in [0, 1)");
   }
   std::vector<size_t> order(all_images.files.size());
@@ -144,7 +183,7 @@ ImageFolderSplit list_image_folder(const std::string& dir, const std::string& sp
     throw DataError("image_folder: no image for split '" + split + "' in '" + dir + "' (" +
                     std::to_string(all.files.size()) +
                     " images in <class>/*.{jpg,jpeg,png}, validation_fraction " +
-                    std::to_string(validation_fraction) + ")");
+                    config::format_double(validation_fraction) + ")");
   }
   return out;
 }

@@ -25,6 +25,7 @@
 #include "fastnn/tfrecord.h"
 #include "src/io/atomic_file.h"
 #include "src/io/image.h"
+#include "src/io/memory_limit.h"
 #include "src/io/thread_limit.h"
 #include "src/log/log.h"
 
@@ -559,14 +560,13 @@ void check_batches_ahead(const PipelineOptions& o) {
   }
   const double batch_bytes =
       4.0 * static_cast<double>(o.batch_size) * static_cast<double>(o.shape.numel());
-  const double memory =
-      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const double memory = io::usable_memory_bytes();
   const double ahead = batch_bytes * static_cast<double>(o.prefetch_batches);
   if (memory > 0 && ahead > memory / 2) {
     char text[160];
     std::snprintf(text, sizeof text,
                   " batches of %.1f MiB each hold %.1f GiB ahead, more than half of "
-                  "this machine's %.1f GiB of memory",
+                  "the %.1f GiB of memory this process may use",
                   batch_bytes / (1 << 20), ahead / (1 << 30), memory / (1 << 30));
     throw ConfigError("prefetch_buffer_size: " + std::to_string(o.prefetch_batches) + text);
   }
@@ -656,15 +656,14 @@ void check_cache_budget(const PipelineOptions& options, const ShardPlan& plan,
   double budget = static_cast<double>(options.cache_budget_bytes);
   std::string of_what = "cache_budget_bytes";
   if (budget <= 0) {
-    const double memory =
-        static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    const double memory = io::usable_memory_bytes();
     const double ahead = 4.0 * static_cast<double>(options.batch_size) *
                          static_cast<double>(options.shape.numel()) *
                          static_cast<double>(options.prefetch_batches);
     budget = memory / 2 - ahead;
-    char text[96];
+    char text[160];
     std::snprintf(text, sizeof text,
-                  "half of this machine's %.1f GiB of memory, less %.1f GiB of "
+                  "half of the %.1f GiB of memory this process may use, less %.1f GiB of "
                   "prefetched batches",
                   memory / (1 << 30), ahead / (1 << 30));
     of_what = text;

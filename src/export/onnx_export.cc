@@ -23,19 +23,17 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-// The traced batch when the exported one is dynamic: a size no other
-// dimension of these networks has, so a Reshape's batch entry is told
-// apart from its other entries.
-constexpr int64_t kTracedDynamicBatch = 3;
+// The traced batch, whatever the exported one (a fixed batch is only the
+// declared size of the input and the output: tracing at it once allocated
+// its activations, ~100 GB for a batch of a million): a size no other
+// leading dimension of these networks has, so a Reshape's batch entry is
+// told apart from its other entries.
+constexpr int64_t kTracedBatch = 3;
 
 class Converter {
  public:
-  Converter(onnx::GraphProto* graph, std::string model_name, bool dynamic_batch,
-            int64_t traced_batch)
-      : graph_(graph),
-        model_name_(std::move(model_name)),
-        dynamic_batch_(dynamic_batch),
-        traced_batch_(traced_batch) {}
+  Converter(onnx::GraphProto* graph, std::string model_name, int64_t traced_batch)
+      : graph_(graph), model_name_(std::move(model_name)), traced_batch_(traced_batch) {}
 
   // Initializer names for the network's variables, by storage address.
   void name_variables(models::ClassifierImpl& model) {
@@ -314,12 +312,11 @@ class Converter {
     attr(p, "axis", axis(n, int_arg(n, 1), n->output()));
   }
 
-  // A reshape to sizes fixed at trace time; with a dynamic batch the batch
-  // entry becomes 0 (ONNX: keep the input's size).
+  // A reshape to sizes fixed at trace time; its batch entry becomes 0
+  // (ONNX: keep the input's size), the exported batch being fixed or not.
   void reshape(Node* n, std::vector<int64_t> shape) {
     const auto in = sizes_of(n->input(0));
-    if (dynamic_batch_ && !shape.empty() && !in.empty() && in[0] == traced_batch_ &&
-        shape[0] == traced_batch_) {
+    if (!shape.empty() && !in.empty() && in[0] == traced_batch_ && shape[0] == traced_batch_) {
       shape[0] = 0;
     }
     node("Reshape", {input(n, 0), ints_initializer(shape)}, n->output());
@@ -447,7 +444,6 @@ class Converter {
 
   onnx::GraphProto* graph_;
   std::string model_name_;
-  bool dynamic_batch_;
   int64_t traced_batch_;
   int counter_ = 0;
   std::unordered_map<const Value*, std::string> names_;
@@ -457,17 +453,19 @@ class Converter {
   std::set<std::string> used_names_;
 };
 
+// A value's declared type: float, `dims` with the batch (the first) "N"
+// when `batch` is 0, else `batch`.
 void tensor_type(onnx::ValueInfoProto* v, const std::string& name, const std::vector<int64_t>& dims,
-                 bool dynamic_batch) {
+                 int64_t batch) {
   v->set_name(name);
   auto* t = v->mutable_type()->mutable_tensor_type();
   t->set_elem_type(onnx::TensorProto::FLOAT);
   for (size_t i = 0; i < dims.size(); ++i) {
     auto* d = t->mutable_shape()->add_dim();
-    if (i == 0 && dynamic_batch) {
+    if (i == 0 && batch == 0) {
       d->set_dim_param("N");
     } else {
-      d->set_dim_value(dims[i]);
+      d->set_dim_value(i == 0 ? batch : dims[i]);
     }
   }
 }
@@ -475,8 +473,7 @@ void tensor_type(onnx::ValueInfoProto* v, const std::string& name, const std::ve
 }  // namespace
 
 std::string export_onnx(models::ClassifierImpl& model, const OnnxExportOptions& options) {
-  const bool dynamic = options.batch_size == 0;
-  const int64_t batch = dynamic ? kTracedDynamicBatch : options.batch_size;
+  const int64_t batch = kTracedBatch;
   model.eval();
   for (auto& param : model.parameters()) param.requires_grad_(false);
   torch::NoGradGuard no_grad;
@@ -521,10 +518,10 @@ std::string export_onnx(models::ClassifierImpl& model, const OnnxExportOptions& 
   }
   onnx::GraphProto* graph_proto = proto.mutable_graph();
   graph_proto->set_name(options.model_name.empty() ? "network" : options.model_name);
-  tensor_type(graph_proto->add_input(), "images", images.sizes().vec(), dynamic);
-  tensor_type(graph_proto->add_output(), "logits", logits.sizes().vec(), dynamic);
+  tensor_type(graph_proto->add_input(), "images", images.sizes().vec(), options.batch_size);
+  tensor_type(graph_proto->add_output(), "logits", logits.sizes().vec(), options.batch_size);
 
-  Converter converter(graph_proto, options.model_name, dynamic, batch);
+  Converter converter(graph_proto, options.model_name, batch);
   converter.name_variables(model);
   converter.set_name(graph->inputs()[0], "images");
   converter.set_name(graph->outputs()[0], "logits");

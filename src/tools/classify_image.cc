@@ -21,12 +21,15 @@
 // 2 bad arguments.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
 #include "datasets/dataset_factory.h"
 #include "fastnn/errors.h"
@@ -34,6 +37,7 @@
 #include "preprocessing/preprocessing_factory.h"
 #include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
+#include "src/log/log.h"
 #include "src/tools/tool_main.h"
 #include "src/train/builder.h"
 #include "src/train/inference_model.h"
@@ -53,10 +57,22 @@ int classify(LoadResult& args, const std::vector<std::string>& images) {
   std::vector<std::string> labels;
   const auto labels_file = args.extras.find("labels_file");
   if (labels_file != args.extras.end()) {
-    if (!std::ifstream(labels_file->second)) {
+    if (std::error_code ec; !std::filesystem::exists(labels_file->second, ec)) {
       throw DataError("labels_file: cannot read '" + labels_file->second + "'");
     }
-    labels = datasets::read_labels_file(labels_file->second);
+    int64_t skipped = 0;
+    labels = datasets::read_labels_file(labels_file->second, &skipped);
+    const int64_t named = static_cast<int64_t>(
+        std::count_if(labels.begin(), labels.end(), [](const auto& l) { return !l.empty(); }));
+    const int64_t classes = model_options.num_classes + hp.labels_offset;
+    if (skipped > 0 || named != classes) {
+      log::warning() << "labels_file " << config::quote_value(labels_file->second) << ": " << named
+                     << " names for the network's " << classes << " classes"
+                     << (skipped > 0 ? ", " + std::to_string(skipped) +
+                                           " line(s) not of the form id:name skipped"
+                                     : std::string())
+                     << "; a class without a name is shown without a label";
+    }
   } else if (!hp.dataset_dir.empty()) {
     labels = datasets::read_labels_file(hp.dataset_dir + "/labels.txt");
   } else if (model_options.num_classes + hp.labels_offset == 1001) {
@@ -147,8 +163,7 @@ int main(int argc, char** argv) {
       "[--labels_file=FILE] [--top_k=5] [--KEY=VALUE ...] IMAGE... | --image_list=FILE",
       [&images](fastnn::LoadResult& args) {
         if (auto list = args.extras.find("image_list"); list != args.extras.end()) {
-          std::ifstream in(list->second);
-          if (!in) throw fastnn::DataError("image_list: cannot read '" + list->second + "'");
+          std::istringstream in(fastnn::io::read_file(list->second, size_t{64} << 20));
           std::string line;
           while (std::getline(in, line)) {
             if (!line.empty() && line.back() == '\r') line.pop_back();

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "fastnn/errors.h"
+#include "src/log/log.h"
 #include "src/tools/tool_main.h"
 #include "src/train/builder.h"
 #include "src/train/evaluator.h"
@@ -29,6 +30,24 @@ void print_result(const fastnn::train::EvalResult& r) {
   std::fflush(stdout);
 }
 
+// TF-slim's eval_image_classifier evaluates --dataset_split_name. Given on
+// this tool's command line (a config's dataset_split_name is the training
+// split), it names the split to evaluate, unless eval_split_name is given
+// too.
+fastnn::HParams split_to_evaluate(fastnn::HParams hp) {
+  const bool split_given = hp.where("dataset_split_name") == "command line";
+  if (!split_given || hp.dataset_split_name == hp.eval_split_name) return hp;
+  if (hp.where("eval_split_name") == "default") {
+    hp.eval_split_name = hp.dataset_split_name;
+    hp.sources["eval_split_name"] = "command line, as dataset_split_name";
+  } else {
+    fastnn::log::warning() << "dataset_split_name=" << hp.dataset_split_name
+                           << " is not evaluated: eval_split_name=" << hp.eval_split_name << " ("
+                           << hp.where("eval_split_name") << ") names the split to evaluate";
+  }
+  return hp;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -37,7 +56,7 @@ int main(int argc, char** argv) {
       "--config FILE --checkpoint_path PATH [--eval_split_name=test] "
       "[--eval_interval_secs=N [--eval_timeout_secs=N]] [--KEY=VALUE ...]",
       [](fastnn::LoadResult& args) {
-        const auto& hp = args.hp;
+        const fastnn::HParams hp = split_to_evaluate(args.hp);
         std::string path = hp.checkpoint_path.empty() ? hp.train_dir : hp.checkpoint_path;
         if (path.empty()) {
           throw fastnn::ConfigError("checkpoint_path: not set (a checkpoint file or a train_dir)");

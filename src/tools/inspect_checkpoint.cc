@@ -22,6 +22,7 @@
 
 #include "fastnn/errors.h"
 #include "models/model_factory.h"
+#include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
 #include "src/io/tf_checkpoint.h"
 #include "src/tools/tool_main.h"
@@ -70,6 +71,9 @@ struct Listing {
   std::string format;
   std::vector<Row> rows;
   std::map<std::string, std::vector<int64_t>> variables;
+  /// Variables whose values cannot be read (a missing or short data file,
+  /// a CRC mismatch, a partitioned variable), with the reason.
+  std::map<std::string, std::string> unreadable;
 };
 
 Listing list_checkpoint(const std::string& path) {
@@ -89,11 +93,20 @@ Listing list_checkpoint(const std::string& path) {
            t.shape, bytes});
       const bool floating = t.dtype == io::kTfFloat || t.dtype == io::kTfHalf ||
                             t.dtype == io::kTfBFloat16 || t.dtype == io::kTfDouble;
-      if (floating) l.variables[t.name] = train::port_shape_of_tf(t.name, t.shape);
+      if (!floating) continue;
+      l.variables[t.name] = train::port_shape_of_tf(t.name, t.shape);
+      // Its bytes, read and checked as a restore reads them: "compatible"
+      // means every variable loads.
+      try {
+        c.read(t.name);
+      } catch (const DataError& e) {
+        l.unreadable[t.name] = e.what();
+      }
     }
     return l;
   }
   l.format = "FastNN-C++";
+  io::require_regular_file(path, "a checkpoint");
   const std::string bytes = io::read_file(path);
   for (const train::CheckpointEntry& e : train::parse_checkpoint(bytes, path)) {
     l.rows.push_back(
@@ -103,22 +116,59 @@ Listing list_checkpoint(const std::string& path) {
   return l;
 }
 
+// A name as the terminal may show it: printable ASCII and whole UTF-8
+// characters from U+00A0 up as they are, every other byte (controls, ANSI
+// escapes, a newline that would forge a row, bytes of no character) as
+// \xNN, and the backslash as \\.
+std::string printable(const std::string& name) {
+  std::string out;
+  char hex[8];
+  for (size_t i = 0; i < name.size();) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      if (c == '\\') out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // A whole UTF-8 character, not a C1 control (U+0080..U+009F).
+    const size_t n = c < 0x80 ? 0 : config::utf8_char_bytes(name, i);
+    const bool c1 = n == 2 && c == 0xc2 && static_cast<unsigned char>(name[i + 1]) < 0xa0;
+    if (n > 0 && !c1) {
+      out.append(name, i, n);
+      i += n;
+      continue;
+    }
+    std::snprintf(hex, sizeof hex, "\\x%02x", c);
+    out += hex;
+    ++i;
+  }
+  return out;
+}
+
+// The name column is as wide as the longest name up to this; a longer name
+// overflows its own row only.
+constexpr size_t kMaxNameColumn = 72;
+
 void print_listing(const std::string& path, const Listing& l) {
   size_t width = 4;
   int64_t total = 0;
   for (const Row& r : l.rows) {
-    width = std::max(width, r.name.size());
+    width = std::max(width, std::min(printable(r.name).size(), kMaxNameColumn));
     total += std::max<int64_t>(r.bytes, 0);
   }
-  std::printf("%s checkpoint %s: %zu tensors, %lld bytes\n", l.format.c_str(), path.c_str(),
-              l.rows.size(), static_cast<long long>(total));
+  std::printf("%s checkpoint %s: %zu tensors, %lld bytes\n", l.format.c_str(),
+              printable(path).c_str(), l.rows.size(), static_cast<long long>(total));
   std::printf("%-*s  %-10s  %-20s  %s\n", static_cast<int>(width), "name", "dtype", "shape",
               "bytes");
   for (const Row& r : l.rows) {
-    std::printf("%-*s  %-10s  %-20s  %s\n", static_cast<int>(width), r.name.c_str(),
+    std::printf("%-*s  %-10s  %-20s  %s\n", static_cast<int>(width), printable(r.name).c_str(),
                 r.dtype.c_str(), shape_text(r.shape).c_str(),
                 r.bytes < 0 ? "-" : std::to_string(r.bytes).c_str());
   }
+  if (l.unreadable.empty()) return;
+  std::printf("unreadable (%zu):\n", l.unreadable.size());
+  for (const auto& [name, why] : l.unreadable) std::printf("  %s\n", printable(why).c_str());
 }
 
 // Compares the checkpoint's variables with the network's; prints the
@@ -131,12 +181,14 @@ void print_diff(const Listing& listing, const std::string& model_name,
     wanted[variable.name] = variable.tensor.sizes().vec();
   std::vector<std::string> missing, unexpected, mismatched;
   std::set<std::string> scopes;
+  std::vector<std::string> unreadable;
   for (const auto& [name, shape] : wanted) {
     auto it = listing.variables.find(name);
+    if (listing.unreadable.count(name)) unreadable.push_back(printable(name));
     if (it == listing.variables.end()) {
-      missing.push_back(name + " " + shape_text(shape));
+      missing.push_back(printable(name) + " " + shape_text(shape));
     } else if (it->second != shape) {
-      mismatched.push_back(name + ": network " + shape_text(shape) + ", checkpoint " +
+      mismatched.push_back(printable(name) + ": network " + shape_text(shape) + ", checkpoint " +
                            shape_text(it->second));
       // The scope to exclude: the network's scope and the layer's block
       // ("InceptionV3/Logits", "MobilenetV1/Logits").
@@ -151,7 +203,7 @@ void print_diff(const Listing& listing, const std::string& model_name,
     // unexpected: "<variable>/ExponentialMovingAverage", ".../RMSProp".
     const size_t slash = name.rfind('/');
     if (slash != std::string::npos && wanted.count(name.substr(0, slash))) continue;
-    unexpected.push_back(name + " " + shape_text(shape));
+    unexpected.push_back(printable(name) + " " + shape_text(shape));
   }
   std::printf("\ncompared with %s (num_classes=%lld, %lld input channels): %zu variables\n",
               model_name.c_str(), static_cast<long long>(options.num_classes),
@@ -159,7 +211,8 @@ void print_diff(const Listing& listing, const std::string& model_name,
   const std::pair<const char*, const std::vector<std::string>*> groups[] = {
       {"missing from the checkpoint", &missing},
       {"in the checkpoint, not in the network", &unexpected},
-      {"of another shape", &mismatched}};
+      {"of another shape", &mismatched},
+      {"unreadable in the checkpoint", &unreadable}};
   for (const auto& [title, names] : groups) {
     if (names->empty()) continue;
     std::printf("%s (%zu):\n", title, names->size());
@@ -170,12 +223,14 @@ void print_diff(const Listing& listing, const std::string& model_name,
     for (const auto& scope : scopes) list += (list.empty() ? "" : ",") + scope;
     std::printf("to fine-tune without them: checkpoint_exclude_scopes=%s\n", list.c_str());
   }
-  if (missing.empty() && mismatched.empty()) {
-    std::printf("compatible: every variable of the network is in the checkpoint, shapes equal%s\n",
-                unexpected.empty() ? "" : " (some checkpoint variables are unused)");
+  if (missing.empty() && mismatched.empty() && unreadable.empty()) {
+    std::printf(
+        "compatible: every variable of the network is in the checkpoint, shapes equal, values "
+        "readable%s\n",
+        unexpected.empty() ? "" : " (some checkpoint variables are unused)");
   } else {
-    std::printf("differences: %zu missing, %zu unexpected, %zu of another shape\n", missing.size(),
-                unexpected.size(), mismatched.size());
+    std::printf("differences: %zu missing, %zu unexpected, %zu of another shape, %zu unreadable\n",
+                missing.size(), unexpected.size(), mismatched.size(), unreadable.size());
   }
 }
 
@@ -198,8 +253,15 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    const int rc = app.exit(error);
-    return rc == 0 ? 0 : kExitUsage;
+    if (error.get_exit_code() == 0) return app.exit(error);  // --help
+    // The one-line form of every other failure, with the usage it missed.
+    const std::string what = dynamic_cast<const CLI::RequiredError*>(&error)
+                                 ? std::string("no checkpoint given")
+                                 : std::string(error.what());
+    return report_failure("inspect_checkpoint",
+                          {kExitUsage, "error: ",
+                           what + " (usage: inspect_checkpoint CHECKPOINT [--model_name NAME "
+                                  "[--num_classes N] [--use_grayscale]])"});
   }
   options.in_channels = grayscale ? 1 : 3;
   options.dropout_keep_prob = 1.0;

@@ -439,6 +439,32 @@ TEST(ConvertDataset, ImageFolderLinkLoopsAndDanglingLinksAreDataErrors) {
   }
 }
 
+// A class folder whose name labels.txt cannot hold (TF-slim's
+// read_label_file reads "id:name" lines of UTF-8): refused by name, nothing
+// written (once: written raw, and TF-slim then failed on the file).
+TEST(ConvertDataset, ImageFolderClassNamesLabelsTxtCannotHoldAreRefused) {
+  int round = 0;
+  for (const std::string bad : {std::string("two\nlines"), std::string("latin1_\xe9t\xe9")}) {
+    const fs::path in = fresh_dir("folder_names_" + std::to_string(round++));
+    fs::create_directories(in / bad);
+    fs::create_directories(in / "roses");
+    io::write_file_atomic((in / bad / "a.png").string(), io::encode_png(gradient(4, 4, 3)));
+    io::write_file_atomic((in / "roses" / "b.png").string(), io::encode_png(gradient(4, 4, 3)));
+    ConvertOptions o;
+    o.input_dir = in.string();
+    o.output_dir = (in / "out").string();
+    o.validation_fraction = 0;
+    std::string msg;
+    try {
+      convert_image_folder(o);
+    } catch (const DataError& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find("which labels.txt cannot hold"), std::string::npos) << msg;
+    EXPECT_FALSE(fs::exists(in / "out" / "labels.txt"));
+  }
+}
+
 // Issue 23: --output_prefix ../../x wrote outside --dataset_dir, and over
 // files there without --overwrite. A prefix is a file name prefix.
 TEST(ConvertDatasetTool, OutputPrefixWithASlashIsAUsageError) {

@@ -6,9 +6,13 @@
 #include <gtest/gtest.h>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <torch/torch.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -204,6 +208,84 @@ TEST(ExportInferenceGraph, BadArgumentsAndBadCheckpointsWriteNothing) {
   EXPECT_FALSE(fs::exists(out));
   for (const auto& e : fs::directory_iterator(dir)) {
     EXPECT_EQ(e.path().filename().string().find("out.onnx"), std::string::npos) << e.path();
+  }
+}
+
+// A huge fixed batch is the declared size only: traced small (once: ~100 GB
+// allocated to trace a batch of a million). An image size the network
+// cannot take is a usage error naming the key (once: exit 1, "mat1 and
+// mat2 shapes cannot be multiplied").
+TEST(ExportInferenceGraph, AHugeBatchIsDeclaredNotTracedAndABadImageSizeIsExit2) {
+  const fs::path dir = fresh_dir("export_sizes");
+  const std::string ckpt = save_network(dir, "lenet", 10, 1);
+  const fs::path out = dir / "lenet.onnx";
+  auto r = run({tool(), "--model_name=lenet", "--checkpoint_path=" + ckpt,
+                "--output_file=" + out.string(), "--batch_size=1000000"},
+               (dir / "out.log").string(), 120);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const onnx::ModelProto m = read_model(out);
+  EXPECT_NO_THROW(onnx::checker::check_model(m));
+  EXPECT_EQ(dims(m.graph().input(0)), (std::vector<std::string>{"1000000", "1", "28", "28"}));
+  EXPECT_EQ(dims(m.graph().output(0)), (std::vector<std::string>{"1000000", "10"}));
+  r = run({tool(), "--model_name=lenet", "--checkpoint_path=" + ckpt,
+           "--output_file=" + (dir / "x.onnx").string(), "--image_size=32"},
+          (dir / "out.log").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("image_size: 32: lenet takes 28x28 images only"), std::string::npos)
+      << r.output;
+  // A network that takes many sizes but not this one: alexnet_v2's
+  // fully-connected layers are convolutions over a map that is gone at 32.
+  const std::string alexnet = save_network(dir, "alexnet_v2", 10);
+  r = run({tool(), "--model_name=alexnet_v2", "--checkpoint_path=" + alexnet,
+           "--output_file=" + (dir / "x.onnx").string(), "--image_size=32"},
+          (dir / "out.log").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("image_size: 32: alexnet_v2 cannot take 32x32 images"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "x.onnx"));
+}
+
+// An output that exists and is not a regular file: a character device is
+// written through and stays a device (as root, /dev/null was once replaced
+// by the ONNX file); a directory is refused; a symlink keeps pointing at the
+// file it names. The nodes are the test's own (mknod), never the system's.
+TEST(ExportInferenceGraph, DevicesStayDevicesAndLinksStayLinks) {
+  const fs::path dir = fresh_dir("export_nodes");
+  const std::string ckpt = save_network(dir, "lenet", 10);
+  const std::string log = (dir / "out.log").string();
+  const auto exported = [&](const fs::path& out) {
+    return run({tool(), "--model_name=lenet", "--checkpoint_path=" + ckpt,
+                "--output_file=" + out.string()},
+               log);
+  };
+  const auto type_of = [](const fs::path& p) { return fs::symlink_status(p).type(); };
+  fs::create_directory(dir / "folder.onnx");
+  auto r = exported(dir / "folder.onnx");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("is a directory"), std::string::npos) << r.output;
+  fs::create_directory(dir / "models");
+  fs::create_symlink("models/lenet.onnx", dir / "latest.onnx");
+  r = exported(dir / "latest.onnx");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(type_of(dir / "latest.onnx"), fs::file_type::symlink);
+  EXPECT_EQ(read_model(dir / "models/lenet.onnx").graph().input_size(), 1);
+  // A checkpoint that is a device: refused by name, not read without end.
+  r = run({tool(), "--model_name=lenet", "--checkpoint_path=/dev/zero",
+           "--output_file=" + (dir / "z.onnx").string()},
+          log, 60);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("/dev/zero"), std::string::npos) << r.output;
+  if (::mknod((dir / "null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0 &&
+      ::mknod((dir / "full").c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0) {
+    r = exported(dir / "null");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(type_of(dir / "null"), fs::file_type::character);
+    r = exported(dir / "full");
+    EXPECT_EQ(r.exit_code, 3) << r.output;
+    EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.output;
+    EXPECT_EQ(type_of(dir / "full"), fs::file_type::character);
+  } else {
+    GTEST_SKIP() << "the device nodes: mknod: " << std::strerror(errno) << " (needs CAP_MKNOD)";
   }
 }
 

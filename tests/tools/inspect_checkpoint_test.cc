@@ -1,10 +1,13 @@
 // inspect_checkpoint as a user runs it: on TensorFlow's files (V1, V2), on
 // this project's checkpoints, and against a network.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <torch/torch.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "src/train/checkpoint.h"
 #include "tests/integration/process.h"
@@ -87,13 +90,96 @@ TEST(InspectCheckpoint, TfSlimCheckpointMatchesThePortsNetwork) {
       << r.output;
 }
 
+// A checkpoint whose values cannot be read is not "compatible": the data
+// file's ranges and CRCs are checked as a restore checks them (once:
+// "compatible", exit 0, then exit 3 at the restore).
+TEST(InspectCheckpoint, UnreadableValuesAreListedNotCalledCompatible) {
+  const fs::path src = serving("saved_model_half_plus_two_mkl/00000123/variables");
+  const std::string data = "variables.data-00000-of-00001";
+  for (const std::string how : {"flipped", "truncated", "missing"}) {
+    const fs::path dir = fs::path(FASTNN_TEST_TMP) / ("inspect_unreadable_" + how);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::copy(src, dir);
+    if (how == "flipped") {
+      std::fstream f(dir / data, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(0);
+      f.put('\x7f');
+    } else if (how == "truncated") {
+      fs::resize_file(dir / data, 3);
+    } else {
+      fs::remove(dir / data);
+    }
+    const auto r = run({tool(), (dir / "variables").string()}, log_file("inspect_unreadable"));
+    EXPECT_EQ(r.exit_code, 0) << how << r.output;
+    EXPECT_NE(r.output.find("unreadable ("), std::string::npos) << how << r.output;
+  }
+}
+
+// Names are shown, never obeyed: an ANSI escape, a newline that would forge
+// a row, a byte of no character are escaped; a 100 kB name pads no other row.
+TEST(InspectCheckpoint, NamesAreEscapedAndTheColumnIsCapped) {
+  const fs::path dir = fs::path(FASTNN_TEST_TMP) / "inspect_names";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  train::TensorMap m;
+  m["model/a\x1b[31mred"] = torch::zeros({1});
+  m["model/b\nmodel/forged [9]"] = torch::zeros({1});
+  m["model/c\xff\xc3\xa8"] = torch::zeros({1});
+  m["model/" + std::string(100000, 'x')] = torch::zeros({1});
+  m["model/e"] = torch::zeros({2});
+  const std::string file = (dir / "model.ckpt-1").string();
+  train::save_tensors(file, m);
+  const auto r = run({tool(), file}, log_file("inspect_names"));
+  EXPECT_EQ(r.exit_code, 0) << r.output.substr(0, 2000);
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos);
+  EXPECT_NE(r.output.find("model/a\\x1b[31mred"), std::string::npos);
+  EXPECT_NE(r.output.find("model/b\\x0amodel/forged [9]"), std::string::npos);
+  EXPECT_NE(r.output.find("model/c\\xff\xc3\xa8 "), std::string::npos);  // è kept whole
+  std::istringstream lines(r.output);
+  int rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("model/", 0) != 0) continue;
+    ++rows;
+    if (line.rfind("model/e ", 0) == 0) EXPECT_LT(line.size(), 200u) << line;
+  }
+  EXPECT_EQ(rows, 5);  // one a tensor, none forged
+}
+
 TEST(InspectCheckpoint, BadArgumentsAndMissingFilesHaveTheirExitCodes) {
-  EXPECT_EQ(run({tool()}, log_file("inspect_noarg")).exit_code, 2);
+  auto noarg = run({tool()}, log_file("inspect_noarg"));
+  EXPECT_EQ(noarg.exit_code, 2);
+  EXPECT_NE(noarg.output.find("inspect_checkpoint: error: no checkpoint given (usage: "),
+            std::string::npos)
+      << noarg.output;
+  // Neither format: said so (once: "not a FastNN-C++ checkpoint" alone).
+  const fs::path png = fs::path(FASTNN_TEST_TMP) / "inspect_not_a_checkpoint.png";
+  std::ofstream(png, std::ios::binary) << "\x89PNG\r\n\x1a\n0000000000000000";
+  auto other = run({tool(), png.string()}, log_file("inspect_png"));
+  EXPECT_EQ(other.exit_code, 3) << other.output;
+  EXPECT_NE(other.output.find("neither a FastNN-C++ checkpoint"), std::string::npos)
+      << other.output;
   EXPECT_EQ(run({tool(), "no/such/ckpt"}, log_file("inspect_missing")).exit_code, 3);
   auto r = run(
       {tool(), serving("bad_half_plus_two/00000123/export").string(), "--model_name=no_such_net"},
       log_file("inspect_badnet"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+// A device or a FIFO named as the checkpoint: exit 3 naming it, at once
+// (once: std::bad_alloc from reading /dev/zero whole, and a FIFO's wait
+// for a writer without end).
+TEST(InspectCheckpoint, DevicesAndFifosAreRefusedByName) {
+  const fs::path dir = fs::path(FASTNN_TEST_TMP) / "inspect_nodes";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  fs::create_symlink("/dev/zero", dir / "zero");
+  for (const fs::path& p : {fs::path("/dev/zero"), dir / "zero", dir / "fifo"}) {
+    const auto r = run({tool(), p.string()}, log_file("inspect_node"), 60);
+    EXPECT_EQ(r.exit_code, 3) << p << r.output;
+    EXPECT_NE(r.output.find(p.string()), std::string::npos) << r.output;
+  }
 }
 
 }  // namespace
