@@ -18,6 +18,9 @@ namespace fastnn::datasets {
 namespace fs = std::filesystem;
 namespace {
 
+// The names read as images, in messages.
+constexpr const char* kImageExtensions = "{jpg,jpeg,png}";
+
 bool is_image_name(const fs::path& p) {
   std::string ext = p.extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -118,14 +121,25 @@ ImageFolderSplit scan_image_folder(const std::string& dir) {
   }
   check_class_names(dir, out.class_names);
   std::vector<std::pair<std::string, int64_t>> all;
+  // What the class folders hold besides images, counted by kind.
+  int64_t not_images = 0, folders = 0, others = 0;
   for (size_t class_index = 0; class_index < out.class_names.size(); ++class_index) {
     for (const auto& entry : entries(fs::path(dir) / out.class_names[class_index])) {
-      if (!is_image_name(entry)) continue;
       const Kind kind = kind_of(entry);
-      if (kind == Kind::kFile || kind == Kind::kDangling) {
+      if (!is_image_name(entry)) {
+        ++(kind == Kind::kDirectory ? folders : not_images);
+      } else if (kind == Kind::kFile || kind == Kind::kDangling) {
         all.emplace_back(entry.string(), static_cast<int64_t>(class_index));
+      } else {
+        ++others;
       }
     }
+  }
+  if (not_images + folders + others > 0) {
+    log::warning() << "image_folder: skipped in the class folders of '" << dir
+                   << "': " << not_images << " file(s) not named *." << kImageExtensions << ", "
+                   << folders << " sub-folder(s) (classes are the top level only), " << others
+                   << " other(s) named like images (devices, FIFOs, folders)";
   }
   std::vector<int64_t> per_class(out.class_names.size(), 0);
   for (const auto& [path, label] : all) ++per_class[static_cast<size_t>(label)];
@@ -181,9 +195,8 @@ ImageFolderSplit list_image_folder(const std::string& dir, const std::string& sp
   ImageFolderSplit out = select_split(all, split, validation_fraction, seed);
   if (out.files.empty()) {
     throw DataError("image_folder: no image for split '" + split + "' in '" + dir + "' (" +
-                    std::to_string(all.files.size()) +
-                    " images in <class>/*.{jpg,jpeg,png}, validation_fraction " +
-                    config::format_double(validation_fraction) + ")");
+                    std::to_string(all.files.size()) + " images in <class>/*." + kImageExtensions +
+                    ", validation_fraction " + config::format_double(validation_fraction) + ")");
   }
   return out;
 }

@@ -298,6 +298,11 @@ struct HParams {
   /// Loop mode ends after this long without a new checkpoint; 0: only
   /// when the training run has finished.
   int64_t eval_timeout_secs = 0;
+  /// eval_image_classifier's TensorBoard summaries; empty: the loop's
+  /// train_dir/eval_<split>, none for one evaluation.
+  std::string eval_dir;
+  /// eval_image_classifier evaluates at most this many batches; None: all.
+  std::optional<int64_t> max_num_batches;
   /// The result printed on stdout at the end of a run: none, smac (SMAC's
   /// "Result of this algorithm run: ..." line) or tsv (name<TAB>value).
   std::string result_format = "none";

@@ -327,6 +327,14 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(eval_interval_secs), G::kLog,
      "eval_image_classifier on a train_dir: evaluate each new checkpoint, "
      "checking every this many seconds; 0: evaluate once.", at_least(0)},
+    {FASTNN_KEY(eval_dir), G::kLog,
+     "eval_image_classifier: the folder of the evaluation's TensorBoard "
+     "summaries (TF-slim's eval_dir); empty: train_dir/eval_<split> for the "
+     "evaluation loop, none for one evaluation."},
+    {FASTNN_KEY(max_num_batches), G::kLog,
+     "eval_image_classifier: evaluate at most this many batches of "
+     "eval_batch_size (TF-slim's max_num_batches); None: the whole split.",
+     at_least(1), {}, 0, "the whole split"},
     {FASTNN_KEY(eval_timeout_secs), G::kLog,
      "Evaluation loop: stop after this many seconds without a new "
      "checkpoint; 0: stop when the training run has ended (finished, "

@@ -76,7 +76,9 @@ int main(int argc, char** argv) {
               },
               print_result);
         }
-        print_result(fastnn::train::evaluate_checkpoint(hp, path));
+        const auto result = fastnn::train::evaluate_checkpoint(hp, path);
+        print_result(result);
+        if (!hp.eval_dir.empty()) fastnn::train::write_eval_summary(hp.eval_dir, result);
         return 0;
       });
 }

@@ -13,6 +13,9 @@
 // command line; default dynamic (TF-slim's None), the batch dimension then
 // named "N".
 // S: --image_size, else eval_image_size, else the network's default.
+// Without --checkpoint_path (TF-slim's tool writes the graph alone) the
+// network's initial weights are written, seeded by `seed`; --num_classes is
+// then required. A .pb output name gets a warning: the file is ONNX.
 // The model's metadata_props record model_name, num_classes,
 // labels_offset, image_size, preprocessing and moving_averages.
 //
@@ -31,6 +34,7 @@
 #include "src/config/value_parse.h"
 #include "src/export/onnx_export.h"
 #include "src/io/atomic_file.h"
+#include "src/log/log.h"
 #include "src/tools/tool_main.h"
 #include "src/train/builder.h"
 #include "src/train/inference_model.h"
@@ -58,8 +62,22 @@ int export_graph(LoadResult& args, const std::string& batch_size) {
   if (auto given = args.extras.find("image_size"); given != args.extras.end()) {
     image_size = positive("image_size", given->second);
   }
+  // Without a checkpoint, TF-slim's tool writes the graph alone; here the
+  // network's initial weights go with it.
+  const bool initial = hp.checkpoint_path.empty();
   const train::InferenceModel loaded =
-      train::load_inference_model(train::inference_options(hp), image_size);
+      initial ? train::initial_inference_model(train::inference_options(hp), image_size, hp.seed)
+              : train::load_inference_model(train::inference_options(hp), image_size);
+  if (initial) {
+    log::warning() << "no checkpoint_path: the graph holds " << hp.model_name
+                   << "'s initial weights (seed " << hp.seed << "), as TF-slim's "
+                   << "export_inference_graph writes a graph without a checkpoint";
+  }
+  const std::string& file = output->second;
+  if (file.size() >= 3 && file.compare(file.size() - 3, 3, ".pb") == 0) {
+    log::warning() << "'" << file << "' will hold an ONNX model (opset 13), not the TensorFlow "
+                   << "GraphDef TF-slim's tool writes; .onnx is its usual name";
+  }
   exporter::OnnxExportOptions export_options;
   export_options.batch_size = batch;
   export_options.channels = loaded.options.in_channels;
@@ -73,6 +91,7 @@ int export_graph(LoadResult& args, const std::string& batch_size) {
       {"preprocessing",
        hp.preprocessing_name.empty() ? loaded.spec->preprocessing : hp.preprocessing_name},
       {"moving_averages", loaded.moving_averages ? "true" : "false"},
+      {"weights", initial ? "initial" : "checkpoint"},
   };
   const std::string bytes = exporter::export_onnx(*loaded.model, export_options);
   io::AtomicFileWriter out(output->second);

@@ -441,6 +441,7 @@ EvalLoopOptions eval_loop_options(const HParams& hp) {
   EvalLoopOptions o;
   o.interval_secs = hp.eval_interval_secs;
   o.timeout_secs = hp.eval_timeout_secs;
+  o.summary_dir = hp.eval_dir;
   return o;
 }
 
@@ -463,7 +464,9 @@ EvalResult evaluate_checkpoint(const HParams& given, const std::string& checkpoi
   check_image_size(*built.model, *built.spec, built.shape.channels, built.shape.height,
                    given.eval_image_size ? "eval_image_size" : "train_image_size");
   apply_data_format(hp, *built.model);
-  return evaluate(eval_options(hp, built), device_options(hp), built, path);
+  EvalOptions options = eval_options(hp, built);
+  options.max_batches = hp.max_num_batches.value_or(0);
+  return evaluate(options, device_options(hp), built, path);
 }
 
 InferenceOptions inference_options(const HParams& hp) {

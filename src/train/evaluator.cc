@@ -119,6 +119,7 @@ EvalResult evaluate_batches(const EvalOptions& options, const ModelAndData& buil
   const auto counts = torch::TensorOptions().dtype(torch::kInt64).device(device);
   auto correct = torch::zeros({built.num_classes}, counts);
   auto total = torch::zeros({built.num_classes}, counts);
+  int64_t batches = 0;
   while (auto batch = input.next()) {
     // A stop request (SIGINT/SIGTERM) is answered within a batch, not at
     // the end of the split.
@@ -140,6 +141,10 @@ EvalResult evaluate_batches(const EvalOptions& options, const ModelAndData& buil
     result.samples += batch->labels.size(0);
     total.index_add_(0, batch->labels, torch::ones_like(batch->labels));
     correct.index_add_(0, batch->labels, top1.to(torch::kInt64));
+    if (options.max_batches > 0 && ++batches == options.max_batches) {
+      input.abandon();
+      break;
+    }
   }
   built.model->train(was_training);
   correct = correct.cpu();
@@ -245,10 +250,11 @@ bool trainer_running(const fs::path& train_dir) {
 /// the summaries only, with one warning: the results are still printed.
 class EvalSummaries {
  public:
-  explicit EvalSummaries(fs::path train_dir) : train_dir_(std::move(train_dir)) {}
+  EvalSummaries(fs::path train_dir, std::string dir)
+      : train_dir_(std::move(train_dir)), dir_(std::move(dir)) {}
   void add(const EvalResult& r) {
     if (failed_) return;
-    const fs::path dir = train_dir_ / ("eval_" + r.split);
+    const fs::path dir = dir_.empty() ? train_dir_ / ("eval_" + r.split) : fs::path(dir_);
     try {
       if (!events_) events_ = std::make_unique<io::EventWriter>(dir.string());
       events_->add_scalars(
@@ -265,6 +271,7 @@ class EvalSummaries {
 
  private:
   fs::path train_dir_;
+  std::string dir_;
   std::unique_ptr<io::EventWriter> events_;
   bool failed_ = false;
 };
@@ -285,7 +292,7 @@ int evaluation_loop(const EvalLoopOptions& options, const std::string& train_dir
                     const std::function<void(const EvalResult&)>& report) {
   install_stop_signals();
   mark_state_saved();  // evaluation holds nothing a second signal could lose
-  EvalSummaries summaries(train_dir);
+  EvalSummaries summaries(train_dir, options.summary_dir);
   std::string last_path;
   int64_t last_step = -1;
   auto last_new = Clock::now();
@@ -363,6 +370,13 @@ int evaluation_loop(const EvalLoopOptions& options, const std::string& train_dir
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
+}
+
+void write_eval_summary(const std::string& dir, const EvalResult& r) {
+  io::EventWriter events(dir);
+  events.add_scalars(r.global_step,
+                     {{"eval/accuracy", r.top1}, {"eval/recall_5", r.top5}, {"eval/loss", r.loss}});
+  events.flush();
 }
 
 std::string eval_result_json(const EvalResult& r) {

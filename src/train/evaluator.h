@@ -68,6 +68,8 @@ struct EvalOptions {
   bool channels_last = false;
   /// Which weights evaluate() restores (moving_average_decay).
   MovingAverages moving_averages = MovingAverages::kAuto;
+  /// At most this many batches (max_num_batches); 0: the whole split.
+  int64_t max_batches = 0;
 };
 
 /// Evaluates `built.model` as it is (eval mode for the pass, then back)
@@ -92,7 +94,13 @@ struct EvalLoopOptions {
   /// > 0: the loop ends after this many seconds without a new checkpoint
   /// (eval_timeout_secs).
   int64_t timeout_secs = 0;
+  /// The summaries' folder (eval_dir); empty: train_dir/eval_<split>.
+  std::string summary_dir;
 };
+
+/// Adds one evaluation's TensorBoard scalars (eval/accuracy, eval/recall_5,
+/// eval/loss at its global_step) to the event file in `dir`.
+void write_eval_summary(const std::string& dir, const EvalResult& result);
 
 /// Evaluates one checkpoint file of the train_dir (the builder's
 /// evaluate_checkpoint).

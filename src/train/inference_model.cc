@@ -102,4 +102,27 @@ InferenceModel load_inference_model(const InferenceOptions& options, int64_t ima
   return loaded;
 }
 
+InferenceModel initial_inference_model(const InferenceOptions& options, int64_t image_size,
+                                       int64_t seed) {
+  if (!options.num_classes) {
+    throw ConfigError(
+        "num_classes: not set, and without a checkpoint_path nothing else says the network's "
+        "classes (give --num_classes, or a checkpoint)");
+  }
+  InferenceModel made;
+  made.spec = &models::find_model(options.model_name);
+  models::ModelOptions& o = made.options;
+  o.image_size =
+      image_size > 0 ? image_size : options.image_size.value_or(made.spec->default_image_size);
+  o.dropout_keep_prob = 1.0;
+  o.num_classes = *options.num_classes;
+  o.in_channels = options.use_grayscale ? 1 : 3;
+  torch::manual_seed(static_cast<uint64_t>(seed));
+  made.model = made.spec->create(o);
+  check_image_size(*made.model, *made.spec, o.in_channels, o.image_size,
+                   image_size > 0 ? "image_size" : "eval_image_size");
+  made.model->eval();
+  return made;
+}
+
 }  // namespace fastnn::train

@@ -64,4 +64,11 @@ void check_image_size(models::ClassifierImpl& model, const models::ModelSpec& sp
 /// bad bytes).
 InferenceModel load_inference_model(const InferenceOptions& options, int64_t image_size = 0);
 
+/// options.model_name with its initial weights (drawn after seeding
+/// LibTorch with `seed`), for a graph without a checkpoint, as TF-slim's
+/// export_inference_graph writes one. REQUIRES: options.num_classes (a
+/// ConfigError names it otherwise); image_size as load_inference_model's.
+InferenceModel initial_inference_model(const InferenceOptions& options, int64_t image_size,
+                                       int64_t seed);
+
 }  // namespace fastnn::train

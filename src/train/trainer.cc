@@ -107,6 +107,7 @@ struct Trainer::Impl : TrainControl {
 
   std::vector<optim::Variable> trainable_variables() const;
   void resolve_run_length();
+  void warn_of_settings_that_do_nothing() const;
   void add_run_hooks();
   void init_from_checkpoint();
   void prepare();
@@ -374,6 +375,29 @@ void Trainer::Impl::resolve_run_length() {
                << "), the schedule's horizon";
 }
 
+// Settings given that change nothing in this run, each said once, as a
+// stop_at_step without StopAtStepHook is.
+void Trainer::Impl::warn_of_settings_that_do_nothing() const {
+  for (const char* key : {"randaugment_num_ops", "randaugment_magnitude"}) {
+    if (hp.sources.count(key) && hp.augment_policy != "randaugment") {
+      log::warning() << hp.where(key) << ": " << key
+                     << " does nothing: augment_policy=" << hp.augment_policy << " ("
+                     << hp.where("augment_policy") << "), not randaugment";
+    }
+  }
+  const int64_t last = final_step();
+  if (schedule.warmup_steps > last) {
+    log::warning() << hp.where(hp.warmup_epochs ? "warmup_epochs" : "warmup_steps")
+                   << ": the warmup (" << schedule.warmup_steps
+                   << " steps) is longer than the run (" << last
+                   << " steps): the learning rate never reaches learning_rate";
+  }
+  if (const auto span = profile_span_from_env(); span && span->first > last) {
+    log::warning() << "FASTNN_PROFILE_STEPS=" << span->first << ":" << span->last
+                   << " starts after the run's last step (" << last << "): nothing is profiled";
+  }
+}
+
 Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
                  const std::map<std::string, std::string>& environment)
     : impl_(std::make_unique<Impl>()) {
@@ -399,6 +423,7 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
                                         ? hparams.num_sample_per_epoch
                                         : impl.built.dataset.num_samples;
   impl.schedule = schedule_options(hparams, samples_per_epoch, cluster.world_size);
+  impl.warn_of_settings_that_do_nothing();
   // bfloat16 has fp32's exponent range: "auto" scales the loss dynamically
   // only under float16 autocast (CUDA).
   impl.scaler = std::make_unique<LossScaler>(

@@ -118,6 +118,16 @@ TEST_F(FashionMnist, TrainKillResumeEvaluate) {
                       (kTmp / "eval_train.log").string());
   EXPECT_EQ(on_train.exit_code, 0) << on_train.output;
   EXPECT_NE(on_train.output.find("eval train: "), std::string::npos) << on_train.output;
+  // TF-slim's eval flags: at most max_num_batches batches; summaries in
+  // eval_dir.
+  const auto eval_dir = fs::path(dir) / "my_eval";
+  auto some =
+      run({kBin + "/eval_image_classifier", "--config", config(), "--checkpoint_path=" + dir,
+           "--max_num_batches=2", "--eval_batch_size=100", "--eval_dir=" + eval_dir.string()},
+          (kTmp / "eval_some.log").string());
+  EXPECT_EQ(some.exit_code, 0) << some.output;
+  EXPECT_NE(some.output.find(": 200 samples, global_step 500"), std::string::npos) << some.output;
+  EXPECT_TRUE(fs::exists(eval_dir) && !fs::is_empty(eval_dir)) << eval_dir;
   auto bad_size = run({kBin + "/eval_image_classifier", "--config", config(),
                        "--checkpoint_path=" + dir, "--eval_image_size=32"},
                       (kTmp / "eval_size.log").string());
@@ -294,6 +304,21 @@ TEST_F(FashionMnist, SigtermInsideAnAccumulatedStepStopsBetweenMicroBatches) {
   std::ifstream(fs::path(dir) / "metrics.json") >> metrics;
   EXPECT_EQ(metrics["final_step"], 5);
   EXPECT_EQ(metrics["exit_status"], 143);
+}
+
+// Settings that change nothing in this run are said, as stop_at_step
+// without StopAtStepHook is (once: silent).
+TEST_F(FashionMnist, SettingsThatDoNothingAreSaid) {
+  const auto r = run({kBin + "/train_image_classifier", "--config", config(), "--dry_run",
+                      "--stop_at_step=5", "--warmup_steps=100", "--randaugment_num_ops=3"},
+                     (kTmp / "do_nothing.log").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("randaugment_num_ops does nothing: augment_policy=none"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("the warmup (100 steps) is longer than the run (5 steps)"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST_F(FashionMnist, ConfigErrorsExitTwoBeforeAnyWork) {

@@ -10,13 +10,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <future>
-#include <thread>
 #include <string>
+#include <thread>
 
 #include "fastnn/errors.h"
 
@@ -157,8 +157,8 @@ TEST_F(AtomicFileTest, FifoNobodyWritesIsAnErrorNotAWaitWithoutEnd) {
   const bool ended = reading.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
   if (!ended) ::close(::open(path("fifo").c_str(), O_WRONLY | O_NONBLOCK));  // let it go
   ASSERT_TRUE(ended);
-  EXPECT_EQ(reading.get(), "cannot read '" + path("fifo") +
-                               "': no process wrote to the FIFO within 200 ms");
+  EXPECT_EQ(reading.get(),
+            "cannot read '" + path("fifo") + "': no process wrote to the FIFO within 200 ms");
 }
 
 TEST_F(AtomicFileTest, DirectoryIsNotRead) {

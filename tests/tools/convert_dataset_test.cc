@@ -465,6 +465,28 @@ TEST(ConvertDataset, ImageFolderClassNamesLabelsTxtCannotHoldAreRefused) {
   }
 }
 
+// What the class folders hold besides images is counted by kind, an empty
+// class and classes that differ only in case are said (once: silent).
+TEST(ConvertDataset, ImageFolderSaysWhatItSkipsAndWhatLooksWrong) {
+  const fs::path in = fresh_dir("folder_skipped");
+  for (const char* c : {"Roses", "roses", "tulips"}) fs::create_directories(in / c);
+  io::write_file_atomic((in / "Roses" / "a.png").string(), io::encode_png(gradient(4, 4, 3)));
+  io::write_file_atomic((in / "roses" / "b.png").string(), io::encode_png(gradient(4, 4, 3)));
+  io::write_file_atomic((in / "roses" / "notes.txt").string(), "not an image");
+  fs::create_directories(in / "roses" / "more");
+  ConvertOptions o;
+  o.input_dir = in.string();
+  o.output_dir = (in / "out").string();
+  o.validation_fraction = 0;
+  ::testing::internal::CaptureStderr();
+  convert_image_folder(o);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("1 file(s) not named *.{jpg,jpeg,png"), std::string::npos) << said;
+  EXPECT_NE(said.find("1 sub-folder(s)"), std::string::npos) << said;
+  EXPECT_NE(said.find("'tulips' (label 2)"), std::string::npos) << said;
+  EXPECT_NE(said.find("differ only in case"), std::string::npos) << said;
+}
+
 // Issue 23: --output_prefix ../../x wrote outside --dataset_dir, and over
 // files there without --overwrite. A prefix is a file name prefix.
 TEST(ConvertDatasetTool, OutputPrefixWithASlashIsAUsageError) {

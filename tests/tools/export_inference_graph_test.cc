@@ -194,8 +194,10 @@ TEST(ExportInferenceGraph, BadArgumentsAndBadCheckpointsWriteNothing) {
   r = run({tool(), "--model_name=cifarnet", "--num_classes=10", "--checkpoint_path=" + ckpt, to},
           log);
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  // No checkpoint; a corrupt one (one byte flipped: CRC).
-  EXPECT_EQ(run({tool(), "--model_name=lenet", to}, log).exit_code, 2);
+  // No checkpoint and no num_classes; a corrupt one (one byte flipped: CRC).
+  r = run({tool(), "--model_name=lenet", to}, log);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("num_classes: not set"), std::string::npos) << r.output;
   r = run({tool(), "--model_name=lenet", "--checkpoint_path=" + (dir / "none").string(), to}, log);
   EXPECT_EQ(r.exit_code, 3) << r.output;
   std::string bytes = io::read_file(ckpt);
@@ -243,6 +245,24 @@ TEST(ExportInferenceGraph, AHugeBatchIsDeclaredNotTracedAndABadImageSizeIsExit2)
   EXPECT_NE(r.output.find("image_size: 32: alexnet_v2 cannot take 32x32 images"), std::string::npos)
       << r.output;
   EXPECT_FALSE(fs::exists(dir / "x.onnx"));
+}
+
+// Without a checkpoint, as TF-slim's tool: the graph, here with the
+// network's initial weights (said, and in the metadata); a .pb name is
+// warned about (the file is ONNX).
+TEST(ExportInferenceGraph, WithoutACheckpointTheInitialWeightsAndAPbNameIsWarnedAbout) {
+  const fs::path dir = fresh_dir("export_initial");
+  const fs::path out = dir / "lenet.pb";
+  const auto r = run({tool(), "--model_name=lenet", "--num_classes=10", "--use_grayscale",
+                      "--output_file=" + out.string()},
+                     (dir / "out.log").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("lenet's initial weights (seed "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("will hold an ONNX model"), std::string::npos) << r.output;
+  const onnx::ModelProto m = read_model(out);
+  EXPECT_NO_THROW(onnx::checker::check_model(m));
+  EXPECT_EQ(metadata(m, "weights"), "initial");
+  EXPECT_EQ(dims(m.graph().input(0)), (std::vector<std::string>{"N", "1", "28", "28"}));
 }
 
 // An output that exists and is not a regular file: a character device is
