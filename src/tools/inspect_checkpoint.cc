@@ -10,8 +10,13 @@
 // converted first), with the checkpoint_exclude_scopes that would skip them.
 // The first thing to run when fine-tuning fails.
 //
+// --tensor_name NAME prints that tensor's values instead (TF's tool: a TF
+// checkpoint's in TF's layout), --all_tensors every tensor's after the
+// listing; --printoptions takes numpy's threshold, edgeitems and precision.
+//
 // Exit: 0 listed (whether or not the network matches; the last line says),
-// 2 bad arguments, 3 no readable checkpoint there.
+// 2 bad arguments (a --tensor_name the checkpoint lacks), 3 no readable
+// checkpoint there (or values that cannot be read).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -25,6 +30,7 @@
 #include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
 #include "src/io/tf_checkpoint.h"
+#include "src/tools/tensor_values.h"
 #include "src/tools/tool_main.h"
 #include "src/train/checkpoint.h"
 #include "src/train/checkpoint_format.h"
@@ -250,6 +256,12 @@ int main(int argc, char** argv) {
   app.add_option("--num_classes", options.num_classes, "The network's classes (with --model_name)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   app.add_flag("--use_grayscale", grayscale, "The network takes 1-channel images");
+  std::string tensor_name, print_options;
+  bool all_tensors = false;
+  app.add_option("--tensor_name", tensor_name, "Print this tensor's values");
+  app.add_flag("--all_tensors", all_tensors, "Print every tensor's values");
+  app.add_option("--printoptions", print_options,
+                 "numpy's print options for the values: threshold=N,edgeitems=N,precision=N");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -261,16 +273,30 @@ int main(int argc, char** argv) {
     return report_failure("inspect_checkpoint",
                           {kExitUsage, "error: ",
                            what + " (usage: inspect_checkpoint CHECKPOINT [--model_name NAME "
-                                  "[--num_classes N] [--use_grayscale]])"});
+                                  "[--num_classes N] [--use_grayscale]] [--tensor_name NAME | "
+                                  "--all_tensors] [--printoptions threshold=N,...])"});
   }
   options.in_channels = grayscale ? 1 : 3;
   options.dropout_keep_prob = 1.0;
   try {
     if (!model_name.empty()) models::find_model(model_name);  // a bad name before reading
+    const tools::PrintOptions print = tools::parse_print_options(print_options);
     const std::string resolved = train::resolve_checkpoint(path);
     const Listing listing = list_checkpoint(resolved);
+    if (!tensor_name.empty()) {
+      // TF's inspect_checkpoint --tensor_name: that tensor alone.
+      std::printf("tensor_name:  %s\n%s\n", printable(tensor_name).c_str(),
+                  tools::tensor_values(resolved, tensor_name, print).c_str());
+      return 0;
+    }
     print_listing(resolved, listing);
     if (!model_name.empty()) print_diff(listing, model_name, options);
+    if (all_tensors) {
+      for (const Row& r : listing.rows) {
+        std::printf("\ntensor_name:  %s\n%s\n", printable(r.name).c_str(),
+                    tools::tensor_values(resolved, r.name, print).c_str());
+      }
+    }
     return 0;
   } catch (...) {
     return report_failure("inspect_checkpoint", train::tool_failure_of(std::current_exception()));

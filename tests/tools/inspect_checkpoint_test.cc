@@ -116,6 +116,37 @@ TEST(InspectCheckpoint, UnreadableValuesAreListedNotCalledCompatible) {
   }
 }
 
+// TF's --tensor_name, --all_tensors and --printoptions: the values, numpy's
+// layout, a TF checkpoint's in TF's own layout.
+TEST(InspectCheckpoint, PrintsValuesAsTensorflowsToolDoes) {
+  const std::string v2 =
+      serving("saved_model_half_plus_two_mkl/00000123/variables/variables.index").string();
+  auto r = run({tool(), v2, "--tensor_name=conv2d/kernel"}, log_file("inspect_values"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("tensor_name:  conv2d/kernel\n[[[[-0.52239597]]]]"), std::string::npos)
+      << r.output;
+  r = run({tool(), v2, "--all_tensors"}, log_file("inspect_values_all"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("tensor_name:  conv2d_2/bias\n[0]"), std::string::npos) << r.output;
+  const fs::path dir = fs::path(FASTNN_TEST_TMP) / "inspect_values";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  train::TensorMap m;
+  m["model/x"] = torch::arange(10, torch::kFloat32).add(0.5);
+  m["model/grid"] = torch::arange(12, torch::kInt64).view({3, 4});
+  const std::string own = (dir / "model.ckpt-1").string();
+  train::save_tensors(own, m);
+  r = run({tool(), own, "--tensor_name=model/x", "--printoptions=threshold=4,edgeitems=2"},
+          log_file("inspect_values_own"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[0.5 1.5 ... 8.5 9.5]"), std::string::npos) << r.output;
+  r = run({tool(), own, "--tensor_name=model/grid"}, log_file("inspect_values_grid"));
+  EXPECT_NE(r.output.find("[[0 1 2 3]\n [4 5 6 7]\n [8 9 10 11]]"), std::string::npos) << r.output;
+  EXPECT_EQ(run({tool(), own, "--tensor_name=nope"}, log_file("inspect_values_bad")).exit_code, 2);
+  EXPECT_EQ(run({tool(), own, "--printoptions=foo=1"}, log_file("inspect_values_bad")).exit_code,
+            2);
+}
+
 // Names are shown, never obeyed: an ANSI escape, a newline that would forge
 // a row, a byte of no character are escaped; a 100 kB name pads no other row.
 TEST(InspectCheckpoint, NamesAreEscapedAndTheColumnIsCapped) {
