@@ -19,9 +19,14 @@ std::string encode_one(const Item& item) {
   r.encoded = read_image_file(item.first);
   try {
     const io::ImageInfo info = io::read_image_info(r.encoded);
-    r.format = info.format == io::ImageFormat::kPng ? "png" : "jpg";
+    r.format = info.format == io::ImageFormat::kJpeg ? "jpg" : "png";
     r.height = info.height;
     r.width = info.width;
+    // TF-slim's readers decode JPEG and PNG records: a BMP or a GIF (its
+    // first frame) is stored as the lossless PNG of its pixels.
+    if (info.format == io::ImageFormat::kBmp || info.format == io::ImageFormat::kGif) {
+      r.encoded = io::encode_png(io::decode_image(r.encoded));
+    }
   } catch (const DataError& e) {
     throw DataError("'" + item.first + "': " + e.what());
   }
@@ -38,7 +43,7 @@ std::vector<ConvertedSplit> convert_image_folder(const ConvertOptions& requested
   const ImageFolderSplit all = scan_image_folder(options.input_dir);
   if (all.files.empty()) {
     throw DataError("image_folder: no image in '" + options.input_dir +
-                    "' (expected <class>/<image>.{jpg,jpeg,png})");
+                    "' (expected <class>/<image>.{jpg,jpeg,png,bmp,gif})");
   }
   options.class_names = all.class_names;
   auto items_of = [&](const char* split) {

@@ -19,12 +19,12 @@ namespace fs = std::filesystem;
 namespace {
 
 // The names read as images, in messages.
-constexpr const char* kImageExtensions = "{jpg,jpeg,png}";
+constexpr const char* kImageExtensions = "{jpg,jpeg,png,bmp,gif}";
 
 bool is_image_name(const fs::path& p) {
   std::string ext = p.extension().string();
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".gif";
 }
 
 bool hidden(const fs::path& p) { return p.filename().string().rfind('.', 0) == 0; }

@@ -1,4 +1,4 @@
-// JPEG/PNG decoding through the project's decoder, its size limit included:
+// JPEG/PNG/BMP/GIF decoding through the project's decoder, its size limit included:
 // the whole image, forced gray and RGB, and a scaled region.
 #include <cstdint>
 #include <cstdlib>

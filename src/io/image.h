@@ -1,4 +1,5 @@
-// Decoding and encoding of 8-bit images (PNG via libpng, JPEG via libjpeg).
+// Decoding and encoding of 8-bit images (PNG via libpng, JPEG via libjpeg;
+// BMP and GIF decoded here, src/io/image_bmp_gif.h).
 #pragma once
 
 #include <cstdint>
@@ -19,12 +20,14 @@ struct Image {
 };
 
 /// Image container, recognised from magic bytes.
-enum class ImageFormat { kUnknown, kPng, kJpeg };
+enum class ImageFormat { kUnknown, kPng, kJpeg, kBmp, kGif };
 
-/// Recognises PNG (89 'P' 'N' 'G' 0D 0A 1A 0A) and JPEG (FF D8 FF).
+/// Recognises PNG (89 'P' 'N' 'G' 0D 0A 1A 0A), JPEG (FF D8 FF), BMP ("BM")
+/// and GIF ("GIF87a", "GIF89a").
 ImageFormat sniff_format(std::string_view bytes);
 
-/// Decodes PNG or JPEG bytes (format sniffed, not taken from image/format).
+/// Decodes PNG, JPEG, BMP or GIF bytes (format sniffed, not taken from
+/// image/format; a GIF's first frame, as TF's decode_image).
 /// channels: 0 keeps the stored color type (gray and gray+alpha give 1;
 /// RGB, RGBA, palette and CMYK give 3), 1 forces gray, 3 forces RGB. Alpha is
 /// dropped, not composited. Throws DataError with the decoder's reason,
@@ -40,9 +43,10 @@ struct ImageInfo {
   int channels = 0;
 };
 
-/// Reads the size from the PNG IHDR chunk or the JPEG SOF marker (no
-/// entropy decoding; microseconds). Throws DataError when the bytes are
-/// neither format or the header is missing or truncated.
+/// Reads the size from the PNG IHDR chunk, the JPEG SOF marker, the BMP
+/// info header or the GIF logical screen (no pixel decoding; microseconds).
+/// Throws DataError when the bytes are none of these or the header is
+/// missing or truncated.
 ImageInfo read_image_info(std::string_view bytes);
 
 /// A decode of part of an image, possibly downscaled (see DecodeOptions).
@@ -70,7 +74,8 @@ struct DecodedRegion {
 
 /// Decodes only what `options` asks for. For JPEG this uses libjpeg-turbo's
 /// DCT-domain scaling and skips rows (jpeg_skip_scanlines) and columns
-/// (jpeg_crop_scanline) outside the region; PNG is decoded whole. A JPEG
+/// (jpeg_crop_scanline) outside the region; PNG, BMP and GIF are decoded
+/// whole. A JPEG
 /// whose data ends early throws DataError as in decode_image; below the
 /// region, where nothing is decoded, only a missing EOI marker shows it.
 DecodedRegion decode_region(std::string_view bytes, const DecodeOptions& options);

@@ -14,26 +14,17 @@
 #include <stdexcept>
 
 #include "fastnn/errors.h"
+#include "src/io/image_bmp_gif.h"
+#include "src/io/image_limits.h"
 
 namespace fastnn::io {
 namespace {
-
-// Upper bound on decoded pixels, so a forged header cannot demand gigabytes.
-constexpr uint64_t kMaxPixels = uint64_t{1} << 28;
 
 constexpr unsigned char kPngMagic[] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
 constexpr unsigned char kJpegMagic[] = {0xFF, 0xD8, 0xFF};
 
 bool starts_with(std::string_view bytes, const unsigned char* magic, size_t n) {
   return bytes.size() >= n && std::memcmp(bytes.data(), magic, n) == 0;
-}
-
-bool size_ok(uint64_t width, uint64_t height) {
-  return width > 0 && height > 0 && width * height <= kMaxPixels;
-}
-
-std::string size_error(uint64_t width, uint64_t height) {
-  return "size " + std::to_string(width) + "x" + std::to_string(height) + " is empty or too large";
 }
 
 // Removes every (stride)th byte (the alpha channel) in place.
@@ -62,8 +53,8 @@ Image decode_png(std::string_view bytes, int channels) {
   if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size())) {
     throw DataError(std::string("undecodable PNG: ") + image.message);
   }
-  if (!size_ok(image.width, image.height)) {
-    throw DataError("undecodable PNG: " + size_error(image.width, image.height));
+  if (!image_size_ok(image.width, image.height)) {
+    throw DataError("undecodable PNG: " + image_size_error(image.width, image.height));
   }
   image.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
   const bool alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
@@ -202,9 +193,9 @@ bool decode_jpeg_into(std::string_view bytes, const DecodeOptions& options, Deco
   jpeg_read_header(&cinfo, TRUE);
   // The header reader stops at the first scan's data.
   const size_t scan_start = bytes.size() - cinfo.src->bytes_in_buffer;
-  if (!size_ok(cinfo.image_width, cinfo.image_height)) {
+  if (!image_size_ok(cinfo.image_width, cinfo.image_height)) {
     std::snprintf(message, JMSG_LENGTH_MAX, "%s",
-                  size_error(cinfo.image_width, cinfo.image_height).c_str());
+                  image_size_error(cinfo.image_width, cinfo.image_height).c_str());
     jpeg_destroy_decompress(&cinfo);
     return false;
   }
@@ -302,7 +293,7 @@ ImageInfo png_info(std::string_view b) {
     throw DataError("undecodable PNG: no IHDR chunk");
   }
   if (be32(b, 16) > 0x7fffffffu || be32(b, 20) > 0x7fffffffu) {
-    throw DataError("undecodable PNG: " + size_error(be32(b, 16), be32(b, 20)));
+    throw DataError("undecodable PNG: " + image_size_error(be32(b, 16), be32(b, 20)));
   }
   const int color_type = static_cast<uint8_t>(b[25]);
   return {ImageFormat::kPng, static_cast<int>(be32(b, 20)), static_cast<int>(be32(b, 16)),
@@ -341,13 +332,6 @@ ImageInfo jpeg_info(std::string_view bytes) {
   throw DataError("undecodable JPEG: no frame header (SOF) with a size");
 }
 
-void check_channels(int channels, const char* fn) {
-  if (channels != 0 && channels != 1 && channels != 3) {
-    throw std::invalid_argument(std::string(fn) + ": channels must be 0, 1 or 3, got " +
-                                std::to_string(channels));
-  }
-}
-
 [[noreturn]] void throw_unknown(std::string_view bytes) {
   std::string head;
   char hex[4];
@@ -355,7 +339,7 @@ void check_channels(int channels, const char* fn) {
     std::snprintf(hex, sizeof(hex), " %02x", static_cast<uint8_t>(bytes[i]));
     head += hex;
   }
-  throw DataError("undecodable image: neither PNG nor JPEG (" + std::to_string(bytes.size()) +
+  throw DataError("undecodable image: not PNG, JPEG, BMP or GIF (" + std::to_string(bytes.size()) +
                   " bytes" + (head.empty() ? "" : ", starting" + head) + ")");
 }
 
@@ -368,6 +352,8 @@ ImageFormat sniff_format(std::string_view bytes) {
   if (starts_with(bytes, kJpegMagic, sizeof(kJpegMagic))) {
     return ImageFormat::kJpeg;
   }
+  if (is_bmp(bytes)) return ImageFormat::kBmp;
+  if (is_gif(bytes)) return ImageFormat::kGif;
   return ImageFormat::kUnknown;
 }
 
@@ -384,6 +370,10 @@ ImageInfo read_image_info(std::string_view bytes) {
       return png_info(bytes);
     case ImageFormat::kJpeg:
       return jpeg_info(bytes);
+    case ImageFormat::kBmp:
+      return bmp_info(bytes);
+    case ImageFormat::kGif:
+      return gif_info(bytes);
     case ImageFormat::kUnknown:
       break;
   }
@@ -400,6 +390,13 @@ DecodedRegion decode_region(std::string_view bytes, const DecodeOptions& o) {
     }
     case ImageFormat::kJpeg:
       return decode_jpeg(bytes, o);
+    case ImageFormat::kBmp:
+    case ImageFormat::kGif: {
+      DecodedRegion r;
+      r.image = sniff_format(bytes) == ImageFormat::kBmp ? decode_bmp(bytes, o.channels)
+                                                         : decode_gif(bytes, o.channels);
+      return r;
+    }
     case ImageFormat::kUnknown:
       break;
   }

@@ -142,7 +142,9 @@ TEST(ImageCodecTest, SniffFormat) {
   EXPECT_EQ(sniff_format("\x89PNG\r\n\x1a\n rest"), ImageFormat::kPng);
   EXPECT_EQ(sniff_format("\xff\xd8\xff\xe0"), ImageFormat::kJpeg);
   EXPECT_EQ(sniff_format("\x89PNG"), ImageFormat::kUnknown);
-  EXPECT_EQ(sniff_format("GIF89a"), ImageFormat::kUnknown);
+  EXPECT_EQ(sniff_format("GIF89a"), ImageFormat::kGif);
+  EXPECT_EQ(sniff_format("BM"), ImageFormat::kBmp);
+  EXPECT_EQ(sniff_format("GIF90a"), ImageFormat::kUnknown);
   EXPECT_EQ(sniff_format(""), ImageFormat::kUnknown);
 }
 
@@ -210,9 +212,9 @@ TEST(ImageCodecTest, PaletteDecodesAsRgb) {
 
 TEST(ImageCodecTest, GarbageAndCorruptPng) {
   EXPECT_EQ(error_of("hello"),
-            "undecodable image: neither PNG nor JPEG (5 bytes, starting 68 65 "
+            "undecodable image: not PNG, JPEG, BMP or GIF (5 bytes, starting 68 65 "
             "6c 6c)");
-  EXPECT_EQ(error_of(""), "undecodable image: neither PNG nor JPEG (0 bytes)");
+  EXPECT_EQ(error_of(""), "undecodable image: not PNG, JPEG, BMP or GIF (0 bytes)");
   std::string png = encode_png(make_image(16, 16, 3));
   for (size_t cut : {size_t{8}, size_t{20}, size_t{40}, png.size() / 2, png.size() - 13}) {
     std::string msg = error_of(png.substr(0, cut));

@@ -89,6 +89,18 @@ TEST(ClassifyImage, TfSlimPersonDetectionFromTensorflowTellsPersonFromNoPerson) 
   EXPECT_EQ(lines[0]["label"], "person");
   EXPECT_EQ(lines[1]["class"], 0) << lines[1].dump();
   EXPECT_EQ(lines[1]["label"], "notperson");
+  // TFLite Micro's BMPs as they are (TF's decode_image reads BMP): the same
+  // classes and logits as their PNG conversions.
+  const auto bmp = run({tool(), "--model_name=mobilenet_v1_025", "--use_grayscale",
+                        "--eval_image_size=96", "--checkpoint_path=" + ckpt.string(),
+                        (images / "person.bmp").string(), (images / "no_person.bmp").string()},
+                       (dir / "bmp.log").string());
+  EXPECT_EQ(bmp.exit_code, 0) << bmp.output;
+  const auto bmp_lines = json_lines(bmp.output);
+  ASSERT_EQ(bmp_lines.size(), 2u) << bmp.output;
+  EXPECT_EQ(bmp_lines[0]["class"], 1);
+  EXPECT_EQ(bmp_lines[1]["class"], 0);
+  EXPECT_EQ(bmp_lines[0]["logits"], lines[0]["logits"]);
   for (const auto& l : lines) {
     EXPECT_EQ(l["logits"].size(), 2u);
     EXPECT_EQ(l["top_k"].size(), 2u);

@@ -305,7 +305,7 @@ TEST(ConvertDataset, ImageFolderKeepsBytesAndSplitsDeterministically) {
   EXPECT_NE(io::read_file(convert_image_folder(again)[1].paths[0]),
             io::read_file(splits[1].paths[0]));
 
-  // An image file that is neither PNG nor JPEG is named.
+  // An image file that is no image (a GIF's magic, then junk) is named.
   io::write_file_atomic((in / "roses" / "broken.jpg").string(), "GIF89a not really");
   again.output_dir = o.output_dir + "_broken";
   try {
@@ -463,6 +463,37 @@ TEST(ConvertDataset, ImageFolderClassNamesLabelsTxtCannotHoldAreRefused) {
     EXPECT_NE(msg.find("which labels.txt cannot hold"), std::string::npos) << msg;
     EXPECT_FALSE(fs::exists(in / "out" / "labels.txt"));
   }
+}
+
+// A BMP among the images (TF's decode_image reads it; TF-slim's record
+// readers decode JPEG and PNG): stored as the PNG of its pixels.
+TEST(ConvertDataset, ImageFolderStoresABmpAsThePngOfItsPixels) {
+  const fs::path in = fresh_dir("folder_bmp");
+  fs::create_directories(in / "daisy");
+  // 2 x 1, 24 bits, bottom-up: a red and a blue pixel, the row padded to 8 bytes.
+  std::string bmp = std::string("BM") + std::string(12, '\0');
+  bmp[10] = 54;
+  std::string info(40, '\0');
+  info[0] = 40;
+  info[4] = 2;   // width
+  info[8] = 1;   // height
+  info[12] = 1;  // planes
+  info[14] = 24;
+  bmp += info + std::string("\x00\x00\xff\xff\x00\x00\x00\x00", 8);
+  bmp[2] = static_cast<char>(bmp.size());
+  io::write_file_atomic((in / "daisy" / "a.bmp").string(), bmp);
+  ConvertOptions o;
+  o.input_dir = in.string();
+  o.output_dir = (in / "out").string();
+  o.validation_fraction = 0;
+  const auto splits = convert_image_folder(o);
+  ASSERT_FALSE(splits.empty());
+  const auto records = read_records(splits[0].paths[0]);
+  ASSERT_EQ(records.size(), 1u);
+  const io::ImageRecord& r = records[0];
+  EXPECT_EQ(r.format, "png");
+  const io::Image img = io::decode_image(r.encoded);
+  EXPECT_EQ(img.pixels, (std::vector<uint8_t>{255, 0, 0, 0, 0, 255}));
 }
 
 // What the class folders hold besides images is counted by kind, an empty
