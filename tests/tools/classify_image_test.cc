@@ -108,6 +108,18 @@ TEST(ClassifyImage, TfSlimPersonDetectionFromTensorflowTellsPersonFromNoPerson) 
   }
 }
 
+// A 1-channel lenet of `classes` classes as initialized, saved in this
+// project's format as dir/model.ckpt-1.
+void save_grayscale_lenet(const fs::path& dir, int64_t classes) {
+  models::ModelOptions o;
+  o.num_classes = classes;
+  o.in_channels = 1;
+  auto model = models::find_model("lenet").create(o);
+  train::TensorMap m;
+  for (const auto& v : models::model_variables(*model)) m[train::model_key(v.name)] = v.tensor;
+  train::save_tensors((dir / "model.ckpt-1").string(), m);
+}
+
 TEST(ClassifyImage, A1001ClassNetworkGetsImagenetNames) {
   const auto names = datasets::imagenet_class_names();
   ASSERT_EQ(names.size(), 1001u);
@@ -119,13 +131,7 @@ TEST(ClassifyImage, A1001ClassNetworkGetsImagenetNames) {
   const fs::path dir = fs::path(FASTNN_TEST_TMP) / "classify_image_imagenet";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  models::ModelOptions o;
-  o.num_classes = 1001;
-  o.in_channels = 1;
-  auto model = models::find_model("lenet").create(o);
-  train::TensorMap m;
-  for (const auto& v : models::model_variables(*model)) m[train::model_key(v.name)] = v.tensor;
-  train::save_tensors((dir / "model.ckpt-1").string(), m);
+  save_grayscale_lenet(dir, 1001);
   io::Image img;
   img.width = img.height = 28;
   img.channels = 1;
@@ -151,13 +157,7 @@ TEST(ClassifyImage, DevicesFifosAndBadSizesAreNamedWithinBounds) {
   const fs::path dir = fs::path(FASTNN_TEST_TMP) / "classify_image_nodes";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  models::ModelOptions o;
-  o.num_classes = 10;
-  o.in_channels = 1;
-  auto model = models::find_model("lenet").create(o);
-  train::TensorMap m;
-  for (const auto& v : models::model_variables(*model)) m[train::model_key(v.name)] = v.tensor;
-  train::save_tensors((dir / "model.ckpt-1").string(), m);
+  save_grayscale_lenet(dir, 10);
   fs::create_symlink("/dev/zero", dir / "zero.png");
   ASSERT_EQ(::mkfifo((dir / "fifo.png").c_str(), 0600), 0);
   const std::vector<std::string> base = {tool(), "--model_name=lenet", "--use_grayscale",

@@ -412,6 +412,21 @@ TEST(ConvertDatasetTool, RemovesStaleTemporariesOfDeadProcessesOnly) {
 // (std::filesystem's "Too many levels of symbolic links"): a data error
 // naming it. A dangling link named like an image cannot be read: the
 // same, where it used to be left out without a word.
+// The DataError converting the image folder `in` (into in/out, nothing held
+// out for validation) ends in; "" when it converts.
+std::string folder_error(const fs::path& in) {
+  ConvertOptions o;
+  o.input_dir = in.string();
+  o.output_dir = (in / "out").string();
+  o.validation_fraction = 0;
+  try {
+    convert_image_folder(o);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(ConvertDataset, ImageFolderLinkLoopsAndDanglingLinksAreDataErrors) {
   int round = 0;
   for (const char* bad : {"daisy/loop.png", "loop", "daisy/dangling.png"}) {
@@ -422,16 +437,7 @@ TEST(ConvertDataset, ImageFolderLinkLoopsAndDanglingLinksAreDataErrors) {
     io::write_file_atomic((in / "roses" / "b.png").string(), io::encode_png(gradient(4, 4, 3)));
     const bool dangling = std::string(bad).find("dangling") != std::string::npos;
     fs::create_symlink(dangling ? in / "nowhere.png" : in / bad, in / bad);
-    ConvertOptions o;
-    o.input_dir = in.string();
-    o.output_dir = (in / "out").string();
-    o.validation_fraction = 0;
-    std::string msg;
-    try {
-      convert_image_folder(o);
-    } catch (const DataError& e) {
-      msg = e.what();
-    }
+    const std::string msg = folder_error(in);
     EXPECT_NE(msg.find((in / bad).string()), std::string::npos) << bad << ": " << msg;
     EXPECT_NE(msg.find(dangling ? "dangling symbolic link" : "symbolic link"), std::string::npos)
         << msg;
@@ -450,16 +456,7 @@ TEST(ConvertDataset, ImageFolderClassNamesLabelsTxtCannotHoldAreRefused) {
     fs::create_directories(in / "roses");
     io::write_file_atomic((in / bad / "a.png").string(), io::encode_png(gradient(4, 4, 3)));
     io::write_file_atomic((in / "roses" / "b.png").string(), io::encode_png(gradient(4, 4, 3)));
-    ConvertOptions o;
-    o.input_dir = in.string();
-    o.output_dir = (in / "out").string();
-    o.validation_fraction = 0;
-    std::string msg;
-    try {
-      convert_image_folder(o);
-    } catch (const DataError& e) {
-      msg = e.what();
-    }
+    const std::string msg = folder_error(in);
     EXPECT_NE(msg.find("which labels.txt cannot hold"), std::string::npos) << msg;
     EXPECT_FALSE(fs::exists(in / "out" / "labels.txt"));
   }
