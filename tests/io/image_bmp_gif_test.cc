@@ -1,7 +1,6 @@
-#include <gtest/gtest.h>
-
-#include "src/io/image.h"
 #include "src/io/image_bmp_gif.h"
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "fastnn/errors.h"
+#include "src/io/image.h"
 
 namespace fastnn::io {
 namespace {
@@ -221,8 +221,8 @@ TEST(ImageBmpTest, Bits1) {
   EXPECT_EQ(bmp_info(bmp).channels, 1);
   const Image img = decode_bmp(bmp, 0);
   EXPECT_EQ(img.channels, 1);
-  EXPECT_EQ(img.pixels, (Pixels{255, 0, 255, 255, 0, 0, 0, 255, 255, 0,  //
-                                0, 255, 0, 0, 255, 255, 255, 0, 0, 255}));
+  EXPECT_EQ(img.pixels, (Pixels{255, 0,   255, 255, 0,   0,   0,   255, 255, 0,  //
+                                0,   255, 0,   0,   255, 255, 255, 0,   0,   255}));
 }
 
 TEST(ImageBmpTest, Bits32IgnoresAlpha) {
@@ -285,8 +285,8 @@ TEST(ImageBmpTest, BitFields) {
   EXPECT_TRUE(has(error_of([&] { bmp_info(write_bmp(spec, {std::string(8, '\0')})); }),
                   "red mask 0xf0f00000 is not one run of bits"));
   v4.masks = {0x1F0000, 0x07E0, 0x001F};
-  EXPECT_TRUE(has(error_of([&] { bmp_info(write_bmp(v4, {std::string(6, '\0')})); }),
-                  "exceeds 16 bits"));
+  EXPECT_TRUE(
+      has(error_of([&] { bmp_info(write_bmp(v4, {std::string(6, '\0')})); }), "exceeds 16 bits"));
 }
 
 TEST(ImageBmpTest, GrayMatchesPngPath) {
@@ -356,12 +356,12 @@ TEST(ImageBmpTest, RefusesBadFiles) {
                   "OS/2 BITMAPCOREHEADER (12 bytes) is not decoded"));
   spec.info_size = 40;
   spec.bpp = 2;
-  EXPECT_TRUE(has(error_of([&] { bmp_info(write_bmp(spec, rle)); }),
-                  "2 bits per pixel is not decoded"));
+  EXPECT_TRUE(
+      has(error_of([&] { bmp_info(write_bmp(spec, rle)); }), "2 bits per pixel is not decoded"));
   spec.bpp = 24;
   spec.compression = 3;
-  EXPECT_TRUE(has(error_of([&] { bmp_info(write_bmp(spec, rle)); }),
-                  "BI_BITFIELDS at 24 bits per pixel"));
+  EXPECT_TRUE(
+      has(error_of([&] { bmp_info(write_bmp(spec, rle)); }), "BI_BITFIELDS at 24 bits per pixel"));
 
   BmpSpec empty;
   empty.width = 0;
@@ -578,31 +578,30 @@ TEST(ImageGifTest, SniffAndInfo) {
   EXPECT_EQ(info.width, 5);
   EXPECT_EQ(info.channels, 3);
   EXPECT_TRUE(has(error_of([&] { gif_info(write_gif(0, 4, {}, "")); }), "size 0x4 is empty"));
-  EXPECT_TRUE(has(error_of([&] { gif_info("GIF89a\x05\x00"); }),
-                  "logical screen descriptor truncated"));
+  EXPECT_TRUE(
+      has(error_of([&] { gif_info("GIF89a\x05\x00"); }), "logical screen descriptor truncated"));
   EXPECT_TRUE(has(error_of([&] { gif_info("BM"); }), "no GIF87a or GIF89a signature"));
 }
 
 // The 10x10 example of "What's in a GIF" (Matthew Flickinger), as a real encoder wrote it:
 // global colors white, red, blue, black; a Graphic Control Extension without transparency.
 TEST(ImageGifTest, DecodesKnownFile) {
-  const std::string gif = bytes_of({
-      0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0x0A, 0x00, 0x0A, 0x00, 0x91, 0x00, 0x00, 0xFF,
-      0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0x00, 0x00, 0x00, 0x21, 0xF9, 0x04,
-      0x00, 0x00, 0x00, 0x00, 0x00, 0x2C, 0x00, 0x00, 0x00, 0x00, 0x0A, 0x00, 0x0A, 0x00,
-      0x00, 0x02, 0x16, 0x8C, 0x2D, 0x99, 0x87, 0x2A, 0x1C, 0xDC, 0x33, 0xA0, 0x02, 0x75,
-      0xEC, 0x95, 0xFA, 0xA8, 0xDE, 0x60, 0x8C, 0x04, 0x91, 0x4C, 0x01, 0x00, 0x3B});
-  const std::vector<uint8_t> indices = {
-      1, 1, 1, 1, 1, 2, 2, 2, 2, 2,  //
-      1, 1, 1, 1, 1, 2, 2, 2, 2, 2,  //
-      1, 1, 1, 1, 1, 2, 2, 2, 2, 2,  //
-      1, 1, 1, 0, 0, 0, 0, 2, 2, 2,  //
-      1, 1, 1, 0, 0, 0, 0, 2, 2, 2,  //
-      2, 2, 2, 0, 0, 0, 0, 1, 1, 1,  //
-      2, 2, 2, 0, 0, 0, 0, 1, 1, 1,  //
-      2, 2, 2, 2, 2, 1, 1, 1, 1, 1,  //
-      2, 2, 2, 2, 2, 1, 1, 1, 1, 1,  //
-      2, 2, 2, 2, 2, 1, 1, 1, 1, 1};
+  const std::string gif =
+      bytes_of({0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0x0A, 0x00, 0x0A, 0x00, 0x91, 0x00, 0x00, 0xFF,
+                0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0x00, 0x00, 0x00, 0x21, 0xF9, 0x04,
+                0x00, 0x00, 0x00, 0x00, 0x00, 0x2C, 0x00, 0x00, 0x00, 0x00, 0x0A, 0x00, 0x0A, 0x00,
+                0x00, 0x02, 0x16, 0x8C, 0x2D, 0x99, 0x87, 0x2A, 0x1C, 0xDC, 0x33, 0xA0, 0x02, 0x75,
+                0xEC, 0x95, 0xFA, 0xA8, 0xDE, 0x60, 0x8C, 0x04, 0x91, 0x4C, 0x01, 0x00, 0x3B});
+  const std::vector<uint8_t> indices = {1, 1, 1, 1, 1, 2, 2, 2, 2, 2,  //
+                                        1, 1, 1, 1, 1, 2, 2, 2, 2, 2,  //
+                                        1, 1, 1, 1, 1, 2, 2, 2, 2, 2,  //
+                                        1, 1, 1, 0, 0, 0, 0, 2, 2, 2,  //
+                                        1, 1, 1, 0, 0, 0, 0, 2, 2, 2,  //
+                                        2, 2, 2, 0, 0, 0, 0, 1, 1, 1,  //
+                                        2, 2, 2, 0, 0, 0, 0, 1, 1, 1,  //
+                                        2, 2, 2, 2, 2, 1, 1, 1, 1, 1,  //
+                                        2, 2, 2, 2, 2, 1, 1, 1, 1, 1,  //
+                                        2, 2, 2, 2, 2, 1, 1, 1, 1, 1};
   const std::vector<Color> colors = {{255, 255, 255}, {255, 0, 0}, {0, 0, 255}, {0, 0, 0}};
   EXPECT_TRUE(is_gif(gif));
   const Image img = decode_gif(gif, 0);
@@ -617,10 +616,10 @@ TEST(ImageGifTest, HandMadeLzwStream) {
   // second 1 the next code to define is 8, so 0 and the end code (5) take 4 bits.
   const std::string stream = bytes_of({0x44, 0x02, 0x05});
   EXPECT_EQ(lzw_encode({0, 1, 1, 0}, 2), stream);
-  const std::string gif = bytes_of({'G', 'I', 'F', '8', '7', 'a', 2, 0, 2, 0, 0x80, 0, 0,  //
-                                    10, 20, 30, 200, 100, 50,                               //
-                                    0x2C, 0, 0, 0, 0, 2, 0, 2, 0, 0,                        //
-                                    2, 3, 0x44, 0x02, 0x05, 0, 0x3B});
+  const std::string gif = bytes_of({'G',  'I', 'F',  '8',  '7',  'a', 2,   0, 2, 0, 0x80, 0, 0,  //
+                                    10,   20,  30,   200,  100,  50,                             //
+                                    0x2C, 0,   0,    0,    0,    2,   0,   2, 0, 0,              //
+                                    2,    3,   0x44, 0x02, 0x05, 0,   0x3B});
   const Image img = decode_gif(gif, 0);
   EXPECT_EQ(img.pixels, (Pixels{10, 20, 30, 200, 100, 50, 200, 100, 50, 10, 20, 30}));
 }
@@ -675,8 +674,8 @@ TEST(ImageGifTest, LocalTableExtensionsAndLaterFrames) {
   f.local = {{200, 0, 0}, {0, 200, 0}, {0, 0, 200}};
   // A comment of two sub-blocks and a NETSCAPE2.0 looping extension, before the frame.
   const std::string comment = "\x21\xFE" + sub_blocks(std::string(300, 'c'));
-  const std::string looping = bytes_of({0x21, 0xFF, 11}) + "NETSCAPE2.0" +
-                              bytes_of({3, 1, 0, 0, 0});
+  const std::string looping =
+      bytes_of({0x21, 0xFF, 11}) + "NETSCAPE2.0" + bytes_of({3, 1, 0, 0, 0});
   FrameSpec second = full_frame(3, 2, {1, 1, 1, 1, 1, 1}, 2);
   const std::string gif =
       write_gif(3, 2, global, comment + looping + write_frame(f) + write_frame(second));
@@ -694,16 +693,14 @@ TEST(ImageGifTest, TransparentIndexStaysBlack) {
   EXPECT_EQ(decode_gif(write_gif(3, 1, colors, flag_off + write_frame(f)), 0).pixels,
             colors_of(f.indices, colors));
   // As giflib (TensorFlow's decoder): the first control extension counts.
-  EXPECT_EQ(decode_gif(write_gif(3, 1, colors, flag_off + control_extension(1) + write_frame(f)),
-                       0)
+  EXPECT_EQ(decode_gif(write_gif(3, 1, colors, flag_off + control_extension(1) + write_frame(f)), 0)
                 .pixels,
             colors_of(f.indices, colors));
   // A transparent index outside the (2-color) table is not an error.
   const std::vector<Color> two = {colors[0], colors[1]};
   const FrameSpec outside = full_frame(3, 1, {3, 0, 3}, 2);
-  EXPECT_EQ(
-      decode_gif(write_gif(3, 1, two, control_extension(3) + write_frame(outside)), 0).pixels,
-      (Pixels{0, 0, 0, 50, 60, 70, 0, 0, 0}));
+  EXPECT_EQ(decode_gif(write_gif(3, 1, two, control_extension(3) + write_frame(outside)), 0).pixels,
+            (Pixels{0, 0, 0, 50, 60, 70, 0, 0, 0}));
 }
 
 TEST(ImageGifTest, FrameAtAnOffsetAndClipped) {
@@ -758,8 +755,8 @@ TEST(ImageGifTest, RefusesBadData) {
   EXPECT_EQ(error_of([&] { decode_gif(gif, 0); }), "");
   EXPECT_TRUE(has(error_of([&] { decode_gif(gif.substr(0, gif.size() - 100), 0); }),
                   "undecodable GIF: frame data ends early"));
-  EXPECT_TRUE(has(error_of([&] { decode_gif(gif.substr(0, 500), 0); }),
-                  "global color table truncated"));
+  EXPECT_TRUE(
+      has(error_of([&] { decode_gif(gif.substr(0, 500), 0); }), "global color table truncated"));
 
   // The end code after 3 of 4 pixels.
   const std::vector<Color> four = ramp_colors(4);
@@ -770,7 +767,9 @@ TEST(ImageGifTest, RefusesBadData) {
   EXPECT_TRUE(has(error_of([&] { decode_gif(head + short_data + ";", 0); }),
                   "frame data ends early (3 of 4 pixels)"));
   // No sub-blocks at all.
-  EXPECT_TRUE(has(error_of([&] { decode_gif(head + descriptor + bytes_of({2, 0}) + ";", 0); }),
+  EXPECT_TRUE(has(error_of([&] {
+                    decode_gif(head + descriptor + bytes_of({2, 0}) + ";", 0);
+                  }),
                   "frame data ends early (0 of 4 pixels)"));
   // Clear (4), 0, then 7 while the next code to define is 6; all in 3 bits.
   EXPECT_TRUE(has(error_of([&] {
@@ -789,20 +788,27 @@ TEST(ImageGifTest, RefusesBadData) {
                     "LZW minimum code size " + std::to_string(size) + " is not in 2..8"));
   }
   // Index 3 of a 2-color table.
-  const std::string two = write_gif(2, 2, {{1, 2, 3}, {4, 5, 6}},
-                                    write_frame(full_frame(2, 2, {0, 3, 0, 0}, 2)));
+  const std::string two =
+      write_gif(2, 2, {{1, 2, 3}, {4, 5, 6}}, write_frame(full_frame(2, 2, {0, 3, 0, 0}, 2)));
   EXPECT_TRUE(has(error_of([&] { decode_gif(two, 0); }), "color index 3 of a 2-color table"));
-  EXPECT_TRUE(has(error_of([&] {
-                    decode_gif(write_gif(2, 2, {}, write_frame(full_frame(2, 2, {0, 0, 0, 0}, 2))),
-                               0);
-                  }),
-                  "no color table for the first frame"));
+  EXPECT_TRUE(
+      has(error_of([&] {
+            decode_gif(write_gif(2, 2, {}, write_frame(full_frame(2, 2, {0, 0, 0, 0}, 2))), 0);
+          }),
+          "no color table for the first frame"));
   EXPECT_TRUE(has(error_of([&] { decode_gif(write_gif(2, 2, four, ""), 0); }),
                   "no image before the trailer"));
   EXPECT_TRUE(has(error_of([&] { decode_gif(head + "\x99", 0); }), "unknown block type 0x99"));
-  EXPECT_TRUE(has(error_of([&] { decode_gif(head + "\x21\xFE\x05" "ab", 0); }),
+  EXPECT_TRUE(has(error_of([&] {
+                    decode_gif(head +
+                                   "\x21\xFE\x05"
+                                   "ab",
+                               0);
+                  }),
                   "extension truncated"));
-  EXPECT_TRUE(has(error_of([&] { decode_gif(head + bytes_of({0x2C, 0, 0}), 0); }),
+  EXPECT_TRUE(has(error_of([&] {
+                    decode_gif(head + bytes_of({0x2C, 0, 0}), 0);
+                  }),
                   "image descriptor truncated"));
 }
 
