@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "fastnn/errors.h"
 #include "src/io/atomic_file.h"
 #include "src/io/image.h"
 #include "tests/datasets/test_data.h"
@@ -107,6 +108,27 @@ TEST(ImageFolderIntegration, SameAccuracyAsTheSameDataInTfrecords) {
   EXPECT_GE(a, 0.9);  // chance is 1/3
   EXPECT_GE(b, 0.9);
   EXPECT_LE(std::abs(a - b), 0.1) << a << " vs " << b;
+}
+
+// A fraction that leaves a split empty is printed as given (once:
+// 0.99999999 shown as 1.000000, which is not a valid fraction).
+TEST(ImageFolderIntegration, AFractionInAMessageIsPrintedExactly) {
+  const fs::path folder = fresh_dir("image_folder_fraction") / "photos";
+  for (const char* c : {"a", "b"}) {
+    fs::create_directories(folder / c);
+    io::Image img;
+    img.width = img.height = 4;
+    img.channels = 1;
+    img.pixels.assign(16, 7);
+    io::write_file_atomic((folder / c / "0.png").string(), io::encode_png(img));
+  }
+  try {
+    datasets::list_image_folder(folder.string(), "train", 0.99999999, 0);
+    ADD_FAILURE() << "the train split of 2 images with 0.99999999 held out is not empty";
+  } catch (const fastnn::DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("validation_fraction 0.99999999)"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
