@@ -18,45 +18,9 @@ namespace {
 // TensorFlow's stored values as a tensor of the same type and shape.
 torch::Tensor tf_values(const io::TfCheckpoint& ckpt, const std::string& name) {
   const io::TfTensor t = ckpt.read(name);
-  torch::ScalarType type;
-  switch (t.dtype) {
-    case io::kTfFloat:
-      type = torch::kFloat32;
-      break;
-    case io::kTfDouble:
-      type = torch::kFloat64;
-      break;
-    case io::kTfHalf:
-      type = torch::kFloat16;
-      break;
-    case io::kTfBFloat16:
-      type = torch::kBFloat16;
-      break;
-    case io::kTfInt64:
-      type = torch::kInt64;
-      break;
-    case io::kTfInt32:
-      type = torch::kInt32;
-      break;
-    case io::kTfInt16:
-      type = torch::kInt16;
-      break;
-    case io::kTfInt8:
-      type = torch::kInt8;
-      break;
-    case io::kTfUInt8:
-      type = torch::kUInt8;
-      break;
-    case io::kTfBool:
-      type = torch::kBool;
-      break;
-    default:
-      throw DataError("tensor '" + name + "' is " + io::tf_dtype_name(t.dtype) +
-                      ", whose values this tool does not print");
-  }
-  torch::Tensor v = torch::empty(t.shape, torch::TensorOptions().dtype(type));
-  if (!t.bytes.empty()) std::memcpy(v.data_ptr(), t.bytes.data(), t.bytes.size());
-  return v;
+  if (auto v = train::torch_tensor_of(t)) return *v;
+  throw DataError("tensor '" + name + "' is " + io::tf_dtype_name(t.dtype) +
+                  ", whose values this tool does not print");
 }
 
 void print_scalar(const torch::Tensor& v, int precision, std::ostream& os) {

@@ -38,9 +38,17 @@ const std::vector<std::pair<torch::ScalarType, DTypeCode>>& dtype_codes() {
   return kCodes;
 }
 
-// LibTorch's type for TF's non-floating types it holds.
+// LibTorch's type for a TF type it holds.
 std::optional<torch::ScalarType> torch_type_of(int tf_dtype) {
   switch (tf_dtype) {
+    case io::kTfFloat:
+      return torch::kFloat32;
+    case io::kTfDouble:
+      return torch::kFloat64;
+    case io::kTfHalf:
+      return torch::kFloat16;
+    case io::kTfBFloat16:
+      return torch::kBFloat16;
     case io::kTfInt32:
       return torch::kInt32;
     case io::kTfInt64:
@@ -83,35 +91,17 @@ TensorMap load_tf_tensors(const std::string& path) {
   TensorMap out;
   for (const io::TfTensorInfo& info : ckpt.tensors()) {
     const int d = info.dtype;
+    if (!torch_type_of(d)) continue;
+    torch::Tensor v = *torch_tensor_of(ckpt.read(info.name));
     if (info.name == "global_step" && info.shape.empty() &&
         (d == io::kTfInt64 || d == io::kTfInt32)) {
-      const io::TfTensor t = ckpt.read(info.name);
-      int64_t step = 0;
-      if (d == io::kTfInt64 && t.bytes.size() == 8) std::memcpy(&step, t.bytes.data(), 8);
-      if (d == io::kTfInt32 && t.bytes.size() == 4) {
-        int32_t s32 = 0;
-        std::memcpy(&s32, t.bytes.data(), 4);
-        step = s32;
-      }
-      out.emplace("global_step", torch::full({}, step, torch::kInt64));
+      out.emplace("global_step", v.to(torch::kInt64));
       continue;
     }
-    if (d != io::kTfFloat && d != io::kTfHalf && d != io::kTfBFloat16 && d != io::kTfDouble) {
-      if (const auto type = torch_type_of(d)) {
-        const io::TfTensor t = ckpt.read(info.name);
-        torch::Tensor v = torch::empty(t.shape, torch::TensorOptions().dtype(*type));
-        if (!t.bytes.empty()) std::memcpy(v.data_ptr(), t.bytes.data(), t.bytes.size());
-        out.emplace("model/" + info.name, v);
-      }
+    if (!v.is_floating_point()) {
+      out.emplace("model/" + info.name, v);
       continue;
     }
-    const io::TfTensor t = ckpt.read(info.name);
-    const torch::ScalarType type = d == io::kTfFloat    ? torch::kFloat32
-                                   : d == io::kTfHalf   ? torch::kFloat16
-                                   : d == io::kTfDouble ? torch::kFloat64
-                                                        : torch::kBFloat16;
-    torch::Tensor v = torch::empty(t.shape, torch::TensorOptions().dtype(type));
-    if (!t.bytes.empty()) std::memcpy(v.data_ptr(), t.bytes.data(), t.bytes.size());
     v = v.to(torch::kFloat32);
     if (v.dim() == 4 && is_depthwise_kernel(info.name)) {
       v = v.permute({2, 3, 0, 1}).reshape({v.size(2) * v.size(3), 1, v.size(0), v.size(1)});
@@ -134,6 +124,14 @@ bool is_own_checkpoint(const std::string& path) {
 }
 
 }  // namespace
+
+std::optional<torch::Tensor> torch_tensor_of(const io::TfTensor& t) {
+  const auto type = torch_type_of(t.dtype);
+  if (!type) return std::nullopt;
+  torch::Tensor v = torch::empty(t.shape, torch::TensorOptions().dtype(*type));
+  if (!t.bytes.empty()) std::memcpy(v.data_ptr(), t.bytes.data(), t.bytes.size());
+  return v;
+}
 
 std::vector<int64_t> port_shape_of_tf(const std::string& tf_name, const std::vector<int64_t>& s) {
   if (s.size() == 4 && is_depthwise_kernel(tf_name)) return {s[2] * s[3], 1, s[0], s[1]};

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "src/io/tf_checkpoint.h"
+
 namespace fastnn::train {
 
 using TensorMap = std::map<std::string, torch::Tensor>;
@@ -26,6 +28,11 @@ void save_tensors(const std::string& path, const TensorMap& tensors);
 /// suffixes such as /ExponentialMovingAverage kept) and layouts (OIHW,
 /// [out,in]); DataError if missing or corrupt.
 TensorMap load_tensors(const std::string& path);
+
+/// A TensorFlow tensor's values as a LibTorch tensor of its type and TF's
+/// shape (no layout change); nullopt for a type LibTorch does not hold
+/// (string, unsigned 16-64-bit).
+std::optional<torch::Tensor> torch_tensor_of(const io::TfTensor& t);
 
 /// The shape a TensorFlow variable has in this port (load_tensors' layouts):
 /// conv kernels HWIO -> OIHW, TF-slim's ".../depthwise_weights" [kh,kw,C,M]
