@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Would Winograd help lenet's conv2 on this CPU? (issue 30, docs/performance.md)
+"""Would Winograd help lenet's conv2 on this CPU? (docs/performance.md)
 
 Times, with THREADS (2) intra-op threads, best and median of REPS:
   - conv2 as the trainer runs it (oneDNN): 5x5, 32 -> 64 channels, 14x14,

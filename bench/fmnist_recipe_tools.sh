@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 26 item 6: does the modern recipe's toolbox (an augmentation policy,
+# Does the modern recipe's toolbox (an augmentation policy,
 # random erasing, mixup/cutmix) beat the plain Fashion-MNIST recipe
 # (configs/fashion_mnist_lenet.cfg) at equal wall time?
 #

@@ -13,7 +13,7 @@
 # less training time than the peer. ROUNDS interleaved rounds (the peer,
 # then ours); the medians are compared, every round's figures printed.
 # Usage: bench/fmnist_recipe_vs_pytorch.sh [PEER_EPOCHS=12] [CONFIG]
-#        ROUNDS=3 interleaved rounds (about 20 minutes each on a 2-core Zen 3).
+#        ROUNDS=3 interleaved rounds (each trains both runs in full).
 # PEER_PYTHON=pypi runs the peer on the newest PyTorch from PyPI (bench/peer_python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -185,8 +185,8 @@ if [[ ,$PARTS, == *,resnet,* ]]; then
         esac
         plog=$TMP/peer_${prec}_${variant//[^a-z0-9]/_}.log
         # Inductor's cache, one per precision: PyTorch 2.11's FX graph cache
-        # handed a bf16 run the graph compiled for fp16 (fp16 kernels, 8 s to
-        # "compile") when both shared the default one.
+        # hands a bf16 run the graph compiled for fp16 (fp16 kernels) when
+        # both share the default one.
         measure "$plog" env TORCHINDUCTOR_CACHE_DIR="$TMP/inductor_$prec" \
           "$PYTHON" bench/gpu_peer_resnet50.py --precision "$prec" \
           --batch-size "$BATCH" --steps "$STEPS" --warmup "$WARMUP" "${vargs[@]}"
@@ -210,9 +210,9 @@ if [[ ,$PARTS, == *,resnet,* ]]; then
         extra=()
         [ "$input" = device ] && extra=(--synthetic_device_inputs=True)
         echo "== resnet_v1_50 $prec round $round: ours ($input input)" >&2
-        # 16 batches prepared ahead (pageable memory, 2.5 GB): the mock images
-        # cost ~0.38 s of one core per batch (measured on a Xeon), so 4 ahead
-        # capped the input near 10 batches/s (docs/performance.md, "GPU").
+        # 16 batches prepared ahead (pageable memory, 2.5 GB): a batch of mock
+        # images takes one core a large part of a second, so 4 ahead would
+        # cap the input below the GPU's step rate (docs/performance.md, "GPU").
         log=$TMP/ours_${prec}_$input.log
         measure "$log" "${OURS_ENV[@]}" "$BIN/train_image_classifier" \
           --dataset_name=mock --model_name=resnet_v1_50 --num_classes=1000 \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# datasets_use_caching (issue 25 item 2): training images/s with the decoded
+# datasets_use_caching: training images/s with the decoded
 # cache off and on, same config, interleaved rounds (the order alternates),
 # so that both see the machine's drift. The cache pays from the second epoch
 # on: EPOCHS >= 2.

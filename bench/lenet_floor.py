@@ -1,4 +1,4 @@
-"""LeNet's training step against the sum of its kernels (issue 30 item 4).
+"""LeNet's training step against the sum of its kernels.
 
 Run with the peer's python (bench/peer_python.sh: PEER_PYTHON=pypi gives the
 PyPI LibTorch whose oneDNN/MKL kernels our --torch-pypi build links):

@@ -1,4 +1,4 @@
-// The two figures of issue 25 item 4: a network's arithmetic per image and
+// Two figures: a network's arithmetic per image and
 // the machine's sgemm rate, so that a training throughput can be stated as
 // a fraction of what the cores can do.
 //

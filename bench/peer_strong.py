@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch peers at their strongest (issue 30): the workloads of
+"""The PyTorch peers at their strongest: the workloads of
 ../shared/bench/peer_pytorch.py (`train` and `fmnist`, the same nets, data,
 optimizers and output lines), each with what a performance-minded user
 would add. Runs on Debian's PyTorch 1.13 (/usr/bin/python3) and on the

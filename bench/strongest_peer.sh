@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # This project beside the strongest PyTorch peer a user could run instead,
-# same machine, same run (issue 30): Debian's PyTorch 1.13 and PyPI's newest
+# same machine, same run: Debian's PyTorch 1.13 and PyPI's newest
 # (bench/peer_env.sh), each eager and with what a performance-minded user
 # adds — torch.compile, channels_last, bf16 autocast where the CPU has
 # AVX512_BF16 — beside our binaries. ROUNDS interleaved rounds (every entry

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Time to accuracy on Fashion-MNIST beside the Adam peer, same run (issue 25).
+# Time to accuracy on Fashion-MNIST beside the Adam peer, same run.
 #
 # Peer:  ../shared/bench/peer_pytorch.py fmnist_tta TARGET MAX_EPOCHS 2 (TF-slim's
 #        LeNet in PyTorch, Adam lr 1e-3, normalized tensors preloaded in memory,

@@ -118,7 +118,7 @@ namespace {
 // patterns when there are none.
 std::vector<std::string> find_split_files(const DatasetSpec& spec, const std::string& split,
                                           const std::string& dir) {
-  // Written by convert_dataset: its manifest names the files (issue 23).
+  // Written by convert_dataset: its manifest names the files.
   if (!spec.file_prefix.empty()) {
     const std::string path = manifest_path(dir, spec.file_prefix);
     if (const auto manifest = read_manifest(path))

@@ -1,5 +1,5 @@
 // What convert_dataset wrote into a folder, so that no reader combines the
-// files of two conversions (issue 23). dataset_dir/<prefix>.manifest:
+// files of two conversions. dataset_dir/<prefix>.manifest:
 //
 //   fastnn dataset manifest 1
 //   state complete                     ("converting" while files move)
@@ -13,7 +13,7 @@
 // glob and checks each file's size; "converting" means a conversion was
 // killed half-way, so the folder may hold files of two conversions and is
 // refused until convert_dataset runs again. A folder without a manifest
-// (TF-slim's, TensorFlow's, earlier versions') is read by glob as before.
+// (TF-slim's, TensorFlow's, an older convert_dataset's) is read by glob.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // libprotobuf logs an ERROR line for every string field with invalid UTF-8
 // that it is asked to parse, and most fuzz inputs are that: the parse still
 // fails and the target still sees it fail; the line only slows the run
-// and fills its log (190 MB in a 10-minute run of the example target).
+// and fills its log (hundreds of MB in a long run of the example target).
 // FATAL messages still abort.
 #pragma once
 

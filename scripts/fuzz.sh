@@ -43,7 +43,7 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$OUT/corpus/$t"
   log="$OUT/fuzz_$t.log"
   # -rss_limit_mb: an input that makes a parser allocate gigabytes is a
-  # finding (issue 12: limits on untrusted sizes), not an OOM of the host.
+  # finding (limits on untrusted sizes), not an OOM of the host.
   start=$(date +%s)
   if "$OUT/bin/fuzz_$t" "$OUT/corpus/$t" "fuzz/corpus/$t" -max_total_time="$SECS" \
        ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -rss_limit_mb=2048 -timeout=10 -max_len=65536 -print_final_stats=1 \

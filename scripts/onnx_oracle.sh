@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ONNX Runtime as the oracle for export_inference_graph (issue 22): each
+# ONNX Runtime as the oracle for export_inference_graph: each
 # network, initialized with a fixed seed and every BatchNorm statistic,
 # gamma, beta and bias randomized, is saved as this project's checkpoint,
 # exported to ONNX (dynamic batch) and run by ONNX Runtime (npm

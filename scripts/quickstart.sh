@@ -5,8 +5,8 @@
 # the 10,000 test images and prints the test accuracy.
 # Usage: scripts/quickstart.sh [--KEY=VALUE ...]   (overrides for training)
 #        QUICKSTART_CONFIG=configs/fashion_mnist_lenet.cfg scripts/quickstart.sh
-#        (up to 7 epochs, stopping at 0.92 test accuracy: 5 epochs, 143 s of
-#        training on the Xeon of docs/performance.md)
+#        (up to 7 epochs, stopping at the first evaluation reaching 0.92 test
+#        accuracy; training times: docs/performance.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +15,7 @@ t0=$(date +%s)
 scripts/setup.sh train_image_classifier eval_image_classifier convert_dataset
 t1=$(date +%s)
 echo "quickstart: set-up and build took $((t1 - t0)) s"
-# Training speed differs about 3x between the CPUs this runs on: say which.
+# Training speed differs severalfold between CPUs: say which.
 cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
 isa=$(grep -m1 -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')
 echo "quickstart: CPU ${cpu:-unknown}, $(nproc) cores, ${isa:-no AVX2}"

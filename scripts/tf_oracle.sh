@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# TensorFlow as the oracle (issue 24): checks this port against real
+# TensorFlow as the oracle: checks this port against real
 # TensorFlow and tf-slim in a project-local virtual environment with pinned
 # versions (tests/tf_oracle/requirements.txt, made on first use under
 # .cache/tf_oracle/ by scripts/uv_venv.sh and reused while the pins are
 # unchanged): from uv's cache a fresh clone's environment takes seconds,
-# where pip took ~100 s from pip's cache on the Zen 3 (docs/performance.md).
+# far less than pip takes from its own cache (docs/performance.md).
 # Not part of a user's first run: .ci/run calls it.
 # Usage: scripts/tf_oracle.sh [--large | --all | NET ...]
 #   (no argument: 12 of the 16 tf-slim nets; --large: the ResNets v1/v2 of
 #   152 and 200 layers, the same blocks as the 50 and 101 checked by default
-#   and 2-3 min each on the slowest CPU seen; --all: all 16)
+#   and minutes each on a slow CPU; --all: all 16)
 # Prints one JSON line per net (writes build/tf_oracle/nets.json), then per
 # optimizer (tests/tf_oracle/optimizers.py), per learning-rate schedule
 # (tests/tf_oracle/schedules.py), per preprocessing function

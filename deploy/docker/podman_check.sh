@@ -11,9 +11,9 @@
 #   3. podman build (niced; the builder stage compiles the whole project);
 #   4. the image: --help, a 20-step training on mock data, eval --help,
 #      the image size; with --default-job also the image's default job
-#      (configs/quickstart.cfg on the Fashion-MNIST inside the image, 6-7
-#      minutes on 2 idle cores) and its evaluation on the 10,000 test images.
-# Not a CTest test (the build alone takes 20-30 minutes on 2 cores).
+#      (configs/quickstart.cfg on the Fashion-MNIST inside the image) and
+#      its evaluation on the 10,000 test images.
+# Not a CTest test (the build alone compiles the whole project, for long).
 #
 # Usage: deploy/docker/podman_check.sh [--no-build] [--default-job]
 #   --no-build     skip step 3 and check an image built before

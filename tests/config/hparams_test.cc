@@ -315,7 +315,7 @@ TEST_F(HParamsTest, FileErrors) {
             "cannot read config file '" + dir_ + "/x.cfg': No such file or directory");
 }
 
-// Untrusted config files (issue 12): a binary file, a 10 MB line, a huge
+// Untrusted config files: a binary file, a 10 MB line, a huge
 // file and an endless device are clear errors, read no further than the
 // limit, and quote none of their bytes.
 TEST_F(HParamsTest, BinaryAndHugeConfigFilesAreRefused) {
@@ -387,7 +387,7 @@ TEST_F(HParamsTest, CommandLineErrors) {
             "(expected True or False)");
 }
 
-// Issue 26's keys: bad values are configuration errors (exit code 2).
+// The augmentation and mixup keys: bad values are configuration errors (exit code 2).
 TEST_F(HParamsTest, AugmentationAndMixupKeysRefuseBadValues) {
   EXPECT_EQ(error_of([] { load({"--augment_policy=autoaugment_cifar10"}); }),
             "command line: augment_policy: 'autoaugment_cifar10' is not valid; valid values: "
@@ -545,7 +545,7 @@ TEST_F(HParamsTest, ErrorsShowAtMost100BytesOfAValue) {
   EXPECT_TRUE(is_cut(load_error(long_value + "=1\n")));
   EXPECT_TRUE(is_cut(load_error("warmup_scheme=" + long_value + "\n")));
   EXPECT_TRUE(is_cut(load_error("model_dir='" + long_value + "\n")));
-  // A short value is still shown whole, as before.
+  // A short value is shown whole.
   EXPECT_EQ(error_of([] { load({"--warmup_scheme=cosine"}); }),
             "command line: warmup_scheme: 'cosine' is not valid; valid "
             "values: t2t, linear, none, ''");
@@ -656,7 +656,7 @@ TEST_F(HParamsTest, FormatHparamsRoundTrips) {
   EXPECT_EQ(format_hparams(r.hp), format_hparams(HParams()));
 }
 
-// Issue 23: every string value config.cfg holds reloads byte for byte
+// Every string value config.cfg holds reloads byte for byte
 // (awkward values from a fixed list and 3000 seeded random ones over quotes
 // of both kinds, '#', '\', '=', spaces, tab, CR, LF, NUL, UTF-8, a BOM),
 // and a value that no line can hold is refused by validate() (exit 2),
@@ -810,7 +810,7 @@ TEST_F(HParamsTest, CommandLineValueWithQuoteAndHashRoundTrips) {
   }
 }
 
-// Issue 23: what the workers of a job compare at rendezvous.
+// What the workers of a job compare at rendezvous.
 TEST_F(HParamsTest, JobSettingsLeaveOutPerRankKeysOnly) {
   for (const std::string& k : config::per_rank_keys()) EXPECT_NE(config::find_key(k), nullptr) << k;
   HParams a, b;
@@ -879,7 +879,7 @@ TEST_F(HParamsTest, EveryCommittedConfigLoads) {
   EXPECT_GE(n, 8);
 }
 
-// configs/imagenet_gpu.cfg as issue 21 asks: CUDA or exit 2, the learning
+// configs/imagenet_gpu.cfg as its header states: CUDA or exit 2, the learning
 // rate of the global batch its comment states (8 GPUs), a linear warmup
 // over 5 epochs, and 90 epochs ending the run.
 TEST_F(HParamsTest, ImagenetGpuConfigIsGoyalsRecipeOnCuda) {

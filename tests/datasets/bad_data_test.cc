@@ -147,7 +147,7 @@ INSTANTIATE_TEST_SUITE_P(EveryKind, BadData,
                                            Case{Fault::kLabel, "bad_label", "label 10"}),
                          [](const auto& info) { return std::string(info.param.name); });
 
-// Issue 12: sizes declared by untrusted data are checked against the
+// Sizes declared by untrusted data are checked against the
 // configured limits before anything is allocated for them. A record longer
 // than max_record_bytes and an image whose header declares more than
 // max_image_pixels (12000x12000 here, under the decoder's own hard cap) are
@@ -301,7 +301,7 @@ TEST(BadData, LosingMoreThanMaxSkippedShareOfAFileFails) {
   EXPECT_EQ(p.stats().bytes_skipped, static_cast<int64_t>(lost));
 }
 
-// Issue 23: records rejected for their content (bad_label, bad_image,
+// Records rejected for their content (bad_label, bad_image,
 // bad_example) count against max_skipped_share as well: a pipeline whose
 // rejected records pass that share of the records it finished with (used
 // or rejected) fails, at the end of its input and, once 10,000 records are
@@ -356,8 +356,8 @@ TEST(BadData, RejectedRecordsOfAnyKindCountAgainstMaxSkippedShare) {
   EXPECT_LT(p.stats().records_skipped, 8 * 1000 / 2);
 }
 
-// Issue 23: prefetch_buffer_size=1e9 decoded batches without bound until
-// the process died (exit 1); the batches held ahead are bounded.
+// The batches held ahead are bounded: prefetch_buffer_size=1e9 (which would
+// decode batches until the process dies) is a ConfigError naming the number.
 TEST(BadData, PrefetchBeyondTheBoundIsAConfigErrorWithTheNumber) {
   auto dir = testing::fresh_dir("bad_prefetch");
   auto o = options(testing::write_id_file(dir / "ids.tfrecord", 0, 8));

@@ -172,8 +172,8 @@ TEST(DatasetTable, GenericTfrecordCountsRecordsAndNeedsNumClasses) {
   EXPECT_THROW(get_dataset(hp, "test"), DataError);
 }
 
-// Regression: a converter killed by SIGTERM leaves NAME.tmp-PID beside the
-// shards, and train_files=* read it as data.
+// A converter killed by SIGTERM leaves NAME.tmp-PID beside the shards,
+// which train_files=* must not read as data.
 TEST(DatasetTable, GlobsNeverMatchTemporaries) {
   auto dir = fresh_dir("ds_temporaries");
   write_records(dir / "cifar10_train.tfrecord", rgb_records(3));
@@ -197,7 +197,7 @@ TEST(DatasetTable, GlobsNeverMatchTemporaries) {
   EXPECT_THROW(expand_file_list("*.tmp-*", dir.string()), DataError);
 }
 
-// Issue 23: the manifest convert_dataset writes decides a split's files,
+// The manifest convert_dataset writes decides a split's files,
 // not the glob; a half-written, changed or damaged one is a data error
 // naming it (the converter's side: faults_kill_during_convert).
 TEST(DatasetTable, ConvertedFolderIsReadByItsManifest) {
@@ -316,11 +316,11 @@ TEST(ImageFolder, DatasetRowFeedsThePipelineFromFiles) {
   EXPECT_EQ(p.stats().images_decoded, 24);
 }
 
-// Issue 23: a symbolic link loop among the classes or the images is a data
-// error naming it (was std::filesystem's "Too many levels of symbolic
-// links", exit 1); a dangling link named like an image is listed, so that
-// reading it is a bad image under the data policy: exit 3 naming it, or
-// skipped and counted (it was skipped silently).
+// A symbolic link loop among the classes or the images is a data error
+// naming it (not std::filesystem's "Too many levels of symbolic links",
+// exit 1); a dangling link named like an image is listed, so that reading
+// it is a bad image under the data policy: exit 3 naming it, or skipped
+// and counted (never skipped silently).
 TEST(ImageFolder, LinkLoopsAreDataErrorsAndDanglingLinksBadImages) {
   for (const char* where : {"daisy/loop.png", "loop_class"}) {
     auto dir = make_folder(std::string("ds_folder_loop_") + (where[0] == 'd' ? "img" : "cls"));

@@ -457,7 +457,7 @@ TEST(Pipeline, SyntheticDataIsDeterministicAndInRange) {
   EXPECT_EQ(batches, 8);  // 2 epochs of 64 in batches of 16
 }
 
-// Issue 23: a stop request ends a wait for a batch that is not coming (the
+// A stop request ends a wait for a batch that is not coming (the
 // workers stuck here as behind a hung file system), within its 100 ms poll.
 TEST(Pipeline, StopRequestEndsAWaitForABatch) {
   auto dir = testing::fresh_dir("pipe_stop_request");

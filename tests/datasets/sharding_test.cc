@@ -61,8 +61,8 @@ TEST(CountTfrecords, CountsCompleteRecordsOnly) {
   EXPECT_THROW(count_tfrecords((dir / "none.tfrecord").string()), DataError);
 }
 
-// TF's compressed TFRecords (once: "hold no record", the hint io.md
-// promises missing) and a FIFO (once: a wait for a writer without end).
+// TF's compressed TFRecords (named with the hint io.md promises, not "hold
+// no record") and a FIFO (named, not waited on for a writer without end).
 TEST(CountTfrecords, CompressedFilesAndFifosAreNamed) {
   auto dir = fresh_dir("shard_compressed");
   const auto message = [](const std::string& file) {

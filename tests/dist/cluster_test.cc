@@ -205,7 +205,7 @@ TEST(ClusterTest, ErrorsShowAtMost100BytesOfAValue) {
   expect_cut([&] { resolve_cluster(HParams(), env); });
 }
 
-// Issue 23: every integer the cluster resolution reads from the environment
+// Every integer the cluster resolution reads from the environment
 // is parsed whole and range-checked: 2^32 + 1 is not 1, 2^31 is not -2^31,
 // and signs, junk, spaces and "" are errors naming the variable and value.
 TEST(ClusterTest, EnvironmentIntegersAreNeverTruncated) {

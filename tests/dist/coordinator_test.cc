@@ -169,8 +169,8 @@ TEST(CoordinatorTest, RendezvousAndKeyValueStore) {
   for (auto& s : w) EXPECT_FALSE(s->failure().has_value());
 }
 
-// Regression: a channel that failed to connect once must reconnect (gRPC
-// held re-resolution back for 30 s and failed every call meanwhile).
+// A channel that failed to connect once must reconnect (by default gRPC
+// holds re-resolution back for 30 s and fails every call meanwhile).
 TEST(CoordinatorTest, WorkerStartingBeforeTheChiefStillJoins) {
   const int port = pick_free_port();
   const auto o = fast_options(5s);
@@ -204,9 +204,9 @@ TEST(CoordinatorTest, RendezvousTimeoutNamesMissingRank) {
   EXPECT_LT(Clock::now() - t0, 8s);
 }
 
-// Issue 23: with 100,000 workers the timeout named every missing rank in
-// one 689 KB line. Now the first 16 and a count of the rest; each join
-// reply carries at most those 16 too.
+// With 100,000 workers, naming every missing rank would make one line of
+// hundreds of KB: the timeout names the first 16 and counts the rest; each
+// join reply carries at most those 16 too.
 TEST(CoordinatorTest, RendezvousTimeoutOfAHugeJobNamesTheFirstMissingRanks) {
   const int port = pick_free_port();
   const int world = 100000;
@@ -230,8 +230,8 @@ TEST(CoordinatorTest, RendezvousTimeoutOfAHugeJobNamesTheFirstMissingRanks) {
   }
 }
 
-// Issue 23: workers that disagree on a setting (sgd on one, adam on the
-// other; two learning rates) trained apart or diverged. Now every worker
+// Workers that disagree on a setting (sgd on one, adam on the other; two
+// learning rates) would train apart or diverge: every worker
 // of the job stops at rendezvous with ConfigError naming the keys and
 // values, also those that agree with rank 0; workers that agree go on.
 TEST(CoordinatorTest, WorkersWithDifferentSettingsAllStopNamingTheKeys) {
@@ -435,7 +435,7 @@ TEST(CoordinatorTest, CallsWithoutTheTokenAreRefused) {
   EXPECT_THROW(WorkerSession(spec_for(1, 2, server.port()), o), ConfigError);
 }
 
-// Issue 12: what a peer can make the server hold is bounded. A message
+// What a peer can make the server hold is bounded. A message
 // over 4 MiB is refused before any handler runs; a long poll whose caller
 // has gone frees its server thread within a poll slice (else 300 abandoned
 // 10-minute waits would exhaust the 264 threads of a 1-worker job); the
@@ -471,7 +471,7 @@ TEST(CoordinatorTest, ServerLimitsBoundWhatAPeerCanMakeItHold) {
   EXPECT_TRUE(c.stub().Status(ctx.get(), {}, &status).ok());
 
   // A forged negative wait returns at once (and, in the sanitizer build,
-  // without the signed overflow the fuzz target reproduced:
+  // without a signed overflow; the fuzz target's input for it:
   // fuzz/corpus/coordinator/regression_negative_wait_ms.bin).
   wait.set_wait_ms(INT64_MIN);
   EXPECT_TRUE(store(wait, 2s).ok());
@@ -689,9 +689,9 @@ TEST(CoordinatorTest, ListenHostIsLoopbackOnlyForALoopbackCoordinator) {
   for (const auto& a : all) EXPECT_EQ(a.find_first_not_of('0'), std::string::npos) << a;
 }
 
-// Regression: the chief of a one-machine job (coordinator 127.0.0.1:PORT,
-// as the nproc_per_node launcher hands it out) listened on 0.0.0.0, open
-// to the whole network.
+// The chief of a one-machine job (coordinator 127.0.0.1:PORT, as the
+// nproc_per_node launcher hands it out) listens on loopback only, not on
+// 0.0.0.0, which would open it to the whole network.
 TEST(CoordinatorTest, OneMachineJobListensOnLoopbackOnly) {
   const int port = pick_free_port();
   auto w = start_all(2, port, fast_options());

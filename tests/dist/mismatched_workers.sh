@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 23: two real train_image_classifier workers (torchrun's variables,
+# Two real train_image_classifier workers (torchrun's variables,
 # LeNet on mock data) started with settings that differ.
 #   learning_rate 0.01 / 0.1, sgd / adam, num_classes 10 / 5: both workers
-#   exit 2 at rendezvous with one line naming the key and both values (they
-#   trained apart and exited 0, diverged with exit 4, or aborted with 134).
+#   exit 2 at rendezvous with one line naming the key and both values (not
+#   training apart to exit 0, diverging with exit 4, or aborting with 134).
 #   Per-rank keys (train_dir, device threads, dataset_dir) may differ: both
 #   train to the end, exit 0.
 # Every run is bounded by `timeout`; no process outlives the test.

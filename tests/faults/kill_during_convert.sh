@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Fault (issue 23): SIGKILL of `convert_dataset --overwrite` right after its
+# Fault: SIGKILL of `convert_dataset --overwrite` right after its
 # first rename, then its second, and so on to its last (fault_shim.c kills
 # it exactly there), over a folder converted before into 1 file a split;
 # the new conversion writes 3. Over a folder with a manifest (written by
-# this code), then after its first three renames over one without (written
-# by the code before it).
+# this code), then after its first three renames over one without (as an
+# older convert_dataset leaves it).
 # Asserts after every kill: a reader (train_image_classifier --dry_run on
 # split train) sees all of the old files or all of the new ones, or exits 3
-# naming the interrupted conversion, and never a mix of the two (the bug:
-# the old file and the first new shard were read together). After the
+# naming the interrupted conversion, and never a mix of the two (such as
+# the old file and the first new shard read together). After the
 # last kill a rerun with --overwrite repairs the folder; a folder without
-# a manifest reads as before.
+# a manifest is read by glob.
 # usage: kill_during_convert.sh BIN_DIR SHIM
 set -uo pipefail
 bin=${1:?usage: kill_during_convert.sh BIN_DIR SHIM}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Fault (issue 23): SIGTERM while the input pipeline yields no batch. The
+# Fault: SIGTERM while the input pipeline yields no batch. The
 # training file's open() hangs (fault_shim.c, as on a hung network file
-# system), so the trainer waits in its feed from the start; it used to
-# ignore the signal until a batch came.
+# system), so the trainer waits in its feed from the start, and the signal
+# must end that wait without a batch ever coming.
 # Asserts: after the SIGTERM the trainer exits 143 within 20 s (the stop is
 # noticed within about a second; the rest is the checkpoint and a loaded
 # machine), says "received SIGTERM" and leaves a checkpoint. The open()

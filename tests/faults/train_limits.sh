@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The training tools under the limits a container sets, and a stop during
-# an evaluation (issue 23):
+# an evaluation:
 #  (a) few threads allowed (`ulimit -u`, root only: as a fresh user, since
 #      root is exempt): convert_dataset, train_image_classifier and
 #      eval_image_classifier exit 0 with fewer threads, or 2 with a message
 #      naming the limit; never an abort (134) nor OpenBLAS's SIGINT (130),
 #      no temporary file left; with 12 allowed training still finishes;
 #  (b) `ulimit -f` below a checkpoint's size: exit 3 naming the checkpoint
-#      (was SIGXFSZ, 153, without a word);
+#      (never SIGXFSZ, 153, without a word);
 #  (c) hooks= without StopAtStepHook and stop_at_step set: a warning that
 #      stop_at_step is not used;
 #  (d) SIGTERM while the trainer evaluates (eval_every_n_iters, a split far
@@ -32,8 +32,8 @@ run() {
   [ $rc != 124 ] || fail "$name: still running after 120 s"
 }
 # limited NAME N CMD...: run CMD as a user of its own allowed N processes
-# and threads in all. Exit 0, or 2 naming the limit; nothing else (130 was
-# OpenBLAS's SIGINT when its core-sized pool could not start at load).
+# and threads in all. Exit 0, or 2 naming the limit; nothing else (130 would
+# be OpenBLAS's SIGINT when its core-sized pool cannot start at load).
 limited() {
   local name=$1 n=$2
   shift 2

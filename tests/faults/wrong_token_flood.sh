@@ -105,7 +105,7 @@ call_loop() {
     elif [[ $out == *nreachable* || $out == *UNAVAILABLE* || $out == *"failed to connect"* ||
             $out == *CANCELLED* ]]; then
       # The coordinator went away mid-call: at the job's end its shutdown
-      # cancels the calls in flight (seen under load in fault_soak.sh).
+      # cancels the calls in flight (likeliest under load, as in fault_soak.sh).
       kind=unreachable
     fi
     echo "$rc $kind $sub $variant" >>"$WORK/calls.$id"

@@ -139,7 +139,7 @@ TEST(DatasetConfig, BadRecordsExit3OrAreCountedInMetrics) {
   fs::remove_all(root / "train");
   args.push_back("--skip_corrupt_records=True");
   // 2 of 6 records rejected: over the default max_skipped_share (0.1), which
-  // counts rejected records of every kind (issue 23).
+  // counts rejected records of every kind.
   args.push_back("--max_skipped_share=0.5");
   r = run(args, (root / "skip.log").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -164,9 +164,9 @@ TEST(DatasetConfig, MissingFilesExitWithCode3NamingThePattern) {
   EXPECT_NE(r.output.find("train-[0-9]"), std::string::npos) << r.output;
 }
 
-// Issue 23: every record rejected under the skip policy was 0 steps and
-// exit 0; a prefetch_buffer_size of 1e9 grew until the process died (exit
-// 1); a symbolic link loop in an image folder was exit 1.
+// Every record rejected under the skip policy is exit 3, not 0 steps and
+// exit 0; a prefetch_buffer_size of 1e9, which would grow until the process
+// dies, is exit 2; a symbolic link loop in an image folder is exit 3.
 TEST(DatasetConfig, NothingToTrainOnExits3AndUnboundedSettingsExit2) {
   const fs::path root = fresh_dir("config_nothing_to_train");
   auto recs = records(6, 32, 32, 10, 12, 9);  // every label outside [0, 10)
@@ -202,7 +202,7 @@ TEST(DatasetConfig, NothingToTrainOnExits3AndUnboundedSettingsExit2) {
   EXPECT_NE(r.output.find("more than max_skipped_share = 0.1"), std::string::npos) << r.output;
 
   // A labels_offset that leaves no class: exit 2 naming it, before any work
-  // (it was exit 1 from a negative-size logits layer).
+  // (not exit 1 from a negative-size logits layer).
   args = base;
   args.insert(args.end(), {"--labels_offset=100", "--dry_run"});
   r = run(args, (root / "offset.log").string());

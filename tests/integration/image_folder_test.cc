@@ -110,8 +110,8 @@ TEST(ImageFolderIntegration, SameAccuracyAsTheSameDataInTfrecords) {
   EXPECT_LE(std::abs(a - b), 0.1) << a << " vs " << b;
 }
 
-// A fraction that leaves a split empty is printed as given (once:
-// 0.99999999 shown as 1.000000, which is not a valid fraction).
+// A fraction that leaves a split empty is printed as given (0.99999999,
+// not 1.000000, which is not a valid fraction).
 TEST(ImageFolderIntegration, AFractionInAMessageIsPrintedExactly) {
   const fs::path folder = fresh_dir("image_folder_fraction") / "photos";
   for (const char* c : {"a", "b"}) {

@@ -75,7 +75,7 @@ function write(file, n) {
 
 // TFRecordsReader checks both CRCs and parses each record with the
 // package's protobuf classes. Its getFeature() helper reads google-protobuf
-// internals (`.array`) that google-protobuf >= 3.8 no longer has, so the
+// internals (`.array`) that google-protobuf >= 3.8 does not have, so the
 // values are taken through the generated classes' public getters instead.
 function read(file) {
   const r = new TFRecordsReader(fs.readFileSync(file));

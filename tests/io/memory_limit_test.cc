@@ -1,6 +1,6 @@
 // The memory budget follows a container's cgroup limit, v2 and v1, on the
-// process's own cgroup or an ancestor's (once: RAM alone, an OOM kill in a
-// pod whose memory.max is below the node's RAM).
+// process's own cgroup or an ancestor's (not RAM alone, which would get a
+// pod whose memory.max is below the node's RAM OOM-killed).
 #include "src/io/memory_limit.h"
 
 #include <gtest/gtest.h>

@@ -217,7 +217,7 @@ TEST(TfCheckpointTest, ADirectoryIsReadThroughItsCheckpointFile) {
 }
 
 // TensorFlow writes a name that is not ASCII as text format's octal escapes
-// ("modèle" as mod\303\250le); once they were taken literally (exit 3).
+// ("modèle" as mod\303\250le); taken literally, they would name no file (exit 3).
 TEST(TfCheckpointTest, TheCheckpointFilesEscapesAreDecodedAsTensorflowsParserDoes) {
   EXPECT_EQ(checkpoint_state_path("model_checkpoint_path: \"mod\\303\\250le\"\n"), "mod\xc3\xa8le");
   EXPECT_EQ(checkpoint_state_path("all_model_checkpoint_paths: \"x\"\r\n"

@@ -379,7 +379,8 @@ void expect_all_but(TFRecordReader* reader, const std::vector<std::string>& reco
 }
 
 TEST(TFRecordReaderTest, SkipPolicyResyncsAfterFlippedLengthBit) {
-  // Used to drop all 990 records after the flipped bit and report one skip.
+  // Only record 10 is lost: not all 990 records after the flipped bit under
+  // one skip.
   const auto records = thousand_records();
   std::vector<uint64_t> offsets;
   std::string file = frame_all(records, &offsets);

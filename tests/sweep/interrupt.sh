@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 23: an interrupted sweep leaves its running trials without a result,
+# An interrupted sweep leaves its running trials without a result,
 # so the same command run again resumes them from their own checkpoints (as
 # after SIGKILL), and a second sweep cannot share the first one's --out.
 #  (a) SIGTERM to the sweep alone, while two trials train;

@@ -144,7 +144,7 @@ TEST(Sweep, AKilledSweepRerunRunsOnlyWhatIsMissing) {
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_NE(rows[i].find(",ok,"), std::string::npos);
 }
 
-// Issue 23: a setup every trial would fail on (a missing or invalid base
+// A setup every trial would fail on (a missing or invalid base
 // config, an unknown key in the space, the trials or the arguments after
 // --, a value out of its key's range) is exit 2 before any trial starts,
 // naming what is wrong.
@@ -207,7 +207,7 @@ TEST(Sweep, TrialsCsvWithAByteOrderMarkRuns) {
   EXPECT_EQ(rows[1].rfind("trial-000,ok,", 0), 0u) << rows[1];
 }
 
-// Issue 23: a sweep where no trial produced a result does not exit 0: the
+// A sweep where no trial produced a result does not exit 0: the
 // trials' shared code (4: all diverged; 2: all refused their setup), or 2
 // when --metric is in no trial's metrics.json.
 TEST(Sweep, NoTrialWithAResultIsNotSuccess) {
@@ -247,7 +247,7 @@ TEST(Sweep, NoTrialWithAResultIsNotSuccess) {
   }
 }
 
-// Issue 23: the launcher template's every {cmd} is the trial's command.
+// The launcher template's every {cmd} is the trial's command.
 TEST(Sweep, LauncherReplacesEveryCmd) {
   const fs::path out = kTmp / "launcher";
   fs::remove_all(out);
@@ -266,7 +266,7 @@ TEST(Sweep, LauncherReplacesEveryCmd) {
   EXPECT_EQ(launched.find("{cmd}"), std::string::npos) << launched;
 }
 
-// Issue 23: a rerun with other arguments after -- (another stop_at_step)
+// A rerun with other arguments after -- (another stop_at_step)
 // would mix budgets in results.csv: it is refused, naming the difference.
 TEST(Sweep, ARerunWithOtherTrialArgumentsIsRefused) {
   const fs::path out = kTmp / "rerun_args";

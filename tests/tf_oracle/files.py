@@ -1,4 +1,4 @@
-"""TensorFlow as the oracle for this port's files (issue 24, item 5).
+"""TensorFlow as the oracle for this port's files.
 
 1. Our TFRecords of tf.train.Examples (convert_dataset, Fashion-MNIST) read by
    tf.data.TFRecordDataset + tf.io.parse_single_example with TF-slim's keys:

@@ -1,4 +1,4 @@
-"""TensorFlow as the oracle for this port's networks (issue 24).
+"""TensorFlow as the oracle for this port's networks.
 
 For each network PyPI's tf-slim ships, TensorFlow builds it (eval mode),
 initializes it with a fixed seed, randomizes every BatchNorm statistic,
@@ -82,8 +82,8 @@ def build_and_save(name, work, fn, arg_scope, size, fmt, batch, channels):
         # 200 layers do not grow the activations past float32's digits.
         # One assign per variable, fed together in one run: Variable.load
         # adds its own op to the graph at each call, and the session then
-        # re-reads the grown graph (resnet_v1_101's TensorFlow side: 43 s that
-        # way, 14 s this way, on the Zen 3).
+        # re-reads the grown graph, which for resnet_v1_101 would take most
+        # of the TensorFlow side's time.
         feed, assigns = {}, []
         for v in tf.compat.v1.global_variables():
             n = v.op.name

@@ -1,4 +1,4 @@
-"""TensorFlow as the oracle for this port's optimizers (issue 24, item 4).
+"""TensorFlow as the oracle for this port's optimizers.
 
 The 7 optimizers TensorFlow 1 has, with FastNN's keys set away from their
 defaults, over 20 steps of the same random gradients (some steps zero, some

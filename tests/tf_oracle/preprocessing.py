@@ -1,4 +1,4 @@
-"""TensorFlow as the oracle for this port's preprocessing (issue 24, item 3).
+"""TensorFlow as the oracle for this port's preprocessing.
 
 TF-slim's preprocessing functions (research/slim/preprocessing; tf-slim's pip
 package has none) are written here as the TensorFlow ops they are made of:

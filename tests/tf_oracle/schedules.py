@@ -1,4 +1,4 @@
-"""TensorFlow as the oracle for this port's learning-rate schedules (issue 24, item 4).
+"""TensorFlow as the oracle for this port's learning-rate schedules.
 
 Each case sets FastNN's/TF-slim's keys, has this port's tf_oracle_optimizer
 print the learning rate of every step of a 1000-step run (the trainer's

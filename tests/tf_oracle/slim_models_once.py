@@ -1,4 +1,4 @@
-"""TensorFlow's own research/slim models as the oracle, once (issue 24 item 2).
+"""TensorFlow's own research/slim models as the oracle, once.
 
 nets.py checks the 16 networks PyPI's tf-slim ships. This script does the
 same check for the networks this port has that tf-slim does not ship, built

@@ -1,4 +1,4 @@
-"""TensorFlow's own research/slim preprocessing as the oracle, once (issue 24 item 3).
+"""TensorFlow's own research/slim preprocessing as the oracle, once.
 
 preprocessing.py checks, in CI, the TensorFlow ops each TF-slim preprocessing
 function is made of. This script runs the functions themselves, from

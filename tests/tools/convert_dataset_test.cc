@@ -371,7 +371,7 @@ TEST(ConvertDatasetTool, UnusableDatasetDirIsAUsageError) {
     auto [code, out] = convert("--quiet --dataset_name cifar10 --input '" + in.string() +
                                    "' --dataset_dir '" + bad.string() + "'",
                                in / "log.txt");
-    EXPECT_EQ(code, 2) << out.substr(0, 300);  // was 1, "internal error"
+    EXPECT_EQ(code, 2) << out.substr(0, 300);  // not 1, "internal error"
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out.substr(0, 300);
     EXPECT_LT(out.size(), 300u) << out.substr(0, 300);
     EXPECT_NE(out.find("--dataset_dir '" + bad.string().substr(0, 100)), std::string::npos)
@@ -408,10 +408,10 @@ TEST(ConvertDatasetTool, RemovesStaleTemporariesOfDeadProcessesOnly) {
   EXPECT_TRUE(fs::exists(out / "cifar10_train.tfrecord"));
 }
 
-// Issue 23: a symbolic link loop in the input folder was exit 1
-// (std::filesystem's "Too many levels of symbolic links"): a data error
-// naming it. A dangling link named like an image cannot be read: the
-// same, where it used to be left out without a word.
+// A symbolic link loop in the input folder is a data error naming it (not
+// exit 1 with std::filesystem's "Too many levels of symbolic links"). A
+// dangling link named like an image cannot be read: the same, never left
+// out without a word.
 // The DataError converting the image folder `in` (into in/out, nothing held
 // out for validation) ends in; "" when it converts.
 std::string folder_error(const fs::path& in) {
@@ -447,7 +447,7 @@ TEST(ConvertDataset, ImageFolderLinkLoopsAndDanglingLinksAreDataErrors) {
 
 // A class folder whose name labels.txt cannot hold (TF-slim's
 // read_label_file reads "id:name" lines of UTF-8): refused by name, nothing
-// written (once: written raw, and TF-slim then failed on the file).
+// written (not written raw, which TF-slim then fails on).
 TEST(ConvertDataset, ImageFolderClassNamesLabelsTxtCannotHoldAreRefused) {
   int round = 0;
   for (const std::string bad : {std::string("two\nlines"), std::string("latin1_\xe9t\xe9")}) {
@@ -494,7 +494,7 @@ TEST(ConvertDataset, ImageFolderStoresABmpAsThePngOfItsPixels) {
 }
 
 // What the class folders hold besides images is counted by kind, an empty
-// class and classes that differ only in case are said (once: silent).
+// class and classes that differ only in case are said.
 TEST(ConvertDataset, ImageFolderSaysWhatItSkipsAndWhatLooksWrong) {
   const fs::path in = fresh_dir("folder_skipped");
   for (const char* c : {"Roses", "roses", "tulips"}) fs::create_directories(in / c);
@@ -515,7 +515,7 @@ TEST(ConvertDataset, ImageFolderSaysWhatItSkipsAndWhatLooksWrong) {
   EXPECT_NE(said.find("differ only in case"), std::string::npos) << said;
 }
 
-// Issue 23: --output_prefix ../../x wrote outside --dataset_dir, and over
+// --output_prefix ../../x would write outside --dataset_dir, and over
 // files there without --overwrite. A prefix is a file name prefix.
 TEST(ConvertDatasetTool, OutputPrefixWithASlashIsAUsageError) {
   ASSERT_TRUE(fs::exists(kTool)) << kTool << " is not built";

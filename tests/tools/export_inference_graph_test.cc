@@ -213,9 +213,9 @@ TEST(ExportInferenceGraph, BadArgumentsAndBadCheckpointsWriteNothing) {
   }
 }
 
-// A huge fixed batch is the declared size only: traced small (once: ~100 GB
-// allocated to trace a batch of a million). An image size the network
-// cannot take is a usage error naming the key (once: exit 1, "mat1 and
+// A huge fixed batch is the declared size only: traced small (tracing a
+// batch of a million would allocate ~100 GB). An image size the network
+// cannot take is a usage error naming the key (not exit 1, "mat1 and
 // mat2 shapes cannot be multiplied").
 TEST(ExportInferenceGraph, AHugeBatchIsDeclaredNotTracedAndABadImageSizeIsExit2) {
   const fs::path dir = fresh_dir("export_sizes");
@@ -266,9 +266,10 @@ TEST(ExportInferenceGraph, WithoutACheckpointTheInitialWeightsAndAPbNameIsWarned
 }
 
 // An output that exists and is not a regular file: a character device is
-// written through and stays a device (as root, /dev/null was once replaced
-// by the ONNX file); a directory is refused; a symlink keeps pointing at the
-// file it names. The nodes are the test's own (mknod), never the system's.
+// written through and stays a device (as root, a rename over it would
+// replace /dev/null by the ONNX file); a directory is refused; a symlink
+// keeps pointing at the file it names. The nodes are the test's own
+// (mknod), never the system's.
 TEST(ExportInferenceGraph, DevicesStayDevicesAndLinksStayLinks) {
   const fs::path dir = fresh_dir("export_nodes");
   const std::string ckpt = save_network(dir, "lenet", 10);

@@ -91,7 +91,7 @@ TEST(InspectCheckpoint, TfSlimCheckpointMatchesThePortsNetwork) {
 }
 
 // A checkpoint whose values cannot be read is not "compatible": the data
-// file's ranges and CRCs are checked as a restore checks them (once:
+// file's ranges and CRCs are checked as a restore checks them (not
 // "compatible", exit 0, then exit 3 at the restore).
 TEST(InspectCheckpoint, UnreadableValuesAreListedNotCalledCompatible) {
   const fs::path src = serving("saved_model_half_plus_two_mkl/00000123/variables");
@@ -183,7 +183,7 @@ TEST(InspectCheckpoint, BadArgumentsAndMissingFilesHaveTheirExitCodes) {
   EXPECT_NE(noarg.output.find("inspect_checkpoint: error: no checkpoint given (usage: "),
             std::string::npos)
       << noarg.output;
-  // Neither format: said so (once: "not a FastNN-C++ checkpoint" alone).
+  // Neither format: said so (not "not a FastNN-C++ checkpoint" alone).
   const fs::path png = fs::path(FASTNN_TEST_TMP) / "inspect_not_a_checkpoint.png";
   std::ofstream(png, std::ios::binary) << "\x89PNG\r\n\x1a\n0000000000000000";
   auto other = run({tool(), png.string()}, log_file("inspect_png"));
@@ -198,8 +198,8 @@ TEST(InspectCheckpoint, BadArgumentsAndMissingFilesHaveTheirExitCodes) {
 }
 
 // A device or a FIFO named as the checkpoint: exit 3 naming it, at once
-// (once: std::bad_alloc from reading /dev/zero whole, and a FIFO's wait
-// for a writer without end).
+// (no std::bad_alloc from reading /dev/zero whole, no endless wait of a
+// FIFO for a writer).
 TEST(InspectCheckpoint, DevicesAndFifosAreRefusedByName) {
   const fs::path dir = fs::path(FASTNN_TEST_TMP) / "inspect_nodes";
   fs::remove_all(dir);
