@@ -22,13 +22,15 @@ cd "$(dirname "$0")/.."
 STEPS=${1:-10}
 PEER_MODELS=${2-"resnet50 resnet18"}
 BIN=${BUILD_DIR:-build}/bin
+[ -x "$BIN/allreduce_bench" ] || {
+  echo "bench: $BIN/allreduce_bench missing: FASTNN_BUILD_BENCH=1 scripts/setup.sh" >&2; exit 2; }
 PEER=${PEER:-../shared/bench/peer_ddp.py}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "other busy processes: $(ps -eo pcpu=,comm= | awk '$1 > 15 { printf "%s(%s%%) ", $2, $1 }')"
 
-# The machine's speed drifts by ±5 % from minute to minute (a shared VM):
+# The machine's speed drifts from minute to minute (a shared VM):
 # every figure is taken ROUNDS times, interleaved, and reported as the
 # median, with the spread of the per-round efficiencies beside it.
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END {

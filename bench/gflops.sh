@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 25 item 4: the training step against the machine's limit. The limit
+# The training step against the machine's limit. The limit
 # is LibTorch's own fp32 sgemm (this build's BLAS) on 1 and 2 threads, best
 # of 5 s of N x N products, and for the bf16 runs (use_fp16=True: bfloat16
 # autocast where the CPU has AVX512_BF16) the same product in bfloat16; a network's work is its traced convolutions
@@ -21,7 +21,7 @@ STEPS=${1:-400}
 RESNET_STEPS=${2:-5}
 LAYOUT=${DATA_FORMAT:-NHWC}
 FMNIST_PEER=0 source bench/fmnist_common.sh
-[ -x "$BIN/model_flops" ] || { echo "bench: build model_flops first" >&2; exit 2; }
+[ -x "$BIN/model_flops" ] || { echo "bench: $BIN/model_flops missing: FASTNN_BUILD_BENCH=1 scripts/setup.sh model_flops" >&2; exit 2; }
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1);" \
   "$(grep -m1 -o -w -E 'avx512_bf16|avx512f|avx2|fma' /proc/cpuinfo | sort -u | tr '\n' ' ')" \
   "$(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Input-pipeline benchmark (issue 3): decode + preprocess, images/sec per core.
+# Input-pipeline benchmark: decode + preprocess, images/sec per core.
 #   (a) photograph-like 500x375 JPEGs (q90, 4:2:0), inception train to 224x224
 #   (b) CIFAR-like 32x32 PNGs, cifarnet train
 # beside, in the same run (and ours from the decoded cache, datasets_use_caching): the PIL/torchvision peer on (a)'s files
@@ -26,7 +26,7 @@ TJ_FILES=${TJ_FILES:-10}
 
 command -v tjbench >/dev/null || {
   echo "bench: tjbench missing: apt-get install libjpeg-turbo-progs" >&2; exit 2; }
-[ -x "$BIN/input_bench" ] || { echo "bench: build input_bench first (ninja -C build input_bench)" >&2; exit 2; }
+[ -x "$BIN/input_bench" ] || { echo "bench: $BIN/input_bench missing: FASTNN_BUILD_BENCH=1 scripts/setup.sh input_bench" >&2; exit 2; }
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 

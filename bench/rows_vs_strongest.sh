@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every peer row of docs/performance.md against the strongest peer, one
-# command (issue 30 item 2): each benchmark script runs with its peer on the
+# command: each benchmark script runs with its peer on the
 # newest PyTorch from PyPI (PEER_PYTHON=pypi, bench/peer_env.sh) and ours
 # built against that PyTorch's LibTorch (BUILD_DIR=build-pypi, made by
 # `BUILD_DIR=build-pypi scripts/setup.sh --torch-pypi`), one after the other,
@@ -18,7 +18,7 @@
 # The rows without a PyTorch peer (gflops.sh: the machine's own sgemm;
 # fmnist_recipe_tools.sh and input_cache.sh: ours against ours) are not run.
 # Usage: bench/rows_vs_strongest.sh [ROUNDS=3]   (ROWS="tta ddp" for some)
-# About 2 h 30 min for all rows on a 2-core Zen 3; the machine must be quiet.
+# All rows take hours on a small machine, which must be quiet meanwhile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
@@ -26,8 +26,8 @@ ROWS=${ROWS:-strongest tta recipe ddp input}
 export PEER_PYTHON=pypi BUILD_DIR=${BUILD_DIR:-build-pypi}
 for b in train_image_classifier eval_image_classifier convert_dataset input_bench allreduce_bench; do
   [ -x "$BUILD_DIR/bin/$b" ] || {
-    echo "rows_vs_strongest: $BUILD_DIR/bin/$b missing: BUILD_DIR=$BUILD_DIR scripts/setup.sh --torch-pypi" \
-      "&& cmake --build $BUILD_DIR --target $b" >&2
+    echo "rows_vs_strongest: $BUILD_DIR/bin/$b missing:" \
+      "FASTNN_BUILD_BENCH=1 BUILD_DIR=$BUILD_DIR scripts/setup.sh --torch-pypi" >&2
     exit 2
   }
 done

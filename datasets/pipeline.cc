@@ -156,11 +156,25 @@ struct Pipeline::State {
   }
 
   std::string rejected_share_error(bool at_end) const;
+  /// The reader thread: every epoch's records, batched, then the end.
   void read_loop();
+  /// The reader's records on their way into batches.
+  struct Batching;
+  /// Each stage returns false when the pipeline is stopping.
+  bool push_batch(Batching& b);
+  bool emit(Batching& b, Record&& record);
+  bool feed(Batching& b, Record&& record);
+  bool read_epoch(Batching& b, int64_t epoch);
+  bool finish_batches(Batching& b);
   /// Stops and joins the threads started.
   void stop_threads();
   template <typename Take>
   bool read_files(Take&& take);
+  template <typename Take>
+  bool read_image_file_record(size_t file_index, Take& take);
+  template <typename Take>
+  bool read_tfrecord_file(size_t file_index, Take& take);
+  int64_t count_reader_skips(const io::RecordStats& rs, io::RecordStats& counted);
   void work_loop();
   /// What a batch's records took from the decoded-image cache, counted into
   /// stats once per batch (no lock per image).
@@ -176,7 +190,7 @@ struct Pipeline::State {
   Decoded decode(RawBatch& rb);
 };
 
-// Issue 23: rejected records of every kind against max_skipped_share, as a
+// Rejected records of every kind against max_skipped_share, as a
 // share of the records finished with (used or rejected); none used at all
 // is an error whatever the share. During the input only once
 // kShareCheckRecords are finished, so that a cluster of bad records at the
@@ -206,123 +220,208 @@ std::string Pipeline::State::rejected_share_error(bool at_end) const {
 template <typename Take>
 bool Pipeline::State::read_files(Take&& take) {
   for (size_t file_index : plan.files) {
-    if (!opt.file_labels.empty()) {
-      if (!take([&](Record& record) {
-            record.file = static_cast<uint32_t>(file_index);
-            record.label = opt.file_labels[file_index];
-            std::error_code ec;
-            const uintmax_t size = std::filesystem::file_size(opt.files[file_index], ec);
-            if (!ec && size > static_cast<uintmax_t>(opt.max_record_bytes)) {
-              record.refused = opt.files[file_index] + ": file of " + std::to_string(size) +
-                               " bytes is over the limit of " +
-                               std::to_string(opt.max_record_bytes) + " (max_record_bytes)";
-            } else {
-              try {
-                record.data = read_image_file(opt.files[file_index]);
-              } catch (const DataError& e) {  // a dangling link, permissions
-                record.refused = e.what();
-                record.refused_kind = Skip::kImage;
-              }
-            }
-            std::lock_guard<std::mutex> lock(mu);
-            ++stats.records_read;
-          })) {
-        return false;
-      }
-      continue;
-    }
-    const Holdout holdout{opt.holdout_fraction, opt.holdout_seed, opt.holdout_keep};
-    const std::string file_name = std::filesystem::path(opt.files[file_index]).filename().string();
-    io::TFRecordReaderOptions ro;
-    ro.skip_corrupt = opt.skip_corrupt;
-    ro.max_skipped_share = opt.max_skipped_share;
-    ro.max_record_bytes = static_cast<uint64_t>(opt.max_record_bytes);
-    io::TFRecordReader reader(io::open_file(opt.files[file_index]), ro);
-    std::string data;
-    int64_t index = 0;
-    io::RecordStats counted;  // the reader's skips already in stats
-    while (true) {
-      const bool more = reader.next(&data);
-      const auto& rs = reader.stats();
-      if (rs.skipped > counted.skipped) {
-        const auto skips = static_cast<int64_t>(rs.skipped - counted.skipped);
-        const auto truncated =
-            static_cast<int64_t>(rs.skipped_truncated - counted.skipped_truncated);
-        const auto oversized =
-            static_cast<int64_t>(rs.skipped_oversized - counted.skipped_oversized);
-        count(Skip::kTruncated, truncated);
-        count(Skip::kOversized, oversized);
-        count(Skip::kCrc, skips - truncated - oversized);
-        index += skips;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          stats.bytes_skipped += static_cast<int64_t>(rs.skipped_bytes - counted.skipped_bytes);
-        }
-        counted = rs;
-      }
-      if (!more) break;
-      if (!in_split(holdout, file_name, index)) {  // the other split's record
-        ++index;
-        continue;
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        ++stats.records_read;
-      }
-      if (!take([&](Record& record) {
-            record.file = static_cast<uint32_t>(file_index);
-            record.index = index;
-            record.offset = reader.record_offset();
-            record.data.swap(data);
-          })) {
-        return false;
-      }
-      ++index;
-    }
+    const bool more = opt.file_labels.empty() ? read_tfrecord_file(file_index, take)
+                                              : read_image_file_record(file_index, take);
+    if (!more) return false;
   }
   return true;
 }
 
-void Pipeline::State::read_loop() {
-  std::mt19937_64 rng(mix_seed(opt.seed, -1, -1));
-  const bool shuffle = opt.is_training && opt.shuffle_buffer_size > 1;
+// One image file (an image_folder dataset): one record, its label the
+// file's class.
+template <typename Take>
+bool Pipeline::State::read_image_file_record(size_t file_index, Take& take) {
+  if (!take([&](Record& record) {
+        record.file = static_cast<uint32_t>(file_index);
+        record.label = opt.file_labels[file_index];
+        std::error_code ec;
+        const uintmax_t size = std::filesystem::file_size(opt.files[file_index], ec);
+        if (!ec && size > static_cast<uintmax_t>(opt.max_record_bytes)) {
+          record.refused = opt.files[file_index] + ": file of " + std::to_string(size) +
+                           " bytes is over the limit of " + std::to_string(opt.max_record_bytes) +
+                           " (max_record_bytes)";
+        } else {
+          try {
+            record.data = read_image_file(opt.files[file_index]);
+          } catch (const DataError& e) {  // a dangling link, permissions
+            record.refused = e.what();
+            record.refused_kind = Skip::kImage;
+          }
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        ++stats.records_read;
+      })) {
+    return false;
+  }
+  return true;
+}
+
+// The records the reader skipped since `counted`, counted by kind; returns
+// how many (each had an index in the file).
+int64_t Pipeline::State::count_reader_skips(const io::RecordStats& rs, io::RecordStats& counted) {
+  if (rs.skipped <= counted.skipped) return 0;
+  const auto skips = static_cast<int64_t>(rs.skipped - counted.skipped);
+  const auto truncated = static_cast<int64_t>(rs.skipped_truncated - counted.skipped_truncated);
+  const auto oversized = static_cast<int64_t>(rs.skipped_oversized - counted.skipped_oversized);
+  count(Skip::kTruncated, truncated);
+  count(Skip::kOversized, oversized);
+  count(Skip::kCrc, skips - truncated - oversized);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stats.bytes_skipped += static_cast<int64_t>(rs.skipped_bytes - counted.skipped_bytes);
+  }
+  counted = rs;
+  return skips;
+}
+
+// One TFRecord file's records of this split; the reader's skipped records
+// counted by kind.
+template <typename Take>
+bool Pipeline::State::read_tfrecord_file(size_t file_index, Take& take) {
+  const Holdout holdout{opt.holdout_fraction, opt.holdout_seed, opt.holdout_keep};
+  const std::string file_name = std::filesystem::path(opt.files[file_index]).filename().string();
+  io::TFRecordReaderOptions ro;
+  ro.skip_corrupt = opt.skip_corrupt;
+  ro.max_skipped_share = opt.max_skipped_share;
+  ro.max_record_bytes = static_cast<uint64_t>(opt.max_record_bytes);
+  io::TFRecordReader reader(io::open_file(opt.files[file_index]), ro);
+  std::string data;
+  int64_t index = 0;
+  io::RecordStats counted;  // the reader's skips already in stats
+  while (true) {
+    const bool more = reader.next(&data);
+    index += count_reader_skips(reader.stats(), counted);
+    if (!more) break;
+    if (!in_split(holdout, file_name, index)) {  // the other split's record
+      ++index;
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++stats.records_read;
+    }
+    if (!take([&](Record& record) {
+          record.file = static_cast<uint32_t>(file_index);
+          record.index = index;
+          record.offset = reader.record_offset();
+          record.data.swap(data);
+        })) {
+      return false;
+    }
+    ++index;
+  }
+  return true;
+}
+
+// The shuffle buffer (TF's shuffle(buffer_size) over the stream of
+// records), the records the decoded-image cache replays after the first
+// epoch, and the batch being filled.
+struct Pipeline::State::Batching {
+  std::mt19937_64 rng;
+  bool shuffle = false;
   std::vector<Record> buffer, cache;
   RawBatch cur;
   int64_t batch_index = 0;
+};
 
-  auto push_batch = [&]() -> bool {
-    cur.index = batch_index++;
-    if (cur.index < opt.skip_batches) {
-      cur.records.clear();
-      return true;
-    }
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock,
-            [&] { return stop || static_cast<int64_t>(raw.size()) < opt.num_parallel_batches; });
-    if (stop) return false;
-    raw.push_back(std::move(cur));
-    cur = RawBatch{};
-    cv.notify_all();
+// Hands the batch being filled to the decoders, once they have room; the
+// first skip_batches (a resumed run's) are dropped unread.
+bool Pipeline::State::push_batch(Batching& b) {
+  b.cur.index = b.batch_index++;
+  if (b.cur.index < opt.skip_batches) {
+    b.cur.records.clear();
     return true;
-  };
-  auto emit = [&](Record&& record) -> bool {
-    cur.records.push_back(std::move(record));
-    if (static_cast<int64_t>(cur.records.size()) == opt.batch_size) {
-      return push_batch();
-    }
-    return true;
-  };
-  auto feed = [&](Record&& record) -> bool {
-    if (!shuffle) return emit(std::move(record));
-    if (static_cast<int64_t>(buffer.size()) < opt.shuffle_buffer_size) {
-      buffer.push_back(std::move(record));
-      return true;
-    }
-    size_t slot = rng() % buffer.size();
-    std::swap(buffer[slot], record);
-    return emit(std::move(record));
-  };
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock,
+          [&] { return stop || static_cast<int64_t>(raw.size()) < opt.num_parallel_batches; });
+  if (stop) return false;
+  raw.push_back(std::move(b.cur));
+  b.cur = RawBatch{};
+  cv.notify_all();
+  return true;
+}
 
+bool Pipeline::State::emit(Batching& b, Record&& record) {
+  b.cur.records.push_back(std::move(record));
+  if (static_cast<int64_t>(b.cur.records.size()) == opt.batch_size) return push_batch(b);
+  return true;
+}
+
+// A record into the shuffle buffer; once it is full, a random one out.
+bool Pipeline::State::feed(Batching& b, Record&& record) {
+  if (!b.shuffle) return emit(b, std::move(record));
+  if (static_cast<int64_t>(b.buffer.size()) < opt.shuffle_buffer_size) {
+    b.buffer.push_back(std::move(record));
+    return true;
+  }
+  const size_t slot = b.rng() % b.buffer.size();
+  std::swap(b.buffer[slot], record);
+  return emit(b, std::move(record));
+}
+
+// One epoch of this worker's records: record-level sharding keeps every
+// num_shards-th one; at most plan.samples are kept, and records lost to
+// corruption are padded so every worker has the same count.
+bool Pipeline::State::read_epoch(Batching& b, int64_t epoch) {
+  if (opt.synthetic_samples > 0) {
+    for (int64_t i = 0; i < opt.synthetic_samples; ++i) {
+      Record record;
+      record.index = i;
+      if (!feed(b, std::move(record))) return false;
+    }
+    return true;
+  }
+  const int64_t limit = plan.samples > 0 ? plan.samples : std::numeric_limits<int64_t>::max();
+  int64_t ordinal = 0, kept = 0;
+  auto take = [&](auto&& make) -> bool {
+    const bool mine = !plan.record_level || ordinal % plan.num_shards == plan.shard_index;
+    ++ordinal;
+    if (!mine || kept >= limit) return true;
+    ++kept;
+    Record record;
+    make(record);
+    if (opt.cache && epoch == 0 && record.refused.empty()) {
+      record.entry = std::make_shared<CacheEntry>();
+      record.entry->data.swap(record.data);
+    }
+    if (opt.cache && epoch == 0) b.cache.push_back(record);
+    return feed(b, std::move(record));
+  };
+  if (opt.cache && epoch > 0) {
+    for (const auto& cached : b.cache) {
+      if (!feed(b, Record(cached))) return false;
+    }
+    kept = static_cast<int64_t>(b.cache.size());
+  } else if (!read_files(take)) {
+    return false;
+  }
+  for (; plan.samples > 0 && kept < limit; ++kept) {
+    Record pad;
+    pad.skip = Skip::kPad;
+    if (!feed(b, std::move(pad))) return false;
+  }
+  return true;
+}
+
+// The shuffle buffer emptied in random order, and an evaluation's last,
+// partial batch.
+bool Pipeline::State::finish_batches(Batching& b) {
+  while (!b.buffer.empty()) {
+    const size_t slot = b.rng() % b.buffer.size();
+    std::swap(b.buffer[slot], b.buffer.back());
+    Record record = std::move(b.buffer.back());
+    b.buffer.pop_back();
+    if (!emit(b, std::move(record))) return false;
+  }
+  if (!opt.is_training && !b.cur.records.empty()) return push_batch(b);
+  return true;
+}
+
+void Pipeline::State::read_loop() {
+  Batching b;
+  b.rng.seed(mix_seed(opt.seed, -1, -1));
+  b.shuffle = opt.is_training && opt.shuffle_buffer_size > 1;
   const int64_t epochs = opt.is_training ? opt.num_epochs : 1;
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     {
@@ -330,59 +429,11 @@ void Pipeline::State::read_loop() {
       if (stop) return;
       stats.epochs_started = epoch + 1;
     }
-    if (opt.synthetic_samples > 0) {
-      for (int64_t i = 0; i < opt.synthetic_samples; ++i) {
-        Record record;
-        record.index = i;
-        if (!feed(std::move(record))) return;
-      }
-      continue;
-    }
-    // This worker's records of the epoch: record-level sharding keeps every
-    // num_shards-th one; at most plan.samples are kept, and records lost to
-    // corruption are padded so every worker has the same count.
-    const int64_t limit = plan.samples > 0 ? plan.samples : std::numeric_limits<int64_t>::max();
-    int64_t ordinal = 0, kept = 0;
-    auto take = [&](auto&& make) -> bool {
-      const bool mine = !plan.record_level || ordinal % plan.num_shards == plan.shard_index;
-      ++ordinal;
-      if (!mine || kept >= limit) return true;
-      ++kept;
-      Record record;
-      make(record);
-      if (opt.cache && epoch == 0 && record.refused.empty()) {
-        record.entry = std::make_shared<CacheEntry>();
-        record.entry->data.swap(record.data);
-      }
-      if (opt.cache && epoch == 0) cache.push_back(record);
-      return feed(std::move(record));
-    };
-    if (opt.cache && epoch > 0) {
-      for (const auto& cached : cache) {
-        if (!feed(Record(cached))) return;
-      }
-      kept = static_cast<int64_t>(cache.size());
-    } else if (!read_files(take)) {
-      return;
-    }
-    for (; plan.samples > 0 && kept < limit; ++kept) {
-      Record pad;
-      pad.skip = Skip::kPad;
-      if (!feed(std::move(pad))) return;
-    }
+    if (!read_epoch(b, epoch)) return;
   }
-  while (!buffer.empty()) {
-    size_t slot = rng() % buffer.size();
-    std::swap(buffer[slot], buffer.back());
-    Record record = std::move(buffer.back());
-    buffer.pop_back();
-    if (!emit(std::move(record))) return;
-  }
-  if (!opt.is_training && !cur.records.empty()) {
-    if (!push_batch()) return;
-  }
+  if (!finish_batches(b)) return;
   std::lock_guard<std::mutex> lock(mu);
-  total_batches = batch_index;
+  total_batches = b.batch_index;
   cv.notify_all();
 }
 
@@ -546,8 +597,9 @@ void Pipeline::State::work_loop() {
 
 namespace {
 
-// Issue 23: prefetch_buffer_size=1e9 decoded batches until the process
-// died. Bounds the batches held ahead, by count and by memory.
+// Bounds the batches held ahead, by count and by memory: a huge
+// prefetch_buffer_size would otherwise decode batches until the process
+// runs out of memory.
 void check_batches_ahead(const PipelineOptions& o) {
   const std::pair<const char*, int64_t> keys[] = {{"prefetch_buffer_size", o.prefetch_batches},
                                                   {"num_parallel_batches", o.num_parallel_batches}};

@@ -38,7 +38,9 @@ torch::Tensor tf_lrn(const torch::Tensor& x, int64_t depth_radius, double bias, 
 }
 
 CifarNetImpl::CifarNetImpl(const ModelOptions& options)
-    : ClassifierImpl("CifarNet"), dropout_keep_prob_(options.dropout_keep_prob) {
+    : ClassifierImpl("CifarNet"),
+      dropout_keep_prob_(options.dropout_keep_prob),
+      fused_(options.fused_kernels) {
   const int64_t size = options.image_size > 0 ? options.image_size : 32;
   const int64_t pooled = size / 2 / 2;  // two VALID 2x2/2 max-pools
   TORCH_CHECK(pooled > 0, "cifarnet: image_size must be at least 4, got ", size);
@@ -50,12 +52,11 @@ CifarNetImpl::CifarNetImpl(const ModelOptions& options)
 }
 
 ModelOutput CifarNetImpl::forward(torch::Tensor x) {
-  x = max_pool(conv1_->forward(x), 2, 2, Padding::kValid);
+  x = conv1_->forward_max_pool(x, 2, 2, fused_);
   x = cifarnet_lrn(x);
   x = max_pool(cifarnet_lrn(conv2_->forward(x)), 2, 2, Padding::kValid);
   x = x.permute({0, 2, 3, 1}).flatten(1);
-  x = torch::relu(fc3_->forward(x));
-  x = torch::dropout(x, 1.0 - dropout_keep_prob_, is_training());
+  x = linear_relu_dropout(x, fc3_->weight, fc3_->bias, dropout_keep_prob_, is_training(), fused_);
   x = torch::relu(fc4_->forward(x));
   return {logits_->forward(x), {}};
 }

@@ -38,6 +38,8 @@ class CifarNetImpl : public ClassifierImpl {
   SlimConv conv1_{nullptr}, conv2_{nullptr};
   torch::nn::Linear fc3_{nullptr}, fc4_{nullptr}, logits_{nullptr};
   double dropout_keep_prob_;
+  /// The CPU kernels where a block has their pattern (ModelOptions).
+  bool fused_ = true;
 };
 
 }  // namespace fastnn::models

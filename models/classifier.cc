@@ -62,8 +62,8 @@ void truncated_normal_(torch::Tensor t, double stddev) {
   // sigma drawn again (4.6 % of them, then 4.6 % of those...) until none is.
   // Only the first pass reads the whole tensor. The inverse-CDF form
   // (uniform, then erfinv) is as exact but LibTorch 1.13's erfinv is scalar
-  // code (Newton steps through erf and exp): 70 % of the time of a test
-  // that builds six deep ResNets, against a few percent this way.
+  // code (Newton steps through erf and exp), far slower than redrawing the
+  // few outliers: it would dominate the building of a deep ResNet.
   torch::NoGradGuard no_grad;
   auto x = t.is_contiguous() ? t.view({-1}) : torch::empty({t.numel()}, t.options());
   x.normal_();

@@ -25,6 +25,9 @@ struct ModelOptions {
   double dropout_keep_prob = 0.5;
   /// Side of the square input; 0 = the network's default_image_size.
   int64_t image_size = 0;
+  /// The project's CPU kernels where a block has their pattern
+  /// (models/conv_blocks.h); false: LibTorch's operators only.
+  bool fused_kernels = true;
 };
 
 /// A network built from TF-slim's definition. Images are NCHW float.

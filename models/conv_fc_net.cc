@@ -17,7 +17,8 @@ ConvFcNetImpl::ConvFcNetImpl(const ConvFcLayout& layout, const ModelOptions& opt
     : ClassifierImpl(layout.scope),
       pool_kernel_(layout.pool_kernel),
       image_size_(layout.image_size),
-      dropout_keep_prob_(options.dropout_keep_prob) {
+      dropout_keep_prob_(options.dropout_keep_prob),
+      fused_(options.fused_kernels) {
   const Init xavier{Init::kXavier};
   const Init fully_connected{Init::kTruncatedNormal, 0.005};
   int64_t in_channels = options.in_channels;
@@ -38,10 +39,10 @@ ConvFcNetImpl::ConvFcNetImpl(const ConvFcLayout& layout, const ModelOptions& opt
 ModelOutput ConvFcNetImpl::forward(torch::Tensor x) {
   const double drop = 1.0 - dropout_keep_prob_;
   const int64_t pool = pool_kernel_;
-  x = max_pool(layers_[0]->forward(x), pool, 2, Padding::kValid);
-  x = max_pool(layers_[1]->forward(x), pool, 2, Padding::kValid);
+  x = layers_[0]->forward_max_pool(x, pool, 2, fused_);
+  x = layers_[1]->forward_max_pool(x, pool, 2, fused_);
   x = layers_[3]->forward(layers_[2]->forward(x));
-  x = max_pool(layers_[4]->forward(x), pool, 2, Padding::kValid);
+  x = layers_[4]->forward_max_pool(x, pool, 2, fused_);
   x = torch::dropout(layers_[5]->forward(x), drop, is_training());
   x = torch::dropout(layers_[6]->forward(x), drop, is_training());
   x = layers_[7]->forward(x);

@@ -49,6 +49,8 @@ class ConvFcNetImpl : public ClassifierImpl {
   /// conv1..conv5, fc6, fc7, fc8.
   std::vector<SlimConv> layers_;
   double dropout_keep_prob_;
+  /// The CPU kernels where a block has their pattern (ModelOptions).
+  bool fused_ = true;
 };
 
 // AlexNet v2 as defined by TF-slim (research/slim/nets/alexnet.py): the

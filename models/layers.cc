@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "models/classifier.h"
+#include "src/kernels/kernels.h"
 
 namespace fastnn::models {
 
@@ -95,6 +96,50 @@ torch::Tensor SlimConvImpl::forward(torch::Tensor x) {
       return x;
   }
   return x;
+}
+
+torch::Tensor SlimConvImpl::forward_max_pool(torch::Tensor x, int64_t kernel, int64_t stride,
+                                             bool fused) {
+  const auto& o = options_;
+  const bool plain = !bn_ && !o.depthwise && o.stride == 1 && o.dilation == 1 &&
+                     o.activation == Activation::kRelu && kernel == 2 && stride == 2;
+  if (fused && plain) {
+    int64_t pad_h = o.symmetric_pad, pad_w = o.symmetric_pad;
+    bool symmetric = true;
+    if (o.padding == Padding::kSame) {
+      auto [top, bottom] = same_padding(x.size(2), o.kernel_h, 1, 1);
+      auto [left, right] = same_padding(x.size(3), o.kernel_w, 1, 1);
+      symmetric = top == bottom && left == right;
+      pad_h = top;
+      pad_w = left;
+    }
+    if (symmetric) {
+      return conv_relu_max_pool_2x2(x, weight_, bias_, pad_h, pad_w, true,
+                                    x.suggest_memory_format());
+    }
+  }
+  return max_pool(forward(x), kernel, stride, Padding::kValid);
+}
+
+torch::Tensor conv_relu_max_pool_2x2(const torch::Tensor& x, const torch::Tensor& weight,
+                                     const torch::Tensor& bias, int64_t pad_h, int64_t pad_w,
+                                     bool fused, c10::MemoryFormat format) {
+  if (fused && kernels::conv_relu_max_pool_serves(x, weight, pad_h, pad_w)) {
+    return kernels::conv_relu_max_pool(x, weight, bias, pad_h, pad_w, format);
+  }
+  return torch::max_pool2d(torch::relu(torch::conv2d(x, weight, bias, 1, {pad_h, pad_w})), 2, 2);
+}
+
+torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& weight,
+                                  const torch::Tensor& bias, double keep_prob, bool training,
+                                  bool fused) {
+  if (fused && training && torch::GradMode::is_enabled() &&
+      kernels::linear_relu_dropout_serves(x)) {
+    return kernels::linear_relu_dropout(x, weight, bias, keep_prob);
+  }
+  // F::linear as torch::nn::Linear runs it (an addmm: what the ONNX exporter maps).
+  return torch::dropout(torch::relu(torch::nn::functional::linear(x, weight, bias)),
+                        1.0 - keep_prob, training);
 }
 
 ConvOptions conv(int64_t in, int64_t out, int64_t k, int64_t stride, Padding padding) {

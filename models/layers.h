@@ -7,6 +7,7 @@
 
 #include <torch/nn/module.h>
 
+#include <cstdint>
 #include <string>
 
 namespace fastnn::models {
@@ -73,6 +74,11 @@ class SlimConvImpl : public torch::nn::Module {
  public:
   explicit SlimConvImpl(const ConvOptions& options);
   torch::Tensor forward(torch::Tensor x);
+  /// max_pool(forward(x), kernel, stride, VALID): by the fused kernels
+  /// (conv_relu_max_pool_2x2) where `fused`, the pool is 2x2/2 and this
+  /// conv is one they compute (stride 1, no dilation, no normalizer, ReLU,
+  /// symmetric padding).
+  torch::Tensor forward_max_pool(torch::Tensor x, int64_t kernel, int64_t stride, bool fused);
 
  private:
   ConvOptions options_;
@@ -98,6 +104,23 @@ std::pair<int64_t, int64_t> same_padding(int64_t size, int64_t kernel, int64_t s
 /// towards the maximum or the average) or VALID.
 torch::Tensor max_pool(const torch::Tensor& x, int64_t kernel, int64_t stride, Padding padding);
 torch::Tensor avg_pool(const torch::Tensor& x, int64_t kernel, int64_t stride, Padding padding);
+
+/// max_pool2d(relu(conv2d(x, weight, bias, stride 1, {pad_h, pad_w})), 2, 2)
+/// (VALID): by the project's CPU kernels (src/kernels/kernels.h), the
+/// output in memory format `format`, when `fused` and they serve these
+/// tensors; else by LibTorch's operators, in the layout they give (what an
+/// export traces).
+torch::Tensor conv_relu_max_pool_2x2(const torch::Tensor& x, const torch::Tensor& weight,
+                                     const torch::Tensor& bias, int64_t pad_h, int64_t pad_w,
+                                     bool fused,
+                                     c10::MemoryFormat format = c10::MemoryFormat::Contiguous);
+
+/// dropout(relu(linear(x, weight, bias)), 1 - keep_prob), dropout only while
+/// `training`: by the project's CPU kernels when `fused`, training with
+/// gradients on, and they serve x; else by LibTorch's operators.
+torch::Tensor linear_relu_dropout(const torch::Tensor& x, const torch::Tensor& weight,
+                                  const torch::Tensor& bias, double keep_prob, bool training,
+                                  bool fused);
 
 /// Fills `w` (conv weight [out, in, kh, kw] or linear [out, in]).
 void init_weight(torch::Tensor w, const Init& init);

@@ -6,12 +6,11 @@
 // Variables (arg_scope: truncated_normal(0.1) weights, zero biases, L2 on
 // conv and fc weights): LeNet/conv1/{weights,biases}, LeNet/conv2/...,
 // LeNet/fc3/..., LeNet/fc4/... . Flattening is in TF-slim's order (NHWC).
-// On a CPU, grayscale input runs both conv/ReLU/pool blocks through fused
-// kernels (models/lenet_kernels.h).
+// Both conv/ReLU/pool blocks and fc3/ReLU/dropout run through the shared
+// layer helpers (models/layers.h), so the CPU kernels serve them.
 #pragma once
 
 #include <torch/nn/modules/conv.h>
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
 #include "models/classifier.h"
@@ -26,7 +25,8 @@ class LeNetImpl : public ClassifierImpl {
  private:
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
   torch::nn::Linear fc3_{nullptr}, fc4_{nullptr};
-  torch::nn::Dropout dropout3_{nullptr};
+  double keep_prob_ = 0.5;
+  bool fused_ = true;
   int64_t image_size_ = 28;
 };
 

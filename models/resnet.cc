@@ -26,8 +26,8 @@ ConvOptions resnet_conv(int64_t in, int64_t out, int64_t k, int64_t stride, bool
   o.activation = activation;
   // conv2d_same: a strided conv pads (k - 1) zeros explicitly, then runs
   // VALID. The kernels here are odd (3, 7), so that is (k - 1) / 2 on each
-  // side: the convolution's own padding. A padded copy of the input cost
-  // a fill and a strided copy forward and a copy backward per layer.
+  // side: the convolution's own padding. A padded copy of the input would
+  // cost a fill and a strided copy forward and a copy backward per layer.
   if (stride > 1 && k > 1) {
     TORCH_CHECK(k % 2 == 1, "conv2d_same with an even kernel (", k, ") pads unevenly");
     o.padding = Padding::kValid;

@@ -37,7 +37,9 @@ ConvOptions layer(int64_t in, int64_t out, int64_t k, Padding padding = Padding:
 }  // namespace
 
 VggImpl::VggImpl(const ModelOptions& options, int depth)
-    : ClassifierImpl(vgg_config(depth).scope), dropout_keep_prob_(options.dropout_keep_prob) {
+    : ClassifierImpl(vgg_config(depth).scope),
+      dropout_keep_prob_(options.dropout_keep_prob),
+      fused_(options.fused_kernels) {
   const std::array<int64_t, 5> widths = {64, 128, 256, 512, 512};
   const auto& config = vgg_config(depth);
   int64_t in = options.in_channels;
@@ -60,8 +62,8 @@ VggImpl::VggImpl(const ModelOptions& options, int depth)
 
 ModelOutput VggImpl::forward(torch::Tensor x) {
   for (auto& stage : stages_) {
-    for (auto& c : stage) x = c->forward(x);
-    x = max_pool(x, 2, 2, Padding::kValid);
+    for (size_t i = 0; i + 1 < stage.size(); ++i) x = stage[i]->forward(x);
+    x = stage.back()->forward_max_pool(x, 2, 2, fused_);
   }
   const double drop = 1.0 - dropout_keep_prob_;
   x = torch::dropout(fc6_->forward(x), drop, is_training());

@@ -33,6 +33,8 @@ class VggImpl : public ClassifierImpl {
   std::vector<std::vector<SlimConv>> stages_;
   SlimConv fc6_{nullptr}, fc7_{nullptr}, fc8_{nullptr};
   double dropout_keep_prob_;
+  /// The CPU kernels where a block has their pattern (ModelOptions).
+  bool fused_ = true;
 };
 
 /// model_factory's row for a depth: make_vgg<11> is vgg_a.

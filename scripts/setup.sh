@@ -22,7 +22,9 @@
 #                libraries through their RUNPATH: keep .cache/ where it is.
 #                FASTNN_TORCH_PYPI=1 in the environment does the same for
 #                every script that calls this one (quickstart, tests).
-# Environment: BUILD_DIR (build), JOBS (2).
+# Environment: BUILD_DIR (build), JOBS (2), FASTNN_BUILD_BENCH (0; 1 also
+#   builds the benchmark binaries bench/ uses: model_flops, input_bench,
+#   allreduce_bench; .ci/run sets it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -101,12 +103,13 @@ exec 9>"$BUILD_DIR/.setup.lock"
 flock 9
 # A build directory switches LibTorch when told to: FASTNN_TORCH_WHEEL is
 # always given (empty: not the wheel).
-TORCH_ARGS=(-DFASTNN_TORCH_WHEEL=)
+BENCH=OFF; [ "${FASTNN_BUILD_BENCH:-0}" = 1 ] && BENCH=ON
+TORCH_ARGS=(-DFASTNN_TORCH_WHEEL= -DFASTNN_BUILD_BENCH=$BENCH)
 if [ -n "$TORCH_DIR" ]; then TORCH_ARGS+=(-DCMAKE_PREFIX_PATH="$(cd "$TORCH_DIR" && pwd)"); fi
 if ((TORCH_PYPI)); then
   venv=$(scripts/uv_venv.sh torch_pypi scripts/torch-pypi-requirements.txt \
     "PyPI's newest torch and torchvision: about 5 GB, once")
-  TORCH_ARGS=(-DFASTNN_TORCH_WHEEL="$PWD/$(echo "$venv"/lib/python3*/site-packages/torch)")
+  TORCH_ARGS[0]=-DFASTNN_TORCH_WHEEL="$PWD/$(echo "$venv"/lib/python3*/site-packages/torch)"
 fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${TORCH_ARGS[@]}" \
   >"$BUILD_DIR/configure.log" 2>&1 || { cat "$BUILD_DIR/configure.log"; exit 1; }

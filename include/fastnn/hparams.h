@@ -187,6 +187,10 @@ struct HParams {
   /// cuDNN's autotuner (torch.backends.cudnn.benchmark); PyTorch's default
   /// is off.
   bool cudnn_benchmark = false;
+  /// The project's own CPU kernels (the fused conv -> ReLU -> 2x2 max-pool
+  /// blocks, fully connected -> ReLU -> dropout, the fused gradient pass);
+  /// false runs LibTorch's operators instead (A/B runs).
+  bool fused_kernels = true;
   /// dataset_name=mock only: one random batch made on the training device
   /// and reused every step, no input pipeline (tf_cnn_benchmarks'
   /// use_synthetic_gpu_inputs): times the step alone.

@@ -298,77 +298,94 @@ std::string HParams::where(const std::string& key) const {
   return it == sources.end() ? "default" : it->second;
 }
 
-LoadResult load_hparams(int argc, const char* const* argv,
-                        const std::vector<std::string>& extra_keys) {
-  LoadResult result;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (!is_help_or_version(arg)) continue;
-    if (arg.find("version") != std::string::npos) {
-      result.version = true;
-    } else {
-      result.help = true;
-    }
-    return result;
-  }
-  const std::string kCli = "command line";
-  std::vector<Setting> settings;
-  std::map<std::string, std::string> given;  // key -> its latest value
-  std::vector<std::string> repeats;          // after the file's warnings
+namespace {
+
+// --help or --version anywhere on the command line: nothing else is read.
+bool asks_help_or_version(int argc, const char* const* argv, LoadResult& result) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (!is_help_or_version(arg)) continue;
+    (arg.find("version") != std::string::npos ? result.version : result.help) = true;
+    return true;
+  }
+  return false;
+}
+
+// The command line's flags, one at a time: the tool's own (--config,
+// --dry_run, --print_cluster, extra_keys) into the result, every other
+// into a setting of the key table, applied after the config file.
+class CommandLine {
+ public:
+  CommandLine(int argc, const char* const* argv, const std::vector<std::string>& extra_keys,
+              LoadResult& result)
+      : argc_(argc), argv_(argv), extra_keys_(extra_keys), result_(result) {}
+
+  void parse() {
+    for (i_ = 1; i_ < argc_; ++i_) parse_flag(argv_[i_]);
+  }
+  const std::vector<Setting>& settings() const { return settings_; }
+  const std::vector<std::string>& repeats() const { return repeats_; }
+
+ private:
+  const std::string kCli = "command line";
+
+  void parse_flag(const std::string& arg) {
     if (arg.size() < 2 || arg[0] != '-') {
       throw ConfigError(kCli + ": unexpected argument " + config::quote_value(arg) +
                         " (expected --KEY=VALUE)");
     }
-    std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
-    std::string value;
-    size_t eq = name.find('=');
-    const bool has_value = eq != std::string::npos;
-    if (has_value) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
+    name_ = arg.substr(arg[1] == '-' ? 2 : 1);
+    value_.clear();
+    const size_t eq = name_.find('=');
+    has_value_ = eq != std::string::npos;
+    if (has_value_) {
+      value_ = name_.substr(eq + 1);
+      name_.resize(eq);
     }
-    // The next argument as this flag's value, unless it is another flag.
-    auto take_next = [&]() -> bool {
-      if (i + 1 >= argc || std::string(argv[i + 1]).rfind("--", 0) == 0) {
-        return false;
-      }
-      value = argv[++i];
-      return true;
-    };
-    if (name == "dry_run" || name == "print_cluster") {
+    if (!tool_flag(arg)) key_flag(arg);
+  }
+
+  // The next argument as this flag's value, unless it is another flag.
+  bool take_next() {
+    if (i_ + 1 >= argc_ || std::string(argv_[i_ + 1]).rfind("--", 0) == 0) return false;
+    value_ = argv_[++i_];
+    return true;
+  }
+
+  bool tool_flag(const std::string& arg) {
+    if (name_ == "dry_run" || name_ == "print_cluster") {
       bool on = true;
-      if (has_value && !config::parse_bool(config::trim(value), &on)) {
-        throw ConfigError(kCli + ": " + shown(arg) + ": " + config::quote_value(value) +
+      if (has_value_ && !config::parse_bool(config::trim(value_), &on)) {
+        throw ConfigError(kCli + ": " + shown(arg) + ": " + config::quote_value(value_) +
                           " is not a boolean (expected True or False)");
       }
-      (name == "dry_run" ? result.dry_run : result.print_cluster) = on;
-      continue;
+      (name_ == "dry_run" ? result_.dry_run : result_.print_cluster) = on;
+      return true;
     }
-    if (name == "config") {
-      if ((!has_value && !take_next()) || value.empty()) {
+    if (name_ == "config") {
+      if ((!has_value_ && !take_next()) || value_.empty()) {
         throw ConfigError(kCli + ": --config: missing file name");
       }
-      if (!result.config_path.empty()) {
-        throw ConfigError(kCli + ": --config given more than once");
-      }
-      result.config_path = value;
-      continue;
+      if (!result_.config_path.empty()) throw ConfigError(kCli + ": --config given more than once");
+      result_.config_path = value_;
+      return true;
     }
-    if (contains(extra_keys, name)) {
-      if (!has_value && !take_next()) value = "True";
-      note_repeat(name, value, &given, &repeats);
-      result.extras[name] = value;
-      continue;
-    }
-    Setting setting{resolve(name), value, name};
-    if (!setting.spec && name.rfind("no", 0) == 0 && !has_value) {
-      const KeySpec* negated = resolve(name.substr(2));
+    if (!contains(extra_keys_, name_)) return false;
+    if (!has_value_ && !take_next()) value_ = "True";
+    note_repeat(name_, value_, &given_, &repeats_);
+    result_.extras[name_] = value_;
+    return true;
+  }
+
+  // --KEY=VALUE, --KEY VALUE, --KEY (a bool's True) or --noKEY (its False).
+  void key_flag(const std::string& arg) {
+    Setting setting{resolve(name_), value_, name_};
+    if (!setting.spec && name_.rfind("no", 0) == 0 && !has_value_) {
+      const KeySpec* negated = resolve(name_.substr(2));
       if (negated && std::holds_alternative<bool HParams::*>(negated->field)) {
-        settings.push_back({negated, "False", name.substr(2)});
-        note_repeat(negated->name, "False", &given, &repeats);
-        continue;
+        settings_.push_back({negated, "False", name_.substr(2)});
+        note_repeat(negated->name, "False", &given_, &repeats_);
+        return;
       }
       if (negated) {
         throw ConfigError(kCli + ": " + shown(arg) + ": '" + negated->name +
@@ -376,33 +393,58 @@ LoadResult load_hparams(int argc, const char* const* argv,
       }
     }
     if (!setting.spec) {
-      throw ConfigError(kCli + ": " + shown(arg) + ": " + unknown_key(name, extra_keys));
+      throw ConfigError(kCli + ": " + shown(arg) + ": " + unknown_key(name_, extra_keys_));
     }
-    if (!has_value) {
+    if (!has_value_) {
       if (std::holds_alternative<bool HParams::*>(setting.spec->field)) {
         setting.value = "True";
       } else if (take_next()) {
-        setting.value = value;
+        setting.value = value_;
       } else {
         throw ConfigError(kCli + ": " + shown(arg) + ": missing value (expected " + shown(arg) +
                           "=VALUE)");
       }
     }
-    note_repeat(setting.spec->name, setting.value, &given, &repeats);
-    settings.push_back(setting);
+    note_repeat(setting.spec->name, setting.value, &given_, &repeats_);
+    settings_.push_back(setting);
   }
+
+  int argc_;
+  const char* const* argv_;
+  const std::vector<std::string>& extra_keys_;
+  LoadResult& result_;
+  int i_ = 1;
+  std::string name_, value_;
+  bool has_value_ = false;
+  std::vector<Setting> settings_;
+  std::map<std::string, std::string> given_;  // key -> its latest value
+  std::vector<std::string> repeats_;          // after the file's warnings
+};
+
+}  // namespace
+
+LoadResult load_hparams(int argc, const char* const* argv,
+                        const std::vector<std::string>& extra_keys) {
+  LoadResult result;
+  if (asks_help_or_version(argc, argv, result)) return result;
+  CommandLine command_line(argc, argv, extra_keys, result);
+  command_line.parse();
   if (!result.config_path.empty()) {
     load_file(result.config_path, &result.hp, &result.warnings);
   }
-  result.warnings.insert(result.warnings.end(), repeats.begin(), repeats.end());
-  for (const Setting& setting : settings) {
-    apply(setting, kCli, &result.hp, &result.warnings);
+  result.warnings.insert(result.warnings.end(), command_line.repeats().begin(),
+                         command_line.repeats().end());
+  for (const Setting& setting : command_line.settings()) {
+    apply(setting, "command line", &result.hp, &result.warnings);
   }
   validate(result.hp);
   return result;
 }
 
-void validate(const HParams& hp) {
+namespace {
+
+// Each key's value against its row: writable, one of its choices, in range.
+void validate_each_key(const HParams& hp) {
   for (const KeySpec& spec : config::key_table()) {
     const std::string head = prefix(hp, spec.name) + spec.name + ": ";
     const std::string* text = config::string_value(spec, hp);
@@ -421,6 +463,10 @@ void validate(const HParams& hp) {
                         spec.range.describe() + ")");
     }
   }
+}
+
+// task_index names one of worker_hosts.
+void validate_task_index(const HParams& hp) {
   int64_t hosts = 0;
   for (std::string_view rest = hp.worker_hosts; !rest.empty();) {
     size_t comma = rest.find(',');
@@ -432,6 +478,10 @@ void validate(const HParams& hp) {
                       " is out of range (must be < " + std::to_string(hosts) +
                       ", the number of worker_hosts)");
   }
+}
+
+// Keys that exclude or need each other.
+void validate_combinations(const HParams& hp) {
   if (hp.warmup_epochs && hp.warmup_steps > 0) {
     throw ConfigError(
         prefix(hp, "warmup_epochs") + "warmup_epochs: cannot be combined with warmup_steps " +
@@ -457,7 +507,16 @@ void validate(const HParams& hp) {
                       "task_type: 'finetune' needs model_dir (with "
                       "ckpt_file_name) or checkpoint_path");
   }
-  // Decided at evaluations during training: without them, never.
+  if (hp.num_epochs_per_decay && !hp.decay_scheme.empty()) {
+    throw ConfigError(prefix(hp, "num_epochs_per_decay") +
+                      "num_epochs_per_decay: cannot be combined with "
+                      "decay_scheme " +
+                      config::quote_value(hp.decay_scheme) + "; set one of them");
+  }
+}
+
+// Decided at evaluations during training: without them, never.
+void validate_evaluation_keys(const HParams& hp) {
   const std::pair<const char*, bool> by_evaluation[] = {
       {"stop_at_accuracy", hp.stop_at_accuracy.has_value()},
       {"early_stopping_patience", hp.early_stopping_patience > 0},
@@ -469,12 +528,15 @@ void validate(const HParams& hp) {
                         "(e.g. the steps of one epoch)");
     }
   }
-  if (hp.num_epochs_per_decay && !hp.decay_scheme.empty()) {
-    throw ConfigError(prefix(hp, "num_epochs_per_decay") +
-                      "num_epochs_per_decay: cannot be combined with "
-                      "decay_scheme " +
-                      config::quote_value(hp.decay_scheme) + "; set one of them");
-  }
+}
+
+}  // namespace
+
+void validate(const HParams& hp) {
+  validate_each_key(hp);
+  validate_task_index(hp);
+  validate_combinations(hp);
+  validate_evaluation_keys(hp);
 }
 
 std::string format_help(const std::string& program, const std::string& usage) {

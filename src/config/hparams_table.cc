@@ -367,6 +367,13 @@ std::vector<KeySpec> build_table() {
      "and keep the fastest (torch.backends.cudnn.benchmark). Off is "
      "PyTorch's default; on pays off when the shapes are fixed, as in "
      "training. CUDA only."},
+    {FASTNN_KEY(fused_kernels), G::kPerformance,
+     "The project's own CPU kernels: conv -> ReLU -> 2x2 max-pool blocks "
+     "and fully connected -> ReLU -> dropout layers with backward passes "
+     "that skip the zeros, and one pass for the L2 gradients and the "
+     "gradient norm. The same values as LibTorch's operators to float "
+     "rounding; false runs those operators (for A/B runs). CPU float32 "
+     "only: elsewhere it does nothing."},
     {FASTNN_KEY(synthetic_device_inputs), G::kPerformance,
      "With dataset_name=mock: train on one random batch made on the "
      "training device and reused every step, without the input pipeline "

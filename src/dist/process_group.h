@@ -62,13 +62,6 @@ bool nccl_built();
 /// debug dump on timeout, and non-blocking waits. Pure, for tests.
 std::map<std::string, std::string> nccl_environment();
 
-/// Pooled statistics of W equal-count groups (seeds/004: weighted mean, and
-/// variance = Σ m_j/M [s_j² + (x_j - x_c)²]), from the sums over groups of
-/// the means and of (variance + mean²). Returns {mean, variance}.
-std::pair<torch::Tensor, torch::Tensor> pooled_moments(const torch::Tensor& sum_means,
-                                                       const torch::Tensor& sum_second,
-                                                       int64_t groups);
-
 /// The local address (numeric) a socket toward `host` leaves from; "" when
 /// `host` does not resolve.
 std::string local_address_toward(const std::string& host);

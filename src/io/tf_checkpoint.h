@@ -1,4 +1,4 @@
-// TensorFlow checkpoints, both formats, without TensorFlow (issue 22):
+// TensorFlow checkpoints, both formats, without TensorFlow:
 //   V2  PREFIX.index (a LevelDB-format table: "" -> BundleHeaderProto, each
 //       variable's name -> BundleEntryProto) + PREFIX.data-SSSSS-of-NNNNN
 //       (the raw bytes; each entry carries their masked CRC32C);

@@ -8,6 +8,7 @@
 #include "src/tools/tool_main.h"
 #include "src/train/builder.h"
 #include "src/train/evaluator.h"
+#include "src/train/process_setup.h"
 
 namespace {
 
@@ -56,11 +57,12 @@ int main(int argc, char** argv) {
       "--config FILE --checkpoint_path PATH [--eval_split_name=test] "
       "[--eval_interval_secs=N [--eval_timeout_secs=N]] [--KEY=VALUE ...]",
       [](fastnn::LoadResult& args) {
-        const fastnn::HParams hp = split_to_evaluate(args.hp);
+        fastnn::HParams hp = split_to_evaluate(args.hp);
         std::string path = hp.checkpoint_path.empty() ? hp.train_dir : hp.checkpoint_path;
         if (path.empty()) {
           throw fastnn::ConfigError("checkpoint_path: not set (a checkpoint file or a train_dir)");
         }
+        fastnn::train::configure_threads(hp);
         if (hp.eval_interval_secs > 0) {
           // The train_dir may not exist yet: the loop waits for it.
           if (std::filesystem::is_regular_file(path)) {

@@ -197,7 +197,7 @@ void BatchNormPool::apply(const torch::Tensor& summed_anywhere, int world, int64
   if (blocks > 1) prev_ = step_start_;
   for (int64_t b = 0; b < blocks; ++b) {
     const auto block = summed.narrow(0, b * 2 * c, 2 * c);
-    auto [mean, var] = dist::pooled_moments(block.narrow(0, 0, c), block.narrow(0, c, c), world);
+    auto [mean, var] = pooled_moments(block.narrow(0, 0, c), block.narrow(0, c, c), world);
     var = var * to_unbiased_;
     const auto updated = torch::cat({keep_ * prev_.narrow(0, 0, c) + momentum_ * mean,
                                      keep_ * prev_.narrow(0, c, c) + momentum_ * var})
@@ -210,6 +210,16 @@ void BatchNormPool::apply(const torch::Tensor& summed_anywhere, int world, int64
     }
     snapshot();
   }
+}
+
+std::pair<torch::Tensor, torch::Tensor> pooled_moments(const torch::Tensor& sum_means,
+                                                       const torch::Tensor& sum_second,
+                                                       int64_t groups) {
+  const auto mean = sum_means / static_cast<double>(groups);
+  // Σ m_j/M [s_j² + (x_j - x_c)²] = mean of (s_j² + x_j²) - x_c² when the
+  // counts are equal; callers pass float64 sums, so nothing cancels badly.
+  const auto variance = (sum_second / static_cast<double>(groups) - mean * mean).clamp_min(0);
+  return {mean, variance};
 }
 
 }  // namespace fastnn::train

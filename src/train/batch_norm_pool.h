@@ -14,9 +14,17 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace fastnn::train {
+
+/// Pooled statistics of W equal-count groups (seeds/004: weighted mean, and
+/// variance = Σ m_j/M [s_j² + (x_j - x_c)²]), from the sums over groups of
+/// the means and of (variance + mean²). Returns {mean, variance}.
+std::pair<torch::Tensor, torch::Tensor> pooled_moments(const torch::Tensor& sum_means,
+                                                       const torch::Tensor& sum_second,
+                                                       int64_t groups);
 
 class BatchNormPool {
  public:

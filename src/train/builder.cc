@@ -1,23 +1,16 @@
 #include "src/train/builder.h"
 
-#include <dlfcn.h>
-#include <malloc.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
-#include <mutex>
 #include <new>
 #include <string>
-#include <thread>
-#include <tuple>
 #include <utility>
 
 #include "fastnn/errors.h"
 #include "preprocessing/preprocessing_factory.h"
-#include "src/io/thread_limit.h"
 #include "src/log/log.h"
 #include "src/train/checkpoint.h"
 
@@ -78,6 +71,7 @@ void create_model(const HParams& hp, ModelAndData& built) {
   options.num_classes = built.num_classes;
   options.in_channels = built.dataset.channels;
   options.image_size = built.shape.height;
+  options.fused_kernels = hp.fused_kernels;
   options.dropout_keep_prob = hp.dropout_keep_prob.value_or(built.spec->dropout_keep_prob);
   try {
     built.model = built.spec->create(options);
@@ -112,17 +106,6 @@ ModelAndData build(const HParams& hp, const std::string& split, bool create) {
   return built;
 }
 
-namespace {
-
-/// Decoding threads per input pipeline, lowered by configure_threads under
-/// a process limit.
-int g_pipeline_threads = std::numeric_limits<int>::max();
-
-/// Threads beyond the counted ones that a run may start (CUDA's, a margin).
-constexpr int kSpareThreads = 2;
-
-}  // namespace
-
 datasets::PipelineOptions pipeline_options(const HParams& hp, const ModelAndData& built,
                                            bool is_training, Shard shard) {
   datasets::PipelineOptions options;
@@ -139,7 +122,7 @@ datasets::PipelineOptions pipeline_options(const HParams& hp, const ModelAndData
   options.shuffle_buffer_size = hp.shuffle_buffer_size;
   options.prefetch_batches = hp.prefetch_buffer_size;
   options.num_threads =
-      static_cast<int>(std::min<int64_t>(hp.num_preprocessing_threads, g_pipeline_threads));
+      static_cast<int>(std::clamp<int64_t>(hp.num_preprocessing_threads, 1, 1 << 16));
   options.num_parallel_batches = hp.num_parallel_batches;
   // Evaluation passes once; the evaluations during training keep their
   // batches (EvalCache).
@@ -170,112 +153,6 @@ datasets::PipelineOptions pipeline_options(const HParams& hp, const ModelAndData
     options.num_shards = shard.count;
   }
   return options;
-}
-
-namespace {
-
-// The threads this run starts: OpenMP's team and LibTorch's pthreadpool
-// for intra-op work, and a reader and the decoders for each input
-// pipeline.
-int threads_needed(int intra, int decoders, int pipelines) {
-  return 2 * intra - 1 + pipelines * (1 + decoders);
-}
-
-// Under a process limit (ulimit -u) LibTorch's pool waits forever for a
-// thread that could not start and OpenMP exits: what is left is shared out
-// first. {intra-op threads, decoders per pipeline}.
-std::pair<int, int> share_startable_threads(int want_intra, int want_decoders, int pipelines) {
-  const int room =
-      io::startable_threads(threads_needed(want_intra, want_decoders, pipelines) + kSpareThreads);
-  int intra = want_intra, decoders = want_decoders;
-  while (threads_needed(intra, decoders, pipelines) + kSpareThreads > room &&
-         (intra > 1 || decoders > 1)) {
-    if (intra > 1 && (decoders == 1 || 2 * intra >= pipelines * decoders)) {
-      --intra;
-    } else {
-      --decoders;
-    }
-  }
-  if (threads_needed(intra, decoders, pipelines) > room) {
-    throw ConfigError(io::thread_limit_message(
-        "intra_op_parallelism_threads, num_preprocessing_threads",
-        "this run needs " + std::to_string(threads_needed(1, 1, pipelines)) +
-            " more threads at least, " + std::to_string(room) + " can start"));
-  }
-  if (intra < want_intra || decoders < want_decoders) {
-    auto line = log::warning();
-    line << "only " << room << " more threads can start (ulimit -u, or the container's pids "
-         << "limit): lowered";
-    if (intra < want_intra)
-      line << " intra_op_parallelism_threads " << want_intra << " -> " << intra;
-    if (decoders < want_decoders) {
-      line << " num_preprocessing_threads " << want_decoders << " -> " << decoders;
-    }
-  }
-  return {intra, decoders};
-}
-
-// LibTorch already splits work across its intra-op threads; a BLAS that
-// threads each call on its own oversubscribes the cores (measured: half
-// the throughput and a third of the time in the kernel on 2 cores).
-void single_threaded_blas() {
-  // MKL (PyPI's LibTorch) threads with LibTorch's own OpenMP team, which
-  // torch::set_num_threads sizes.
-  if (at::hasMKL()) return;
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    set(1);
-    return;
-  }
-  static bool warned = false;
-  if (!warned) {
-    log::warning() << "OpenBLAS is not the active BLAS; matrix products "
-                      "will be far slower (apt-get install libopenblas0-pthread)";
-    warned = true;
-  }
-}
-
-}  // namespace
-
-int configure_threads(const HParams& hp, int pipelines) {
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
-  // 0 means "LibTorch's default", which is one thread on some builds; use
-  // every core instead.
-  const int64_t asked = hp.intra_op_parallelism_threads;
-  const int want_intra = static_cast<int>(asked <= 0 ? cores : std::min<int64_t>(asked, cores));
-  const int want_decoders =
-      static_cast<int>(std::clamp<int64_t>(hp.num_preprocessing_threads, 1, 1 << 16));
-  // Asked again with the same counts (the evaluation loop, once a
-  // checkpoint): the threads are running, the answer stands.
-  static std::tuple<int, int, int> asked_before{0, 0, 0};
-  static int intra_before = 0;
-  if (asked_before == std::make_tuple(want_intra, want_decoders, pipelines)) return intra_before;
-  const auto [intra, decoders] = share_startable_threads(want_intra, want_decoders, pipelines);
-  g_pipeline_threads = decoders;
-  asked_before = {want_intra, want_decoders, pipelines};
-  intra_before = intra;
-  torch::set_num_threads(intra);
-  single_threaded_blas();
-  return intra;
-}
-
-// glibc hands allocations above 128 KiB to mmap and trims freed heap above
-// 128 KiB back to the kernel (both thresholds adapt, but only so far), and a
-// step frees and allocates the same tensors again: the next step's pages
-// are faulted in and zeroed anew. With Debian's LibTorch 1.13, lenet's step
-// (batch 128) page-faulted ~10,000 times, 20 % of its run in the kernel;
-// with tensors up to 32 MiB (the largest mmap threshold glibc accepts) from
-// the heap and up to 256 MiB of freed heap kept, 9 % more images/s on the
-// Zen 3 (docs/performance.md). Larger tensors (resnet's activations) still
-// come from mmap.
-void keep_freed_memory() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const char* tunables = std::getenv("GLIBC_TUNABLES");
-    if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.") != nullptr) return;
-    if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    if (std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr) mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  });
 }
 
 datasets::DatasetOptions dataset_options(const HParams& hp) {
@@ -446,7 +323,6 @@ EvalLoopOptions eval_loop_options(const HParams& hp) {
 }
 
 EvalResult evaluate_checkpoint(const HParams& given, const std::string& checkpoint_path) {
-  configure_threads(given);
   // TF-slim's eval preprocesses at eval_image_size, else the network's
   // default size.
   HParams hp = given;

@@ -64,23 +64,10 @@ struct Shard {
 };
 
 /// Pipeline options for training (shuffle, repeat; `shard` of the data)
-/// or evaluation (every record), with configure_threads' decoding threads.
+/// or evaluation (every record), with hp.num_preprocessing_threads decoding
+/// threads (as configure_threads settled them, src/train/process_setup.h).
 datasets::PipelineOptions pipeline_options(const HParams& hp, const ModelAndData& built,
                                            bool is_training, Shard shard = {});
-
-/// Sets LibTorch's thread counts from the hyperparameters, capped at the
-/// machine's cores; returns the intra-op count used. Under a process limit
-/// (ulimit -u) that leaves too few threads for them and `pipelines` input
-/// pipelines at once, the intra-op count and the decoding threads of
-/// pipeline_options are lowered, with a warning; ConfigError when not
-/// even one of each can start.
-int configure_threads(const HParams& hp, int pipelines = 1);
-
-/// Keeps the memory a training step frees for the next step's tensors
-/// instead of returning it to the kernel (glibc's mmap and trim
-/// thresholds, raised once; MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_
-/// or GLIBC_TUNABLES malloc settings in the environment win).
-void keep_freed_memory();
 
 /// The optimizer keys of `hp`: optimizer, with where it was set, and the
 /// hyperparameters of every row (opt_epsilon, momentum, adam_beta1, ...).
@@ -118,8 +105,8 @@ EvalOptions eval_options(const HParams& hp, const ModelAndData& built);
 EvalLoopOptions eval_loop_options(const HParams& hp);
 
 /// Evaluates `checkpoint_path` (a file, or a train_dir for its latest) on
-/// hp.eval_split_name with hp.eval_batch_size: the threads configured, a
-/// network built for it and evaluate()d.
+/// hp.eval_split_name with hp.eval_batch_size: a network built for it and
+/// evaluate()d, on the threads configure_threads set for the process.
 EvalResult evaluate_checkpoint(const HParams& hp, const std::string& checkpoint_path);
 
 /// model_name, checkpoint_path, num_classes, eval_image_size and

@@ -10,7 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "src/compat/fused_kernels.h"
+#include "src/compat/vector_clones.h"
+#include "src/kernels/lanes.h"
 
 namespace fastnn::train {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 // Elements per block: each block's sums are one partial, and the partials
 // are added in block order, so the result does not depend on the threads.
 constexpr int64_t kBlock = 16384;
-constexpr int kLanes = 8;
+using kernels::kLanes;
 
 bool servable(const torch::Tensor& t) {
   return t.defined() && t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
@@ -26,7 +27,7 @@ bool servable(const torch::Tensor& t) {
 
 // One block: g += decay * w (w may be null: the norm only), and the sums of
 // g^2 (after the addition) and w^2, in 8 float lanes over the block.
-template <bool kWithWeight, bool kFma>
+template <bool kWithWeight>
 [[gnu::always_inline]] inline void block_sums(float* g, const float* w, int64_t n, float decay,
                                               double* g_sq, double* w_sq) {
   float ag[kLanes] = {0}, aw[kLanes] = {0};
@@ -35,7 +36,7 @@ template <bool kWithWeight, bool kFma>
     for (int l = 0; l < kLanes; ++l) {
       if constexpr (kWithWeight) {
         const float wv = w[i + l];
-        const float gv = kFma ? __builtin_fmaf(wv, decay, g[i + l]) : g[i + l] + wv * decay;
+        const float gv = g[i + l] + wv * decay;
         g[i + l] = gv;
         ag[l] += gv * gv;
         aw[l] += wv * wv;
@@ -51,7 +52,7 @@ template <bool kWithWeight, bool kFma>
   }
   for (; i < n; ++i) {
     if constexpr (kWithWeight) {
-      g[i] = kFma ? __builtin_fmaf(w[i], decay, g[i]) : g[i] + w[i] * decay;
+      g[i] = g[i] + w[i] * decay;
       sw += static_cast<double>(w[i]) * w[i];
     }
     sg += static_cast<double>(g[i]) * g[i];
@@ -60,41 +61,16 @@ template <bool kWithWeight, bool kFma>
   *w_sq = sw;
 }
 
-// Built for the baseline and for AVX2 with FMA (picked at run time); the
-// latter computes g + w * decay with one rounding (a fused multiply-add),
-// as LibTorch's AVX2 add_(other, alpha) does.
-void block_pass_baseline(float* g, const float* w, int64_t n, float decay, double* g_sq,
-                         double* w_sq) {
+// One clone per CPU (FASTNN_VECTOR_CLONES): on an AVX2 CPU, g + w * decay
+// is one fused multiply-add, rounded once, as LibTorch's AVX2
+// add_(other, alpha) rounds it.
+FASTNN_VECTOR_CLONES
+void block_pass(float* g, const float* w, int64_t n, float decay, double* g_sq, double* w_sq) {
   if (w != nullptr) {
-    block_sums<true, false>(g, w, n, decay, g_sq, w_sq);
+    block_sums<true>(g, w, n, decay, g_sq, w_sq);
   } else {
-    block_sums<false, false>(g, w, n, decay, g_sq, w_sq);
+    block_sums<false>(g, w, n, decay, g_sq, w_sq);
   }
-}
-
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define FASTNN_FMA_PATH 1
-__attribute__((target("avx2,fma"))) void block_pass_fma(float* g, const float* w, int64_t n,
-                                                        float decay, double* g_sq, double* w_sq) {
-  if (w != nullptr) {
-    block_sums<true, true>(g, w, n, decay, g_sq, w_sq);
-  } else {
-    block_sums<false, true>(g, w, n, decay, g_sq, w_sq);
-  }
-}
-#endif
-
-using BlockPass = void (*)(float*, const float*, int64_t, float, double*, double*);
-
-BlockPass block_pass() {
-#ifdef FASTNN_FMA_PATH
-  static const BlockPass pass = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-                                    ? block_pass_fma
-                                    : block_pass_baseline;
-  return pass;
-#else
-  return block_pass_baseline;
-#endif
 }
 
 // The pass over one gradient (and its weight): (sum g^2, sum w^2).
@@ -105,11 +81,10 @@ std::pair<double, double> tensor_pass(const torch::Tensor& grad, const torch::Te
   std::vector<double> g_sq(blocks, 0.0), w_sq(blocks, 0.0);
   float* g = grad.data_ptr<float>();
   const float* w = weight ? weight->data_ptr<float>() : nullptr;
-  const BlockPass pass = block_pass();
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       const int64_t at = b * kBlock, len = std::min(kBlock, n - at);
-      pass(g + at, w ? w + at : nullptr, len, decay, &g_sq[b], &w_sq[b]);
+      block_pass(g + at, w ? w + at : nullptr, len, decay, &g_sq[b], &w_sq[b]);
     }
   });
   double sg = 0, sw = 0;
@@ -125,7 +100,6 @@ std::pair<double, double> tensor_pass(const torch::Tensor& grad, const torch::Te
 std::optional<GradientPass> fused_l2_and_norm(const std::vector<torch::Tensor>& regularized,
                                               const std::vector<optim::Variable>& vars,
                                               double decay) {
-  if (!compat::fused_kernels_switched_on()) return std::nullopt;
   RECORD_FUNCTION("fastnn::fused_l2_and_norm", std::vector<c10::IValue>());
   // Which variable each regularized weight is (the same tensor, by identity).
   std::unordered_map<const void*, size_t> index;

@@ -1,4 +1,4 @@
-// The step's gradient bookkeeping in one pass on the CPU (issue 30 item 4).
+// The step's gradient bookkeeping in one pass on the CPU.
 //
 // After backward, a step with weight decay adds TF-slim's L2 gradient
 // decay * w to each regularized weight's gradient, sums each such weight's
@@ -28,8 +28,7 @@ struct GradientPass {
 
 /// The fused pass, where it serves: every defined gradient and every
 /// regularized weight a contiguous float32 CPU tensor, every regularized
-/// weight among `vars` with a gradient, and FASTNN_FUSED_KERNELS not 0
-/// (read once). Elsewhere nullopt, having touched nothing: the caller runs
+/// weight among `vars` with a gradient. Elsewhere nullopt, having touched nothing: the caller runs
 /// add_l2_regularization_gradients and gradient_global_norm_tensor.
 /// The addition rounds as LibTorch's add_(w, decay) on an AVX2 CPU (one
 /// fused multiply-add); the sums run in float per 8 lanes over fixed

@@ -87,9 +87,9 @@ torch::Tensor gradient_global_norm_tensor(const std::vector<optim::Variable>& va
     const auto device = vars.empty() ? torch::Device(torch::kCPU) : vars.front().var.device();
     return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
   }
-  // One read of each gradient (a float64 copy cost ~10 % of a lenet step);
-  // the per-tensor norms are combined in float64. CUDA: every per-tensor
-  // norm in one fused launch.
+  // One read of each gradient (a float64 copy would cost a visible share of
+  // a lenet step); the per-tensor norms are combined in float64. CUDA: every
+  // per-tensor norm in one fused launch.
   std::vector<torch::Tensor> norms;
   if (compat::use_foreach(grads.front().device())) {
     norms = compat::foreach_norm(grads);

@@ -46,18 +46,4 @@ OutOfMemoryError out_of_memory_error(const c10::OutOfMemoryError& e, const torch
                           hint + ". LibTorch: " + first_line(e));
 }
 
-std::optional<int64_t> out_of_memory_fault_from_env() {
-  const char* value = std::getenv("FASTNN_FAULT_OOM_AT_STEP");
-  int64_t step = 0;
-  if (!value || config::parse_int(value, &step) != config::NumberStatus::kOk) return std::nullopt;
-  return step;
-}
-
-void throw_out_of_memory_fault(int64_t step) {
-  C10_THROW_ERROR(OutOfMemoryError,
-                  "CUDA out of memory. Tried to allocate 2.00 GiB (injected by "
-                  "FASTNN_FAULT_OOM_AT_STEP at global step " +
-                      std::to_string(step) + ")");
-}
-
 }  // namespace fastnn::train

@@ -25,12 +25,4 @@ namespace fastnn::train {
 OutOfMemoryError out_of_memory_error(const c10::OutOfMemoryError& e, const torch::Device& device,
                                      const std::string& doing, const std::string& batch_key);
 
-/// FASTNN_FAULT_OOM_AT_STEP=n (tests): the global step whose run throws a
-/// c10::OutOfMemoryError, as LibTorch's allocator does, on any device;
-/// nullopt when unset or not a step number.
-std::optional<int64_t> out_of_memory_fault_from_env();
-
-/// The fault's error: a c10::OutOfMemoryError saying it was injected.
-[[noreturn]] void throw_out_of_memory_fault(int64_t step);
-
 }  // namespace fastnn::train

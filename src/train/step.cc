@@ -69,22 +69,6 @@ class AutocastScope {
 
 }  // namespace
 
-GradientFault gradient_fault_from_env() {
-  const char* value = std::getenv("FASTNN_FAULT_INF_GRAD_STEPS");
-  if (!value) return {};
-  std::vector<int64_t> steps;
-  std::stringstream ss(value);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) steps.push_back(std::stoll(item));
-  }
-  return [steps](int64_t step, const std::vector<optim::Variable>& vars) {
-    if (std::find(steps.begin(), steps.end(), step) == steps.end()) return;
-    torch::NoGradGuard no_grad;
-    vars.front().var.mutable_grad().fill_(std::numeric_limits<float>::infinity());
-  };
-}
-
 std::vector<torch::Tensor> DeviceScalars::values() const {
   std::vector<torch::Tensor> v{head, gradient_norm};
   v.insert(v.end(), l2_sums.begin(), l2_sums.end());
@@ -230,7 +214,9 @@ void Step::finish_gradients(StepStats& s, DeviceScalars& d) {
   if (fault_) fault_(state_.step, vars);
   // The L2 gradients go in before the norm is taken (TF-slim's total loss).
   // On the CPU both in one pass over the gradients (fused_gradients.h).
-  if (auto fused = fused_l2_and_norm(regularized_, vars, options_.weight_decay)) {
+  auto fused = options_.fused_kernels ? fused_l2_and_norm(regularized_, vars, options_.weight_decay)
+                                      : std::nullopt;
+  if (fused) {
     d.l2_sums = std::move(fused->l2_sums);
     d.gradient_norm = std::move(fused->norm);
     return;

@@ -25,6 +25,7 @@
 #include "src/optim/optimizers.h"
 #include "src/train/device.h"
 #include "src/train/distributed_step.h"
+#include "src/train/failpoints.h"
 #include "src/train/loss_scale.h"
 #include "src/train/mixup.h"
 #include "src/train/train_state.h"
@@ -40,6 +41,9 @@ struct StepOptions {
   double aux_loss_weight = 0.4;
   /// L2 weight decay on the model's regularized weights. Default: 0 = off.
   double weight_decay = 0;
+  /// The fused L2-and-norm pass on the CPU (fused_gradients.h); the key
+  /// fused_kernels.
+  bool fused_kernels = true;
   /// Clip gradients to this global norm. Default: off.
   std::optional<double> max_gradient_norm;
   /// data_format=NHWC: images go in channels-last.
@@ -99,13 +103,8 @@ struct LastStepMetrics {
   double accuracy = 0;
 };
 
-/// Test-only fault: runs after the gradients are final, before the loss
-/// scaler looks at them (FASTNN_FAULT_INF_GRAD_STEPS).
-using GradientFault = std::function<void(int64_t step, const std::vector<optim::Variable>& vars)>;
-
-/// FASTNN_FAULT_INF_GRAD_STEPS=s1,s2,...: fills the first variable's
-/// gradient with Inf at those steps. Empty (no fault) when unset.
-GradientFault gradient_fault_from_env();
+/// A failpoint run on the final gradients (src/train/failpoints.h).
+using failpoints::GradientFault;
 
 /// Every number a step needs on the host, left on the training device
 /// (float64) and read in one copy, only on the steps that read.

@@ -24,9 +24,11 @@
 #include "src/train/checkpoint.h"
 #include "src/train/device.h"
 #include "src/train/distributed_step.h"
+#include "src/train/failpoints.h"
 #include "src/train/loss.h"
 #include "src/train/loss_scale.h"
 #include "src/train/out_of_memory.h"
+#include "src/train/process_setup.h"
 #include "src/train/run_hooks.h"
 #include "src/train/signals.h"
 #include "src/train/step.h"
@@ -72,8 +74,8 @@ struct Trainer::Impl : TrainControl {
   int64_t epochs_final_step = 0;
   int intra_threads = 1;
   Clock::time_point t0 = Clock::now();
-  /// FASTNN_FAULT_OOM_AT_STEP (tests).
-  std::optional<int64_t> out_of_memory_fault = out_of_memory_fault_from_env();
+  /// The oom_at_step failpoint (src/train/failpoints.h).
+  std::optional<int64_t> out_of_memory_fault = failpoints::out_of_memory_step();
   bool stop = false;
   std::string stop_reason;
   /// request_job_stop's reason in a distributed run, until the workers
@@ -208,7 +210,7 @@ void Trainer::Impl::prepare() {
     // A peer killed while this rank writes to it (Gloo's TCP pairs) must
     // come back as EPIPE, which the collective reports and the job turns
     // into exit 5 naming the worker; with SIGPIPE's default action this
-    // process died instead (exit 141, seen once in 4 CI runs).
+    // process would die instead (exit 141).
     std::signal(SIGPIPE, SIG_IGN);
     start_distributed();
   }
@@ -256,7 +258,7 @@ void Trainer::Impl::open_input() {
   }
   auto options = pipeline_options(hp, built, true, {cluster.rank, cluster.world_size});
   options.skip_batches = state->batches_consumed;
-  // A stop signal ends a wait for input that may never end (issue 23).
+  // A stop signal ends a wait for input that may never end.
   if (!dist) options.stop_requested = [] { return stop_signal() != 0; };
   pipeline = std::make_unique<datasets::Pipeline>(std::move(options));
   feed = make_device_feed(*pipeline, device);
@@ -414,7 +416,7 @@ Trainer::Trainer(HParams hp, const dist::ClusterSpec& cluster,
   torch::manual_seed(static_cast<uint64_t>(hparams.seed));
   keep_freed_memory();
   // Evaluation during training runs a second input pipeline.
-  impl.intra_threads = configure_threads(hparams, evaluates_in_training(hparams) ? 2 : 1);
+  impl.intra_threads = configure_threads(impl.hp, evaluates_in_training(hparams) ? 2 : 1);
   impl.built = build(hparams, hparams.dataset_split_name);
   apply_data_format(hparams, *impl.built.model);
   impl.optimizer = optim::create_optimizer(optimizer_options(hparams), impl.trainable_variables());
@@ -465,6 +467,7 @@ StepOptions Trainer::Impl::step_options() const {
   options.mixup.seed = static_cast<uint64_t>(hp.seed);
   options.mixup.rank = cluster.rank;
   options.weight_decay = hp.weight_decay;
+  options.fused_kernels = hp.fused_kernels;
   options.max_gradient_norm = hp.max_gradient_norm;
   options.channels_last = hp.data_format == "NHWC";
   options.autocast = autocast;
@@ -474,10 +477,9 @@ StepOptions Trainer::Impl::step_options() const {
   // shorter than a long accumulated step); distributed workers stop
   // together, at their agreement steps.
   if (!dist) options.stop_inside_step = [] { return stop_signal() != 0; };
-  // FASTNN_TEST_READ_ON_DEMAND=1 (tests): a CPU run reads its numbers as
-  // a GPU run does, only on the steps the hooks ask for.
-  options.read_every_step =
-      !host_reads_synchronise(device) && std::getenv("FASTNN_TEST_READ_ON_DEMAND") == nullptr;
+  // The read_on_demand failpoint: a CPU run reads its numbers as a GPU
+  // run does, only on the steps the hooks ask for.
+  options.read_every_step = !host_reads_synchronise(device) && !failpoints::read_on_demand();
   return options;
 }
 
@@ -490,7 +492,7 @@ int Trainer::run() {
     throw m.out_of_memory(e);
   }
   Step step(m.step_options(), *m.built.model, *m.optimizer, *m.scaler, *m.state, m.dist.get(),
-            gradient_fault_from_env());
+            failpoints::gradient_fault());
   m.t0 = Clock::now();
   RunSummary summary;
   summary.start_step = m.state->step;
@@ -572,7 +574,7 @@ bool Trainer::Impl::train_one_step(Step& step, RunSummary& summary,
     return false;
   }
   const int64_t next = state->step + 1;
-  if (out_of_memory_fault == next) throw_out_of_memory_fault(next);
+  if (out_of_memory_fault == next) failpoints::throw_out_of_memory(next);
   bool wanted = next == final_step();
   for (const auto& hook : hooks) wanted = wanted || hook->needs_metrics(*this, next);
   CombinedStep combined;

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # The evaluation loop (eval_image_classifier --eval_interval_secs) at the
-# ends of a training run it cannot foresee (issue 23):
+# ends of a training run it cannot foresee:
 #  (a) a run that diverged (exit 4) after two checkpoints: the loop
 #      evaluates the newest and ends, exit 0, saying the run ended with exit
-#      status 4 (it waited for a final checkpoint that never comes before);
+#      status 4 (not waiting for a final checkpoint that never comes);
 #  (b) a run that diverged before its first checkpoint: exit 3, "no
 #      checkpoint";
 #  (c) a train_dir the evaluator may not write to (another user's, read
-#      only): the result is printed, a warning names eval_test, exit 0 (was
+#      only): the result is printed, a warning names eval_test, exit 0 (not
 #      exit 1 after the result);
-#  (d) a folder without a checkpoint yet: the loop says what it waits for
-#      (was silent until eval_timeout_secs);
+#  (d) a folder without a checkpoint yet: the loop says at once what it
+#      waits for (not silent until eval_timeout_secs);
 #  (e) a resumed run going on behind the finished run's metrics.json (no
-#      checkpoint for a while): the loop waits for it (it ended at once),
+#      checkpoint for a while): the loop waits for it (does not end at once),
 #      and after a SIGTERM to the trainer evaluates the stop's checkpoint
 #      and ends, exit 0, naming exit status 143.
 # Every run is bounded by `timeout`: a hang fails with its own message.
@@ -47,7 +47,7 @@ eval_loop() {
 # Inf at STEP: exit 4.
 diverge() {
   dir=$work/$1
-  FASTNN_FAULT_INF_GRAD_STEPS=$2 "$bin/train_image_classifier" --config "$work/train.cfg" \
+  FASTNN_FAILPOINTS="inf_grad_steps=$2" "$bin/train_image_classifier" --config "$work/train.cfg" \
     --train_dir="$dir" --stop_at_step=40 >"$work/$1_train.log" 2>&1
   [ $? = 4 ] || fail "$1: the diverging trainer did not exit 4"
 }

@@ -111,8 +111,8 @@ TEST_F(FashionMnist, TrainKillResumeEvaluate) {
   auto e = run({kBin + "/eval_image_classifier", "--config", config(), "--checkpoint_path=" + dir},
                (kTmp / "eval.log").string());
   ASSERT_EQ(e.exit_code, 0) << e.output;
-  // TF-slim's eval evaluates --dataset_split_name (once: the test split,
-  // without a word); a size lenet cannot take is exit 2 (once: ignored).
+  // TF-slim's eval evaluates --dataset_split_name (not the test split
+  // whatever it says); a size lenet cannot take is exit 2 (not ignored).
   auto on_train = run({kBin + "/eval_image_classifier", "--config", config(),
                        "--checkpoint_path=" + dir, "--dataset_split_name=train"},
                       (kTmp / "eval_train.log").string());
@@ -196,10 +196,10 @@ TEST_F(FashionMnist, AccumulatedRunResumesBitForBit) {
   EXPECT_EQ(ta.at("input/batches_consumed").item<int64_t>(), 60);
 }
 
-// Issue 25: datasets_use_caching keeps the decoded images; the second
+// datasets_use_caching keeps the decoded images; the second
 // epoch preprocesses them with the same draws, so the run ends bit for bit
 // like one that decodes every epoch.
-// On a 640-image slice of its own (converted here, ~1 s), so that two runs of
+// On a 640-image slice of its own (converted here, quickly), so that two runs of
 // over two epochs each take seconds, not the suite's 6,000 images twice.
 TEST_F(FashionMnist, DecodedCacheTrainsBitForBitLikeDecodingEveryEpoch) {
   const auto small = fresh("fmnist_640"), cached = fresh("cache_on"), plain = fresh("cache_off");
@@ -228,7 +228,7 @@ TEST_F(FashionMnist, DecodedCacheTrainsBitForBitLikeDecodingEveryEpoch) {
   }
 }
 
-// Issue 26: the policy's and random erasing's draws come from the
+// The policy's and random erasing's draws come from the
 // per-example generators, mixup's from (seed, rank, batch number), so a
 // resumed run still ends bit for bit like an uninterrupted one; and they
 // do change the training.
@@ -278,7 +278,7 @@ TEST_F(FashionMnist, SigtermWritesACheckpointAndExits143) {
 }
 
 // A stop signal inside a long accumulated step ends the run within
-// seconds (once: ignored for the whole step, 13 minutes observed), with
+// seconds (not only after the whole step, which can take many minutes), with
 // the last full step's checkpoint and the step's micro-batches not applied.
 TEST_F(FashionMnist, SigtermInsideAnAccumulatedStepStopsBetweenMicroBatches) {
   const auto dir = fresh("sigterm_accumulating");
@@ -307,7 +307,7 @@ TEST_F(FashionMnist, SigtermInsideAnAccumulatedStepStopsBetweenMicroBatches) {
 }
 
 // Settings that change nothing in this run are said, as stop_at_step
-// without StopAtStepHook is (once: silent).
+// without StopAtStepHook is.
 TEST_F(FashionMnist, SettingsThatDoNothingAreSaid) {
   const auto r = run({kBin + "/train_image_classifier", "--config", config(), "--dry_run",
                       "--stop_at_step=5", "--warmup_steps=100", "--randaugment_num_ops=3"},
@@ -418,7 +418,7 @@ TEST_F(FashionMnist, FineTuneIntoMoreClassesWithExcludedScopes) {
 }
 
 // A fine-tune that restores nothing, and an exclusion matching nothing (a
-// typo), are usage errors as a trainable_scopes typo is (once: exit 0, a
+// typo), are usage errors as a trainable_scopes typo is (not exit 0 and a
 // run from scratch). Nothing is written to the train_dir.
 TEST_F(FashionMnist, AFineTuneThatRestoresNothingIsExit2) {
   const auto src = fresh("ft_nothing_source");
@@ -501,9 +501,9 @@ TEST_F(FashionMnist, ResultFormatsSayUnsatForDivergedAndFailedRuns) {
   const auto dir = fresh("result_unsat");
   auto args = train_args(
       dir, "20", {"--validation_fraction=0.1", "--result_format=smac", "--loss_scaling=static"});
-  setenv("FASTNN_FAULT_INF_GRAD_STEPS", "3", 1);
+  setenv("FASTNN_FAILPOINTS", "inf_grad_steps=3", 1);
   auto r = run(args, (kTmp / "result_unsat.log").string());
-  unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
+  unsetenv("FASTNN_FAILPOINTS");
   EXPECT_EQ(r.exit_code, 4) << r.output;
   EXPECT_TRUE(std::regex_search(
       r.output, std::regex("Result of this algorithm run: UNSAT, [0-9.]+, 4, 1.000000, 0\n")))
@@ -556,9 +556,9 @@ TEST_F(FashionMnist, DynamicLossScalingSkipsOverflowedStepsAndRecovers) {
   const auto dir = fresh("loss_scale");
   auto args = train_args(
       dir, "16", {"--loss_scaling=dynamic", "--save_checkpoints_steps=1", "--max_to_keep=0"});
-  ::setenv("FASTNN_FAULT_INF_GRAD_STEPS", "10,11", 1);
+  ::setenv("FASTNN_FAILPOINTS", "inf_grad_steps=10,11", 1);
   auto r = run(args, (kTmp / "loss_scale.log").string());
-  ::unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
+  ::unsetenv("FASTNN_FAILPOINTS");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("global_step 10: Inf/NaN gradients at loss scale 32768: "
                           "update skipped, loss scale now 16384"),
@@ -594,9 +594,9 @@ TEST_F(FashionMnist, NanTensorHookExitsFourNamingTheStep) {
   auto args = train_args(
       dir, "16",
       {"--hooks=NanTensorHook,StopAtStepHook,CheckpointSaverHook", "--save_checkpoints_steps=1"});
-  ::setenv("FASTNN_FAULT_INF_GRAD_STEPS", "5", 1);
+  ::setenv("FASTNN_FAILPOINTS", "inf_grad_steps=5", 1);
   auto r = run(args, (kTmp / "nan.log").string());
-  ::unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
+  ::unsetenv("FASTNN_FAILPOINTS");
   EXPECT_EQ(r.exit_code, 4) << r.output;
   EXPECT_NE(r.output.find("gradient norm is inf at global_step 6"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(fs::path(dir) / "model.ckpt-5"));
@@ -605,7 +605,7 @@ TEST_F(FashionMnist, NanTensorHookExitsFourNamingTheStep) {
 
 // A GPU run reads its step's numbers only on the steps a hook asks for
 // (here: every 10th, for the log line and the checkpoint);
-// FASTNN_TEST_READ_ON_DEMAND makes a CPU run do the same. Same log lines,
+// The read_on_demand failpoint makes a CPU run do the same. Same log lines,
 // same checkpoint bytes; an Inf on a step that did not read stops the run
 // at the next step that does, naming the first, before its checkpoint.
 TEST_F(FashionMnist, StepsThatReadOnlyWhenAskedTrainAndStopTheSame) {
@@ -630,9 +630,9 @@ TEST_F(FashionMnist, StepsThatReadOnlyWhenAskedTrainAndStopTheSame) {
     dirs[lazy] = fresh(lazy ? "read_on_demand" : "read_every_step");
     auto args = train_args(dirs[lazy], "40",
                            {"--log_loss_every_n_iters=10", "--save_checkpoints_steps=20"});
-    if (lazy) ::setenv("FASTNN_TEST_READ_ON_DEMAND", "1", 1);
+    if (lazy) ::setenv("FASTNN_FAILPOINTS", "read_on_demand", 1);
     auto r = run(args, (kTmp / (dirs[lazy] + ".log")).string());
-    ::unsetenv("FASTNN_TEST_READ_ON_DEMAND");
+    ::unsetenv("FASTNN_FAILPOINTS");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     logged[lazy] = losses(r.output);
   }
@@ -649,11 +649,9 @@ TEST_F(FashionMnist, StepsThatReadOnlyWhenAskedTrainAndStopTheSame) {
 
   const auto dir = fresh("read_on_demand_inf");
   auto args = train_args(dir, "30", {"--log_loss_every_n_iters=10", "--save_checkpoints_steps=10"});
-  ::setenv("FASTNN_TEST_READ_ON_DEMAND", "1", 1);
-  ::setenv("FASTNN_FAULT_INF_GRAD_STEPS", "5", 1);
+  ::setenv("FASTNN_FAILPOINTS", "read_on_demand;inf_grad_steps=5", 1);
   auto r = run(args, (kTmp / "read_on_demand_inf.log").string());
-  ::unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
-  ::unsetenv("FASTNN_TEST_READ_ON_DEMAND");
+  ::unsetenv("FASTNN_FAILPOINTS");
   EXPECT_EQ(r.exit_code, 4) << r.output;
   EXPECT_NE(r.output.find("Inf/NaN at global_step 6 (seen at global_step 10,"), std::string::npos)
       << r.output;
@@ -714,35 +712,28 @@ TEST_F(FashionMnist, ProfilerTimelineHasPhasesAndOperators) {
     const double ts = e["ts"].get<double>();
     return ts >= phase[p].first - 1 && ts + e["dur"].get<double>() <= phase[p].second + 1;
   };
-  // LeNet's blocks are fused kernels (models/lenet_kernels.h), named in the
-  // timeline: conv1 with its ReLU and pool, and conv2's block, whose forward
+  // LeNet's blocks are the CPU kernels (src/kernels/kernels.h), named in
+  // the timeline: conv1 on the direct path, and conv2's block, whose forward
   // runs LibTorch's convolution and whose backward is ours (no
   // ConvolutionBackward0).
-  int conv_forward = 0, conv_backward = 0, fused_forward = 0, fused_backward = 0;
-  int block2_forward = 0, block2_backward = 0;
+  int conv_forward = 0, conv_backward = 0, fused_forward = 0;
+  int direct_backward = 0, sparse_backward = 0;
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] != "X" || e["tid"] != 1) continue;
     const std::string name = e["name"];
     if (name == "aten::conv2d" && inside(e, "forward")) ++conv_forward;
     if (name == "ConvolutionBackward0" && inside(e, "backward")) ++conv_backward;
-    if (name == "fastnn::conv5x5_relu_maxpool" && inside(e, "forward")) ++fused_forward;
-    if (name == "fastnn::conv5x5_relu_maxpool_channels_last" && inside(e, "forward")) {
-      ++block2_forward;
-    }
+    if (name == "fastnn::conv_relu_max_pool" && inside(e, "forward")) ++fused_forward;
     if (name.rfind("torch::autograd::CppNode<", 0) == 0 && inside(e, "backward")) {
-      if (name.find("ConvReluMaxPoolSparse") != std::string::npos) {
-        ++block2_backward;
-      } else if (name.find("ConvReluMaxPool") != std::string::npos) {
-        ++fused_backward;
-      }
+      if (name.find("SparseConvReluMaxPool") != std::string::npos) ++sparse_backward;
+      if (name.find("DirectConvReluMaxPool") != std::string::npos) ++direct_backward;
     }
   }
   EXPECT_EQ(conv_forward, 1);
   EXPECT_EQ(conv_backward, 0);
-  EXPECT_EQ(fused_forward, 1);
-  EXPECT_EQ(fused_backward, 1);
-  EXPECT_EQ(block2_forward, 1);
-  EXPECT_EQ(block2_backward, 1);
+  EXPECT_EQ(fused_forward, 2);
+  EXPECT_EQ(direct_backward, 1);
+  EXPECT_EQ(sparse_backward, 1);
 }
 
 }  // namespace

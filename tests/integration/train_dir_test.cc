@@ -207,9 +207,9 @@ TEST_F(TrainDir, DivergenceAndDataErrorsRecordTheirExitStatus) {
   const auto dir = fresh("status4");
   ASSERT_EQ(run(train(dir, 10), log("status4_0")).exit_code, 0);
   ASSERT_EQ(metrics_of(dir)["exit_status"], 0);
-  setenv("FASTNN_FAULT_INF_GRAD_STEPS", "14", 1);
+  setenv("FASTNN_FAILPOINTS", "inf_grad_steps=14", 1);
   auto r = run(train(dir, 20, {"--loss_scaling=static"}), log("status4_1"));
-  unsetenv("FASTNN_FAULT_INF_GRAD_STEPS");
+  unsetenv("FASTNN_FAILPOINTS");
   EXPECT_EQ(r.exit_code, 4) << r.output;
   EXPECT_EQ(metrics_of(dir)["exit_status"], 4);
   EXPECT_EQ(metrics_of(dir)["final_step"], 15);
@@ -250,15 +250,15 @@ TEST_F(TrainDir, OutOfMemoryIsExit7NamingTheBatchSizeAndKeepsTrainDir) {
     }
   }
   ASSERT_TRUE(kept.count("model.ckpt-10"));
-  setenv("FASTNN_FAULT_OOM_AT_STEP", "14", 1);
+  setenv("FASTNN_FAILPOINTS", "oom_at_step=14", 1);
   auto r = run(train(dir, 20), log("oom1"));
-  unsetenv("FASTNN_FAULT_OOM_AT_STEP");
+  unsetenv("FASTNN_FAILPOINTS");
   EXPECT_EQ(r.exit_code, 7) << r.output;
   EXPECT_NE(r.output.find("out of memory on cpu training at batch_size=32 (global step 14): "
                           "lower batch_size"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("FASTNN_FAULT_OOM_AT_STEP"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("FASTNN_FAILPOINTS oom_at_step"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
   EXPECT_EQ(metrics_of(dir)["exit_status"], 7);
   EXPECT_EQ(metrics_of(dir)["final_step"], 13);
@@ -342,7 +342,7 @@ TEST_F(TrainDir, ASecondTrainerOnTheSameDirectoryIsRefused) {
   EXPECT_EQ(run(train(dir, 1), log("locked_after")).exit_code, 0);
 }
 
-// Today's rule: 130 means a checkpoint was written. A second SIGINT that
+// 130 means a checkpoint was written. A second SIGINT that
 // cuts the final checkpoint short exits 6 instead.
 TEST_F(TrainDir, ASecondSignalNeverExitsAsIfTheCheckpointWereWritten) {
   const auto dir = fresh("second_signal");
@@ -361,7 +361,7 @@ TEST_F(TrainDir, ASecondSignalNeverExitsAsIfTheCheckpointWereWritten) {
   }
 }
 
-// ---- Decisions from evaluations during training (issues 25 and 26) ----
+// ---- Decisions from evaluations during training ----
 
 // "eval <split> at global_step N: accuracy = X" lines of a log, in order.
 std::vector<std::pair<int64_t, double>> evaluations(const std::string& log,

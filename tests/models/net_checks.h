@@ -365,9 +365,9 @@ inline std::map<std::string, torch::Tensor> variable_map(ClassifierImpl& m) {
 
 /// A test suite's one instance of the network kName with kClasses classes
 /// (seed 0, dropout keep kKeepPercent / 100), built once for the suite.
-/// Give each test file's kName its own identifier: GCC 14 merged the model_
-/// of two instantiations whose arguments were both an anonymous namespace's
-/// kName (both suites then tested one network).
+/// Give each test file's kName its own identifier: GCC 14 merges the model_
+/// of two instantiations whose arguments are both an anonymous namespace's
+/// kName (both suites then test one network).
 template <const char* kName, int64_t kClasses, int kKeepPercent = 80>
 class SharedNetwork : public ::testing::Test {
  protected:

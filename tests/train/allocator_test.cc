@@ -1,4 +1,4 @@
-// keep_freed_memory (src/train/builder.h): what a training step frees is
+// keep_freed_memory (src/train/process_setup.h): what a training step frees is
 // reused by the next one instead of being handed back to the kernel and
 // faulted in again.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "src/train/builder.h"
+#include "src/train/process_setup.h"
 
 namespace fastnn::train {
 namespace {
@@ -22,7 +22,7 @@ long minor_faults() {
 // A step's allocations in miniature: buffers of 0.4 to 24 MiB (lenet's
 // activations and their gradients at batch 128), freed in another order
 // than they were made. With glibc's own thresholds every round faults all
-// of its ~15,000 pages in again (measured); once keep_freed_memory has
+// of its ~15,000 pages in again; once keep_freed_memory has
 // raised them, a round after the first reuses what the one before freed.
 TEST(KeepFreedMemory, ARoundOfAllocationsAfterTheFirstFaultsNoPagesIn) {
   // The environment's own malloc settings would win over the call.

@@ -341,7 +341,7 @@ TEST(BatchNormPoolTest, FlatPoolingIsThePerLayerFormulaBitForBit) {
   for (size_t i = 0; i < means.size(); ++i) {
     const int64_t c = means[i].numel();
     auto [mean, var] =
-        dist::pooled_moments(summed.narrow(0, offset, c), summed.narrow(0, total + offset, c), 2);
+        pooled_moments(summed.narrow(0, offset, c), summed.narrow(0, total + offset, c), 2);
     offset += c;
     const int64_t n = counts[i] * kBatch * 2;
     if (n > 1) var = var * (static_cast<double>(n) / static_cast<double>(n - 1));
@@ -353,6 +353,19 @@ TEST(BatchNormPoolTest, FlatPoolingIsThePerLayerFormulaBitForBit) {
     EXPECT_TRUE(torch::equal(means[i], want_mean_buf[i])) << i;
     EXPECT_TRUE(torch::equal(vars[i], want_var_buf[i])) << i;
   }
+}
+
+TEST(BatchNormPool, PooledMomentsMatchTheConcatenatedData) {
+  torch::manual_seed(3);
+  auto a = torch::randn({50, 4}, torch::kFloat64) * 2 + 1;
+  auto b = torch::randn({50, 4}, torch::kFloat64) * 0.5 - 3;
+  auto second = [](const torch::Tensor& x) {
+    return x.var(0, /*unbiased=*/false) + x.mean(0).square();
+  };
+  auto [mean, var] = pooled_moments(a.mean(0) + b.mean(0), second(a) + second(b), 2);
+  auto all = torch::cat({a, b});
+  EXPECT_TRUE(torch::allclose(mean, all.mean(0), 1e-12, 1e-12));
+  EXPECT_TRUE(torch::allclose(var, all.var(0, /*unbiased=*/false), 1e-12, 1e-12));
 }
 
 }  // namespace

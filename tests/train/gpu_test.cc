@@ -135,7 +135,7 @@ TEST_F(Gpu, DynamicLossScalingSkipsAnOverflowingStepOnCuda) {
   auto args = train(dir, 20,
                     {"--device=cuda", "--use_fp16=True", "--mixed_precision=fp16",
                      "--loss_scaling=dynamic", "--loss_scale=128"});
-  args.insert(args.begin(), {"/usr/bin/env", "FASTNN_FAULT_INF_GRAD_STEPS=5"});
+  args.insert(args.begin(), {"/usr/bin/env", "FASTNN_FAILPOINTS=inf_grad_steps=5"});
   auto r = run(args, log("overflow"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("global_step 5: Inf/NaN gradients at loss scale 128"), std::string::npos)
@@ -179,7 +179,7 @@ class SyncCounter : public c10::WarningHandler {
 // How often a step makes the host wait for the GPU. Every number it needs
 // is read in one copy: once a step under dynamic loss scaling (whose skip
 // decision needs the overflow flag), and otherwise only on the steps a hook
-// asks for; the others read nothing. Adam (whose bias correction used to
+// asks for; the others read nothing. Adam (whose bias correction could
 // read two slots) and weight decay (one read per weight) are on.
 TEST_F(Gpu, AStepSynchronisesTheHostOnceOrNotAtAll) {
   const torch::Device dev(torch::kCUDA, 0);

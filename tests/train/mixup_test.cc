@@ -121,7 +121,7 @@ TEST(Mixup, DrawsFollowTimm) {
 }
 
 // Beta(e, e) for a tiny e puts lambda next to 0 or 1, about as often each
-// (once: both Gamma draws underflowed and every batch mixed half and half).
+// (not half and half, as when both Gamma draws underflow).
 TEST(Mixup, ATinyAlphaMixesNextToNothingNotHalfAndHalf) {
   MixupOptions o;
   o.mixup_alpha = 1e-30;

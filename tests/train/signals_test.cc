@@ -1,5 +1,5 @@
 // The second stop signal ends the process at once, and says so on stderr in
-// the one-line form of every other exit (once: exit 6 with nothing printed).
+// the one-line form of every other exit (not exit 6 with nothing printed).
 #include "src/train/signals.h"
 
 #include <gtest/gtest.h>

@@ -117,7 +117,7 @@ TEST(Step, HostReadsPerStepAreTheDocumentedOnes) {
   EXPECT_EQ(host_reads() - before, 3);
 }
 
-// Clipping no longer makes a step read: the factor clip / max(norm, clip)
+// Clipping does not make a step read: the factor clip / max(norm, clip)
 // is applied on the device from the norm's tensor, the same arithmetic as
 // from the norm read (weights bit-identical).
 TEST(Step, ClippingWithoutReadingMatchesClippingAfterReading) {

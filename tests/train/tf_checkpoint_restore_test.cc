@@ -78,7 +78,7 @@ TEST(TfCheckpointRestore, TfSlimMobilenetFromTensorflowTellsPersonFromNoPerson) 
   const TensorMap tensors = load_tensors(path);
   const int restored = restore_model(*model, tensors, path, r);
   EXPECT_EQ(restored, 137);  // every model variable of the checkpoint
-  // TF's int64 global_step comes along (evaluations once said step 0).
+  // TF's int64 global_step comes along (so evaluations do not say step 0).
   ASSERT_TRUE(tensors.count("global_step"));
   EXPECT_EQ(tensors.at("global_step").item<int64_t>(), 963849);
   // The layouts: a depthwise kernel [kh,kw,C,M] is [C*M,1,kh,kw] here.
@@ -110,7 +110,7 @@ namespace fastnn::train {
 namespace {
 
 // A variable the checkpoint holds as integers is there, not missing, and
-// ignore_missing_vars does not drop it (once: "missing", then trained from
+// ignore_missing_vars does not drop it (not "missing", then trained from
 // scratch with exit 0).
 TEST(TfCheckpointRestore, AVariableOfAnotherTypeIsPresentNotMissing) {
   models::ModelOptions o;
@@ -133,8 +133,8 @@ TEST(TfCheckpointRestore, AVariableOfAnotherTypeIsPresentNotMissing) {
 }
 
 // TF-slim reads the shadows only when moving_average_decay is set, and then
-// every one (once: the shadows a checkpoint had were mixed with the raw
-// weights of the rest, and moving_average_decay=None did not opt out).
+// every one (never the shadows a checkpoint has mixed with the raw
+// weights of the rest; moving_average_decay=None opts out).
 TEST(TfCheckpointRestore, MovingAveragesAreAllOrNothingAndOnlyWhenAsked) {
   models::ModelOptions o;
   o.num_classes = 10;

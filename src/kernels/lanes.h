@@ -1,14 +1,14 @@
-// Eight floats at once for the LeNet kernels (models/lenet_kernels.cc,
-// models/lenet_sparse_backward.cc): GCC's vector extension, one AVX register
-// in an AVX2 build of a loop, two SSE registers in the baseline one.
+// Eight floats at once for the CPU kernels (src/kernels/): GCC's vector
+// extension, one AVX register in the AVX2 clone of a loop
+// (FASTNN_VECTOR_CLONES), two SSE registers in the baseline one.
 // Comparisons give masks of all-ones lanes; selects are bitwise, never
-// branches. Internal to those files.
+// branches.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-namespace fastnn::models::lanes {
+namespace fastnn::kernels {
 
 constexpr int kLanes = 8;
 // A pooled value that was not positive: ReLU passes no gradient to it.
@@ -16,6 +16,14 @@ constexpr uint8_t kNoGradient = 255;
 
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
 typedef int32_t Mask __attribute__((vector_size(kLanes * sizeof(int32_t))));
+
+// One kept (non-zero) value of an output gradient in a sparse backward
+// pass: `at` says where its operand lies (an offset or a row, as the pass
+// defines it), `g` is the gradient.
+struct Kept {
+  int32_t at;
+  float g;
+};
 
 inline Lanes load_lanes(const float* p) {
   Lanes v;
@@ -55,9 +63,10 @@ inline void pool_lanes(const Lanes v[4], Lanes& out, Mask& at) {
 }
 
 // max_pool2d(relu(x), 2, 2) of the rows [begin, end) of (image, pooled row)
-// of x (N, C, H, W) contiguous NCHW, C a multiple of 8: dst gets the pooled
-// values channels-last ((N, H/2, W/2, C) memory), args the window position
-// of each (or kNoGradient), in the same order.
+// of x (N, C, H, W) contiguous NCHW, C a multiple of 8; an odd last row or
+// column is dropped (a VALID pool). dst gets the pooled values channels-last
+// ((N, H/2, W/2, C) memory), args the window position of each (or
+// kNoGradient), in the same order.
 inline void relu_maxpool_rows(const float* src, int64_t c, int64_t h, int64_t w, int64_t begin,
                               int64_t end, float* dst, uint8_t* args) {
   const int64_t hp = h / 2, wp = w / 2;
@@ -84,4 +93,4 @@ inline void relu_maxpool_rows(const float* src, int64_t c, int64_t h, int64_t w,
   }
 }
 
-}  // namespace fastnn::models::lanes
+}  // namespace fastnn::kernels

@@ -1,18 +1,15 @@
-// LeNet's fc3 -> ReLU -> dropout during training, with a backward pass that
-// computes only what is not zero (models/lenet_kernels.h).
+// fully connected -> ReLU -> dropout during training, with a backward pass
+// that computes only what is not zero (src/kernels/kernels.h).
 //
-// ReLU and dropout zero most of fc3's output gradient (dropout alone half
-// of it at TF-slim's keep_prob 0.5): LibTorch's backward multiplies the
-// zeros too (two GEMMs of the full size). Here, with dz the gradient at
-// fc3's pre-activation:
+// ReLU and dropout zero most of the layer's output gradient (dropout alone
+// half of it at keep_prob 0.5): LibTorch's backward multiplies the zeros
+// too (two GEMMs of the full size). Here, with dz the gradient at the
+// pre-activation:
 //   dW[j][:] = sum over kept b of dz[b][j] * x[b][:]
 //   dx[b][:] = sum over kept j of dz[b][j] * W[j][:]
 // each sum in registers over a span of columns. A value is kept where the
 // block's output is positive, which is where ReLU and dropout both pass the
 // gradient (a NaN output passes none, as LibTorch's threshold_backward).
-// The forward pass is LibTorch's addmm and the mask LibTorch's dropout
-// draws (bernoulli_ of keep_prob on the same generator, scaled by
-// 1 / keep_prob), so a run draws the same masks as with LibTorch's layers.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
@@ -22,32 +19,23 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/kernel_lanes.h"
-#include "models/lenet_kernels.h"
 #include "src/compat/vector_clones.h"
+#include "src/kernels/kernels.h"
+#include "src/kernels/lanes.h"
 
-namespace fastnn::models {
+namespace fastnn::kernels {
 namespace {
 
-using lanes::kLanes;
-using lanes::Lanes;
-using lanes::load_lanes;
-using lanes::store_lanes;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // Columns summed together: eight registers.
 constexpr int kSpanLanes = 8;
 
-struct Kept {
-  int32_t at;  // the row of x (weight gradient) or of W (input gradient)
-  float g;     // dz
-};
-
 // out[r][c0 .. c0 + V * 8) = sum over kept k of kept[k].g * m[kept[k].at][same columns].
 template <int V>
-__attribute__((always_inline)) inline void sum_rows(const Kept* kept, int64_t count, const float* m,
-                                                    int64_t cols, int64_t c0, float* out) {
+[[gnu::always_inline]] inline void sum_rows(const Kept* kept, int64_t count, const float* m,
+                                            int64_t cols, int64_t c0, float* out) {
   Lanes sums[V] = {};
   for (int64_t k = 0; k < count; ++k) {
     const float* p = m + kept[k].at * cols + c0;
@@ -60,10 +48,10 @@ __attribute__((always_inline)) inline void sum_rows(const Kept* kept, int64_t co
 
 // Rows [begin, end) of a result, a span of columns at a time (the span of
 // every row of m stays in the cache). kept/counts: each row's kept values
-// (at most `stride` each).
-__attribute__((always_inline)) inline void rows_body(const Kept* kept, const int32_t* counts,
-                                                     int64_t stride, const float* m, int64_t cols,
-                                                     int64_t begin, int64_t end, float* out) {
+// (at most `stride` each; Kept::at is the row of m, Kept::g the dz).
+FASTNN_VECTOR_CLONES
+void sum_kept_rows(const Kept* kept, const int32_t* counts, int64_t stride, const float* m,
+                   int64_t cols, int64_t begin, int64_t end, float* out) {
   int64_t c0 = 0;
   for (; c0 + kSpanLanes * kLanes <= cols; c0 += kSpanLanes * kLanes) {
     for (int64_t r = begin; r < end; ++r)
@@ -73,28 +61,6 @@ __attribute__((always_inline)) inline void rows_body(const Kept* kept, const int
     for (int64_t r = begin; r < end; ++r)
       sum_rows<1>(kept + r * stride, counts[r], m, cols, c0, out + r * cols);
   }
-}
-
-using Rows = void (*)(const Kept*, const int32_t*, int64_t, const float*, int64_t, int64_t, int64_t,
-                      float*);
-
-void rows_baseline(const Kept* kept, const int32_t* counts, int64_t stride, const float* m,
-                   int64_t cols, int64_t begin, int64_t end, float* out) {
-  rows_body(kept, counts, stride, m, cols, begin, end, out);
-}
-
-// AVX2 with fused multiply-adds where the CPU has them (picked at run time).
-#ifdef FASTNN_AVX2_FMA_PATH
-FASTNN_AVX2_FMA void rows_fma(const Kept* kept, const int32_t* counts, int64_t stride,
-                              const float* m, int64_t cols, int64_t begin, int64_t end,
-                              float* out) {
-  rows_body(kept, counts, stride, m, cols, begin, end, out);
-}
-#endif
-
-Rows pick_rows() {
-  static const Rows pass = FASTNN_PICK_AVX2_FMA(rows_fma, rows_baseline);
-  return pass;
 }
 
 class LinearReluDropout : public torch::autograd::Function<LinearReluDropout> {
@@ -133,7 +99,6 @@ class LinearReluDropout : public torch::autograd::Function<LinearReluDropout> {
     const int64_t rows = x.size(0), in = x.size(1), units = weight.size(0);
     const float* os = out.data_ptr<float>();
     const float* gs = grad.data_ptr<float>();
-    const Rows sum = pick_rows();
     at::Tensor dweight = at::empty({units, in}, grad.options());
     at::Tensor dbias = at::empty({units}, grad.options());
     at::Tensor dx = ctx->needs_input_grad(0) ? at::empty({rows, in}, grad.options()) : at::Tensor();
@@ -154,8 +119,8 @@ class LinearReluDropout : public torch::autograd::Function<LinearReluDropout> {
         unit_count[j] = count;
         db[j] = total;
       }
-      sum(by_unit.data(), unit_count.data(), rows, x.data_ptr<float>(), in, begin, end,
-          dweight.data_ptr<float>());
+      sum_kept_rows(by_unit.data(), unit_count.data(), rows, x.data_ptr<float>(), in, begin, end,
+                    dweight.data_ptr<float>());
     });
     if (dx.defined()) {
       at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
@@ -167,8 +132,8 @@ class LinearReluDropout : public torch::autograd::Function<LinearReluDropout> {
           }
           row_count[b] = count;
         }
-        sum(by_row.data(), row_count.data(), units, weight.data_ptr<float>(), in, begin, end,
-            dx.data_ptr<float>());
+        sum_kept_rows(by_row.data(), row_count.data(), units, weight.data_ptr<float>(), in, begin,
+                      end, dx.data_ptr<float>());
       });
     }
     return {dx, dweight, dbias, at::Tensor()};
@@ -177,12 +142,16 @@ class LinearReluDropout : public torch::autograd::Function<LinearReluDropout> {
 
 }  // namespace
 
+bool linear_relu_dropout_serves(const at::Tensor& x) {
+  return serve(x) && x.dim() == 2 && x.size(1) % kLanes == 0 && x.size(0) > 0;
+}
+
 at::Tensor linear_relu_dropout(const at::Tensor& x, const at::Tensor& weight,
                                const at::Tensor& bias, double keep_prob) {
-  TORCH_CHECK(x.dim() == 2 && weight.dim() == 2 && weight.size(1) == x.size(1) &&
-                  x.size(1) % kLanes == 0 && bias.dim() == 1 && bias.size(0) == weight.size(0),
-              "linear_relu_dropout: x must be (N, K) with K a multiple of 8, weight (M, K), bias "
-              "(M), got ",
+  TORCH_CHECK(linear_relu_dropout_serves(x) && weight.dim() == 2 && weight.size(1) == x.size(1) &&
+                  bias.dim() == 1 && bias.size(0) == weight.size(0),
+              "linear_relu_dropout: x must be a CPU float32 (N, K) with K a multiple of 8, weight "
+              "(M, K), bias (M), got ",
               x.sizes(), ", ", weight.sizes(), ", ", bias.sizes());
   TORCH_CHECK(keep_prob > 0.0 && keep_prob <= 1.0,
               "linear_relu_dropout: keep_prob must be in (0, 1], got ", keep_prob);
@@ -190,4 +159,4 @@ at::Tensor linear_relu_dropout(const at::Tensor& x, const at::Tensor& weight,
   return LinearReluDropout::apply(x, weight, bias, keep_prob);
 }
 
-}  // namespace fastnn::models
+}  // namespace fastnn::kernels
