@@ -3,6 +3,8 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "models/classifier.h"
 #include "src/kernels/kernels.h"
@@ -72,20 +74,27 @@ std::pair<int64_t, int64_t> same_padding(int64_t size, int64_t kernel, int64_t s
   return {total / 2, total - total / 2};
 }
 
+std::optional<std::vector<int64_t>> SlimConvImpl::symmetric_padding(const torch::Tensor& x) const {
+  const auto& o = options_;
+  if (o.padding != Padding::kSame) return std::vector<int64_t>{o.symmetric_pad, o.symmetric_pad};
+  auto [top, bottom] = same_padding(x.size(2), o.kernel_h, o.stride, o.dilation);
+  auto [left, right] = same_padding(x.size(3), o.kernel_w, o.stride, o.dilation);
+  if (top != bottom || left != right) return std::nullopt;
+  return std::vector<int64_t>{top, left};
+}
+
 torch::Tensor SlimConvImpl::forward(torch::Tensor x) {
   const auto& o = options_;
-  std::vector<int64_t> pad = {o.symmetric_pad, o.symmetric_pad};
-  if (o.padding == Padding::kSame) {
+  std::optional<std::vector<int64_t>> pad = symmetric_padding(x);
+  if (!pad) {
     auto [top, bottom] = same_padding(x.size(2), o.kernel_h, o.stride, o.dilation);
     auto [left, right] = same_padding(x.size(3), o.kernel_w, o.stride, o.dilation);
-    if (top == bottom && left == right) {
-      pad = {top, left};
-    } else {
-      x = torch::constant_pad_nd(x, {left, right, top, bottom});
-    }
+    x = torch::constant_pad_nd(x, {left, right, top, bottom});
+    pad = std::vector<int64_t>{0, 0};
   }
   const int64_t groups = o.depthwise ? o.in_channels : 1;
-  x = torch::conv2d(x, weight_, bias_, {o.stride, o.stride}, pad, {o.dilation, o.dilation}, groups);
+  x = torch::conv2d(x, weight_, bias_, {o.stride, o.stride}, *pad, {o.dilation, o.dilation},
+                    groups);
   if (bn_) x = bn_->forward(x);
   switch (o.activation) {
     case Activation::kRelu:
@@ -104,17 +113,8 @@ torch::Tensor SlimConvImpl::forward_max_pool(torch::Tensor x, int64_t kernel, in
   const bool plain = !bn_ && !o.depthwise && o.stride == 1 && o.dilation == 1 &&
                      o.activation == Activation::kRelu && kernel == 2 && stride == 2;
   if (fused && plain) {
-    int64_t pad_h = o.symmetric_pad, pad_w = o.symmetric_pad;
-    bool symmetric = true;
-    if (o.padding == Padding::kSame) {
-      auto [top, bottom] = same_padding(x.size(2), o.kernel_h, 1, 1);
-      auto [left, right] = same_padding(x.size(3), o.kernel_w, 1, 1);
-      symmetric = top == bottom && left == right;
-      pad_h = top;
-      pad_w = left;
-    }
-    if (symmetric) {
-      return conv_relu_max_pool_2x2(x, weight_, bias_, pad_h, pad_w, true,
+    if (const auto pad = symmetric_padding(x)) {
+      return conv_relu_max_pool_2x2(x, weight_, bias_, (*pad)[0], (*pad)[1], true,
                                     x.suggest_memory_format());
     }
   }

@@ -8,7 +8,9 @@
 #include <torch/nn/module.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace fastnn::models {
 
@@ -81,6 +83,11 @@ class SlimConvImpl : public torch::nn::Module {
   torch::Tensor forward_max_pool(torch::Tensor x, int64_t kernel, int64_t stride, bool fused);
 
  private:
+  /// The convolution's own padding {h, w} for input x: VALID's
+  /// symmetric_pad, or SAME's when it is the same on both sides; nullopt
+  /// when SAME pads one side more (an explicit pad first).
+  std::optional<std::vector<int64_t>> symmetric_padding(const torch::Tensor& x) const;
+
   ConvOptions options_;
   torch::Tensor weight_, bias_;
   TfBatchNorm bn_{nullptr};
