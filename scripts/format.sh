@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Formats every C++ file git tracks with clang-format 14 and the repository's
-# .clang-format (Google's style at 100 columns; docs/design.md, "Code style").
+# .clang-format (Google's style at 100 columns; docs/design/build.md, "Code style").
 # Usage: scripts/format.sh           rewrite the files in place
 #        scripts/format.sh --check   change nothing; list the files that
 #                                    differ and exit 1 if any does (a leg of

@@ -24,7 +24,7 @@ dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install o
   missing+=(libclang-rt-14-dev)
 if ((${#missing[@]})); then scripts/apt_install.sh fuzz "${missing[@]}"; fi
 CCACHE=$(command -v ccache || true)
-# As the main build (docs/design.md, "Build cache"): a second clone hits.
+# As the main build (docs/design/build.md, "Build cache"): a second clone hits.
 # This build has debug info, so hash_dir off means its paths may name the
 # clone that filled the cache; the findings' stack traces name files by
 # their relative paths either way.

@@ -3,7 +3,7 @@
 // directory. tests/test_paths.cc is the one test unit compiled with the
 // build's absolute paths; every other test unit's compile command is the
 // same in any clone, so a second clone of the tree hits the compiler cache
-// (docs/design.md, "Build cache").
+// (docs/design/build.md, "Build cache").
 namespace fastnn::test_paths {
 const char* source_dir();  // the repository root
 const char* bin_dir();     // build/bin

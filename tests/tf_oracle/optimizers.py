@@ -25,7 +25,7 @@ import verdict
 tf.compat.v1.disable_eager_execution()
 K, T, LR = 16, 20, 0.05
 TOLERANCE = 1e-6
-# Known and stated (docs/design.md, "Checked against TensorFlow"): FTRL's
+# Known and stated (docs/design/tf_checks.md, "Checked against TensorFlow"): FTRL's
 # linear slot, where sigma = (n_new^0.6 - n^0.6) / lr cancels, differs by
 # 1.9e-6 relative (the variable itself by 6e-8); not traced further.
 SLOT_TOLERANCE = {("ftrl", "linear"): 5e-6}

@@ -1,6 +1,6 @@
 // Two workers of one job (Gloo over loopback, one thread each) stepping as
 // a GPU run does: the numbers are read only on the steps asked for and on
-// the stop agreements (docs/design.md, "The GPU step").
+// the stop agreements (docs/design/gpu.md, "The GPU step").
 #include <gtest/gtest.h>
 
 #include <atomic>

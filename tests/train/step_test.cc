@@ -90,7 +90,7 @@ TEST(Step, SettleStopsARunWhoseLastStepsHadInf) {
   EXPECT_FALSE(std::isfinite(s.gradient_norm));
 }
 
-// The host reads of docs/design.md, "The GPU step", held through the
+// The host reads of docs/design/gpu.md, "The GPU step", held through the
 // counting seam every read goes through: a step that reads its numbers
 // reads once, one that does not reads nothing, settle() once; dynamic loss
 // scaling reads its one flag (with the numbers) every step.
