@@ -96,18 +96,17 @@ void check_class_names(const std::string& dir, const std::vector<std::string>& n
   }
 }
 
-}  // namespace
-
-ImageFolderSplit scan_image_folder(const std::string& dir) {
+// The class folders of `dir`, sorted: its sub-folders.
+std::vector<std::string> list_classes(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     throw DataError("image_folder: '" + dir + "' is not a directory" +
                     (ec && ec.value() != ENOENT ? " (" + ec.message() + ")" : ""));
   }
-  ImageFolderSplit out;
+  std::vector<std::string> class_names;
   for (const auto& entry : entries(dir)) {
     const Kind kind = kind_of(entry);
-    if (kind == Kind::kDirectory) out.class_names.push_back(entry.filename().string());
+    if (kind == Kind::kDirectory) class_names.push_back(entry.filename().string());
     // A class folder that vanished would shift every later class's label.
     if (kind == Kind::kDangling) {
       throw DataError(dangling(entry) +
@@ -115,16 +114,23 @@ ImageFolderSplit scan_image_folder(const std::string& dir) {
                       "target or remove it");
     }
   }
-  if (out.class_names.empty()) {
+  if (class_names.empty()) {
     throw DataError("image_folder: '" + dir + "' has no class sub-folder (expected " + dir +
                     "/<class>/<image>.jpg)");
   }
-  check_class_names(dir, out.class_names);
+  check_class_names(dir, class_names);
+  return class_names;
+}
+
+// The images of every class folder, each with its class's label, in folder
+// order; a warning counts what else the folders hold.
+std::vector<std::pair<std::string, int64_t>> list_images(
+    const std::string& dir, const std::vector<std::string>& class_names) {
   std::vector<std::pair<std::string, int64_t>> all;
   // What the class folders hold besides images, counted by kind.
   int64_t not_images = 0, folders = 0, others = 0;
-  for (size_t class_index = 0; class_index < out.class_names.size(); ++class_index) {
-    for (const auto& entry : entries(fs::path(dir) / out.class_names[class_index])) {
+  for (size_t class_index = 0; class_index < class_names.size(); ++class_index) {
+    for (const auto& entry : entries(fs::path(dir) / class_names[class_index])) {
       const Kind kind = kind_of(entry);
       if (!is_image_name(entry)) {
         ++(kind == Kind::kDirectory ? folders : not_images);
@@ -141,14 +147,29 @@ ImageFolderSplit scan_image_folder(const std::string& dir) {
                    << folders << " sub-folder(s) (classes are the top level only), " << others
                    << " other(s) named like images (devices, FIFOs, folders)";
   }
-  std::vector<int64_t> per_class(out.class_names.size(), 0);
+  return all;
+}
+
+// A warning for each class without an image.
+void warn_empty_classes(const std::string& dir, const std::vector<std::string>& class_names,
+                        const std::vector<std::pair<std::string, int64_t>>& all) {
+  std::vector<int64_t> per_class(class_names.size(), 0);
   for (const auto& [path, label] : all) ++per_class[static_cast<size_t>(label)];
   for (size_t c = 0; c < per_class.size(); ++c) {
     if (per_class[c] > 0) continue;
-    log::warning() << "image_folder: class " << config::quote_value(out.class_names[c])
-                   << " (label " << c << ") of '" << dir
+    log::warning() << "image_folder: class " << config::quote_value(class_names[c]) << " (label "
+                   << c << ") of '" << dir
                    << "' has no image; it keeps its label, as TF-slim's converters do";
   }
+}
+
+}  // namespace
+
+ImageFolderSplit scan_image_folder(const std::string& dir) {
+  ImageFolderSplit out;
+  out.class_names = list_classes(dir);
+  std::vector<std::pair<std::string, int64_t>> all = list_images(dir, out.class_names);
+  warn_empty_classes(dir, out.class_names, all);
   std::sort(all.begin(), all.end());
   for (auto& [path, label] : all) {
     out.files.push_back(std::move(path));

@@ -168,6 +168,11 @@ struct Pipeline::State {
   bool finish_batches(Batching& b);
   /// Stops and joins the threads started.
   void stop_threads();
+  /// The files this worker reads: every one, or its shard's.
+  void plan_files();
+  /// Starts the reader and the decoding threads, each holding `self`.
+  void start_threads(const std::shared_ptr<State>& self);
+  std::thread start_thread(const std::shared_ptr<State>& self, void (State::*loop)());
   template <typename Take>
   bool read_files(Take&& take);
   template <typename Take>
@@ -738,84 +743,98 @@ void check_cache_budget(const PipelineOptions& options, const ShardPlan& plan,
               << ", kept after their first read";
 }
 
+// The constructor's checks of its options, in order.
+void check_options(const PipelineOptions& o) {
+  if (o.batch_size < 1) throw ConfigError("batch_size must be >= 1");
+  if (o.max_record_bytes < 1 || o.max_image_pixels < 1) {
+    throw ConfigError("max_record_bytes and max_image_pixels must be >= 1");
+  }
+  if (!(o.max_skipped_share >= 0 && o.max_skipped_share <= 1)) {
+    throw ConfigError("max_skipped_share must be in [0, 1], got " +
+                      std::to_string(o.max_skipped_share));
+  }
+  check_batches_ahead(o);
+  if (o.files.empty() && o.synthetic_samples <= 0) {
+    throw DataError("input pipeline: no files to read");
+  }
+  if (!o.file_labels.empty() && o.file_labels.size() != o.files.size()) {
+    throw ConfigError("input pipeline: file_labels and files differ in size");
+  }
+}
+
 }  // namespace
+
+void Pipeline::State::plan_files() {
+  if (opt.synthetic_samples > 0 || opt.num_shards <= 1) {
+    for (size_t file_index = 0; file_index < opt.files.size(); ++file_index)
+      plan.files.push_back(file_index);
+  } else {
+    plan = plan_shards(records_per_file(opt), opt.shard_index, opt.num_shards);
+    stats.shard_samples = plan.samples;
+    stats.shard_dropped = plan.dropped;
+    log::info() << "Input " << describe(plan, opt.files.size());
+  }
+}
+
+// One thread running loop, holding the state, and saying when it ends.
+std::thread Pipeline::State::start_thread(const std::shared_ptr<State>& self,
+                                          void (State::*loop)()) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++live_threads;
+  }
+  try {
+    return std::thread([state = self, loop] {
+      try {
+        ((*state).*loop)();
+      } catch (...) {
+        state->fail(std::current_exception());
+      }
+      std::lock_guard<std::mutex> lock(state->mu);
+      --state->live_threads;
+      state->cv.notify_all();
+    });
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu);
+    --live_threads;
+    throw;
+  }
+}
+
+// Under a process limit (ulimit -u) fewer decoding threads do the work;
+// without a reader and one decoder the threads started are stopped before
+// the error unwinds (a joinable std::thread would abort).
+void Pipeline::State::start_threads(const std::shared_ptr<State>& self) {
+  const int wanted = std::max(1, opt.num_threads);
+  try {
+    reader = start_thread(self, &State::read_loop);
+    for (int i = 0; i < wanted; ++i) workers.push_back(start_thread(self, &State::work_loop));
+  } catch (const std::system_error& e) {
+    if (!io::is_thread_limit(e) || workers.empty()) {
+      stop_threads();
+      if (!io::is_thread_limit(e)) throw;
+      throw ConfigError(io::thread_limit_message(
+          "input pipeline", "lower num_preprocessing_threads or raise the limit"));
+    }
+    log::warning() << "input pipeline: " << workers.size() << " of " << wanted
+                   << " decoding threads started (the process limit is reached)";
+  } catch (...) {
+    stop_threads();
+    throw;
+  }
+}
 
 Pipeline::Pipeline(PipelineOptions options) : state_(std::make_shared<State>()) {
   State& shared = *state_;
   shared.opt = std::move(options);
-  if (shared.opt.batch_size < 1) throw ConfigError("batch_size must be >= 1");
-  if (shared.opt.max_record_bytes < 1 || shared.opt.max_image_pixels < 1) {
-    throw ConfigError("max_record_bytes and max_image_pixels must be >= 1");
-  }
-  if (!(shared.opt.max_skipped_share >= 0 && shared.opt.max_skipped_share <= 1)) {
-    throw ConfigError("max_skipped_share must be in [0, 1], got " +
-                      std::to_string(shared.opt.max_skipped_share));
-  }
-  check_batches_ahead(shared.opt);
-  if (shared.opt.files.empty() && shared.opt.synthetic_samples <= 0) {
-    throw DataError("input pipeline: no files to read");
-  }
-  if (!shared.opt.file_labels.empty() && shared.opt.file_labels.size() != shared.opt.files.size()) {
-    throw ConfigError("input pipeline: file_labels and files differ in size");
-  }
-  if (shared.opt.synthetic_samples > 0 || shared.opt.num_shards <= 1) {
-    for (size_t file_index = 0; file_index < shared.opt.files.size(); ++file_index)
-      shared.plan.files.push_back(file_index);
-  } else {
-    shared.plan =
-        plan_shards(records_per_file(shared.opt), shared.opt.shard_index, shared.opt.num_shards);
-    shared.stats.shard_samples = shared.plan.samples;
-    shared.stats.shard_dropped = shared.plan.dropped;
-    log::info() << "Input " << describe(shared.plan, shared.opt.files.size());
-  }
+  check_options(shared.opt);
+  shared.plan_files();
   shared.opt.num_parallel_batches = std::max<int64_t>(1, shared.opt.num_parallel_batches);
   shared.opt.prefetch_batches = std::max<int64_t>(1, shared.opt.prefetch_batches);
   shared.next_index = shared.opt.skip_batches;
   if (shared.opt.synthetic_samples > 0) shared.opt.cache = false;  // nothing to read
   if (shared.opt.cache) check_cache_budget(shared.opt, shared.plan, shared.stats);
-  // Each thread holds the state, and says when it ends. Under a process
-  // limit (ulimit -u) fewer decoding threads do the work; without a reader
-  // and one decoder the threads started are stopped before the error
-  // unwinds (a joinable std::thread would abort).
-  auto start = [&shared, state = state_](void (State::*loop)()) {
-    {
-      std::lock_guard<std::mutex> lock(shared.mu);
-      ++shared.live_threads;
-    }
-    try {
-      return std::thread([state, loop] {
-        try {
-          ((*state).*loop)();
-        } catch (...) {
-          state->fail(std::current_exception());
-        }
-        std::lock_guard<std::mutex> lock(state->mu);
-        --state->live_threads;
-        state->cv.notify_all();
-      });
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(shared.mu);
-      --shared.live_threads;
-      throw;
-    }
-  };
-  const int wanted = std::max(1, shared.opt.num_threads);
-  try {
-    shared.reader = start(&State::read_loop);
-    for (int i = 0; i < wanted; ++i) shared.workers.push_back(start(&State::work_loop));
-  } catch (const std::system_error& e) {
-    if (!io::is_thread_limit(e) || shared.workers.empty()) {
-      shared.stop_threads();
-      if (!io::is_thread_limit(e)) throw;
-      throw ConfigError(io::thread_limit_message(
-          "input pipeline", "lower num_preprocessing_threads or raise the limit"));
-    }
-    log::warning() << "input pipeline: " << shared.workers.size() << " of " << wanted
-                   << " decoding threads started (the process limit is reached)";
-  } catch (...) {
-    shared.stop_threads();
-    throw;
-  }
+  shared.start_threads(state_);
 }
 
 void Pipeline::State::stop_threads() {

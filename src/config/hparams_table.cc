@@ -16,10 +16,10 @@ namespace {
 
 using G = Group;
 
-std::vector<KeySpec> build_table() {
+// Dataset: what to read and in which batches.
+void add_dataset_source_keys(std::vector<KeySpec>& t) {
   // clang-format off
-  return {
-    // --- Dataset ---
+  t.insert(t.end(), {
     {FASTNN_KEY(dataset_name), G::kDataset,
      "Dataset to read: mock (synthetic images, no I/O), mnist, "
      "fashion_mnist, cifar10, flowers, imagenet, tfrecord (any TF-slim-style "
@@ -42,6 +42,14 @@ std::vector<KeySpec> build_table() {
      "dataset is used. FastNN ignored it.", at_least(1)},
     {FASTNN_KEY(eval_batch_size), G::kDataset,
      "Images per evaluation batch.", at_least(1)},
+  });
+  // clang-format on
+}
+
+// Dataset: the records accepted, the validation split, ignored keys.
+void add_dataset_record_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     {FASTNN_KEY(skip_corrupt_records), G::kDataset,
      "Skip (and count) records that cannot be parsed or decoded instead of "
      "stopping with exit code 3."},
@@ -77,8 +85,14 @@ std::vector<KeySpec> build_table() {
      "Unused in FastNN as well; use train_files.", {}, {}, kIgnored},
     {FASTNN_KEY(reader), G::kDataset,
      "FastNN passed it along without using it.", {}, {}, kIgnored},
+  });
+  // clang-format on
+}
 
-    // --- Preprocessing ---
+// Preprocessing: image sizes, threads, buffers, cache, decoding.
+void add_preprocessing_pipeline_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     {FASTNN_KEY(preprocessing_name), G::kPreprocessing,
      "Preprocessing: inception, vgg, cifarnet, lenet or a model name; "
      "None: the one that belongs to model_name."},
@@ -108,6 +122,14 @@ std::vector<KeySpec> build_table() {
      "Let inception preprocessing decode only the crop it needs, at the "
      "smallest libjpeg DCT scale (n/8) that keeps it at least the output "
      "size; False decodes the full image first (docs/io.md)."},
+  });
+  // clang-format on
+}
+
+// Preprocessing: labels, channels and augmentation.
+void add_preprocessing_transform_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     {FASTNN_KEY(labels_offset), G::kPreprocessing,
      "Subtracted from every label, e.g. 1 for files whose class 0 is a "
      "background class.", at_least(0)},
@@ -133,8 +155,14 @@ std::vector<KeySpec> build_table() {
      "Probability that a training image gets one rectangle of its network "
      "input (after normalization) set to 0: torchvision's RandomErasing "
      "with scale (0.02, 0.33), ratio (0.3, 3.3), value 0.", between(0, 1)},
+  });
+  // clang-format on
+}
 
-    // --- Model ---
+// Model: the network, its checkpoints and the batch.
+void add_model_setup_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     {FASTNN_KEY(model_name), G::kModel,
      "Network, by its TF-slim name: lenet, cifarnet, inception_v3, "
      "resnet_v1_50, mobilenet_v2, ..."},
@@ -161,6 +189,14 @@ std::vector<KeySpec> build_table() {
      "Skip variables that checkpoint_path lacks instead of failing."},
     {FASTNN_KEY(batch_size), G::kModel,
      "Images per training batch on each device.", at_least(1)},
+  });
+  // clang-format on
+}
+
+// Model: steps, regularization, mixing, clipping, seed.
+void add_model_training_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     {FASTNN_KEY(gradient_accumulation_steps), G::kModel,
      "Micro-batches of batch_size whose gradients are summed before one "
      "optimizer step (the all-reduce runs once, after the last): each "
@@ -204,8 +240,14 @@ std::vector<KeySpec> build_table() {
      above(0), {}, 0, "no clipping"},
     {FASTNN_KEY(seed), G::kModel,
      "Seed for weight initialization, shuffling and augmentation."},
+  });
+  // clang-format on
+}
 
-    // --- Learning rate ---
+// Learning rate.
+void add_learning_rate_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     {FASTNN_KEY(learning_rate_decay_type), G::kLearningRate,
      "Schedule shape; fixed ignores warmup.",
      {}, {"fixed", "exponential", "polynomial", "cosine"}},
@@ -239,8 +281,14 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(min_lr_ratio), G::kLearningRate,
      "Floor of the cosine schedule, as a fraction of learning_rate.",
      between(0, 1)},
+  });
+  // clang-format on
+}
 
-    // --- Optimizer ---
+// Optimizer.
+void add_optimizer_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     // No choices here: the optimizer factory (src/optim/optimizers.cc) holds
     // the one list of names and reports an unknown one with its location.
     {FASTNN_KEY(optimizer), G::kOptimizer,
@@ -279,8 +327,14 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(moving_average_decay), G::kOptimizer,
      "Keep an exponential moving average of the weights with this decay; "
      "None: off.", between(0, 1), {}, 0, "off"},
+  });
+  // clang-format on
+}
 
-    // --- Log ---
+// Log: stopping, logging, profiling, summaries.
+void add_log_progress_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     {FASTNN_KEY(stop_at_step), G::kLog,
      "Stop when the global step reaches this absolute value (by "
      "StopAtStepHook: with hooks= that leaves it out, a warning and no stop). "
@@ -307,6 +361,14 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(save_summaries_secs), G::kLog,
      "Write TensorBoard summaries every this many seconds; 0: off.",
      at_least(0)},
+  });
+  // clang-format on
+}
+
+// Log: evaluation and results.
+void add_log_evaluation_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     {FASTNN_KEY(eval_every_n_iters), G::kLog,
      "Evaluate on eval_split_name (and on the validation split, when the "
      "dataset has one) every N steps; 0: off. One epoch's steps (e.g. 469 "
@@ -348,8 +410,14 @@ std::vector<KeySpec> build_table() {
      "when the run ends.", {}, {"none", "smac", "tsv"}},
     {FASTNN_KEY(log_device_placement), G::kLog,
      "TensorFlow op-placement logging.", {}, {}, kIgnored},
+  });
+  // clang-format on
+}
 
-    // --- Performance ---
+// Performance: precision, device, kernels, synthetic inputs.
+void add_performance_device_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     {FASTNN_KEY(use_fp16), G::kPerformance,
      "Mixed precision: fp16 autocast with fp32 master weights on CUDA, "
      "bf16 autocast on CPUs that support it."},
@@ -380,6 +448,14 @@ std::vector<KeySpec> build_table() {
      "(tf_cnn_benchmarks' use_synthetic_gpu_inputs), to time the step "
      "alone. For benchmarks; off trains on mock images made by the "
      "pipeline's threads."},
+  });
+  // clang-format on
+}
+
+// Performance: loss scaling, layout, threads, ignored keys.
+void add_performance_tuning_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     {FASTNN_KEY(loss_scale), G::kPerformance,
      "Loss multiplier applied before backward for fp16; the gradients are "
      "divided by it again. With dynamic loss scaling: the first scale "
@@ -405,8 +481,14 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(colocate_gradients_with_ops), G::kPerformance,
      "TensorFlow graph placement; unused in FastNN as well.",
      {}, {}, kIgnored},
+  });
+  // clang-format on
+}
 
-    // --- Cluster ---
+// Cluster: the processes, all-reduce, rendezvous.
+void add_cluster_topology_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     {FASTNN_KEY(job_name), G::kCluster,
      "Role of this process; chief is task 0 under another name.",
      {}, {"worker", "localhost", "chief"}},
@@ -437,6 +519,14 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(worker_timeout_secs), G::kCluster,
      "Rendezvous deadline and lost-worker bound, in seconds: a worker "
      "silent this long makes every other worker exit 5.", at_least(1)},
+  });
+  // clang-format on
+}
+
+// Cluster: token, TLS, ignored keys.
+void add_cluster_security_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     {FASTNN_KEY(job_token_file), G::kCluster,
      "File holding the job's shared token (every coordinator call carries "
      "it); None: the FASTNN_JOB_TOKEN environment variable."},
@@ -457,8 +547,14 @@ std::vector<KeySpec> build_table() {
      "environment.", {}, {}, kIgnored},
     {FASTNN_KEY(ps_count), G::kCluster,
      "Unused in FastNN as well.", {}, {}, kIgnored},
+  });
+  // clang-format on
+}
 
-    // --- I/O ---
+// I/O.
+void add_io_keys(std::vector<KeySpec>& t) {
+  // clang-format off
+  t.insert(t.end(), {
     {FASTNN_KEY(train_dir), G::kIO,
      "Directory for checkpoints, summaries, timelines, metrics.json and "
      "config.cfg; a run resumes from it. None: nothing is written.",
@@ -489,8 +585,29 @@ std::vector<KeySpec> build_table() {
     {FASTNN_KEY(summaryDir), G::kIO,
      "PAI platform summary directory; summaries go to train_dir.",
      {}, {}, kIgnored},
-  };
+  });
   // clang-format on
+}
+
+// Every key, group by group in display order.
+std::vector<KeySpec> build_table() {
+  std::vector<KeySpec> t;
+  add_dataset_source_keys(t);
+  add_dataset_record_keys(t);
+  add_preprocessing_pipeline_keys(t);
+  add_preprocessing_transform_keys(t);
+  add_model_setup_keys(t);
+  add_model_training_keys(t);
+  add_learning_rate_keys(t);
+  add_optimizer_keys(t);
+  add_log_progress_keys(t);
+  add_log_evaluation_keys(t);
+  add_performance_device_keys(t);
+  add_performance_tuning_keys(t);
+  add_cluster_topology_keys(t);
+  add_cluster_security_keys(t);
+  add_io_keys(t);
+  return t;
 }
 
 #undef FASTNN_KEY
@@ -506,6 +623,23 @@ std::string fmt_bound(double v) {
     s.resize(s.size() - 2);
   }
   return s;
+}
+
+// Parses `raw` as an integer (kInt) or a float into `slot`, a plain or
+// optional field, which keeps its value unless the status is kOk.
+template <bool kInt, typename Slot>
+NumberStatus parse_number(const std::string& raw, Slot& slot) {
+  NumberStatus status;
+  if constexpr (kInt) {
+    int64_t parsed = 0;
+    status = parse_int(raw, &parsed);
+    if (status == NumberStatus::kOk) slot = parsed;
+  } else {
+    double parsed = 0;
+    status = parse_double(raw, &parsed);
+    if (status == NumberStatus::kOk) slot = parsed;
+  }
+  return status;
 }
 
 }  // namespace
@@ -643,16 +777,7 @@ std::string assign_value(const KeySpec& spec, std::string_view text, HParams* hp
             }
             return head + "None is not allowed (expected " + expected + ")";
           }
-          NumberStatus status;
-          if constexpr (kInt) {
-            int64_t parsed = 0;
-            status = parse_int(raw, &parsed);
-            if (status == NumberStatus::kOk) slot = parsed;
-          } else {
-            double parsed = 0;
-            status = parse_double(raw, &parsed);
-            if (status == NumberStatus::kOk) slot = parsed;
-          }
+          const NumberStatus status = parse_number<kInt>(raw, slot);
           if (status == NumberStatus::kOk) return "";
           if (status == NumberStatus::kOutOfRange) {
             return head + shown + " is out of range (expected " +

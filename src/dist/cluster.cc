@@ -139,71 +139,102 @@ ClusterSpec from_flags(const HParams& hp) {
   return spec;
 }
 
-ClusterSpec from_tf_config(const std::string& text) {
-  nlohmann::json tf_config;
+[[noreturn]] void tf_config_fail(const std::string& why) { throw ConfigError("TF_CONFIG: " + why); }
+
+nlohmann::json parse_tf_config(const std::string& text) {
   try {
-    tf_config = nlohmann::json::parse(text);
+    return nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     throw ConfigError(std::string("TF_CONFIG is not valid JSON: ") + e.what());
   }
-  auto fail = [](const std::string& why) { throw ConfigError("TF_CONFIG: " + why); };
-  if (!tf_config.is_object() || !tf_config.contains("cluster") ||
-      !tf_config["cluster"].is_object()) {
-    fail("no \"cluster\" object");
+}
+
+/// The host:port entries TF_CONFIG's cluster lists for `role` (none when
+/// the role is absent).
+std::vector<std::string> tf_config_hosts(const nlohmann::json& cluster, const char* role) {
+  std::vector<std::string> out;
+  if (!cluster.contains(role)) return out;
+  const auto& hosts = cluster[role];
+  if (!hosts.is_array()) tf_config_fail(std::string("cluster.") + role + " is not a list");
+  for (const auto& host : hosts) {
+    if (!host.is_string()) tf_config_fail(std::string("cluster.") + role + " holds a non-string");
+    split_host_port(host.get<std::string>(), std::string("TF_CONFIG cluster.") + role);
+    out.push_back(host.get<std::string>());
   }
-  auto list = [&](const char* role) {
-    std::vector<std::string> out;
-    if (!tf_config["cluster"].contains(role)) return out;
-    const auto& hosts = tf_config["cluster"][role];
-    if (!hosts.is_array()) fail(std::string("cluster.") + role + " is not a list");
-    for (const auto& host : hosts) {
-      if (!host.is_string()) fail(std::string("cluster.") + role + " holds a non-string");
-      split_host_port(host.get<std::string>(), std::string("TF_CONFIG cluster.") + role);
-      out.push_back(host.get<std::string>());
-    }
-    return out;
-  };
-  std::vector<std::string> chief = list("chief"), master = list("master"), worker = list("worker");
-  chief.insert(chief.end(), master.begin(), master.end());
-  if (chief.size() > 1) fail("more than one chief/master task");
+  return out;
+}
+
+struct TfConfigTask {
+  std::string type;
+  int index = 0;
+};
+
+/// TF_CONFIG's task: its type, and its index (0 when absent) in
+/// 0..kMaxWorldSize.
+TfConfigTask tf_config_task(const nlohmann::json& tf_config) {
   if (!tf_config.contains("task") || !tf_config["task"].is_object() ||
       !tf_config["task"].value("type", nlohmann::json()).is_string()) {
-    fail("no \"task\" object with a \"type\"");
+    tf_config_fail("no \"task\" object with a \"type\"");
   }
-  const std::string type = tf_config["task"]["type"].get<std::string>();
+  TfConfigTask task;
+  task.type = tf_config["task"]["type"].get<std::string>();
   const auto& index_json = tf_config["task"].value("index", nlohmann::json(0));
-  if (!index_json.is_number_integer()) fail("task.index is not an integer");
+  if (!index_json.is_number_integer()) tf_config_fail("task.index is not an integer");
   if (index_json.is_number_unsigned()
           ? index_json.get<uint64_t>() > kMaxWorldSize
           : index_json.get<int64_t>() < 0 || index_json.get<int64_t>() > kMaxWorldSize) {
-    fail("task.index " + index_json.dump() + " is out of range (expected 0.." +
-         std::to_string(kMaxWorldSize) + ")");
+    tf_config_fail("task.index " + index_json.dump() + " is out of range (expected 0.." +
+                   std::to_string(kMaxWorldSize) + ")");
   }
-  const int index = index_json.get<int>();
+  task.index = index_json.get<int>();
+  return task;
+}
+
+/// The task's rank: the chief (or master) first, then the workers.
+int tf_config_rank(const TfConfigTask& task, const std::vector<std::string>& chief,
+                   const std::vector<std::string>& worker) {
+  const std::string& type = task.type;
+  const int index = task.index;
+  if (type == "chief" || type == "master") {
+    if (chief.empty() || index != 0)
+      tf_config_fail("task " + type + ":" + std::to_string(index) + " is not in cluster");
+    return 0;
+  }
+  if (type == "worker") {
+    if (index < 0 || index >= static_cast<int>(worker.size())) {
+      tf_config_fail("task.index " + std::to_string(index) + " is out of range (" +
+                     std::to_string(worker.size()) + " workers)");
+    }
+    return static_cast<int>(chief.size()) + index;
+  }
+  tf_config_fail("task type " + config::quote_value(type) +
+                 " is not supported: every FastNN task is a worker (chief, master "
+                 "or worker)");
+}
+
+ClusterSpec from_tf_config(const std::string& text) {
+  const nlohmann::json tf_config = parse_tf_config(text);
+  if (!tf_config.is_object() || !tf_config.contains("cluster") ||
+      !tf_config["cluster"].is_object()) {
+    tf_config_fail("no \"cluster\" object");
+  }
+  const nlohmann::json& cluster = tf_config["cluster"];
+  std::vector<std::string> chief = tf_config_hosts(cluster, "chief");
+  const std::vector<std::string> master = tf_config_hosts(cluster, "master");
+  const std::vector<std::string> worker = tf_config_hosts(cluster, "worker");
+  chief.insert(chief.end(), master.begin(), master.end());
+  if (chief.size() > 1) tf_config_fail("more than one chief/master task");
+  const TfConfigTask task = tf_config_task(tf_config);
   ClusterSpec spec;
   spec.source = ClusterSource::kTfConfig;
   spec.hosts = chief;
   spec.hosts.insert(spec.hosts.end(), worker.begin(), worker.end());
-  if (type == "chief" || type == "master") {
-    if (chief.empty() || index != 0)
-      fail("task " + type + ":" + std::to_string(index) + " is not in cluster");
-    spec.rank = 0;
-  } else if (type == "worker") {
-    if (index < 0 || index >= static_cast<int>(worker.size())) {
-      fail("task.index " + std::to_string(index) + " is out of range (" +
-           std::to_string(worker.size()) + " workers)");
-    }
-    spec.rank = static_cast<int>(chief.size()) + index;
-  } else {
-    fail("task type " + config::quote_value(type) +
-         " is not supported: every FastNN task is a worker (chief, master "
-         "or worker)");
-  }
+  spec.rank = tf_config_rank(task, chief, worker);
   if (spec.hosts.size() > kMaxWorldSize)
-    fail("more than " + std::to_string(kMaxWorldSize) + " tasks");
+    tf_config_fail("more than " + std::to_string(kMaxWorldSize) + " tasks");
   spec.world_size = static_cast<int>(spec.hosts.size());
   set_from_hosts(spec);
-  spec.provenance = {{"rank", "TF_CONFIG task " + type + ":" + std::to_string(index) +
+  spec.provenance = {{"rank", "TF_CONFIG task " + task.type + ":" + std::to_string(task.index) +
                                   " (chief first, then workers)"},
                      {"world_size", "TF_CONFIG cluster (chief + worker)"},
                      {"local_rank", "TF_CONFIG tasks on this host"},
@@ -251,6 +282,44 @@ int nproc_per_node(const HParams& hp) {
   return static_cast<int>(hp.nproc_per_node);
 }
 
+/// The processes to run on each node, and where that count came from.
+struct NodeProcesses {
+  int count = 1;
+  std::string from;
+};
+
+/// NPROC_PER_NODE when set (it must agree with an explicit nproc_per_node),
+/// nproc_per_node otherwise.
+NodeProcesses node_processes(const HParams& hp, const Environment& env) {
+  int nproc = nproc_per_node(hp);
+  std::string nproc_from = "nproc_per_node (" + hp.where("nproc_per_node") + ")";
+  if (present(env, "NPROC_PER_NODE")) {
+    const int env_nproc = env_int(env, "NPROC_PER_NODE");
+    if (env_nproc < 1)
+      throw ConfigError("NPROC_PER_NODE=" + std::to_string(env_nproc) + " must be >= 1");
+    if (hp.sources.count("nproc_per_node") && env_nproc != nproc) {
+      throw ConfigError("nproc_per_node=" + std::to_string(nproc) + " (" +
+                        hp.where("nproc_per_node") +
+                        ") contradicts NPROC_PER_NODE=" + std::to_string(env_nproc));
+    }
+    nproc = env_nproc;
+    nproc_from = "NPROC_PER_NODE";
+  }
+  return {nproc, nproc_from};
+}
+
+/// The coordinator of a PAI-DLC/Kubeflow job, with its provenance.
+void set_node_level_coordinator(const Environment& env, int nodes, ClusterSpec& spec) {
+  if (nodes == 1 && !get(env, "MASTER_ADDR")) {
+    // One node: the launcher's own coordinator on this machine.
+    const auto port = master_port(env);
+    spec.coordinator = "127.0.0.1:" + std::to_string(port.value_or(0));
+    spec.provenance.emplace_back("coordinator", "127.0.0.1 (one node, MASTER_ADDR not set)");
+    return;
+  }
+  spec.coordinator = master_address(env, spec, "MASTER_ADDR is not set (WORLD_SIZE and RANK are)");
+}
+
 /// PAI-DLC / Kubeflow PyTorchJob: WORLD_SIZE and RANK count nodes (pods),
 /// not processes; NPROC_PER_NODE (or nproc_per_node) processes run on each.
 ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
@@ -268,20 +337,9 @@ ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
     throw ConfigError("RANK=" + std::to_string(node) +
                       " is out of range (WORLD_SIZE=" + std::to_string(nodes) + " nodes)");
   }
-  int nproc = nproc_per_node(hp);
-  std::string nproc_from = "nproc_per_node (" + hp.where("nproc_per_node") + ")";
-  if (present(env, "NPROC_PER_NODE")) {
-    const int env_nproc = env_int(env, "NPROC_PER_NODE");
-    if (env_nproc < 1)
-      throw ConfigError("NPROC_PER_NODE=" + std::to_string(env_nproc) + " must be >= 1");
-    if (hp.sources.count("nproc_per_node") && env_nproc != nproc) {
-      throw ConfigError("nproc_per_node=" + std::to_string(nproc) + " (" +
-                        hp.where("nproc_per_node") +
-                        ") contradicts NPROC_PER_NODE=" + std::to_string(env_nproc));
-    }
-    nproc = env_nproc;
-    nproc_from = "NPROC_PER_NODE";
-  }
+  const NodeProcesses procs = node_processes(hp, env);
+  const int nproc = procs.count;
+  const std::string& nproc_from = procs.from;
   if (int64_t{nodes} * nproc > kMaxWorldSize) {
     throw ConfigError("WORLD_SIZE=" + std::to_string(nodes) + " nodes x " + nproc_from + "=" +
                       std::to_string(nproc) + " is more than " + std::to_string(kMaxWorldSize) +
@@ -300,14 +358,7 @@ ClusterSpec from_node_level(const HParams& hp, const Environment& env) {
       {"local_rank",
        nproc > 1 ? "the launcher assigns 0.." + std::to_string(nproc - 1) : "one process per node"},
       {"local_world_size", nproc_from}};
-  if (nodes == 1 && !get(env, "MASTER_ADDR")) {
-    // One node: the launcher's own coordinator on this machine.
-    const auto port = master_port(env);
-    spec.coordinator = "127.0.0.1:" + std::to_string(port.value_or(0));
-    spec.provenance.emplace_back("coordinator", "127.0.0.1 (one node, MASTER_ADDR not set)");
-    return spec;
-  }
-  spec.coordinator = master_address(env, spec, "MASTER_ADDR is not set (WORLD_SIZE and RANK are)");
+  set_node_level_coordinator(env, nodes, spec);
   return spec;
 }
 
@@ -341,20 +392,9 @@ std::vector<int> expand_tasks_per_node(const std::string& text, const std::strin
   return out;
 }
 
-ClusterSpec from_slurm(const Environment& env) {
-  ClusterSpec spec;
-  spec.source = ClusterSource::kSlurm;
-  const char* ntasks = present(env, "SLURM_NTASKS") ? "SLURM_NTASKS" : "SLURM_NPROCS";
-  if (!present(env, ntasks)) {
-    throw ConfigError("SLURM_PROCID is set but SLURM_NTASKS is not");
-  }
-  spec.rank = env_int(env, "SLURM_PROCID");
-  spec.world_size = env_int(env, ntasks);
-  spec.provenance = {{"rank", "SLURM_PROCID"}, {"world_size", ntasks}};
-  if (present(env, "SLURM_LOCALID")) {
-    spec.local_rank = env_int(env, "SLURM_LOCALID");
-    spec.provenance.emplace_back("local_rank", "SLURM_LOCALID");
-  }
+/// This node's task count, from SLURM_NTASKS_PER_NODE or else
+/// SLURM_TASKS_PER_NODE at SLURM_NODEID; left as it is when neither is set.
+void set_slurm_local_world_size(const Environment& env, ClusterSpec& spec) {
   if (present(env, "SLURM_NTASKS_PER_NODE")) {
     auto tasks_per_node =
         expand_tasks_per_node(env.at("SLURM_NTASKS_PER_NODE"), "SLURM_NTASKS_PER_NODE");
@@ -371,13 +411,10 @@ ClusterSpec from_slurm(const Environment& env) {
     spec.local_world_size = tasks_per_node[node];
     spec.provenance.emplace_back("local_world_size", "SLURM_TASKS_PER_NODE[SLURM_NODEID]");
   }
-  for (const char* var : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
-    if (auto list = get(env, var)) {
-      spec.hosts = expand_nodelist(*list, var);
-      spec.provenance.emplace_back("hosts", var);
-      break;
-    }
-  }
+}
+
+/// The coordinator: MASTER_ADDR, else the first node of the host list.
+void set_slurm_coordinator(const Environment& env, ClusterSpec& spec) {
   if (get(env, "MASTER_ADDR")) {
     spec.coordinator = master_address(env, spec, "");
   } else if (!spec.hosts.empty()) {
@@ -394,6 +431,31 @@ ClusterSpec from_slurm(const Environment& env) {
         "Slurm: neither SLURM_STEP_NODELIST, SLURM_JOB_NODELIST nor "
         "MASTER_ADDR names the coordinator's host");
   }
+}
+
+ClusterSpec from_slurm(const Environment& env) {
+  ClusterSpec spec;
+  spec.source = ClusterSource::kSlurm;
+  const char* ntasks = present(env, "SLURM_NTASKS") ? "SLURM_NTASKS" : "SLURM_NPROCS";
+  if (!present(env, ntasks)) {
+    throw ConfigError("SLURM_PROCID is set but SLURM_NTASKS is not");
+  }
+  spec.rank = env_int(env, "SLURM_PROCID");
+  spec.world_size = env_int(env, ntasks);
+  spec.provenance = {{"rank", "SLURM_PROCID"}, {"world_size", ntasks}};
+  if (present(env, "SLURM_LOCALID")) {
+    spec.local_rank = env_int(env, "SLURM_LOCALID");
+    spec.provenance.emplace_back("local_rank", "SLURM_LOCALID");
+  }
+  set_slurm_local_world_size(env, spec);
+  for (const char* var : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+    if (auto list = get(env, var)) {
+      spec.hosts = expand_nodelist(*list, var);
+      spec.provenance.emplace_back("hosts", var);
+      break;
+    }
+  }
+  set_slurm_coordinator(env, spec);
   return spec;
 }
 
@@ -519,17 +581,20 @@ std::pair<std::string, int> split_host_port(const std::string& address, const st
   return {host, port};
 }
 
-std::vector<std::string> expand_nodelist(const std::string& list, const std::string& what) {
-  auto bad = [&]() {
-    return ConfigError(what + "=" + config::quote_value(list) + " is not a Slurm host list");
-  };
-  // Split at commas outside brackets.
+namespace {
+
+ConfigError nodelist_error(const std::string& list, const std::string& what) {
+  return ConfigError(what + "=" + config::quote_value(list) + " is not a Slurm host list");
+}
+
+/// `list` split at the commas outside brackets; empty items dropped.
+std::vector<std::string> split_nodelist(const std::string& list, const std::string& what) {
   std::vector<std::string> items;
   std::string cur;
   int depth = 0;
   for (char ch : list) {
     if (ch == '[') ++depth;
-    if (ch == ']' && --depth < 0) throw bad();
+    if (ch == ']' && --depth < 0) throw nodelist_error(list, what);
     if (ch == ',' && depth == 0) {
       if (!cur.empty()) items.push_back(cur);
       cur.clear();
@@ -537,10 +602,41 @@ std::vector<std::string> expand_nodelist(const std::string& list, const std::str
       cur += ch;
     }
   }
-  if (depth != 0) throw bad();
+  if (depth != 0) throw nodelist_error(list, what);
   if (!cur.empty()) items.push_back(cur);
+  return items;
+}
+
+/// Appends prefix + number + suffix for each number of `range` ("7" or
+/// "07-12", zero-padded to lo's width) and each of `suffixes`.
+void append_range(const std::string& range, const std::string& prefix,
+                  const std::vector<std::string>& suffixes, const std::string& list,
+                  const std::string& what, std::vector<std::string>& out) {
+  const size_t dash = range.find('-');
+  const std::string lo_text = range.substr(0, dash);
+  const std::string hi_text = dash == std::string::npos ? lo_text : range.substr(dash + 1);
+  int64_t lo, hi;
+  try {
+    lo = bounded_int(lo_text, what, 0, INT_MAX);
+    hi = bounded_int(hi_text, what, 0, INT_MAX);
+  } catch (const ConfigError&) {
+    throw nodelist_error(list, what);
+  }
+  if (lo < 0 || hi < lo || hi - lo > 100000) throw nodelist_error(list, what);
+  for (int64_t number = lo; number <= hi; ++number) {
+    std::string num = std::to_string(number);
+    if (num.size() < lo_text.size()) {
+      num.insert(0, lo_text.size() - num.size(), '0');
+    }
+    for (const std::string& suffix : suffixes) out.push_back(prefix + num + suffix);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> expand_nodelist(const std::string& list, const std::string& what) {
   std::vector<std::string> out;
-  for (const std::string& item : items) {
+  for (const std::string& item : split_nodelist(list, what)) {
     const size_t open = item.find('[');
     if (open == std::string::npos) {
       out.push_back(item);
@@ -552,27 +648,10 @@ std::vector<std::string> expand_nodelist(const std::string& list, const std::str
                                               ? expand_nodelist(item.substr(close + 1), what)
                                               : std::vector<std::string>{""};
     for (const std::string& range : split_commas(item.substr(open + 1, close - open - 1))) {
-      const size_t dash = range.find('-');
-      const std::string lo_text = range.substr(0, dash);
-      const std::string hi_text = dash == std::string::npos ? lo_text : range.substr(dash + 1);
-      int64_t lo, hi;
-      try {
-        lo = bounded_int(lo_text, what, 0, INT_MAX);
-        hi = bounded_int(hi_text, what, 0, INT_MAX);
-      } catch (const ConfigError&) {
-        throw bad();
-      }
-      if (lo < 0 || hi < lo || hi - lo > 100000) throw bad();
-      for (int64_t number = lo; number <= hi; ++number) {
-        std::string num = std::to_string(number);
-        if (num.size() < lo_text.size()) {
-          num.insert(0, lo_text.size() - num.size(), '0');
-        }
-        for (const std::string& suffix : rest) out.push_back(prefix + num + suffix);
-      }
+      append_range(range, prefix, rest, list, what, out);
     }
   }
-  if (out.empty()) throw bad();
+  if (out.empty()) throw nodelist_error(list, what);
   return out;
 }
 

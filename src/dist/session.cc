@@ -304,6 +304,75 @@ struct WorkerSession::Impl {
     if (heartbeat.joinable()) heartbeat.join();
   }
 
+  /// Takes `given`, with the token rank 0 shares through a file when every
+  /// worker runs on this host; ConfigError when there is still no token.
+  void take_options(const SessionOptions& given) {
+    SessionOptions options = given;
+    if (options.token.empty() && !spec.local_job_id.empty()) {
+      options.token = local_job_token(spec, options.worker_timeout);
+      if (spec.is_chief()) token_file = local_job_token_path(spec);
+    }
+    opts = options;
+    if (options.token.empty()) {
+      throw ConfigError(
+          "distributed training needs the job's shared token: set "
+          "FASTNN_JOB_TOKEN or job_token_file on every worker (the "
+          "nproc_per_node launcher makes one)");
+    }
+  }
+
+  /// Starts the coordinator (rank 0), then the client and the store.
+  void connect() {
+    auto [host, port] = split_host_port(spec.coordinator, "coordinator");
+    ClientOptions co;
+    co.address = spec.coordinator;
+    co.token = opts.token;
+    co.tls_ca_file = opts.tls_ca_file;
+    if (spec.is_chief()) start_server(host, port, co);
+    client = std::make_unique<CoordinatorClient>(co);
+    store = std::make_unique<GrpcStore>(*client, opts.worker_timeout);
+  }
+
+  /// Rank 0's coordinator on `port` (0: any free one); the spec then names
+  /// the port bound, and `co` dials it on this machine.
+  void start_server(const std::string& host, int port, ClientOptions& co) {
+    CoordinatorOptions so;
+    so.port = port;
+    so.host = listen_host_for(host);
+    so.world_size = spec.world_size;
+    so.worker_timeout = opts.worker_timeout;
+    so.token = opts.token;
+    so.tls_cert_file = opts.tls_cert_file;
+    so.tls_key_file = opts.tls_key_file;
+    server = std::make_unique<CoordinatorServer>(so);
+    const std::string bound = std::to_string(server->port());
+    spec.coordinator =
+        (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + bound;
+    co.address = server->local_address();
+    co.tls_target_name = host;
+  }
+
+  /// rendezvous(); on failure rank 0 first tells the workers still waiting
+  /// why, before the server goes away.
+  void rendezvous_or_abort() {
+    try {
+      rendezvous();
+    } catch (const DistributedError& e) {
+      if (server) server->abort(e.what());
+      throw;
+    }
+  }
+
+  /// compare_settings(), failing like rendezvous_or_abort().
+  std::string compare_settings_or_abort() {
+    try {
+      return compare_settings();
+    } catch (const DistributedError& e) {
+      if (server) server->abort(e.what());
+      throw;
+    }
+  }
+
   void rendezvous() {
     const auto deadline = Clock::now() + opts.worker_timeout;
     std::string last_error;
@@ -343,6 +412,12 @@ struct WorkerSession::Impl {
       throw DistributedError("rendezvous failed" + after + ": coordinator " + spec.coordinator +
                              " unreachable (last error: " + last_error + ")");
     }
+    throw timed_out(last, after);
+  }
+
+  /// The error of a rendezvous that reached the coordinator but not every
+  /// worker: who joined and who is missing, from the last reply.
+  DistributedError timed_out(const pb::JoinResponse& last, const std::string& after) const {
     // The reply lists the first few missing ranks; the rest are counted.
     const int64_t count = std::max<int64_t>(spec.world_size - last.joined(), 0);
     std::string missing;
@@ -351,10 +426,10 @@ struct WorkerSession::Impl {
     }
     const int64_t listed = std::min<int64_t>(last.missing_size(), kMaxListedRanks);
     if (count > listed) missing += " and " + std::to_string(count - listed) + " more";
-    throw DistributedError("rendezvous timed out" + after + ": " + std::to_string(last.joined()) +
-                           " of " + std::to_string(spec.world_size) +
-                           " workers joined; missing rank" + (count > 1 ? "s " : " ") + missing +
-                           " (coordinator " + spec.coordinator + ")");
+    return DistributedError("rendezvous timed out" + after + ": " + std::to_string(last.joined()) +
+                            " of " + std::to_string(spec.world_size) +
+                            " workers joined; missing rank" + (count > 1 ? "s " : " ") + missing +
+                            " (coordinator " + spec.coordinator + ")");
   }
 
   /// Every worker compares its settings with rank 0's (a hash first, the
@@ -438,63 +513,18 @@ struct WorkerSession::Impl {
 
 WorkerSession::WorkerSession(const ClusterSpec& spec, const SessionOptions& given)
     : impl_(std::make_unique<Impl>()) {
-  SessionOptions options = given;
   impl_->spec = spec;
   if (!spec.distributed()) {
-    impl_->opts = options;
-    impl_->store = std::make_unique<LocalStore>(options.worker_timeout);
+    impl_->opts = given;
+    impl_->store = std::make_unique<LocalStore>(given.worker_timeout);
     return;
   }
-  if (options.token.empty() && !spec.local_job_id.empty()) {
-    options.token = local_job_token(spec, options.worker_timeout);
-    if (spec.is_chief()) impl_->token_file = local_job_token_path(spec);
-  }
-  impl_->opts = options;
-  if (options.token.empty()) {
-    throw ConfigError(
-        "distributed training needs the job's shared token: set "
-        "FASTNN_JOB_TOKEN or job_token_file on every worker (the "
-        "nproc_per_node launcher makes one)");
-  }
-  auto [host, port] = split_host_port(spec.coordinator, "coordinator");
-  ClientOptions co;
-  co.address = spec.coordinator;
-  co.token = options.token;
-  co.tls_ca_file = options.tls_ca_file;
-  if (spec.is_chief()) {
-    CoordinatorOptions so;
-    so.port = port;
-    so.host = listen_host_for(host);
-    so.world_size = spec.world_size;
-    so.worker_timeout = options.worker_timeout;
-    so.token = options.token;
-    so.tls_cert_file = options.tls_cert_file;
-    so.tls_key_file = options.tls_key_file;
-    impl_->server = std::make_unique<CoordinatorServer>(so);
-    const std::string bound = std::to_string(impl_->server->port());
-    impl_->spec.coordinator =
-        (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + bound;
-    co.address = impl_->server->local_address();
-    co.tls_target_name = host;
-  }
-  impl_->client = std::make_unique<CoordinatorClient>(co);
-  impl_->store = std::make_unique<GrpcStore>(*impl_->client, options.worker_timeout);
-  try {
-    impl_->rendezvous();
-  } catch (const DistributedError& e) {
-    // Tell the workers still waiting why, before the server goes away.
-    if (impl_->server) impl_->server->abort(e.what());
-    throw;
-  }
+  impl_->take_options(given);
+  impl_->connect();
+  impl_->rendezvous_or_abort();
   impl_->heartbeat = std::thread([impl = impl_.get()] { impl->heartbeat_loop(); });
-  if (options.job_settings.empty()) return;
-  std::string differences;
-  try {
-    differences = impl_->compare_settings();
-  } catch (const DistributedError& e) {
-    if (impl_->server) impl_->server->abort(e.what());
-    throw;
-  }
+  if (impl_->opts.job_settings.empty()) return;
+  const std::string differences = impl_->compare_settings_or_abort();
   if (!differences.empty()) {
     finish(kExitUsage);
     if (!impl_->token_file.empty()) std::remove(impl_->token_file.c_str());

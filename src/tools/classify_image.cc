@@ -45,58 +45,87 @@
 namespace {
 using namespace fastnn;
 
-int classify(LoadResult& args, const std::vector<std::string>& images) {
+// The class names: --labels_file, else the dataset's labels.txt, else
+// TF-slim's ImageNet names for a 1001-class network; none otherwise.
+std::vector<std::string> class_labels(const LoadResult& args, int64_t classes) {
   const HParams& hp = args.hp;
-  if (images.empty()) throw ConfigError("no image: name image files, or --image_list=FILE");
-  const train::InferenceModel loaded = train::load_inference_model(train::inference_options(hp));
-  const models::ModelSpec& spec = *loaded.spec;
-  const models::ModelOptions& model_options = loaded.options;
-  auto model = loaded.model;
-  torch::NoGradGuard no_grad;
-
-  std::vector<std::string> labels;
   const auto labels_file = args.extras.find("labels_file");
-  if (labels_file != args.extras.end()) {
-    if (std::error_code ec; !std::filesystem::exists(labels_file->second, ec)) {
-      throw DataError("labels_file: cannot read '" + labels_file->second + "'");
-    }
-    int64_t skipped = 0;
-    labels = datasets::read_labels_file(labels_file->second, &skipped);
-    const int64_t named = static_cast<int64_t>(
-        std::count_if(labels.begin(), labels.end(), [](const auto& l) { return !l.empty(); }));
-    const int64_t classes = model_options.num_classes + hp.labels_offset;
-    if (skipped > 0 || named != classes) {
-      log::warning() << "labels_file " << config::quote_value(labels_file->second) << ": " << named
-                     << " names for the network's " << classes << " classes"
-                     << (skipped > 0 ? ", " + std::to_string(skipped) +
-                                           " line(s) not of the form id:name skipped"
-                                     : std::string())
-                     << "; a class without a name is shown without a label";
-    }
-  } else if (!hp.dataset_dir.empty()) {
-    labels = datasets::read_labels_file(hp.dataset_dir + "/labels.txt");
-  } else if (model_options.num_classes + hp.labels_offset == 1001) {
-    labels = datasets::imagenet_class_names();  // TF-slim's ImageNet numbering
+  if (labels_file == args.extras.end()) {
+    if (!hp.dataset_dir.empty()) return datasets::read_labels_file(hp.dataset_dir + "/labels.txt");
+    if (classes == 1001) return datasets::imagenet_class_names();  // TF-slim's ImageNet numbering
+    return {};
   }
+  if (std::error_code ec; !std::filesystem::exists(labels_file->second, ec)) {
+    throw DataError("labels_file: cannot read '" + labels_file->second + "'");
+  }
+  int64_t skipped = 0;
+  auto labels = datasets::read_labels_file(labels_file->second, &skipped);
+  const int64_t named = static_cast<int64_t>(
+      std::count_if(labels.begin(), labels.end(), [](const auto& l) { return !l.empty(); }));
+  if (skipped > 0 || named != classes) {
+    log::warning() << "labels_file " << config::quote_value(labels_file->second) << ": " << named
+                   << " names for the network's " << classes << " classes"
+                   << (skipped > 0 ? ", " + std::to_string(skipped) +
+                                         " line(s) not of the form id:name skipped"
+                                   : std::string())
+                   << "; a class without a name is shown without a label";
+  }
+  return labels;
+}
+
+int64_t top_k_of(const LoadResult& args, int64_t num_classes) {
   int64_t top_k = 5;
   if (auto top_k_arg = args.extras.find("top_k"); top_k_arg != args.extras.end()) {
     if (config::parse_int(top_k_arg->second, &top_k) != config::NumberStatus::kOk || top_k < 1) {
       throw ConfigError("top_k: '" + top_k_arg->second + "' is not an integer >= 1");
     }
   }
-  top_k = std::min(top_k, model_options.num_classes);
-  const std::string prep_name =
-      hp.preprocessing_name.empty() ? spec.preprocessing : hp.preprocessing_name;
-  const preprocessing::OutputShape shape{static_cast<int>(model_options.in_channels),
-                                         static_cast<int>(model_options.image_size),
-                                         static_cast<int>(model_options.image_size)};
-  const auto prep = preprocessing::get_preprocessing(prep_name, shape, false);
-  std::mt19937_64 rng(0);
+  return std::min(top_k, num_classes);
+}
+
+// One image's JSON line from its logits.
+nlohmann::json image_result(const std::string& file, const at::Tensor& logits, int64_t top_k,
+                            int64_t labels_offset, const std::vector<std::string>& labels) {
   auto label_of = [&](int64_t class_id) {
     return class_id >= 0 && class_id < static_cast<int64_t>(labels.size())
                ? labels[static_cast<size_t>(class_id)]
                : std::string();
   };
+  const auto probs = torch::softmax(logits, 0);
+  const auto [top_probs, idx] = probs.topk(top_k);
+  nlohmann::json top = nlohmann::json::array();
+  for (int64_t i = 0; i < top_k; ++i) {
+    const int64_t class_id = idx[i].item<int64_t>() + labels_offset;
+    top.push_back({{"class", class_id},
+                   {"label", label_of(class_id)},
+                   {"probability", top_probs[i].item<double>()}});
+  }
+  const auto flat_logits = logits.contiguous();
+  const std::vector<float> values(flat_logits.data_ptr<float>(),
+                                  flat_logits.data_ptr<float>() + flat_logits.numel());
+  return {{"file", file},
+          {"class", top[0]["class"]},
+          {"label", top[0]["label"]},
+          {"probability", top[0]["probability"]},
+          {"top_k", top},
+          {"logits", values}};
+}
+
+int classify(LoadResult& args, const std::vector<std::string>& images) {
+  const HParams& hp = args.hp;
+  if (images.empty()) throw ConfigError("no image: name image files, or --image_list=FILE");
+  const train::InferenceModel loaded = train::load_inference_model(train::inference_options(hp));
+  const models::ModelOptions& model_options = loaded.options;
+  torch::NoGradGuard no_grad;
+  const auto labels = class_labels(args, model_options.num_classes + hp.labels_offset);
+  const int64_t top_k = top_k_of(args, model_options.num_classes);
+  const std::string prep_name =
+      hp.preprocessing_name.empty() ? loaded.spec->preprocessing : hp.preprocessing_name;
+  const preprocessing::OutputShape shape{static_cast<int>(model_options.in_channels),
+                                         static_cast<int>(model_options.image_size),
+                                         static_cast<int>(model_options.image_size)};
+  const auto prep = preprocessing::get_preprocessing(prep_name, shape, false);
+  std::mt19937_64 rng(0);
   int failed = 0;
   for (const std::string& file : images) {
     auto input = torch::empty({1, shape.channels, shape.height, shape.width});
@@ -108,25 +137,8 @@ int classify(LoadResult& args, const std::vector<std::string>& images) {
       ++failed;
       continue;
     }
-    const auto logits = model->forward(input).logits.reshape({-1});
-    const auto probs = torch::softmax(logits, 0);
-    const auto [top_probs, idx] = probs.topk(top_k);
-    nlohmann::json top = nlohmann::json::array();
-    for (int64_t i = 0; i < top_k; ++i) {
-      const int64_t class_id = idx[i].item<int64_t>() + hp.labels_offset;
-      top.push_back({{"class", class_id},
-                     {"label", label_of(class_id)},
-                     {"probability", top_probs[i].item<double>()}});
-    }
-    const auto flat_logits = logits.contiguous();
-    const std::vector<float> values(flat_logits.data_ptr<float>(),
-                                    flat_logits.data_ptr<float>() + flat_logits.numel());
-    nlohmann::json out = {{"file", file},
-                          {"class", top[0]["class"]},
-                          {"label", top[0]["label"]},
-                          {"probability", top[0]["probability"]},
-                          {"top_k", top},
-                          {"logits", values}};
+    const auto logits = loaded.model->forward(input).logits.reshape({-1});
+    const auto out = image_result(file, logits, top_k, hp.labels_offset, labels);
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     std::cout.flush();
   }

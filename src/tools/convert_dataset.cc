@@ -13,14 +13,11 @@
 #include "src/io/atomic_file.h"
 #include "src/log/failure.h"
 
-int main(int argc, char** argv) {
-  using namespace fastnn;
-  CLI::App app{"convert_dataset: raw data -> TF-slim TFRecords + labels.txt"};
-  std::string name, input, out;
-  datasets::ConvertOptions opt;
-  opt.num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  opt.num_shards = 0;
-  bool quiet = false;
+namespace {
+using namespace fastnn;
+
+void add_options(CLI::App& app, std::string& name, std::string& input, std::string& out,
+                 datasets::ConvertOptions& opt, bool& quiet) {
   app.add_option("--dataset_name", name,
                  "mnist | fashion_mnist (idx files) | cifar10 (binary "
                  "batches) | image_folder (<class>/<image> folders)")
@@ -50,6 +47,39 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--quiet", quiet, "no progress output");
   app.set_version_flag("--version", std::string("convert_dataset ") + FASTNN_VERSION);
+}
+
+// Checks the folders, clears an interrupted run's temporaries and converts.
+std::vector<datasets::ConvertedSplit> convert(const std::string& name,
+                                              datasets::ConvertOptions& opt) {
+  datasets::check_folder_flag("--input", opt.input_dir);
+  datasets::check_folder_flag("--dataset_dir", opt.output_dir);
+  if (!opt.prefix.empty()) datasets::check_prefix_flag(opt.prefix);
+  // Temporaries of a run that was killed (SIGTERM, SIGKILL) before it
+  // renamed them; a running converter's are kept.
+  const auto removed = io::remove_stale_temporaries(opt.output_dir);
+  if (!removed.empty()) {
+    std::cerr << "convert_dataset: removed " << removed.size()
+              << " stale temporary file(s) of an interrupted run from "
+              << config::quote_value(opt.output_dir) << "\n";
+  }
+  if (name == "cifar10") return datasets::convert_cifar10(opt);
+  if (name == "image_folder") return datasets::convert_image_folder(opt);
+  opt.class_names =
+      name == "mnist" ? datasets::mnist_class_names() : datasets::fashion_mnist_class_names();
+  return datasets::convert_mnist(opt);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"convert_dataset: raw data -> TF-slim TFRecords + labels.txt"};
+  std::string name, input, out;
+  datasets::ConvertOptions opt;
+  opt.num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  opt.num_shards = 0;
+  bool quiet = false;
+  add_options(app, name, input, out, opt, quiet);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -66,28 +96,7 @@ int main(int argc, char** argv) {
   opt.progress = !quiet;
   if (opt.num_shards == 0) opt.num_shards = name == "image_folder" ? 5 : 1;
   try {
-    datasets::check_folder_flag("--input", input);
-    datasets::check_folder_flag("--dataset_dir", out);
-    if (!opt.prefix.empty()) datasets::check_prefix_flag(opt.prefix);
-    // Temporaries of a run that was killed (SIGTERM, SIGKILL) before it
-    // renamed them; a running converter's are kept.
-    const auto removed = io::remove_stale_temporaries(out);
-    if (!removed.empty()) {
-      std::cerr << "convert_dataset: removed " << removed.size()
-                << " stale temporary file(s) of an interrupted run from "
-                << config::quote_value(out) << "\n";
-    }
-    std::vector<datasets::ConvertedSplit> splits;
-    if (name == "cifar10") {
-      splits = datasets::convert_cifar10(opt);
-    } else if (name == "image_folder") {
-      splits = datasets::convert_image_folder(opt);
-    } else {
-      opt.class_names =
-          name == "mnist" ? datasets::mnist_class_names() : datasets::fashion_mnist_class_names();
-      splits = datasets::convert_mnist(opt);
-    }
-    for (const auto& split : splits) {
+    for (const auto& split : convert(name, opt)) {
       std::cout << split.split << ": " << split.examples << " examples in " << split.paths.size()
                 << " file(s): " << split.paths.front() << (split.paths.size() > 1 ? " ..." : "")
                 << "\n";

@@ -51,6 +51,28 @@ int64_t positive(const std::string& key, const std::string& value) {
   return n;
 }
 
+// The export's shape and the metadata written into the model.
+exporter::OnnxExportOptions export_options_of(const HParams& hp,
+                                              const train::InferenceModel& loaded, int64_t batch,
+                                              bool initial) {
+  exporter::OnnxExportOptions export_options;
+  export_options.batch_size = batch;
+  export_options.channels = loaded.options.in_channels;
+  export_options.image_size = loaded.options.image_size;
+  export_options.model_name = hp.model_name;
+  export_options.metadata = {
+      {"model_name", hp.model_name},
+      {"num_classes", std::to_string(loaded.options.num_classes)},
+      {"labels_offset", std::to_string(hp.labels_offset)},
+      {"image_size", std::to_string(export_options.image_size)},
+      {"preprocessing",
+       hp.preprocessing_name.empty() ? loaded.spec->preprocessing : hp.preprocessing_name},
+      {"moving_averages", loaded.moving_averages ? "true" : "false"},
+      {"weights", initial ? "initial" : "checkpoint"},
+  };
+  return export_options;
+}
+
 int export_graph(LoadResult& args, const std::string& batch_size) {
   const HParams& hp = args.hp;
   const auto output = args.extras.find("output_file");
@@ -78,21 +100,7 @@ int export_graph(LoadResult& args, const std::string& batch_size) {
     log::warning() << "'" << file << "' will hold an ONNX model (opset 13), not the TensorFlow "
                    << "GraphDef TF-slim's tool writes; .onnx is its usual name";
   }
-  exporter::OnnxExportOptions export_options;
-  export_options.batch_size = batch;
-  export_options.channels = loaded.options.in_channels;
-  export_options.image_size = loaded.options.image_size;
-  export_options.model_name = hp.model_name;
-  export_options.metadata = {
-      {"model_name", hp.model_name},
-      {"num_classes", std::to_string(loaded.options.num_classes)},
-      {"labels_offset", std::to_string(hp.labels_offset)},
-      {"image_size", std::to_string(export_options.image_size)},
-      {"preprocessing",
-       hp.preprocessing_name.empty() ? loaded.spec->preprocessing : hp.preprocessing_name},
-      {"moving_averages", loaded.moving_averages ? "true" : "false"},
-      {"weights", initial ? "initial" : "checkpoint"},
-  };
+  const exporter::OnnxExportOptions export_options = export_options_of(hp, loaded, batch, initial);
   const std::string bytes = exporter::export_onnx(*loaded.model, export_options);
   io::AtomicFileWriter out(output->second);
   out.append(bytes);

@@ -53,6 +53,56 @@ void print_status(const pb::JobStatus& st) {
   }
 }
 
+// The job token: --token_file's (trailing whitespace dropped), else
+// FASTNN_JOB_TOKEN's; none for a health check.
+std::string job_token(const std::string& token_file, bool health) {
+  std::string token;
+  if (!token_file.empty()) {
+    token = dist::read_text_file(token_file, "--token_file");
+    token.erase(token.find_last_not_of(" \t\r\n") + 1);
+  } else if (const char* env_token = std::getenv("FASTNN_JOB_TOKEN")) {
+    token = env_token;
+  }
+  if (token.empty() && !health) {
+    throw fastnn::ConfigError("no job token: set FASTNN_JOB_TOKEN or pass --token_file");
+  }
+  return token;
+}
+
+int check_health(dist::CoordinatorClient& client, std::chrono::seconds deadline) {
+  auto stub = grpc::health::v1::Health::NewStub(client.channel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+  grpc::health::v1::HealthCheckResponse resp;
+  grpc::Status rpc_status = stub->Check(&ctx, {}, &resp);
+  if (!rpc_status.ok()) throw fastnn::DistributedError(client.explain(rpc_status, "health"));
+  std::printf("%s\n",
+              grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status()).c_str());
+  return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING ? fastnn::kExitOk
+                                                                         : fastnn::kExitDistributed;
+}
+
+int show_status(dist::CoordinatorClient& client, std::chrono::seconds deadline) {
+  pb::JobStatus st;
+  auto ctx = client.context(deadline, /*wait_for_ready=*/false);
+  grpc::Status rpc_status = client.stub().Status(ctx.get(), {}, &st);
+  if (!rpc_status.ok()) throw fastnn::DistributedError(client.explain(rpc_status, "status"));
+  print_status(st);
+  return fastnn::kExitOk;
+}
+
+int request_stop(dist::CoordinatorClient& client, std::chrono::seconds deadline,
+                 const std::string& reason) {
+  pb::StopRequest req;
+  req.set_reason(reason);
+  pb::StopResponse resp;
+  auto ctx = client.context(deadline, /*wait_for_ready=*/false);
+  grpc::Status rpc_status = client.stub().Stop(ctx.get(), req, &resp);
+  if (!rpc_status.ok()) throw fastnn::DistributedError(client.explain(rpc_status, "stop"));
+  std::printf("stop requested; job %s\n", pb::JobState_Name(resp.state()).c_str());
+  return fastnn::kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,46 +143,12 @@ int main(int argc, char** argv) {
     dist::ClientOptions co;
     co.address = address;
     co.tls_ca_file = ca_file;
-    if (!token_file.empty()) {
-      co.token = dist::read_text_file(token_file, "--token_file");
-      co.token.erase(co.token.find_last_not_of(" \t\r\n") + 1);
-    } else if (const char* env_token = std::getenv("FASTNN_JOB_TOKEN")) {
-      co.token = env_token;
-    }
-    if (co.token.empty() && !health->parsed()) {
-      throw fastnn::ConfigError("no job token: set FASTNN_JOB_TOKEN or pass --token_file");
-    }
+    co.token = job_token(token_file, health->parsed());
     dist::CoordinatorClient client(co);
     const auto deadline = std::chrono::seconds(timeout_secs);
-    if (health->parsed()) {
-      auto stub = grpc::health::v1::Health::NewStub(client.channel());
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + deadline);
-      grpc::health::v1::HealthCheckResponse resp;
-      grpc::Status rpc_status = stub->Check(&ctx, {}, &resp);
-      if (!rpc_status.ok()) throw fastnn::DistributedError(client.explain(rpc_status, "health"));
-      std::printf("%s\n",
-                  grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status()).c_str());
-      return resp.status() == grpc::health::v1::HealthCheckResponse::SERVING
-                 ? fastnn::kExitOk
-                 : fastnn::kExitDistributed;
-    }
-    if (status->parsed()) {
-      pb::JobStatus st;
-      auto ctx = client.context(deadline, /*wait_for_ready=*/false);
-      grpc::Status rpc_status = client.stub().Status(ctx.get(), {}, &st);
-      if (!rpc_status.ok()) throw fastnn::DistributedError(client.explain(rpc_status, "status"));
-      print_status(st);
-      return fastnn::kExitOk;
-    }
-    pb::StopRequest req;
-    req.set_reason(reason);
-    pb::StopResponse resp;
-    auto ctx = client.context(deadline, /*wait_for_ready=*/false);
-    grpc::Status rpc_status = client.stub().Stop(ctx.get(), req, &resp);
-    if (!rpc_status.ok()) throw fastnn::DistributedError(client.explain(rpc_status, "stop"));
-    std::printf("stop requested; job %s\n", pb::JobState_Name(resp.state()).c_str());
-    return fastnn::kExitOk;
+    if (health->parsed()) return check_health(client, deadline);
+    if (status->parsed()) return show_status(client, deadline);
+    return request_stop(client, deadline, reason);
   } catch (...) {
     return fastnn::report_failure("fastnn_job", fastnn::failure_of(std::current_exception()));
   }

@@ -240,6 +240,28 @@ void print_diff(const Listing& listing, const std::string& model_name,
   }
 }
 
+void print_all_tensors(const std::string& resolved, const Listing& listing,
+                       const tools::PrintOptions& print) {
+  for (const Row& r : listing.rows) {
+    std::printf("\ntensor_name:  %s\n%s\n", printable(r.name).c_str(),
+                tools::tensor_values(resolved, r.name, print).c_str());
+  }
+}
+
+// A command-line error in the one-line form of every other failure, with
+// the usage it missed; --help's exit as CLI11 gives it.
+int parse_failure(CLI::App& app, const CLI::ParseError& error) {
+  if (error.get_exit_code() == 0) return app.exit(error);  // --help
+  const std::string what = dynamic_cast<const CLI::RequiredError*>(&error)
+                               ? std::string("no checkpoint given")
+                               : std::string(error.what());
+  return report_failure("inspect_checkpoint",
+                        {kExitUsage, "error: ",
+                         what + " (usage: inspect_checkpoint CHECKPOINT [--model_name NAME "
+                                "[--num_classes N] [--use_grayscale]] [--tensor_name NAME | "
+                                "--all_tensors] [--printoptions threshold=N,...])"});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -265,16 +287,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    if (error.get_exit_code() == 0) return app.exit(error);  // --help
-    // The one-line form of every other failure, with the usage it missed.
-    const std::string what = dynamic_cast<const CLI::RequiredError*>(&error)
-                                 ? std::string("no checkpoint given")
-                                 : std::string(error.what());
-    return report_failure("inspect_checkpoint",
-                          {kExitUsage, "error: ",
-                           what + " (usage: inspect_checkpoint CHECKPOINT [--model_name NAME "
-                                  "[--num_classes N] [--use_grayscale]] [--tensor_name NAME | "
-                                  "--all_tensors] [--printoptions threshold=N,...])"});
+    return parse_failure(app, error);
   }
   options.in_channels = grayscale ? 1 : 3;
   options.dropout_keep_prob = 1.0;
@@ -291,12 +304,7 @@ int main(int argc, char** argv) {
     }
     print_listing(resolved, listing);
     if (!model_name.empty()) print_diff(listing, model_name, options);
-    if (all_tensors) {
-      for (const Row& r : listing.rows) {
-        std::printf("\ntensor_name:  %s\n%s\n", printable(r.name).c_str(),
-                    tools::tensor_values(resolved, r.name, print).c_str());
-      }
-    }
+    if (all_tensors) print_all_tensors(resolved, listing, print);
     return 0;
   } catch (...) {
     return report_failure("inspect_checkpoint", train::tool_failure_of(std::current_exception()));

@@ -57,26 +57,29 @@ std::string default_trainer(const char* argv0) {
   return (self.parent_path() / "train_image_classifier").string();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace fastnn;
-  CLI::App app{"sweep: train_image_classifier over a search space, N trials at a time"};
-  sweep::SweepOptions options;
+// What the command line asks for, beside the runner's options.
+struct SweepArgs {
+  fastnn::sweep::SweepOptions options;
   std::string space_file, trials_file, mode = "random";
   int num_trials = 10, grid_points = 3;
   uint64_t seed = 0;
-  options.trainer = default_trainer(argv[0]);
-  options.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  app.add_option("--config", options.base_config, "Base hyperparameter file of every trial");
-  app.add_option("--space", space_file, "Search space in SMAC's PCS syntax");
-  app.add_option("--trials", trials_file, "CSV of explicit trials (header: hyperparameters)");
-  app.add_option("--mode", mode, "With --space: random draws or a grid")
+  bool dry_run = false;
+};
+
+void add_trial_options(CLI::App& app, SweepArgs& a) {
+  app.add_option("--config", a.options.base_config, "Base hyperparameter file of every trial");
+  app.add_option("--space", a.space_file, "Search space in SMAC's PCS syntax");
+  app.add_option("--trials", a.trials_file, "CSV of explicit trials (header: hyperparameters)");
+  app.add_option("--mode", a.mode, "With --space: random draws or a grid")
       ->check(CLI::IsMember({"random", "grid"}));
-  app.add_option("--num_trials", num_trials, "Random draws")->check(CLI::Range(1, 100000));
-  app.add_option("--seed", seed, "Seed of the random draws");
-  app.add_option("--grid_points", grid_points, "Grid values per real parameter")
+  app.add_option("--num_trials", a.num_trials, "Random draws")->check(CLI::Range(1, 100000));
+  app.add_option("--seed", a.seed, "Seed of the random draws");
+  app.add_option("--grid_points", a.grid_points, "Grid values per real parameter")
       ->check(CLI::Range(2, 1000));
+  app.add_flag("--dry_run", a.dry_run, "Print the trials (name and parameters) and run nothing");
+}
+
+void add_run_options(CLI::App& app, fastnn::sweep::SweepOptions& options) {
   app.add_option("--out", options.out_dir,
                  "Sweep directory (trial-NNN/, results.csv), locked while the sweep runs")
       ->required();
@@ -101,69 +104,103 @@ int main(int argc, char** argv) {
   app.add_option("--eta", options.halving.eta,
                  "Successive halving: keep the best 1/eta, multiply the budget by eta")
       ->check(CLI::Range(2, 100));
-  bool dry_run = false;
-  app.add_flag("--dry_run", dry_run, "Print the trials (name and parameters) and run nothing");
   app.add_option("extra", options.extra_args, "Arguments after -- go to every trial");
+}
+
+// The trials of --trials or --space, checked against the base config;
+// `names` gets the space's parameters, active or not.
+std::vector<fastnn::sweep::Assignment> make_trials(const SweepArgs& a,
+                                                   std::vector<std::string>& names) {
+  using fastnn::ConfigError;
+  namespace sweep = fastnn::sweep;
+  if (a.space_file.empty() == a.trials_file.empty()) {
+    throw ConfigError("give exactly one of --space (a PCS file) and --trials (a CSV file)");
+  }
+  std::vector<sweep::Assignment> trials;
+  if (!a.trials_file.empty()) {
+    trials = sweep::parse_trials_csv(read_file(a.trials_file, "--trials"), a.trials_file);
+  } else {
+    const auto space = sweep::parse_pcs(read_file(a.space_file, "--space"), a.space_file);
+    for (const auto& param : space.params) names.push_back(param.name);
+    trials = a.mode == "grid" ? sweep::grid_trials(space, a.grid_points)
+                              : sweep::random_trials(space, a.num_trials, a.seed);
+    if (trials.size() > 100000) {
+      throw ConfigError("the grid has " + std::to_string(trials.size()) +
+                        " trials: lower --grid_points or use --mode random");
+    }
+  }
+  const auto& halving = a.options.halving;
+  if (halving.min_steps > 0 && halving.max_steps <= halving.min_steps) {
+    throw ConfigError("--max_steps must be above --min_steps for successive halving");
+  }
+  return trials;
+}
+
+void print_trials(const std::vector<fastnn::sweep::Assignment>& trials) {
+  for (size_t i = 0; i < trials.size(); ++i) {
+    std::cout << fastnn::sweep::trial_name(static_cast<int>(i));
+    for (const auto& [key, value] : trials[i]) std::cout << " " << key << "=" << value;
+    std::cout << "\n";
+  }
+}
+
+// Runs the trials with SIGINT/SIGTERM recorded, prints the best five and
+// returns the sweep's exit code.
+int run_trials(fastnn::sweep::SweepOptions& options,
+               const std::vector<fastnn::sweep::Assignment>& trials) {
+  namespace sweep = fastnn::sweep;
+  if (access(options.trainer.c_str(), X_OK) != 0 && options.launcher.empty()) {
+    throw fastnn::ConfigError("--trainer: '" + options.trainer + "' is not an executable");
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  options.progress = true;
+  const auto outcome = sweep::run_sweep(options, trials, g_interruption);
+  const auto& results = outcome.results;
+  std::cout << "sweep: results in "
+            << (std::filesystem::path(options.out_dir) / "results.csv").string() << "\n";
+  for (size_t i = 0; i < results.size() && i < 5; ++i) {
+    const auto& result = results[i];
+    std::cout << "  " << sweep::trial_name(result.index) << " " << result.status;
+    if (result.has_metric)
+      std::cout << " " << options.metric << "=" << sweep::format_real(result.metric);
+    for (const auto& [key, value] : result.params) std::cout << " " << key << "=" << value;
+    std::cout << "\n";
+  }
+  std::string why;
+  const int code = sweep::sweep_exit_code(outcome, options.metric, g_interruption.signal, &why);
+  if (code != fastnn::kExitOk)
+    std::cerr << "sweep: " << (code == fastnn::kExitUsage ? "error: " : "") << why << "\n";
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace fastnn;
+  CLI::App app{"sweep: train_image_classifier over a search space, N trials at a time"};
+  SweepArgs args;
+  args.options.trainer = default_trainer(argv[0]);
+  args.options.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  add_trial_options(app, args);
+  add_run_options(app, args.options);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
   try {
-    if (space_file.empty() == trials_file.empty()) {
-      throw ConfigError("give exactly one of --space (a PCS file) and --trials (a CSV file)");
-    }
-    std::vector<sweep::Assignment> trials;
-    std::vector<std::string> names;  // the space's parameters, active or not
-    if (!trials_file.empty()) {
-      trials = sweep::parse_trials_csv(read_file(trials_file, "--trials"), trials_file);
-    } else {
-      const auto space = sweep::parse_pcs(read_file(space_file, "--space"), space_file);
-      for (const auto& param : space.params) names.push_back(param.name);
-      trials = mode == "grid" ? sweep::grid_trials(space, grid_points)
-                              : sweep::random_trials(space, num_trials, seed);
-      if (trials.size() > 100000) {
-        throw ConfigError("the grid has " + std::to_string(trials.size()) +
-                          " trials: lower --grid_points or use --mode random");
-      }
-    }
-    if (options.halving.min_steps > 0 && options.halving.max_steps <= options.halving.min_steps) {
-      throw ConfigError("--max_steps must be above --min_steps for successive halving");
-    }
-    sweep::check_setup(options, trials, names, trials_file.empty() ? space_file : trials_file);
-    if (dry_run) {
-      for (size_t i = 0; i < trials.size(); ++i) {
-        std::cout << sweep::trial_name(static_cast<int>(i));
-        for (const auto& [key, value] : trials[i]) std::cout << " " << key << "=" << value;
-        std::cout << "\n";
-      }
+    std::vector<std::string> names;
+    const auto trials = make_trials(args, names);
+    sweep::check_setup(args.options, trials, names,
+                       args.trials_file.empty() ? args.space_file : args.trials_file);
+    if (args.dry_run) {
+      print_trials(trials);
       return kExitOk;
     }
-    if (access(options.trainer.c_str(), X_OK) != 0 && options.launcher.empty()) {
-      throw ConfigError("--trainer: '" + options.trainer + "' is not an executable");
-    }
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-    options.progress = true;
-    const auto outcome = sweep::run_sweep(options, trials, g_interruption);
-    const auto& results = outcome.results;
-    std::cout << "sweep: results in "
-              << (std::filesystem::path(options.out_dir) / "results.csv").string() << "\n";
-    for (size_t i = 0; i < results.size() && i < 5; ++i) {
-      const auto& result = results[i];
-      std::cout << "  " << sweep::trial_name(result.index) << " " << result.status;
-      if (result.has_metric)
-        std::cout << " " << options.metric << "=" << sweep::format_real(result.metric);
-      for (const auto& [key, value] : result.params) std::cout << " " << key << "=" << value;
-      std::cout << "\n";
-    }
-    std::string why;
-    const int code = sweep::sweep_exit_code(outcome, options.metric, g_interruption.signal, &why);
-    if (code != kExitOk)
-      std::cerr << "sweep: " << (code == kExitUsage ? "error: " : "") << why << "\n";
-    return code;
+    return run_trials(args.options, trials);
   } catch (...) {
     return report_failure("sweep", failure_of(std::current_exception()));
   }

@@ -65,6 +65,40 @@ size_t element_bytes(uint8_t code) {
   return 0;
 }
 
+namespace {
+
+// One tensor's name, dtype, shape and bytes, checked against each other.
+CheckpointEntry parse_entry(Cursor& cur, const std::string& path) {
+  CheckpointEntry entry;
+  const uint32_t len = cur.get<uint32_t>();
+  entry.name.assign(cur.take(len), len);
+  const std::string what =
+      "checkpoint '" + path + "': tensor '" + entry.name.substr(0, kShownName) + "': ";
+  const uint8_t code = cur.get<uint8_t>();
+  const size_t elem = element_bytes(code);
+  if (elem == 0) throw DataError(what + "unknown dtype code " + std::to_string(code));
+  entry.dtype = static_cast<DTypeCode>(code);
+  const uint8_t ndim = cur.get<uint8_t>();
+  entry.dims.resize(ndim);
+  uint64_t numel = 1;
+  bool overflow = false;
+  for (auto& dim : entry.dims) {
+    dim = cur.get<int64_t>();
+    if (dim < 0) throw DataError(what + "negative dimension " + std::to_string(dim));
+    const auto extent = static_cast<uint64_t>(dim);
+    if (extent != 0 && numel > UINT64_MAX / extent) overflow = true;
+    numel = overflow ? 0 : numel * extent;
+  }
+  const uint64_t nbytes = cur.get<uint64_t>();
+  if (overflow || numel > UINT64_MAX / elem || numel * elem != nbytes) {
+    throw DataError(what + "its shape does not match its " + std::to_string(nbytes) + " bytes");
+  }
+  entry.data = std::string_view(cur.take(nbytes), static_cast<size_t>(nbytes));
+  return entry;
+}
+
+}  // namespace
+
 std::vector<CheckpointEntry> parse_checkpoint(std::string_view bytes, const std::string& path) {
   if (bytes.size() < kMagicBytes + 4 + kCrcBytes ||
       bytes.compare(0, kMagicBytes, std::string_view(kMagic, kMagicBytes)) != 0) {
@@ -89,31 +123,9 @@ std::vector<CheckpointEntry> parse_checkpoint(std::string_view bytes, const std:
   out.reserve(count);
   std::set<std::string> names;
   for (uint32_t i = 0; i < count; ++i) {
-    CheckpointEntry entry;
-    const uint32_t len = cur.get<uint32_t>();
-    entry.name.assign(cur.take(len), len);
+    CheckpointEntry entry = parse_entry(cur, path);
     const std::string what =
         "checkpoint '" + path + "': tensor '" + entry.name.substr(0, kShownName) + "': ";
-    const uint8_t code = cur.get<uint8_t>();
-    const size_t elem = element_bytes(code);
-    if (elem == 0) throw DataError(what + "unknown dtype code " + std::to_string(code));
-    entry.dtype = static_cast<DTypeCode>(code);
-    const uint8_t ndim = cur.get<uint8_t>();
-    entry.dims.resize(ndim);
-    uint64_t numel = 1;
-    bool overflow = false;
-    for (auto& dim : entry.dims) {
-      dim = cur.get<int64_t>();
-      if (dim < 0) throw DataError(what + "negative dimension " + std::to_string(dim));
-      const auto extent = static_cast<uint64_t>(dim);
-      if (extent != 0 && numel > UINT64_MAX / extent) overflow = true;
-      numel = overflow ? 0 : numel * extent;
-    }
-    const uint64_t nbytes = cur.get<uint64_t>();
-    if (overflow || numel > UINT64_MAX / elem || numel * elem != nbytes) {
-      throw DataError(what + "its shape does not match its " + std::to_string(nbytes) + " bytes");
-    }
-    entry.data = std::string_view(cur.take(nbytes), static_cast<size_t>(nbytes));
     out.push_back(std::move(entry));
     if (!names.insert(out.back().name).second) {
       throw DataError(what + "appears twice");

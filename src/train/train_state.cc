@@ -45,6 +45,45 @@ std::string type_name(torch::ScalarType t) {
   }
 }
 
+// Copies the checkpoint's values into the state's slots, moving averages
+// (from `shadowed`, their variables, where the checkpoint has none),
+// counters and loss scale; returns the slots it lacks, one per line.
+std::string copy_entries(const std::vector<StateEntry>& all, const TensorMap& ckpt,
+                         const std::map<std::string, torch::Tensor>& shadowed,
+                         const std::string& path) {
+  using Kind = StateEntry::Kind;
+  std::string missing_slots;
+  for (const auto& entry : all) {
+    auto it = ckpt.find(entry.key);
+    const bool found = it != ckpt.end() && it->second.sizes() == entry.tensor.sizes();
+    switch (entry.kind) {
+      case Kind::kVariable:
+        break;
+      case Kind::kSlot:
+        if (found) {
+          entry.tensor.copy_(it->second);
+        } else {
+          missing_slots += "\n  " + entry.key.substr(std::string("optimizer/").size());
+        }
+        break;
+      case Kind::kMovingAverage:
+        entry.tensor.copy_(found ? it->second : shadowed.at(entry.key));
+        break;
+      case Kind::kCounter:
+        if (it == ckpt.end()) throw DataError("checkpoint '" + path + "' lacks " + entry.key);
+        entry.tensor.copy_(it->second);
+        break;
+      case Kind::kLossScale:
+        // Kept as it is when the checkpoint has none (an older one).
+        if (found) entry.tensor.copy_(it->second);
+        break;
+      case Kind::kRng:
+        break;
+    }
+  }
+  return missing_slots;
+}
+
 }  // namespace
 
 int restore_model(models::ClassifierImpl& model, const TensorMap& ckpt, const std::string& path,
@@ -170,45 +209,16 @@ TensorMap TrainState::to_checkpoint() const {
 }
 
 void TrainState::from_checkpoint(const TensorMap& ckpt, const std::string& path) {
-  using Kind = StateEntry::Kind;
   // The variables with restore_model's report of every missing or
   // mis-shaped one (shared with fine-tuning).
   restore_model(model_, ckpt, path);
-  std::string missing_slots;
   torch::NoGradGuard no_grad;
   const std::vector<StateEntry> all = entries();
   // Moving averages the checkpoint lacks start from their variables.
   std::map<std::string, torch::Tensor> shadowed;
   for (const auto& [variable, shadow] : ema_) shadowed[ema_key(variable.name)] = variable.tensor;
   cuda_rng_ = torch::Tensor();
-  for (const auto& entry : all) {
-    auto it = ckpt.find(entry.key);
-    const bool found = it != ckpt.end() && it->second.sizes() == entry.tensor.sizes();
-    switch (entry.kind) {
-      case Kind::kVariable:
-        break;
-      case Kind::kSlot:
-        if (found) {
-          entry.tensor.copy_(it->second);
-        } else {
-          missing_slots += "\n  " + entry.key.substr(std::string("optimizer/").size());
-        }
-        break;
-      case Kind::kMovingAverage:
-        entry.tensor.copy_(found ? it->second : shadowed.at(entry.key));
-        break;
-      case Kind::kCounter:
-        if (it == ckpt.end()) throw DataError("checkpoint '" + path + "' lacks " + entry.key);
-        entry.tensor.copy_(it->second);
-        break;
-      case Kind::kLossScale:
-        // Kept as it is when the checkpoint has none (an older one).
-        if (found) entry.tensor.copy_(it->second);
-        break;
-      case Kind::kRng:
-        break;
-    }
-  }
+  const std::string missing_slots = copy_entries(all, ckpt, shadowed, path);
   if (!missing_slots.empty()) {
     throw ConfigError("checkpoint '" + path + "' has no " + optimizer_.name() +
                       " slots for (was it written with another optimizer?):" + missing_slots);
