@@ -13,14 +13,15 @@
 # Prints one JSON line per net (writes build/tf_oracle/nets.json), then per
 # optimizer (tests/tf_oracle/optimizers.py), per learning-rate schedule
 # (tests/tf_oracle/schedules.py), per preprocessing function
-# (tests/tf_oracle/preprocessing.py), then the file checks (tests/tf_oracle/files.py).
+# (tests/tf_oracle/preprocessing.py), per exported checkpoint
+# (tests/tf_oracle/tf_export.py), then the file checks (tests/tf_oracle/files.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=$(PYTHON=${FASTNN_ORACLE_PYTHON:-python3} scripts/uv_venv.sh tf_oracle \
   tests/tf_oracle/requirements.txt "TensorFlow, tf-slim: about 1.6 GB")
 # The C++ side: the binaries tests/tf_oracle/*.py run.
 scripts/setup.sh --tests tf_oracle_forward tf_oracle_optimizer train_image_classifier eval_image_classifier \
-  convert_dataset >/dev/null
+  convert_dataset export_tf_checkpoint >/dev/null
 work=${BUILD_DIR:-build}/tf_oracle
 rm -rf "$work"
 mkdir -p "$work"
@@ -32,6 +33,11 @@ rc=0
 "$venv/bin/python" -W ignore tests/tf_oracle/schedules.py "${BUILD_DIR:-build}/bin" || rc=1
 "$venv/bin/python" -W ignore tests/tf_oracle/preprocessing.py "${BUILD_DIR:-build}/bin" \
   "$work/preprocessing" || rc=1
+# Our TensorFlow checkpoints (export_tf_checkpoint) read by TensorFlow and
+# restored into TF-slim's networks; FASTNN_SLIM_DIR (research/slim) adds
+# lenet's and mobilenet_v1's logits.
+"$venv/bin/python" -W ignore tests/tf_oracle/tf_export.py "${BUILD_DIR:-build}/bin" \
+  "$work/tf_export" ${FASTNN_SLIM_DIR:+--slim_dir "$FASTNN_SLIM_DIR"} || rc=1
 # The files (TFRecords, Examples, event files) both ways, on the quickstart's data set.
 "$venv/bin/python" -W ignore tests/tf_oracle/files.py "${BUILD_DIR:-build}/bin" "$work/files" \
   "${FASTNN_FMNIST_DIR:-/usr/share/datasets/fashion-mnist}" || rc=1

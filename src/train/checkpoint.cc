@@ -21,6 +21,7 @@
 #include "src/config/value_parse.h"
 #include "src/io/atomic_file.h"
 #include "src/io/dir_lock.h"
+#include "src/io/tf_bundle_writer.h"
 #include "src/io/tf_checkpoint.h"
 #include "src/log/log.h"
 #include "src/train/checkpoint_format.h"
@@ -38,36 +39,38 @@ const std::vector<std::pair<torch::ScalarType, DTypeCode>>& dtype_codes() {
   return kCodes;
 }
 
+// TensorFlow's types that LibTorch holds, both ways.
+const std::vector<std::pair<int, torch::ScalarType>>& tf_types() {
+  static const std::vector<std::pair<int, torch::ScalarType>> kTypes = {
+      {io::kTfFloat, torch::kFloat32},
+      {io::kTfDouble, torch::kFloat64},
+      {io::kTfHalf, torch::kFloat16},
+      {io::kTfBFloat16, torch::kBFloat16},
+      {io::kTfInt32, torch::kInt32},
+      {io::kTfInt64, torch::kInt64},
+      {io::kTfInt16, torch::kInt16},
+      {io::kTfInt8, torch::kInt8},
+      {io::kTfUInt8, torch::kUInt8},
+      {io::kTfBool, torch::kBool},
+      {io::kTfComplex64, torch::kComplexFloat},
+      {io::kTfComplex128, torch::kComplexDouble}};
+  return kTypes;
+}
+
 // LibTorch's type for a TF type it holds.
 std::optional<torch::ScalarType> torch_type_of(int tf_dtype) {
-  switch (tf_dtype) {
-    case io::kTfFloat:
-      return torch::kFloat32;
-    case io::kTfDouble:
-      return torch::kFloat64;
-    case io::kTfHalf:
-      return torch::kFloat16;
-    case io::kTfBFloat16:
-      return torch::kBFloat16;
-    case io::kTfInt32:
-      return torch::kInt32;
-    case io::kTfInt64:
-      return torch::kInt64;
-    case io::kTfInt16:
-      return torch::kInt16;
-    case io::kTfInt8:
-      return torch::kInt8;
-    case io::kTfUInt8:
-      return torch::kUInt8;
-    case io::kTfBool:
-      return torch::kBool;
-    case io::kTfComplex64:
-      return torch::kComplexFloat;
-    case io::kTfComplex128:
-      return torch::kComplexDouble;
-    default:
-      return std::nullopt;
+  for (const auto& [tf, torch_type] : tf_types()) {
+    if (tf == tf_dtype) return torch_type;
   }
+  return std::nullopt;
+}
+
+// TensorFlow's type of a LibTorch tensor's type.
+std::optional<int> tf_dtype_of(torch::ScalarType type) {
+  for (const auto& [tf, torch_type] : tf_types()) {
+    if (torch_type == type) return tf;
+  }
+  return std::nullopt;
 }
 
 // TF-slim's depthwise kernels, their moving averages and slots included:
@@ -115,6 +118,25 @@ TensorMap load_tf_tensors(const std::string& path) {
   return out;
 }
 
+// A tensor of ours in TensorFlow's layout (load_tf_tensors' conversions
+// undone) and bytes.
+io::TfTensor tf_tensor_of(const std::string& tf_name, const torch::Tensor& t) {
+  torch::Tensor v = t.detach().cpu();
+  if (v.is_floating_point() && v.dim() == 4 && is_depthwise_kernel(tf_name)) {
+    v = v.permute({2, 3, 0, 1});  // [C*1, 1, kh, kw] -> [kh, kw, C, 1]
+  } else if (v.is_floating_point() && v.dim() == 4) {
+    v = v.permute({2, 3, 1, 0});
+  } else if (v.is_floating_point() && v.dim() == 2) {
+    v = v.t();
+  }
+  v = v.contiguous();
+  io::TfTensor out;
+  out.dtype = *tf_dtype_of(v.scalar_type());
+  out.shape = v.sizes().vec();
+  out.bytes.assign(static_cast<const char*>(v.data_ptr()), v.numel() * v.element_size());
+  return out;
+}
+
 bool is_own_checkpoint(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return false;
@@ -138,6 +160,35 @@ std::vector<int64_t> port_shape_of_tf(const std::string& tf_name, const std::vec
   if (s.size() == 4) return {s[3], s[2], s[0], s[1]};
   if (s.size() == 2) return {s[1], s[0]};
   return s;
+}
+
+TfExport save_tf_checkpoint(const std::string& prefix, const TensorMap& tensors) {
+  TfExport report;
+  std::map<std::string, io::TfTensor> out;
+  for (const auto& [key, t] : tensors) {
+    std::string name;
+    if (key == "global_step") {
+      name = key;
+      report.global_step = true;
+    } else if (key.rfind("model/", 0) == 0) {
+      name = key.substr(6);
+      const std::string suffix = "/ExponentialMovingAverage";
+      const bool shadow = name.size() > suffix.size() &&
+                          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      ++(shadow ? report.moving_averages : report.variables);
+    } else if (key.rfind("optimizer/", 0) == 0) {
+      name = key.substr(10);
+      ++report.optimizer_slots;
+    }
+    if (name.empty() || !tf_dtype_of(t.scalar_type())) {
+      report.left_out.push_back(key);
+      continue;
+    }
+    if (out.count(name)) throw DataError("checkpoint: two tensors would be named '" + name + "'");
+    out.emplace(name, tf_tensor_of(name, t));
+  }
+  io::write_tf_bundle(prefix, out);
+  return report;
 }
 
 void save_tensors(const std::string& path, const TensorMap& tensors) {

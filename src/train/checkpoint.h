@@ -41,6 +41,27 @@ std::optional<torch::Tensor> torch_tensor_of(const io::TfTensor& t);
 std::vector<int64_t> port_shape_of_tf(const std::string& tf_name,
                                       const std::vector<int64_t>& tf_shape);
 
+/// What save_tf_checkpoint wrote, by kind, and the keys it left out.
+struct TfExport {
+  int variables = 0;        // model variables and BatchNorm statistics
+  int moving_averages = 0;  // ".../ExponentialMovingAverage"
+  int optimizer_slots = 0;  // ".../Momentum", "beta1_power", ...
+  bool global_step = false;
+  std::vector<std::string> left_out;  // no TensorFlow counterpart
+};
+
+/// Writes a checkpoint of ours (load_tensors' keys and layouts) as the
+/// TensorFlow V2 checkpoint `prefix` (io::write_tf_bundle), under TF-slim's
+/// names and layouts, the inverse of load_tensors: "model/<name>" and
+/// "optimizer/<name>" become "<name>" (moving averages and TF1's slot names
+/// keep their suffix); conv kernels OIHW -> HWIO, depthwise [C,1,kh,kw] ->
+/// [kh,kw,C,1] (TF-slim's networks use a depth multiplier of 1),
+/// fully-connected [out,in] -> [in,out]; "global_step" stays. The input
+/// position, loss scale and generator states have no TensorFlow
+/// counterpart and are left out. Throws DataError when a file cannot be
+/// written.
+TfExport save_tf_checkpoint(const std::string& prefix, const TensorMap& tensors);
+
 /// The model.ckpt-<step> files of `dir`, newest first (none is read;
 /// temporaries and other names never count).
 std::vector<std::string> checkpoint_files(const std::string& dir);

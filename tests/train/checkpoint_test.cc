@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "fastnn/errors.h"
+#include "src/io/tf_bundle_writer.h"
+#include "src/io/tf_checkpoint.h"
 #include "src/train/checkpoint_format.h"
 #include "tests/datasets/test_data.h"
 #include "tests/test_paths.h"
@@ -174,6 +176,69 @@ TEST(Checkpoint, ForgedButCrcValidFilesAreRefused) {
   EXPECT_EQ(
       error_of(file(2, entry("w", 0, {1}, 4, four) + entry("v", 0, {1}, 4, four).substr(0, 24))),
       "checkpoint 'f' is truncated");
+}
+
+// Our V2 writer's files, read back by our V2 reader: TensorFlow's names,
+// shapes and types in the index, and our layouts again, bit for bit.
+TEST(Checkpoint, TensorflowV2ExportReadsBackBitForBit) {
+  auto dir = fresh_dir("ckpt_tf_export");
+  TensorMap m;
+  m["model/Net/conv1/weights"] = torch::randn({8, 3, 5, 5});          // OIHW
+  m["model/Net/sep/depthwise_weights"] = torch::randn({6, 1, 3, 3});  // [C,1,kh,kw]
+  m["model/Net/sep/depthwise_weights/ExponentialMovingAverage"] = torch::randn({6, 1, 3, 3});
+  m["model/Net/fc/weights"] = torch::randn({10, 32});  // [out, in]
+  m["model/Net/fc/biases"] = torch::randn({10});
+  m["model/Net/conv1/BatchNorm/moving_mean"] = torch::randn({8});
+  m["optimizer/Net/conv1/weights/Adam"] = torch::randn({8, 3, 5, 5});
+  m["optimizer/beta1_power"] = torch::tensor(0.9f);
+  m["global_step"] = torch::tensor(int64_t{1234}, torch::kInt64);
+  m["input/batches_consumed"] = torch::tensor(int64_t{99}, torch::kInt64);
+  m["loss_scale/scale"] = torch::tensor(2.0, torch::kFloat64);
+  const std::string prefix = (dir / "model.ckpt-1234").string();
+  const TfExport report = save_tf_checkpoint(prefix, m);
+  EXPECT_EQ(report.variables, 5);
+  EXPECT_EQ(report.moving_averages, 1);
+  EXPECT_EQ(report.optimizer_slots, 2);
+  EXPECT_TRUE(report.global_step);
+  EXPECT_EQ(report.left_out,
+            (std::vector<std::string>{"input/batches_consumed", "loss_scale/scale"}));
+
+  const io::TfCheckpoint tf = io::TfCheckpoint::open(prefix);
+  EXPECT_EQ(tf.format(), io::TfCheckpointFormat::kV2);
+  ASSERT_EQ(tf.tensors().size(), 9u);
+  const auto shape = [&](const std::string& name) { return tf.find(name)->shape; };
+  EXPECT_EQ(shape("Net/conv1/weights"), (std::vector<int64_t>{5, 5, 3, 8}));  // HWIO
+  EXPECT_EQ(shape("Net/sep/depthwise_weights"), (std::vector<int64_t>{3, 3, 6, 1}));
+  EXPECT_EQ(shape("Net/fc/weights"), (std::vector<int64_t>{32, 10}));
+  EXPECT_EQ(shape("Net/conv1/weights/Adam"), (std::vector<int64_t>{5, 5, 3, 8}));
+  EXPECT_EQ(tf.find("global_step")->dtype, io::kTfInt64);
+  EXPECT_EQ(tf.find("Net/fc/biases")->dtype, io::kTfFloat);
+  EXPECT_EQ(tf.find("input/batches_consumed"), nullptr);
+
+  const TensorMap back = load_tensors(prefix);
+  for (const auto& [key, value] : m) {
+    if (key.rfind("input/", 0) == 0 || key.rfind("loss_scale/", 0) == 0) continue;
+    // Our reader keys every TensorFlow variable as "model/<name>".
+    const std::string read_key = key == "global_step"              ? key
+                                 : key.rfind("optimizer/", 0) == 0 ? "model/" + key.substr(10)
+                                                                   : key;
+    ASSERT_TRUE(back.count(read_key)) << read_key;
+    const torch::Tensor& got = back.at(read_key);
+    ASSERT_EQ(got.sizes(), value.sizes()) << key;
+    ASSERT_EQ(got.scalar_type(), value.scalar_type()) << key;
+    EXPECT_EQ(std::memcmp(got.contiguous().data_ptr(), value.contiguous().data_ptr(),
+                          value.numel() * value.element_size()),
+              0)
+        << key;
+  }
+}
+
+// A state file TensorFlow's parser accepts, and ours reads back.
+TEST(Checkpoint, TensorflowStateFileNamesThePrefix) {
+  const std::string text = io::tf_checkpoint_state_text("mod\xc3\xa8le \"x\".ckpt-7");
+  EXPECT_EQ(io::checkpoint_state_path(text),
+            std::optional<std::string>("mod\xc3\xa8le \"x\".ckpt-7"));
+  EXPECT_NE(text.find("mod\\303\\250le \\\"x\\\".ckpt-7"), std::string::npos) << text;
 }
 
 }  // namespace
