@@ -7,14 +7,17 @@ newest from PyPI (bench/peer_env.sh's environment).
 
 Usage:
   peer_strong.py train MODEL BATCH STEPS THREADS [VARIANT]
+MODEL: a torchvision model, or TF-slim's topology from ../shared/bench/slim_nets.py
+  (slim_resnet_v1_50, _101, _152); the line names its multiply-adds (macs_g=).
   peer_strong.py fmnist EPOCHS THREADS [VARIANT]
 VARIANT: eager (default), channels_last, compile (torch.compile, inductor),
   channels_last+compile, bf16 (CPU autocast to bfloat16). A variant this
   PyTorch or CPU cannot run prints "unavailable=REASON" and exits 3.
-Prints one line: peer_train|peer_fmnist ... variant=V torch=VERSION images_per_sec=X
+Prints one line: peer_train|peer_fmnist ... [macs_g=G] variant=V torch=VERSION images_per_sec=X
   [test_acc=Y] [compile_secs=Z]
 """
 import gzip
+import os
 import sys
 import time
 
@@ -54,11 +57,25 @@ def prepare(model, variant):
     return model, contextlib.nullcontext
 
 
+def shared_bench():
+    """../shared/bench (slim_nets.py: TF-slim's ResNets in PyTorch and a
+    multiply-add counter), or FASTNN_SHARED_DIR/bench."""
+    root = os.environ.get("FASTNN_SHARED_DIR") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared")
+    path = os.path.join(root, "bench")
+    if not os.path.isfile(os.path.join(path, "slim_nets.py")):
+        raise SystemExit(f"peer_strong: no slim_nets.py in {path} (set FASTNN_SHARED_DIR)")
+    sys.path.insert(0, path)
+    import slim_nets
+    return slim_nets
+
+
 def train(model_name, batch, steps, threads, variant):
-    import torchvision
     torch.set_num_threads(threads)
     size = 299 if "inception" in model_name else 224
-    m = getattr(torchvision.models, model_name)(num_classes=1000)
+    slim_nets = shared_bench()
+    m = slim_nets.model(model_name, num_classes=1000)  # slim_resnet_v1_*, or torchvision's
+    macs_g = slim_nets.macs(m, size)
     m.train()
     opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=4e-5)
     x = torch.randn(batch, 3, size, size)
@@ -86,7 +103,8 @@ def train(model_name, batch, steps, threads, variant):
     for _ in range(steps):
         step()
     dt = time.time() - t
-    print(f"peer_train model={model_name} batch={batch} threads={threads} variant={variant} "
+    print(f"peer_train model={model_name} macs_g={macs_g:.4f} batch={batch} threads={threads} "
+          f"variant={variant} "
           f"torch={torch.__version__} images_per_sec={batch * steps / dt:.2f} "
           f"warmup_secs={warm:.1f}", flush=True)
 

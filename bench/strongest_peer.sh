@@ -13,10 +13,13 @@
 #          bench/fmnist_vs_pytorch.sh's run (TFRecords through the whole
 #          decode pipeline), fp32, and use_fp16=True where the CPU has
 #          AVX512_BF16.
-#  resnet: resnet50 / resnet_v1_50 training on synthetic 224x224 images,
-#          batch 32, 2 warm-up steps then RESNET_STEPS timed steps, THREADS
-#          threads: peer_strong.py train resnet50 (torchvision); ours as
-#          bench/resnet50_vs_pytorch.sh, NCHW and NHWC.
+#  resnet: resnet_v1_50 training on synthetic 224x224 images, batch 32, 2
+#          warm-up steps then RESNET_STEPS timed steps, THREADS threads: the
+#          peer is peer_strong.py train RESNET_PEER_MODEL (TF-slim's topology
+#          from ../shared/bench/slim_nets.py by default); ours as
+#          bench/resnet50_vs_pytorch.sh, NCHW and NHWC. Both sides' multiply-add
+#          counts are printed (ours: model_flops), and a peer whose count
+#          differs from ours by more than 1 % gets no ratio.
 # Ours runs once per build: BUILD_DIR's (LibTorch 1.13 from Debian, the
 # default) and, when WHEEL_BUILD_DIR has one, the build against PyPI's
 # LibTorch (scripts/setup.sh --torch-pypi, build-pypi/).
@@ -25,9 +28,10 @@
 # Environment: PARTS (lenet,resnet), EPOCHS (1), RESNET_STEPS (5), THREADS (2),
 #   LENET_VARIANTS (eager channels_last compile channels_last+compile bf16),
 #   RESNET_VARIANTS (eager channels_last channels_last+compile bf16): the
-#   PyPI peer's variants (the Debian peer runs eager),
+#   PyPI peer's variants; DEBIAN_RESNET_VARIANTS (eager): the Debian peer's;
+#   RESNET_PEER_MODEL (slim_resnet_v1_50; resnet50 is torchvision's heavier v1.5),
 #   BUILD_DIR (build), WHEEL_BUILD_DIR (build-pypi; "" for none), PYPI_PYTHON (default: bench/peer_env.sh's, made on
-#   first use: ~5 GB once), DEBIAN_PYTHON (/usr/bin/python3; needs
+#   first use: ~5 GB once; "" for no PyPI peer, a reduced comparison), DEBIAN_PYTHON (/usr/bin/python3; needs
 #   python3-torch python3-torchvision).
 # Prints a markdown table per workload and writes them to
 # bench/results/strongest_peer_<UTC time>.md. Exits 1 when an entry failed.
@@ -40,11 +44,13 @@ RESNET_STEPS=${RESNET_STEPS:-5}
 THREADS=${THREADS:-2}
 LENET_VARIANTS=${LENET_VARIANTS:-eager channels_last compile channels_last+compile bf16}
 RESNET_VARIANTS=${RESNET_VARIANTS:-eager channels_last channels_last+compile bf16}
+DEBIAN_RESNET_VARIANTS=${DEBIAN_RESNET_VARIANTS:-eager}
+RESNET_PEER_MODEL=${RESNET_PEER_MODEL:-slim_resnet_v1_50}
 BIN=${BUILD_DIR:-build}/bin
 WHEEL_BIN=${WHEEL_BUILD_DIR-build-pypi}/bin
 [ -n "${WHEEL_BUILD_DIR-build-pypi}" ] && [ -x "$WHEEL_BIN/train_image_classifier" ] || WHEEL_BIN=""
 DEBIAN_PYTHON=${DEBIAN_PYTHON:-/usr/bin/python3}
-PYPI_PYTHON=${PYPI_PYTHON:-$(bench/peer_env.sh)}
+PYPI_PYTHON=${PYPI_PYTHON-$(bench/peer_env.sh)}
 DATA=data/fashion_mnist
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -82,7 +88,8 @@ entry() {
     [ -n "$out" ] || out=$(ours_ips "$log")
     if [[ $out =~ ^[0-9]+(\.[0-9]+)?$ ]]; then out=$(printf '%.2f' "$out"); fi
     local extra
-    extra=$(grep -o 'test_acc=[0-9.]*\|compile_secs=[0-9.]*\|torch=[^ ]*' "$log" | tr '\n' ' ' || true)
+    extra=$(grep -o 'test_acc=[0-9.]*\|compile_secs=[0-9.]*\|torch=[^ ]*\|macs_g=[0-9.]*' "$log" |
+      tr '\n' ' ' || true)
     [ -n "$extra" ] && notes[$name]=$extra
   fi
   echo "   $out" >&2
@@ -129,11 +136,19 @@ ours_resnet() {  # BIN LAYOUT
     --prefetch_buffer_size=2 --num_parallel_batches=1
 }
 
+# A resnet peer entry whose multiply-adds differ from ours by more than 1 %.
+other_network() {
+  local peer
+  peer=$(sed -n 's/.*macs_g=\([0-9.]*\).*/\1/p' <<<"${notes[$1]:-}")
+  [[ $1 == "resnet: peer"* && -n $ours_macs && -n $peer ]] &&
+    awk -v a="$peer" -v b="$ours_macs" 'BEGIN { d = a / b - 1; exit !(d > 0.01 || d < -0.01) }'
+}
+
 machine() {
   echo "CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -1), family $(lscpu | sed -n 's/^CPU family: *//p'),"\
     "model $(lscpu | sed -n 's/^Model: *//p'); flags: $(grep -o -w 'avx2\|avx512f\|avx512_bf16\|amx_bf16\|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ');"\
     "$(nproc) cores; Debian peer: torch $("$DEBIAN_PYTHON" -c 'import torch; print(torch.__version__)');"\
-    "PyPI peer: torch $("$PYPI_PYTHON" -c 'import torch; print(torch.__version__)')"
+    "PyPI peer: ${PYPI_PYTHON:+torch $("$PYPI_PYTHON" -c 'import torch; print(torch.__version__)')}${PYPI_PYTHON:-none}"
 }
 
 if [[ ,$PARTS, == *,lenet,* ]] && [ ! -f "$DATA/labels.txt" ]; then
@@ -152,7 +167,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
         entry "lenet: peer, Debian 1.13, eager" \
           "$DEBIAN_PYTHON" bench/peer_strong.py fmnist "$EPOCHS" "$THREADS" eager
       fi
-      entry "lenet: peer, PyPI, $v" "$PYPI_PYTHON" bench/peer_strong.py fmnist "$EPOCHS" "$THREADS" "$v"
+      [ -z "$PYPI_PYTHON" ] ||
+        entry "lenet: peer, PyPI, $v" "$PYPI_PYTHON" bench/peer_strong.py fmnist "$EPOCHS" "$THREADS" "$v"
     done
     for b in "$BIN" $WHEEL_BIN; do
       entry "lenet: ours, LibTorch ${lt[$b]}, fp32" ours_lenet "$b" False
@@ -162,11 +178,13 @@ for ((round = 1; round <= ROUNDS; round++)); do
     done
   fi
   if [[ ,$PARTS, == *,resnet,* ]]; then
-    entry "resnet: peer, Debian 1.13, eager" \
-      "$DEBIAN_PYTHON" bench/peer_strong.py train resnet50 32 "$RESNET_STEPS" "$THREADS" eager
-    for v in $RESNET_VARIANTS; do
-      entry "resnet: peer, PyPI, $v" \
-        "$PYPI_PYTHON" bench/peer_strong.py train resnet50 32 "$RESNET_STEPS" "$THREADS" "$v"
+    for v in $DEBIAN_RESNET_VARIANTS; do
+      entry "resnet: peer, Debian 1.13, $v" "$DEBIAN_PYTHON" bench/peer_strong.py train \
+        "$RESNET_PEER_MODEL" 32 "$RESNET_STEPS" "$THREADS" "$v"
+    done
+    for v in ${PYPI_PYTHON:+$RESNET_VARIANTS}; do
+      entry "resnet: peer, PyPI, $v" "$PYPI_PYTHON" bench/peer_strong.py train \
+        "$RESNET_PEER_MODEL" 32 "$RESNET_STEPS" "$THREADS" "$v"
     done
     for b in "$BIN" $WHEEL_BIN; do
       entry "resnet: ours, LibTorch ${lt[$b]}, NCHW" ours_resnet "$b" NCHW
@@ -181,11 +199,19 @@ done
   echo "$(machine); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown);" \
     "\`bench/strongest_peer.sh $ROUNDS\` (EPOCHS=$EPOCHS RESNET_STEPS=$RESNET_STEPS THREADS=$THREADS);" \
     "${loads[*]}"
+  ours_macs=""
+  if [[ ,$PARTS, == *,resnet,* ]] && [ -x "$BIN/model_flops" ]; then
+    ours_macs=$("$BIN/model_flops" net resnet_v1_50 224 3 1000 | sed -n 's/.*conv_gmac=\([0-9.]*\).*/\1/p')
+    echo
+    echo "resnet multiply-adds per image: ours (resnet_v1_50, model_flops) $ours_macs G;" \
+      "the peer ($RESNET_PEER_MODEL) in its notes (macs_g)"
+  fi
   for w in lenet resnet; do
     [[ ,$PARTS, == *,$w,* ]] || continue
     best="" best_v=0
     for n in "${order[@]}"; do
       [[ $n == "$w: peer"* ]] || continue
+      other_network "$n" && continue
       m=$(median ${results[$n]})
       if [[ $m =~ ^[0-9.]+$ ]] && awk -v a="$m" -v b="$best_v" 'BEGIN { exit !(a > b) }'; then
         best=$n best_v=$m
@@ -198,6 +224,7 @@ done
       [[ $n == "$w:"* ]] || continue
       m=$(median ${results[$n]})
       r=$(awk -v a="$m" -v b="$best_v" 'BEGIN { if (a ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }')
+      other_network "$n" && r="- (another network)"
       mark=""
       [ "$n" = "$best" ] && mark=" (**the peer**)"
       echo "| ${n#"$w: "}$mark | ${results[$n]% } | $m | $r | ${notes[$n]:-} |"

@@ -31,12 +31,16 @@ elif len(sys.argv) != 1:
 
 def tracked_files():
     try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=ROOT, check=True,
+                             capture_output=True).stdout.decode().strip()
+        if os.path.realpath(top) != os.path.realpath(ROOT):
+            raise OSError("not the root of a git checkout")
         out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True,
                              capture_output=True).stdout.decode()
         return [f for f in out.split("\0") if f]
     except (OSError, subprocess.CalledProcessError):
-        # Not a git checkout (an unpacked archive): every file but the
-        # build's and the caches'.
+        # Not the root of a git checkout (an unpacked archive, a machine
+        # without git): every file but the build's and the caches'.
         found = []
         for dirpath, dirs, names in os.walk(ROOT):
             dirs[:] = [d for d in dirs if not d.startswith((".git", "build",

@@ -75,6 +75,147 @@ std::string format_real(double v) {
   return buf;
 }
 
+namespace {
+
+// A condition line: "child | parent in {v1, v2}" (bar: the '|').
+Condition parse_condition(const std::string& line, size_t bar, const std::set<std::string>& names,
+                          const std::string& where) {
+  Condition condition;
+  condition.child = std::string(config::trim(std::string_view(line).substr(0, bar)));
+  std::istringstream rest(line.substr(bar + 1));
+  std::string in_word;
+  rest >> condition.parent >> in_word;
+  std::string values;
+  size_t pos = bar + 1 + static_cast<size_t>(rest.tellg());
+  if (in_word != "in" || !take_group(line, pos, '{', '}', values)) {
+    fail(where, "a condition reads 'child | parent in {value, ...}'");
+  }
+  condition.values = split_list(values);
+  if (!names.count(condition.child))
+    fail(where, "condition on unknown parameter '" + condition.child + "'");
+  if (!names.count(condition.parent))
+    fail(where, "condition on unknown parameter '" + condition.parent + "'");
+  return condition;
+}
+
+// The "[lo, hi]" of a real or integer parameter, or the "{choice, ...}" of
+// a categorical one, read from `pos` on.
+void parse_domain(const std::string& line, const std::string& kind, size_t& pos, Param& param,
+                  const std::string& where) {
+  std::string range;
+  if (kind == "real" || kind == "integer") {
+    param.kind = kind == "real" ? Param::Kind::kReal : Param::Kind::kInteger;
+    if (!take_group(line, pos, '[', ']', range)) {
+      fail(where, "'" + param.name + "': " + kind + " needs a range [lo, hi]");
+    }
+    const auto bounds = split_list(range);
+    if (bounds.size() != 2) fail(where, "'" + param.name + "': the range is [lo, hi]");
+    param.lo = number(bounds[0], where);
+    param.hi = number(bounds[1], where);
+    if (!(param.lo < param.hi)) fail(where, "'" + param.name + "': lo must be below hi");
+    if (param.kind == Param::Kind::kInteger &&
+        (param.lo != std::floor(param.lo) || param.hi != std::floor(param.hi))) {
+      fail(where, "'" + param.name + "': an integer range has integer bounds");
+    }
+  } else if (kind == "categorical") {
+    param.kind = Param::Kind::kCategorical;
+    if (!take_group(line, pos, '{', '}', range)) {
+      fail(where, "'" + param.name + "': categorical needs {choice, ...}");
+    }
+    param.choices = split_list(range);
+    for (const auto& choice : param.choices) {
+      if (choice.empty()) fail(where, "'" + param.name + "': an empty choice");
+    }
+  } else {
+    fail(where, "'" + param.name + "': unknown type '" + kind + "' (real, integer or categorical)");
+  }
+}
+
+// What follows the domain: an optional "[default]" and "log".
+void parse_default_and_log(const std::string& line, size_t pos, Param& param,
+                           const std::string& where) {
+  std::string def;
+  if (take_group(line, pos, '[', ']', def)) param.default_value = std::string(config::trim(def));
+  const std::string tail(config::trim(std::string_view(line).substr(std::min(pos, line.size()))));
+  if (tail == "log") {
+    if (param.kind == Param::Kind::kCategorical)
+      fail(where, "'" + param.name + "': log on categorical");
+    if (param.lo <= 0) fail(where, "'" + param.name + "': log needs lo > 0");
+    param.log = true;
+  } else if (!tail.empty()) {
+    fail(where, "'" + param.name + "': unexpected '" + tail + "'");
+  }
+  if (param.default_value.empty()) return;
+  if (param.kind == Param::Kind::kCategorical) {
+    if (std::find(param.choices.begin(), param.choices.end(), param.default_value) ==
+        param.choices.end()) {
+      fail(where, "'" + param.name + "': default '" + param.default_value + "' is not a choice");
+    }
+  } else {
+    const double parsed_default = number(param.default_value, where);
+    if (parsed_default < param.lo || parsed_default > param.hi)
+      fail(where, "'" + param.name + "': default outside the range");
+  }
+}
+
+Param parse_param(const std::string& line, const std::set<std::string>& names,
+                  const std::string& where) {
+  Param param;
+  std::string kind;
+  {
+    std::istringstream words(line);
+    words >> param.name >> kind;
+  }
+  if (kind.empty()) fail(where, "'" + param.name + "' needs a type: real, integer or categorical");
+  if (names.count(param.name)) fail(where, "parameter '" + param.name + "' is defined twice");
+  size_t pos = line.find(kind, param.name.size()) + kind.size();
+  parse_domain(line, kind, pos, param, where);
+  parse_default_and_log(line, pos, param, where);
+  return param;
+}
+
+// One CSV line's cells (RFC 4180 quotes), trimmed.
+std::vector<std::string> csv_cells(const std::string& line, const std::string& where) {
+  std::vector<std::string> cells;
+  std::string cell;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        cell += ch;
+      }
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      cells.emplace_back(config::trim(cell));
+      cell.clear();
+    } else {
+      cell += ch;
+    }
+  }
+  if (quoted) fail(where, "unterminated quote");
+  cells.emplace_back(config::trim(cell));
+  return cells;
+}
+
+void check_header(const std::vector<std::string>& header, const std::string& where) {
+  for (size_t column = 0; column < header.size(); ++column) {
+    if (header[column].empty()) fail(where, "an empty column name");
+    if (std::find(header.begin(), header.begin() + column, header[column]) !=
+        header.begin() + column) {
+      fail(where, "column '" + header[column] + "' appears twice");
+    }
+  }
+}
+
+}  // namespace
+
 SearchSpace parse_pcs(const std::string& text, const std::string& source) {
   SearchSpace space;
   std::set<std::string> names;
@@ -87,87 +228,11 @@ SearchSpace parse_pcs(const std::string& text, const std::string& source) {
     std::string line = raw.substr(0, raw.find('#'));
     line = std::string(config::trim(line));
     if (line.empty()) continue;
-    // A condition: "child | parent in {v1, v2}".
     if (const size_t bar = line.find('|'); bar != std::string::npos) {
-      Condition condition;
-      condition.child = std::string(config::trim(std::string_view(line).substr(0, bar)));
-      std::istringstream rest(line.substr(bar + 1));
-      std::string in_word;
-      rest >> condition.parent >> in_word;
-      std::string values;
-      size_t pos = bar + 1 + static_cast<size_t>(rest.tellg());
-      if (in_word != "in" || !take_group(line, pos, '{', '}', values)) {
-        fail(where, "a condition reads 'child | parent in {value, ...}'");
-      }
-      condition.values = split_list(values);
-      if (!names.count(condition.child))
-        fail(where, "condition on unknown parameter '" + condition.child + "'");
-      if (!names.count(condition.parent))
-        fail(where, "condition on unknown parameter '" + condition.parent + "'");
-      space.conditions.push_back(std::move(condition));
+      space.conditions.push_back(parse_condition(line, bar, names, where));
       continue;
     }
-    Param param;
-    std::string kind;
-    {
-      std::istringstream words(line);
-      words >> param.name >> kind;
-    }
-    if (kind.empty())
-      fail(where, "'" + param.name + "' needs a type: real, integer or categorical");
-    if (names.count(param.name)) fail(where, "parameter '" + param.name + "' is defined twice");
-    size_t pos = line.find(kind, param.name.size()) + kind.size();
-    std::string range, def;
-    if (kind == "real" || kind == "integer") {
-      param.kind = kind == "real" ? Param::Kind::kReal : Param::Kind::kInteger;
-      if (!take_group(line, pos, '[', ']', range)) {
-        fail(where, "'" + param.name + "': " + kind + " needs a range [lo, hi]");
-      }
-      const auto bounds = split_list(range);
-      if (bounds.size() != 2) fail(where, "'" + param.name + "': the range is [lo, hi]");
-      param.lo = number(bounds[0], where);
-      param.hi = number(bounds[1], where);
-      if (!(param.lo < param.hi)) fail(where, "'" + param.name + "': lo must be below hi");
-      if (param.kind == Param::Kind::kInteger &&
-          (param.lo != std::floor(param.lo) || param.hi != std::floor(param.hi))) {
-        fail(where, "'" + param.name + "': an integer range has integer bounds");
-      }
-    } else if (kind == "categorical") {
-      param.kind = Param::Kind::kCategorical;
-      if (!take_group(line, pos, '{', '}', range)) {
-        fail(where, "'" + param.name + "': categorical needs {choice, ...}");
-      }
-      param.choices = split_list(range);
-      for (const auto& choice : param.choices) {
-        if (choice.empty()) fail(where, "'" + param.name + "': an empty choice");
-      }
-    } else {
-      fail(where,
-           "'" + param.name + "': unknown type '" + kind + "' (real, integer or categorical)");
-    }
-    if (take_group(line, pos, '[', ']', def)) param.default_value = std::string(config::trim(def));
-    const std::string tail(config::trim(std::string_view(line).substr(std::min(pos, line.size()))));
-    if (tail == "log") {
-      if (param.kind == Param::Kind::kCategorical)
-        fail(where, "'" + param.name + "': log on categorical");
-      if (param.lo <= 0) fail(where, "'" + param.name + "': log needs lo > 0");
-      param.log = true;
-    } else if (!tail.empty()) {
-      fail(where, "'" + param.name + "': unexpected '" + tail + "'");
-    }
-    if (!param.default_value.empty()) {
-      if (param.kind == Param::Kind::kCategorical) {
-        if (std::find(param.choices.begin(), param.choices.end(), param.default_value) ==
-            param.choices.end()) {
-          fail(where,
-               "'" + param.name + "': default '" + param.default_value + "' is not a choice");
-        }
-      } else {
-        const double parsed_default = number(param.default_value, where);
-        if (parsed_default < param.lo || parsed_default > param.hi)
-          fail(where, "'" + param.name + "': default outside the range");
-      }
-    }
+    Param param = parse_param(line, names, where);
     names.insert(param.name);
     space.params.push_back(std::move(param));
   }
@@ -185,44 +250,12 @@ std::vector<Assignment> parse_trials_csv(const std::string& text, const std::str
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (config::trim(line).empty()) continue;
-    std::vector<std::string> cells;
-    std::string cell;
-    bool quoted = false;
-    for (size_t i = 0; i < line.size(); ++i) {
-      const char ch = line[i];
-      if (quoted) {
-        if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-          cell += '"';
-          ++i;
-        } else if (ch == '"') {
-          quoted = false;
-        } else {
-          cell += ch;
-        }
-      } else if (ch == '"') {
-        quoted = true;
-      } else if (ch == ',') {
-        cells.emplace_back(config::trim(cell));
-        cell.clear();
-      } else {
-        cell += ch;
-      }
-    }
-    if (quoted) fail(source + ":" + std::to_string(line_no), "unterminated quote");
-    cells.emplace_back(config::trim(cell));
-    rows.push_back(std::move(cells));
+    rows.push_back(csv_cells(line, source + ":" + std::to_string(line_no)));
     line_of.push_back(line_no);
   }
   if (rows.size() < 2) fail(source, "needs a header row and at least one trial");
   const auto& header = rows[0];
-  for (size_t column = 0; column < header.size(); ++column) {
-    const std::string where = source + ":" + std::to_string(line_of[0]);
-    if (header[column].empty()) fail(where, "an empty column name");
-    if (std::find(header.begin(), header.begin() + column, header[column]) !=
-        header.begin() + column) {
-      fail(where, "column '" + header[column] + "' appears twice");
-    }
-  }
+  check_header(header, source + ":" + std::to_string(line_of[0]));
   std::vector<Assignment> out;
   for (size_t row = 1; row < rows.size(); ++row) {
     if (rows[row].size() != header.size()) {

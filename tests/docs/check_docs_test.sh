@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# scripts/check_docs.py on a small tree of its own: it must name a broken
-# link, a missing section, a missing path and an unknown binary, and pass
-# the same tree once they are fixed.
+# scripts/check_docs.py on a small tree of its own (not a git checkout: the
+# checker then reads every file, as on a machine without git): it must name
+# a broken link, a missing section, a missing path and an unknown binary,
+# and pass the same tree once they are fixed.
 # Usage: check_docs_test.sh SOURCE_DIR SCRATCH_DIR
 set -euo pipefail
 src=$1
@@ -9,7 +10,6 @@ tmp=$2/check_docs
 rm -rf "$tmp"
 mkdir -p "$tmp/docs" "$tmp/scripts"
 cd "$tmp"
-git init -q .
 printf '#!/bin/sh\n' > scripts/setup.sh
 printf 'add_executable(train_image_classifier main.cc)\n' > CMakeLists.txt
 printf '# Guide\n\n## Setting up\n\n**Bold lead** text.\n' > docs/guide.md
@@ -18,7 +18,6 @@ See [the guide](docs/guide.md#setting-up) and [gone](docs/gone.md).
 Also docs/guide.md, "No such section" and `scripts/missing.sh`.
 Run `build/bin/no_such_tool`.
 MD
-git add -A
 check() { /usr/bin/python3 "$src/scripts/check_docs.py" --root "$tmp"; }
 if out=$(check); then
   echo "FAIL: broken references passed: $out"
@@ -33,6 +32,5 @@ cat > README.md <<'MD'
 See [the guide](docs/guide.md#setting-up) and docs/guide.md, "Bold lead".
 Run `build/bin/train_image_classifier`.
 MD
-git add -A
 out=$(check) || { echo "FAIL: a clean tree failed: $out"; exit 1; }
 echo "check_docs_test: ok"
