@@ -97,22 +97,33 @@ void write_tf_bundle(const std::string& prefix, const std::map<std::string, TfTe
   write_file_atomic(prefix + ".index", index.bytes);
 }
 
-std::string tf_checkpoint_state_text(const std::string& checkpoint) {
-  std::string quoted;
-  for (unsigned char c : checkpoint) {
+namespace {
+
+// A string in protobuf text format's quotes and escapes.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
     if (c == '"' || c == '\\') {
-      quoted += '\\';
-      quoted += static_cast<char>(c);
+      out += '\\';
+      out += static_cast<char>(c);
     } else if (c < 0x20 || c >= 0x7f) {
       char octal[5];
       std::snprintf(octal, sizeof octal, "\\%03o", c);
-      quoted += octal;
+      out += octal;
     } else {
-      quoted += static_cast<char>(c);
+      out += static_cast<char>(c);
     }
   }
-  return "model_checkpoint_path: \"" + quoted + "\"\nall_model_checkpoint_paths: \"" + quoted +
-         "\"\n";
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string tf_checkpoint_state_text(const std::string& latest,
+                                     const std::vector<std::string>& all) {
+  std::string text = "model_checkpoint_path: " + quoted(latest) + "\n";
+  for (const auto& path : all) text += "all_model_checkpoint_paths: " + quoted(path) + "\n";
+  return text;
 }
 
 }  // namespace fastnn::io

@@ -15,6 +15,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "src/io/tf_checkpoint.h"
 
@@ -26,9 +27,10 @@ namespace fastnn::io {
 /// disagree with the shape, DataError when a file cannot be written.
 void write_tf_bundle(const std::string& prefix, const std::map<std::string, TfTensor>& tensors);
 
-/// The text of a TensorFlow "checkpoint" state file naming `checkpoint`
-/// (a prefix, relative to the state file's directory) as the latest and
-/// only checkpoint, with protobuf text format's string escapes.
-std::string tf_checkpoint_state_text(const std::string& checkpoint);
+/// The text of a TensorFlow "checkpoint" state file naming `latest` as the
+/// latest checkpoint and `all` as every kept one (prefixes relative to the
+/// state file's directory), with protobuf text format's string escapes.
+std::string tf_checkpoint_state_text(const std::string& latest,
+                                     const std::vector<std::string>& all);
 
 }  // namespace fastnn::io

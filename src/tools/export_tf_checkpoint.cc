@@ -25,6 +25,11 @@ namespace {
 using namespace fastnn;
 namespace fs = std::filesystem;
 
+// The directory the prefix's files go in.
+fs::path output_dir(const fs::path& prefix) {
+  return prefix.parent_path().empty() ? fs::path(".") : prefix.parent_path();
+}
+
 // Refuses an output that would replace files without --overwrite, or
 // that would put a TensorFlow checkpoint among a train_dir's own (a
 // trainer resuming there reads the directory's `checkpoint` file).
@@ -33,7 +38,7 @@ void check_output(const fs::path& prefix, bool overwrite) {
     throw ConfigError("--output_prefix: '" + prefix.string() +
                       "' names a directory; give a prefix such as DIR/model.ckpt-1000");
   }
-  const fs::path dir = prefix.parent_path().empty() ? fs::path(".") : prefix.parent_path();
+  const fs::path dir = output_dir(prefix);
   std::error_code ec;
   if (fs::exists(dir / ".lock", ec) || !train::checkpoint_files(dir.string()).empty()) {
     throw ConfigError("--output_prefix: '" + dir.string() +
@@ -68,13 +73,14 @@ int export_checkpoint(const std::string& path, const std::string& output, bool o
   check_output(prefix, overwrite);
   const std::string source = train::resolve_checkpoint(path);
   const train::TensorMap tensors = train::load_tensors(source);
-  const fs::path dir = prefix.parent_path().empty() ? fs::path(".") : prefix.parent_path();
+  const fs::path dir = output_dir(prefix);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw DataError("cannot create '" + dir.string() + "': " + ec.message());
   const train::TfExport report = train::save_tf_checkpoint(prefix.string(), tensors);
-  io::write_file_atomic((dir / "checkpoint").string(),
-                        io::tf_checkpoint_state_text(prefix.filename().string()));
+  io::write_file_atomic(
+      (dir / "checkpoint").string(),
+      io::tf_checkpoint_state_text(prefix.filename().string(), {prefix.filename().string()}));
   print_report(prefix.string(), source, report);
   return kExitOk;
 }

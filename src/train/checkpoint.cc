@@ -314,12 +314,8 @@ std::string CheckpointManager::save(int64_t step, const TensorMap& tensors) {
     fs::remove(fs::path(dir_) / kept_.front(), ec);
     kept_.erase(kept_.begin());
   }
-  std::ostringstream index;
-  index << "model_checkpoint_path: \"" << name << "\"\n";
-  for (const auto& k : kept_) {
-    index << "all_model_checkpoint_paths: \"" << k << "\"\n";
-  }
-  io::write_file_atomic((fs::path(dir_) / "checkpoint").string(), index.str());
+  io::write_file_atomic((fs::path(dir_) / "checkpoint").string(),
+                        io::tf_checkpoint_state_text(name, kept_));
   return path;
 }
 

@@ -235,7 +235,8 @@ TEST(Checkpoint, TensorflowV2ExportReadsBackBitForBit) {
 
 // A state file TensorFlow's parser accepts, and ours reads back.
 TEST(Checkpoint, TensorflowStateFileNamesThePrefix) {
-  const std::string text = io::tf_checkpoint_state_text("mod\xc3\xa8le \"x\".ckpt-7");
+  const std::string text =
+      io::tf_checkpoint_state_text("mod\xc3\xa8le \"x\".ckpt-7", {"mod\xc3\xa8le \"x\".ckpt-7"});
   EXPECT_EQ(io::checkpoint_state_path(text),
             std::optional<std::string>("mod\xc3\xa8le \"x\".ckpt-7"));
   EXPECT_NE(text.find("mod\\303\\250le \\\"x\\\".ckpt-7"), std::string::npos) << text;
